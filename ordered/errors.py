@@ -1,0 +1,73 @@
+"""The error hierarchy of the ordering layer.
+
+Every exception raised on purpose by ``ordered``, ``coordinator`` and ``spark_source``
+derives from :class:`OrderedError`. Errors that come from Kafka keep the original
+``confluent_kafka.KafkaError`` (and so its code) in :attr:`OrderedKafkaError.kafka_error`.
+Bad arguments to pure functions raise the builtin ``ValueError``/``TypeError`` instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ClusterError",
+    "ConfigError",
+    "LayoutError",
+    "NotAdoptedError",
+    "OrderedError",
+    "OrderedKafkaError",
+    "StoreError",
+    "TransitionInProgressError",
+    "UsageError",
+]
+
+
+class OrderedError(Exception):
+    """Root of every error raised by the ordering layer."""
+
+
+class UsageError(OrderedError):
+    """The caller asked for something that cannot be done as asked (CLI exit code 2)."""
+
+
+class ConfigError(UsageError):
+    """A configuration value is missing, unknown, malformed or conflicts with another."""
+
+
+class ClusterError(OrderedError):
+    """The local development cluster could not be started, found or stopped."""
+
+
+class StoreError(OrderedError):
+    """The layout store in ZooKeeper is unreachable or holds a record that fails its check."""
+
+
+class LayoutError(UsageError):
+    """A requested layout change is not valid for the topic's current layout."""
+
+
+class NotAdoptedError(UsageError):
+    """The topic exists in Kafka but has not been adopted by the ordering layer."""
+
+
+class TransitionInProgressError(OrderedError):
+    """Another layout transition of the same topic is running; retry when it ends."""
+
+
+class OrderedKafkaError(OrderedError):
+    """A Kafka operation failed; ``kafka_error`` is the original ``KafkaError``.
+
+    Attributes:
+        kafka_error: The ``confluent_kafka.KafkaError`` reported by librdkafka.
+    """
+
+    def __init__(self, message: str, kafka_error: Any = None) -> None:
+        super().__init__(message)
+        self.kafka_error = kafka_error
+
+    def code(self) -> int | None:
+        """Return the ``KafkaError`` code, as ``KafkaError.code()`` does, or ``None``."""
+        if self.kafka_error is None:
+            return None
+        return int(self.kafka_error.code())
