@@ -69,10 +69,6 @@ def _as_bytes(key: object, name: str = "key") -> bytes:
         except UnicodeEncodeError as exc:
             # Lone surrogates cannot be sent by confluent-kafka either.
             raise ValueError(f"{name} is not encodable as UTF-8: {exc.reason}") from None
-    if isinstance(key, (bool, int)):
-        # bytes(memoryview(5)) would fail anyway, but bytes(5) is five zero bytes:
-        # never let an int slip through as a length.
-        raise _key_error(key, name)
     try:
         with memoryview(key) as view:  # type: ignore[arg-type]
             return view.tobytes()
