@@ -1,0 +1,1 @@
+"""The coordinator: layout store, controller, position service, CLI and dev cluster."""

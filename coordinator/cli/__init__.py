@@ -1,0 +1,51 @@
+"""The ``ordered`` command line.
+
+Exit codes: 0 success, 1 an operation failed (the message says why), 2 a usage error
+(bad arguments or a request that cannot be done as asked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from coordinator.cli import cluster
+from coordinator.cli.output import error
+from ordered.errors import OrderedError, UsageError
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser of the ``ordered`` command."""
+    parser = argparse.ArgumentParser(
+        prog="ordered",
+        description="Ordered Kafka: grow and shrink topics while every key keeps its order.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    cluster.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``ordered`` command and return its exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    as_json = bool(getattr(args, "json", False))
+    try:
+        code: int = args.func(args)
+    except UsageError as exc:
+        error(str(exc), as_json, type(exc).__name__)
+        return 2
+    except OrderedError as exc:
+        error(str(exc), as_json, type(exc).__name__)
+        return 1
+    except KeyboardInterrupt:
+        error("interrupted", as_json, "KeyboardInterrupt")
+        return 130
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

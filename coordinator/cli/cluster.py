@@ -1,0 +1,123 @@
+"""``ordered cluster fetch|up|status|down``: the local development cluster."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from coordinator import devcluster
+from coordinator.cli.output import emit, progress
+from coordinator.devcluster.cluster import ClusterState
+
+__all__ = ["add_parser"]
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register the ``cluster`` command and its subcommands on ``sub``."""
+    cluster = sub.add_parser("cluster", help="a local Kafka (KRaft) + ZooKeeper for development")
+    actions = cluster.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--dir",
+            type=Path,
+            default=None,
+            help="cluster directory (default: $ORDERED_CLUSTER_DIR, else "
+            "~/.local/state/ordered/cluster)",
+        )
+        p.add_argument("--json", action="store_true", help="print JSON")
+
+    fetch = actions.add_parser("fetch", help="resolve the pinned Kafka and ZooKeeper jars")
+    fetch.add_argument("--json", action="store_true", help="print JSON")
+    fetch.set_defaults(func=_fetch)
+
+    up = actions.add_parser("up", help="start ZooKeeper and Kafka and print the settings")
+    common(up)
+    up.add_argument("--brokers", type=int, choices=(1, 3), default=1, help="Kafka nodes")
+    up.add_argument("--kafka-port", type=int, default=None, help="first broker port")
+    up.add_argument("--zookeeper-port", type=int, default=None, help="ZooKeeper client port")
+    up.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for start")
+    up.set_defaults(func=_up)
+
+    st = actions.add_parser("status", help="print the settings and which processes run")
+    common(st)
+    st.set_defaults(func=_status)
+
+    down = actions.add_parser("down", help="stop exactly the processes `up` started")
+    common(down)
+    down.set_defaults(func=_down)
+
+
+def _settings_text(state: ClusterState) -> str:
+    alive = {p.role for p in state.running()}
+    lines = [
+        f"bootstrap.servers={state.bootstrap_servers}",
+        f"zookeeper.connect={state.zookeeper_connect}",
+        f"kafka.version={state.kafka_version}",
+        f"zookeeper.version={state.zookeeper_version}",
+        f"brokers={state.brokers}",
+        f"directory={state.directory}",
+    ]
+    for p in state.processes:
+        lines.append(f"process {p.role} pid {p.pid} {'running' if p.role in alive else 'stopped'}")
+    return "\n".join(lines)
+
+
+def _fetch(args: argparse.Namespace) -> int:
+    resolved = devcluster.fetch(progress)
+    payload = {
+        r.component: {
+            "version": r.version,
+            "directory": str(r.directory),
+            "fetched": r.fetched,
+            "seconds": round(r.seconds, 2),
+        }
+        for r in resolved
+    }
+    text = "\n".join(
+        f"{r.component} {r.version}: {'fetched' if r.fetched else 'cached'} in "
+        f"{r.seconds:.1f} s ({r.directory})"
+        for r in resolved
+    )
+    emit(payload, text, args.json)
+    return 0
+
+
+def _up(args: argparse.Namespace) -> int:
+    state = devcluster.up(
+        args.dir,
+        brokers=args.brokers,
+        kafka_port=args.kafka_port,
+        zookeeper_port=args.zookeeper_port,
+        timeout=args.timeout,
+        progress=progress,
+    )
+    progress(
+        f"Kafka {state.kafka_version} ({state.brokers} broker(s)) and ZooKeeper "
+        f"{state.zookeeper_version} up in {state.start_seconds:.1f} s"
+    )
+    emit(state.to_settings(), _settings_text(state), args.json)
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    state = devcluster.status(args.dir)
+    payload = state.to_settings()
+    payload["running"] = bool(state.running())
+    emit(payload, _settings_text(state), args.json)
+    return 0 if state.running() else 1
+
+
+def _down(args: argparse.Namespace) -> int:
+    state, killed = devcluster.down(args.dir)
+    note = f" ({', '.join(killed)} needed SIGKILL)" if killed else ""
+    emit(
+        {
+            "stopped": [p.role for p in state.processes],
+            "killed": killed,
+            "directory": state.directory,
+        },
+        f"stopped the cluster in {state.directory}{note}",
+        args.json,
+    )
+    return 0
