@@ -7,7 +7,20 @@ cd "$(dirname "$0")/.."
 start=$(date +%s)
 PY=${PYTHON:-python3}
 command -v "$PY" >/dev/null || { echo "setup: $PY not found; install Python 3.11+" >&2; exit 1; }
-command -v java >/dev/null || { echo "setup: java not found; install OpenJDK 17 (apt-get install openjdk-17-jre-headless)" >&2; exit 1; }
+# Java 17 runs Kafka and ZooKeeper; Maven fetches their jars. Install them when missing
+# and we may (root with apt-get, as on a fresh CI machine).
+missing=()
+command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null || missing+=(maven)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "setup: installing ${missing[*]} with apt-get"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+  else
+    echo "setup: missing ${missing[*]}; install them (Debian: apt-get install ${missing[*]})" >&2
+    exit 1
+  fi
+fi
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi

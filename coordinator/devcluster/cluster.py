@@ -390,6 +390,8 @@ def _validate_dir(directory: Path, brokers: int) -> ClusterState | None:
                 f"{directory} holds a {previous.brokers}-broker cluster; start it with "
                 f"--brokers {previous.brokers} or use another --dir"
             )
+        for node in range(1, brokers + 1):
+            _check_meta(directory / f"kafka-{node}" / "data", previous.cluster_id, directory)
         return previous
     if directory.exists() and any(directory.iterdir()):
         raise ClusterError(

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Sets up everything (scripts/setup.sh) and runs the whole test suite against real
+# servers that the session fixtures start. Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+.venv/bin/ruff check .
+.venv/bin/mypy
+set +e
+.venv/bin/pytest -q -p no:cacheprovider "$@"
+code=$?
+set -e
+# pytest exits 5 when it collected no test: that is a failure of the suite, not a pass.
+if [ "$code" -eq 5 ]; then
+  echo "test.sh: pytest collected no tests" >&2
+  exit 1
+fi
+exit "$code"

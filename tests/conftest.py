@@ -1,0 +1,125 @@
+"""Session-scoped real servers and per-test names for the integration tests.
+
+The one-broker cluster starts on first use and serves every test of the session; the
+three-broker cluster starts only when a test asks for it. Set ORDERED_TEST_CLUSTER_DIR
+to the directory of a running ``ordered cluster up`` to reuse it across runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from helpers import create_topic, unique
+from kazoo.client import KazooClient
+
+from coordinator import devcluster
+from coordinator.devcluster.cluster import ClusterState
+
+
+def _say(message: str) -> None:
+    # Session fixtures run under capture; the CI log must still show the servers.
+    print(f"\n[cluster] {message}", file=sys.__stderr__, flush=True)
+
+
+def _start(tmp: Path, brokers: int) -> Iterator[ClusterState]:
+    reuse = os.environ.get("ORDERED_TEST_CLUSTER_DIR")
+    if reuse and brokers == 1:
+        state = devcluster.status(Path(reuse))
+        if state.running():
+            _say(f"reusing Kafka {state.kafka_version} at {state.bootstrap_servers}")
+            yield state
+            return
+    started = time.monotonic()
+    state = devcluster.up(tmp, brokers=brokers, progress=_say)
+    _say(
+        f"Kafka {state.kafka_version} ({brokers} broker(s)) at {state.bootstrap_servers}, "
+        f"ZooKeeper {state.zookeeper_version} at {state.zookeeper_connect}, "
+        f"up in {time.monotonic() - started:.1f} s"
+    )
+    try:
+        yield state
+    finally:
+        _, killed = devcluster.down(tmp)
+        _say(f"stopped the {brokers}-broker cluster" + (f" (killed {killed})" if killed else ""))
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterState]:
+    """A running one-broker Kafka (KRaft) and a ZooKeeper, for the whole session."""
+    yield from _start(tmp_path_factory.mktemp("cluster1"), 1)
+
+
+@pytest.fixture(scope="session")
+def cluster3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterState]:
+    """A running three-broker Kafka (KRaft quorum of three) and a ZooKeeper."""
+    yield from _start(tmp_path_factory.mktemp("cluster3"), 3)
+
+
+@pytest.fixture
+def bootstrap(cluster: ClusterState) -> str:
+    """``bootstrap.servers`` of the one-broker cluster."""
+    return cluster.bootstrap_servers
+
+
+@pytest.fixture
+def zk_hosts(cluster: ClusterState) -> str:
+    """The ZooKeeper connect string (no chroot) of the session cluster."""
+    return cluster.zookeeper_connect
+
+
+@pytest.fixture
+def zk_root(zk_hosts: str) -> Iterator[str]:
+    """A fresh ZooKeeper root path for this test, deleted afterwards."""
+    root = "/" + unique("test")
+    yield root
+    client = KazooClient(hosts=zk_hosts)
+    client.start(timeout=15)
+    try:
+        client.delete(root, recursive=True)
+    finally:
+        client.stop()
+        client.close()
+
+
+@pytest.fixture
+def zk_connect(zk_hosts: str, zk_root: str) -> str:
+    """A connect string chrooted at this test's fresh root (the root node exists)."""
+    client = KazooClient(hosts=zk_hosts)
+    client.start(timeout=15)
+    try:
+        client.ensure_path(zk_root)
+    finally:
+        client.stop()
+        client.close()
+    return zk_hosts + zk_root
+
+
+@pytest.fixture
+def kazoo(zk_connect: str) -> Iterator[KazooClient]:
+    """A started kazoo client chrooted at this test's root."""
+    client = KazooClient(hosts=zk_connect)
+    client.start(timeout=15)
+    yield client
+    client.stop()
+    client.close()
+
+
+@pytest.fixture
+def topic_factory(bootstrap: str) -> Callable[..., str]:
+    """Create uuid-named topics in the one-broker cluster: ``topic_factory(partitions)``."""
+
+    def make(partitions: int = 4, config: dict[str, str] | None = None, prefix: str = "t") -> str:
+        return create_topic(bootstrap, unique(prefix), partitions, 1, config)
+
+    return make
+
+
+@pytest.fixture
+def group_factory() -> Callable[[], str]:
+    """Return uuid-named consumer group ids."""
+    return lambda: unique("g")

@@ -1,0 +1,112 @@
+"""Test helpers: real-server utilities shared by the integration tests.
+
+Nothing here fakes a server: topics are created in the real Kafka, sessions are
+expired in the real ZooKeeper, processes are killed with real signals.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka.admin import AdminClient, NewTopic
+from kazoo.client import KazooClient
+
+__all__ = [
+    "create_topic",
+    "expire_session",
+    "kill_process",
+    "run_cli",
+    "unique",
+    "wait_until",
+]
+
+
+def unique(prefix: str) -> str:
+    """Return ``prefix`` with a short uuid suffix, for topic, group and ZooKeeper names."""
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def wait_until(
+    condition: Callable[[], Any], timeout: float = 30.0, interval: float = 0.05, what: str = ""
+) -> Any:
+    """Poll ``condition`` until it returns a truthy value and return it; fail on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
+        time.sleep(interval)
+
+
+def create_topic(
+    bootstrap: str,
+    name: str,
+    partitions: int,
+    replication: int = 1,
+    config: dict[str, str] | None = None,
+) -> str:
+    """Create ``name`` in Kafka and wait until its metadata lists every partition."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics(
+        [NewTopic(name, partitions, replication, config=config or {})], operation_timeout=30
+    )
+    futures[name].result(timeout=60)
+    wait_until(
+        lambda: (
+            len(admin.list_topics(name, timeout=5).topics[name].partitions) == partitions
+            and admin.list_topics(name, timeout=5).topics[name].error is None
+        ),
+        what=f"topic {name} metadata",
+    )
+    return name
+
+
+def expire_session(client: KazooClient, hosts: str, timeout: float = 15.0) -> None:
+    """Expire ``client``'s ZooKeeper session for real, the way kazoo's own harness does.
+
+    A second connection that reuses the session id and password and then closes makes
+    the server expire the session; ``client`` sees EXPIRED_SESSION and reconnects.
+    """
+    session_id, password = client.client_id
+    lost = []
+    client.add_listener(lambda state: lost.append(state) if state == "LOST" else None)
+    other = KazooClient(hosts=hosts, client_id=(session_id, password))
+    other.start(timeout=timeout)
+    other.stop()
+    other.close()
+    wait_until(lambda: lost, timeout=timeout, what="session expiry")
+
+
+def kill_process(pid: int, sig: int = signal.SIGKILL) -> None:
+    """Send ``sig`` (SIGKILL by default) to ``pid`` and reap it if it is our child."""
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        return
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 180) -> Any:
+    """Run the ``ordered`` CLI in a subprocess; return the CompletedProcess (text)."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "coordinator.cli", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+        check=False,
+    )
