@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import create_topic, unique
@@ -20,10 +21,22 @@ from kazoo.client import KazooClient
 from coordinator import devcluster
 from coordinator.devcluster.cluster import ClusterState
 
+_capture: Any = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep the capture manager: session fixtures run under capture."""
+    global _capture
+    _capture = config.pluginmanager.get_plugin("capturemanager")
+
 
 def _say(message: str) -> None:
-    # Session fixtures run under capture; the CI log must still show the servers.
-    print(f"\n[cluster] {message}", file=sys.__stderr__, flush=True)
+    # The CI log must show which servers were started and used, whatever the capture.
+    if _capture is None:
+        print(f"[cluster] {message}", file=sys.stderr, flush=True)
+        return
+    with _capture.global_and_fixture_disabled():
+        print(f"[cluster] {message}", file=sys.stderr, flush=True)
 
 
 def _start(tmp: Path, brokers: int) -> Iterator[ClusterState]:
