@@ -1,0 +1,123 @@
+"""The znode paths of the layout store (schema in ``docs/protocol.md``).
+
+Every function takes the store root (``/ordered`` by default) first.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+__all__ = [
+    "DEFAULT_ROOT",
+    "ack_path",
+    "acks_path",
+    "check_root",
+    "check_topic",
+    "election_path",
+    "epoch_node",
+    "epoch_path",
+    "epochs_path",
+    "lock_path",
+    "producer_path",
+    "producers_path",
+    "topic_path",
+    "topics_path",
+]
+
+DEFAULT_ROOT: Final = "/ordered"
+"""The default store root (``ordered.zookeeper.root``, ``--root``)."""
+
+# Kafka's own rule for topic names; it also keeps them safe as znode names.
+_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
+_ID = re.compile(r"[A-Za-z0-9._:@-]{1,200}")
+
+
+def check_root(root: str) -> str:
+    """Return ``root`` without a trailing slash.
+
+    Raises:
+        ValueError: ``root`` is not an absolute ZooKeeper path.
+    """
+    if not root.startswith("/") or "//" in root:
+        raise ValueError(f"store root must be an absolute ZooKeeper path, got {root!r}")
+    return root.rstrip("/") or "/"
+
+
+def check_topic(topic: str) -> str:
+    """Return ``topic`` if it is a legal Kafka topic name.
+
+    Raises:
+        ValueError: It is not.
+    """
+    if not _TOPIC.fullmatch(topic) or topic in (".", ".."):
+        raise ValueError(f"not a valid Kafka topic name: {topic!r}")
+    return topic
+
+
+def _check_id(producer_id: str) -> str:
+    if not _ID.fullmatch(producer_id) or producer_id in (".", ".."):
+        raise ValueError(f"not a valid producer id: {producer_id!r}")
+    return producer_id
+
+
+def _join(root: str, *parts: str) -> str:
+    base = check_root(root)
+    return (base if base != "/" else "") + "/" + "/".join(parts)
+
+
+def topics_path(root: str) -> str:
+    """``{root}/topics``."""
+    return _join(root, "topics")
+
+
+def topic_path(root: str, topic: str) -> str:
+    """``{root}/topics/{topic}``: the :class:`TopicRecord`."""
+    return _join(root, "topics", check_topic(topic))
+
+
+def epochs_path(root: str, topic: str) -> str:
+    """``{root}/topics/{topic}/epochs``."""
+    return topic_path(root, topic) + "/epochs"
+
+
+def epoch_node(epoch: int) -> str:
+    """The znode name of ``epoch``: ten digits, so names sort like numbers."""
+    if epoch < 0:
+        raise ValueError(f"epoch must be >= 0, got {epoch}")
+    return f"{epoch:010d}"
+
+
+def epoch_path(root: str, topic: str, epoch: int) -> str:
+    """``{root}/topics/{topic}/epochs/{epoch:010d}``: the :class:`EpochRecord`."""
+    return epochs_path(root, topic) + "/" + epoch_node(epoch)
+
+
+def acks_path(root: str, topic: str, epoch: int) -> str:
+    """``.../epochs/{epoch:010d}/acks``."""
+    return epoch_path(root, topic, epoch) + "/acks"
+
+
+def ack_path(root: str, topic: str, epoch: int, producer_id: str) -> str:
+    """``.../epochs/{epoch:010d}/acks/{id}``: an :class:`AckRecord`."""
+    return acks_path(root, topic, epoch) + "/" + _check_id(producer_id)
+
+
+def producers_path(root: str, topic: str) -> str:
+    """``{root}/topics/{topic}/producers``."""
+    return topic_path(root, topic) + "/producers"
+
+
+def producer_path(root: str, topic: str, producer_id: str) -> str:
+    """``{root}/topics/{topic}/producers/{id}``: an ephemeral :class:`ProducerRecord`."""
+    return producers_path(root, topic) + "/" + _check_id(producer_id)
+
+
+def lock_path(root: str, topic: str) -> str:
+    """``{root}/topics/{topic}/lock``: the kazoo ``Lock`` of transitions."""
+    return topic_path(root, topic) + "/lock"
+
+
+def election_path(root: str) -> str:
+    """``{root}/coordinator/election``: the kazoo ``Election`` of daemons."""
+    return _join(root, "coordinator", "election")

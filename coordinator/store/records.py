@@ -1,0 +1,412 @@
+"""The records of the layout store: frozen dataclasses stored as versioned JSON.
+
+Every record serialises with :meth:`to_json` to UTF-8 JSON with sorted keys and
+``"version": 1``, and parses with ``from_json(data, path)``, which is strict: a record
+that is not JSON, has another ``version``, lacks a field, has an extra field, or has a
+field of the wrong type raises :class:`~ordered.errors.StoreError` naming the znode path
+and the problem. The schema is in ``docs/protocol.md``.
+
+In Python, partition-keyed maps (``boundaries``, ``last_offsets``) use ``int`` keys; in
+JSON they are decimal strings. Constructors accept either and normalise to ``int``, and
+list fields (``edges``, ``producers``) are normalised to tuples, so records stay
+immutable.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Final, Literal, Self, TypeAlias
+
+from linear_hash import ALGORITHMS
+from ordered.errors import StoreError
+
+__all__ = [
+    "EPOCH_STATES",
+    "RECORD_VERSION",
+    "AckRecord",
+    "EpochRecord",
+    "ProducerRecord",
+    "TopicRecord",
+]
+
+RECORD_VERSION: Final = 1
+"""The ``version`` every record is written with and the only one read."""
+
+EPOCH_STATES: Final = ("pending", "sealed")
+"""The values of :attr:`EpochRecord.state`."""
+
+EpochState: TypeAlias = Literal["pending", "sealed"]
+
+
+class _Bad(ValueError):
+    """One field failed its check; the message names the problem."""
+
+
+# --- field checkers: JSON value -> Python value, raising _Bad -----------------------
+
+
+def _int(value: Any) -> int:
+    # bool is an int subclass; a true/false in an int field is corruption.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Bad(f"expected an integer, got {value!r}")
+    return value
+
+
+def _nonneg(value: Any) -> int:
+    n = _int(value)
+    if n < 0:
+        raise _Bad(f"expected an integer >= 0, got {n}")
+    return n
+
+
+def _opt_nonneg(value: Any) -> int | None:
+    return None if value is None else _nonneg(value)
+
+
+def _str(value: Any) -> str:
+    if not isinstance(value, str):
+        raise _Bad(f"expected a string, got {value!r}")
+    return value
+
+
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _Bad(f"expected true or false, got {value!r}")
+    return value
+
+
+def _time(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _Bad(f"expected a unix time, got {value!r}")
+    return float(value)
+
+
+def _opt_time(value: Any) -> float | None:
+    return None if value is None else _time(value)
+
+
+def _partition_key(key: Any) -> int:
+    if isinstance(key, bool):
+        raise _Bad(f"expected a partition number as key, got {key!r}")
+    if isinstance(key, int):
+        n = key
+    elif isinstance(key, str) and key.isascii() and key.isdigit():
+        n = int(key)
+    else:
+        raise _Bad(f"expected a partition number as key, got {key!r}")
+    if n < 0:
+        raise _Bad(f"expected a partition number >= 0 as key, got {n}")
+    return n
+
+
+def _offsets(value: Any) -> dict[int, int]:
+    if not isinstance(value, Mapping):
+        raise _Bad(f"expected an object of partition -> offset, got {value!r}")
+    out = {_partition_key(k): _int(v) for k, v in value.items()}
+    if len(out) != len(value):
+        raise _Bad("duplicate partition keys")
+    return dict(sorted(out.items()))
+
+
+def _edges(value: Any) -> tuple[tuple[int, int], ...]:
+    if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
+        raise _Bad(f"expected a list of [source, destination], got {value!r}")
+    out = []
+    for edge in value:
+        if not isinstance(edge, list | tuple) or len(edge) != 2:
+            raise _Bad(f"expected an edge [source, destination], got {edge!r}")
+        out.append((_nonneg(edge[0]), _nonneg(edge[1])))
+    return tuple(out)
+
+
+def _str_tuple(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
+        raise _Bad(f"expected a list of strings, got {value!r}")
+    return tuple(_str(v) for v in value)
+
+
+def _expired(value: Any) -> dict[str, float]:
+    if not isinstance(value, Mapping):
+        raise _Bad(f"expected an object of producer id -> unix time, got {value!r}")
+    return {_str(k): _time(v) for k, v in sorted(value.items())}
+
+
+def _algorithm(value: Any) -> str:
+    name = _str(value)
+    if name not in ALGORITHMS:
+        raise _Bad(f"unknown algorithm {name!r} (known: {', '.join(sorted(ALGORITHMS))})")
+    return name
+
+
+def _state(value: Any) -> str:
+    name = _str(value)
+    if name not in EPOCH_STATES:
+        raise _Bad(f"unknown epoch state {name!r} (known: {', '.join(EPOCH_STATES)})")
+    return name
+
+
+def _to_json_value(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _to_json_value(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [_to_json_value(v) for v in value]
+    return value
+
+
+class _Record:
+    """Shared JSON handling: ``_CHECKS`` maps every field to its checker."""
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]]
+
+    def _normalise(self) -> None:
+        for name, check in self._CHECKS.items():
+            try:
+                value = check(getattr(self, name))
+            except _Bad as exc:
+                raise ValueError(f"{type(self).__name__}.{name}: {exc}") from None
+            object.__setattr__(self, name, value)
+        self._check_invariants()
+
+    def _check_invariants(self) -> None:
+        """Cross-field checks; raise ``ValueError``."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON-ready dict, with ``version``."""
+        data = {f.name: _to_json_value(getattr(self, f.name)) for f in fields(self)}  # type: ignore[arg-type]
+        data["version"] = RECORD_VERSION
+        return data
+
+    def to_json(self) -> bytes:
+        """Serialise to UTF-8 JSON with sorted keys and ``"version": 1``."""
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes, path: str) -> Self:
+        """Parse and check a record read from the znode ``path``.
+
+        Args:
+            data: The znode's data.
+            path: The znode path, for the error message.
+
+        Returns:
+            The record.
+
+        Raises:
+            StoreError: The data is not a valid record of this type and version.
+        """
+        name = cls.__name__
+        try:
+            raw = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise StoreError(f"{path}: not a JSON {name} record ({exc})") from None
+        if not isinstance(raw, dict):
+            raise StoreError(f"{path}: not a JSON {name} record (not an object)")
+        if "version" not in raw:
+            raise StoreError(f"{path}: {name} record has no 'version'")
+        version = raw.pop("version")
+        if version != RECORD_VERSION:
+            raise StoreError(
+                f"{path}: {name} record has version {version!r}; this ordered reads "
+                f"version {RECORD_VERSION}"
+            )
+        expected = set(cls._CHECKS)
+        missing = sorted(expected - set(raw))
+        extra = sorted(set(raw) - expected)
+        if missing or extra:
+            problems = []
+            if missing:
+                problems.append(f"missing field(s) {', '.join(missing)}")
+            if extra:
+                problems.append(f"unknown field(s) {', '.join(extra)}")
+            raise StoreError(f"{path}: bad {name} record: {'; '.join(problems)}")
+        try:
+            return cls(**raw)
+        except (ValueError, TypeError) as exc:
+            raise StoreError(f"{path}: bad {name} record: {exc}") from None
+
+
+@dataclass(frozen=True)
+class TopicRecord(_Record):
+    """The current layout of an adopted topic, at ``{root}/topics/{topic}``.
+
+    Attributes:
+        topic: The Kafka topic.
+        initial: ``N``, the partition count at adoption (>= 1).
+        active: ``U``, the active partition count (>= ``initial``).
+        epoch: The latest published epoch (>= 0).
+        pending: The epoch still waiting to be sealed (always ``epoch``), or ``None``.
+        physical: The partition count in Kafka (>= ``active``).
+        algorithm: The key hash: ``murmur3``, ``murmur2`` or ``crc32``.
+        ordered: KIP-253 ``enable.ordered.delivery``: route keys by the layout.
+        compacted: The topic's ``cleanup.policy`` includes ``compact``.
+        adopted_at: Unix time of the adoption.
+    """
+
+    topic: str
+    initial: int
+    active: int
+    epoch: int
+    pending: int | None
+    physical: int
+    algorithm: str
+    ordered: bool
+    compacted: bool
+    adopted_at: float
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "topic": _str,
+        "initial": _nonneg,
+        "active": _nonneg,
+        "epoch": _nonneg,
+        "pending": _opt_nonneg,
+        "physical": _nonneg,
+        "algorithm": _algorithm,
+        "ordered": _bool,
+        "compacted": _bool,
+        "adopted_at": _time,
+    }
+
+    def __post_init__(self) -> None:
+        self._normalise()
+
+    def _check_invariants(self) -> None:
+        if self.initial < 1:
+            raise ValueError(f"initial must be >= 1, got {self.initial}")
+        if self.active < self.initial:
+            raise ValueError(f"active {self.active} is below initial {self.initial}")
+        if self.physical < self.active:
+            raise ValueError(f"physical {self.physical} is below active {self.active}")
+        if self.pending is not None and self.pending != self.epoch:
+            raise ValueError(f"pending {self.pending} is not the latest epoch {self.epoch}")
+
+
+@dataclass(frozen=True)
+class EpochRecord(_Record):
+    """One layout epoch, at ``{root}/topics/{topic}/epochs/{epoch:010d}``.
+
+    Attributes:
+        topic: The Kafka topic.
+        epoch: The epoch number (>= 0; 0 is the adoption).
+        initial: ``N``.
+        from_active: ``U`` before the change.
+        to_active: ``U`` after it; the layout of the epoch is
+            ``Layout(initial, to_active, epoch)``.
+        state: ``pending`` until the barrier passed, then ``sealed``.
+        edges: ``linear_hash.key_flow(initial, from_active, to_active)``.
+        boundaries: Partition -> offset: the receiving partitions' end offsets at
+            publish, then the giving partitions' end offsets at seal.
+        producers: The producer ids the barrier waits for.
+        expired: Producer id -> unix time the controller saw its registration gone.
+        created_at: Unix time of the publish.
+        sealed_at: Unix time of the seal, ``None`` while pending.
+    """
+
+    topic: str
+    epoch: int
+    initial: int
+    from_active: int
+    to_active: int
+    state: EpochState
+    edges: tuple[tuple[int, int], ...]
+    boundaries: dict[int, int]
+    producers: tuple[str, ...]
+    expired: dict[str, float]
+    created_at: float
+    sealed_at: float | None
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "topic": _str,
+        "epoch": _nonneg,
+        "initial": _nonneg,
+        "from_active": _nonneg,
+        "to_active": _nonneg,
+        "state": _state,
+        "edges": _edges,
+        "boundaries": _offsets,
+        "producers": _str_tuple,
+        "expired": _expired,
+        "created_at": _time,
+        "sealed_at": _opt_time,
+    }
+
+    def __post_init__(self) -> None:
+        self._normalise()
+
+    def _check_invariants(self) -> None:
+        if self.initial < 1:
+            raise ValueError(f"initial must be >= 1, got {self.initial}")
+        if self.from_active < self.initial or self.to_active < self.initial:
+            raise ValueError(
+                f"active counts {self.from_active} -> {self.to_active} below initial {self.initial}"
+            )
+        if (self.state == "sealed") != (self.sealed_at is not None):
+            raise ValueError(f"state {self.state!r} does not match sealed_at {self.sealed_at}")
+
+    @property
+    def sealed(self) -> bool:
+        """Whether the epoch is sealed."""
+        return self.state == "sealed"
+
+
+@dataclass(frozen=True)
+class ProducerRecord(_Record):
+    """A live producer, at ``{root}/topics/{topic}/producers/{id}`` (ephemeral).
+
+    Attributes:
+        id: The producer id, unique per registration (the znode name).
+        host: The producer's host name.
+        pid: The producer's process id.
+        delivery_timeout_ms: Its ``delivery.timeout.ms``: after its session ends, no
+            record of it can be delivered later than this.
+        registered_at: Unix time of the registration.
+        client_id: Its ``client.id``.
+    """
+
+    id: str
+    host: str
+    pid: int
+    delivery_timeout_ms: int
+    registered_at: float
+    client_id: str
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "id": _str,
+        "host": _str,
+        "pid": _nonneg,
+        "delivery_timeout_ms": _nonneg,
+        "registered_at": _time,
+        "client_id": _str,
+    }
+
+    def __post_init__(self) -> None:
+        self._normalise()
+
+
+@dataclass(frozen=True)
+class AckRecord(_Record):
+    """A producer's ack of an epoch, at ``.../epochs/{epoch:010d}/acks/{id}``.
+
+    Attributes:
+        id: The producer id (the znode name).
+        epoch: The acked epoch.
+        last_offsets: Partition -> last offset the producer wrote under an older
+            epoch, where known.
+        acked_at: Unix time of the ack.
+    """
+
+    id: str
+    epoch: int
+    last_offsets: dict[int, int]
+    acked_at: float
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "id": _str,
+        "epoch": _nonneg,
+        "last_offsets": _offsets,
+        "acked_at": _time,
+    }
+
+    def __post_init__(self) -> None:
+        self._normalise()

@@ -1,0 +1,187 @@
+"""The layout store's records: JSON round trip, sorted keys, strict checks on read."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from coordinator.store import paths
+from coordinator.store.records import (
+    RECORD_VERSION,
+    AckRecord,
+    EpochRecord,
+    ProducerRecord,
+    TopicRecord,
+)
+from ordered.errors import StoreError
+
+PATH = "/ordered/topics/t/x"
+
+
+def topic_record(**over: Any) -> TopicRecord:
+    base: dict[str, Any] = {
+        "topic": "t",
+        "initial": 4,
+        "active": 6,
+        "epoch": 2,
+        "pending": 2,
+        "physical": 8,
+        "algorithm": "murmur3",
+        "ordered": True,
+        "compacted": False,
+        "adopted_at": 1700000000.5,
+    }
+    base.update(over)
+    return TopicRecord(**base)
+
+
+def epoch_record(**over: Any) -> EpochRecord:
+    base: dict[str, Any] = {
+        "topic": "t",
+        "epoch": 2,
+        "initial": 4,
+        "from_active": 4,
+        "to_active": 6,
+        "state": "pending",
+        "edges": [[0, 4], [1, 5]],
+        "boundaries": {"4": 0, 5: 10},
+        "producers": ["p1", "p2"],
+        "expired": {"p2": 1700000001.0},
+        "created_at": 1700000000,
+        "sealed_at": None,
+    }
+    base.update(over)
+    return EpochRecord(**base)
+
+
+def producer_record(**over: Any) -> ProducerRecord:
+    base: dict[str, Any] = {
+        "id": "p1",
+        "host": "h",
+        "pid": 42,
+        "delivery_timeout_ms": 120000,
+        "registered_at": 1.0,
+        "client_id": "rdkafka",
+    }
+    base.update(over)
+    return ProducerRecord(**base)
+
+
+def ack_record(**over: Any) -> AckRecord:
+    base: dict[str, Any] = {"id": "p1", "epoch": 2, "last_offsets": {0: 7}, "acked_at": 3.0}
+    base.update(over)
+    return AckRecord(**base)
+
+
+MAKERS = [topic_record, epoch_record, producer_record, ack_record]
+
+
+@pytest.mark.parametrize("make", MAKERS)
+def test_round_trip(make: Any) -> None:
+    record = make()
+    data = record.to_json()
+    assert type(record).from_json(data, PATH) == record
+    assert type(record).from_json(data, PATH).to_json() == data
+
+
+@pytest.mark.parametrize("make", MAKERS)
+def test_sorted_keys_and_version(make: Any) -> None:
+    data = make().to_json()
+    raw = json.loads(data)
+    assert list(raw) == sorted(raw)
+    assert raw["version"] == RECORD_VERSION
+    assert data == json.dumps(raw, sort_keys=True, separators=(",", ":")).encode()
+
+
+def test_partition_maps_use_int_keys_in_python_and_strings_in_json() -> None:
+    epoch = epoch_record()
+    assert epoch.boundaries == {4: 0, 5: 10}
+    assert epoch.edges == ((0, 4), (1, 5))
+    assert epoch.producers == ("p1", "p2")
+    assert json.loads(epoch.to_json())["boundaries"] == {"4": 0, "5": 10}
+    assert json.loads(ack_record().to_json())["last_offsets"] == {"0": 7}
+
+
+def _mutate(record: Any, change: Any) -> bytes:
+    raw = json.loads(record.to_json())
+    change(raw)
+    return json.dumps(raw).encode()
+
+
+@pytest.mark.parametrize(
+    ("make", "change", "message"),
+    [
+        (topic_record, lambda r: r.update(version=2), "version 2"),
+        (topic_record, lambda r: r.pop("version"), "no 'version'"),
+        (topic_record, lambda r: r.pop("active"), "missing field(s) active"),
+        (topic_record, lambda r: r.update(extra=1), "unknown field(s) extra"),
+        (topic_record, lambda r: r.update(active="6"), "active"),
+        (topic_record, lambda r: r.update(ordered=1), "ordered"),
+        (topic_record, lambda r: r.update(initial=True), "initial"),
+        (topic_record, lambda r: r.update(algorithm="md5"), "unknown algorithm"),
+        (topic_record, lambda r: r.update(active=3), "below initial"),
+        (topic_record, lambda r: r.update(physical=5), "physical"),
+        (topic_record, lambda r: r.update(pending=1), "pending"),
+        (epoch_record, lambda r: r.update(state="done"), "unknown epoch state"),
+        (epoch_record, lambda r: r.update(edges=[[0]]), "edge"),
+        (epoch_record, lambda r: r.update(boundaries={"x": 1}), "partition number"),
+        (epoch_record, lambda r: r.update(boundaries={"1": 1.5}), "integer"),
+        (epoch_record, lambda r: r.update(producers="p1"), "list of strings"),
+        (epoch_record, lambda r: r.update(state="sealed"), "sealed_at"),
+        (epoch_record, lambda r: r.update(created_at="now"), "unix time"),
+        (producer_record, lambda r: r.update(pid=-1), ">= 0"),
+        (ack_record, lambda r: r.update(last_offsets=[1]), "partition -> offset"),
+    ],
+)
+def test_bad_records_raise_store_error_naming_the_path(
+    make: Any, change: Any, message: str
+) -> None:
+    record = make()
+    with pytest.raises(StoreError) as info:
+        type(record).from_json(_mutate(record, change), PATH)
+    assert PATH in str(info.value)
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize("data", [b"", b"garbage", b"\xff\xfe", b"[1, 2]", b"null"])
+def test_garbage_raises_store_error(data: bytes) -> None:
+    with pytest.raises(StoreError, match=PATH):
+        TopicRecord.from_json(data, PATH)
+
+
+def test_constructor_checks_fields() -> None:
+    with pytest.raises(ValueError, match="initial"):
+        topic_record(initial=0, active=0, physical=0)
+    with pytest.raises(ValueError, match="expected an integer"):
+        ack_record(epoch="2")
+
+
+@given(
+    initial=st.integers(1, 64),
+    grow=st.integers(0, 64),
+    extra=st.integers(0, 8),
+    offsets=st.dictionaries(st.integers(0, 1000), st.integers(-1, 2**62)),
+)
+def test_round_trip_property(initial: int, grow: int, extra: int, offsets: dict[int, int]) -> None:
+    t = topic_record(initial=initial, active=initial + grow, physical=initial + grow + extra)
+    assert TopicRecord.from_json(t.to_json(), PATH) == t
+    e = epoch_record(boundaries=offsets)
+    assert EpochRecord.from_json(e.to_json(), PATH).boundaries == dict(sorted(offsets.items()))
+
+
+def test_paths() -> None:
+    assert paths.topic_path("/ordered", "t") == "/ordered/topics/t"
+    assert paths.epoch_path("/ordered/", "t", 3) == "/ordered/topics/t/epochs/0000000003"
+    assert paths.ack_path("/r", "t", 3, "p") == "/r/topics/t/epochs/0000000003/acks/p"
+    assert paths.producer_path("/r", "t", "p") == "/r/topics/t/producers/p"
+    assert paths.lock_path("/r", "t") == "/r/topics/t/lock"
+    assert paths.election_path("/r") == "/r/coordinator/election"
+    for bad in ("a/b", "", "..", "x" * 250):
+        with pytest.raises(ValueError):
+            paths.topic_path("/r", bad)
+    with pytest.raises(ValueError):
+        paths.topic_path("relative", "t")
