@@ -1,0 +1,205 @@
+"""Thin helpers over confluent-kafka's ``AdminClient`` for the controller.
+
+Partition counts, an idempotent CreatePartitions, end offsets (high watermarks) and the
+``cleanup.policy`` of a topic. Every call is bounded by the helper's ``timeout`` so a
+Kafka that is down fails fast. Kafka errors become
+:class:`~ordered.errors.OrderedKafkaError` keeping the original ``KafkaError``; a topic
+that does not exist is an :class:`UnknownTopicError` (a usage error).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from concurrent.futures import Future
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin._config import ConfigResource
+from confluent_kafka.admin._listoffsets import OffsetSpec
+from confluent_kafka.admin._resource import ResourceType
+from confluent_kafka.cimpl import NewPartitions
+
+from ordered.errors import OrderedKafkaError, UsageError
+
+__all__ = ["KafkaAdmin", "UnknownTopicError"]
+
+# librdkafka logs every refused connection; the errors that matter reach the caller as
+# exceptions, so these logs go to the application's logging only if it configures it.
+_rdkafka_log = logging.getLogger("coordinator.kafka_admin.librdkafka")
+_rdkafka_log.addHandler(logging.NullHandler())
+
+# Errors that a just-created partition reports until its leader is ready.
+_TRANSIENT = frozenset(
+    {
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError._UNKNOWN_PARTITION,
+        KafkaError._UNKNOWN_TOPIC,
+    }
+)
+
+
+_LATEST: OffsetSpec = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+
+
+class UnknownTopicError(UsageError):
+    """The topic does not exist in Kafka."""
+
+
+def _kafka_error(exc: BaseException) -> KafkaError | None:
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        return exc.args[0]
+    return None
+
+
+class KafkaAdmin:
+    """Admin operations on one Kafka cluster.
+
+    Args:
+        bootstrap_servers: Kafka's ``bootstrap.servers``.
+        timeout: Seconds any single call may take before it fails.
+        config: Extra librdkafka settings for the admin client.
+    """
+
+    def __init__(
+        self, bootstrap_servers: str, timeout: float = 10.0, config: dict[str, Any] | None = None
+    ) -> None:
+        self._bootstrap = bootstrap_servers
+        self._timeout = timeout
+        conf: dict[str, Any] = {
+            "bootstrap.servers": bootstrap_servers,
+            "socket.timeout.ms": int(timeout * 1000),
+            "logger": _rdkafka_log,
+        }
+        conf.update(config or {})
+        self._admin = AdminClient(conf)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """Kafka's ``bootstrap.servers``."""
+        return self._bootstrap
+
+    def _fail(self, what: str, exc: BaseException) -> OrderedKafkaError:
+        error = _kafka_error(exc)
+        detail = error.str() if error is not None else str(exc)
+        return OrderedKafkaError(f"Kafka at {self._bootstrap}: {what}: {detail}", error)
+
+    def partition_count(self, topic: str) -> int:
+        """Return the number of partitions ``topic`` has in Kafka.
+
+        Raises:
+            UnknownTopicError: The topic does not exist.
+            OrderedKafkaError: Kafka did not answer in time or reported an error.
+        """
+        try:
+            metadata = self._admin.list_topics(topic, timeout=self._timeout)
+        except KafkaException as exc:
+            raise self._fail(f"cannot read metadata of topic {topic}", exc) from exc
+        info = metadata.topics.get(topic)
+        if info is None:
+            raise UnknownTopicError(f"topic {topic} does not exist in Kafka")
+        if info.error is not None:
+            if info.error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
+                raise UnknownTopicError(f"topic {topic} does not exist in Kafka")
+            raise OrderedKafkaError(
+                f"Kafka at {self._bootstrap}: metadata of topic {topic}: {info.error.str()}",
+                info.error,
+            )
+        return len(info.partitions)
+
+    def create_partitions(self, topic: str, total: int) -> bool:
+        """Make ``topic`` have at least ``total`` partitions (CreatePartitions).
+
+        Idempotent: a topic that already has ``total`` or more is left alone. Returns
+        once the metadata shows the new count.
+
+        Returns:
+            Whether partitions were created.
+
+        Raises:
+            UnknownTopicError: The topic does not exist.
+            OrderedKafkaError: Kafka refused or did not answer in time.
+        """
+        if self.partition_count(topic) >= total:
+            return False
+        futures = self._admin.create_partitions(
+            [NewPartitions(topic, total)],
+            operation_timeout=self._timeout,
+            request_timeout=self._timeout,
+        )
+        try:
+            futures[topic].result(timeout=self._timeout + 5)
+        except KafkaException as exc:
+            error = _kafka_error(exc)
+            # Another controller (or our own earlier attempt) got there first.
+            already = error is not None and error.code() == KafkaError.INVALID_PARTITIONS
+            if not (already and self.partition_count(topic) >= total):
+                raise self._fail(f"cannot grow topic {topic} to {total} partitions", exc) from exc
+        deadline = time.monotonic() + self._timeout
+        while self.partition_count(topic) < total:
+            if time.monotonic() > deadline:
+                raise OrderedKafkaError(
+                    f"Kafka at {self._bootstrap}: topic {topic} does not show {total} "
+                    f"partitions {self._timeout} s after CreatePartitions"
+                )
+            time.sleep(0.05)
+        return True
+
+    def end_offsets(self, topic: str, partitions: Iterable[int]) -> dict[int, int]:
+        """Return the end offset (high watermark) of each of ``partitions``.
+
+        A partition whose leader is not ready yet (just created) is asked again until
+        the helper's timeout.
+
+        Raises:
+            OrderedKafkaError: Kafka reported an error or did not answer in time.
+        """
+        wanted = sorted(set(partitions))
+        out: dict[int, int] = {}
+        deadline = time.monotonic() + self._timeout
+        while True:
+            missing = [p for p in wanted if p not in out]
+            if not missing:
+                return out
+            request = {TopicPartition(topic, p): _LATEST for p in missing}
+            try:
+                futures: dict[TopicPartition, Future[Any]] = self._admin.list_offsets(
+                    request, request_timeout=self._timeout
+                )
+            except KafkaException as exc:
+                raise self._fail(f"cannot list end offsets of {topic}", exc) from exc
+            retry: KafkaException | None = None
+            for tp, future in futures.items():
+                try:
+                    out[tp.partition] = int(future.result(timeout=self._timeout + 5).offset)
+                except KafkaException as exc:
+                    error = _kafka_error(exc)
+                    if error is None or error.code() not in _TRANSIENT:
+                        raise self._fail(
+                            f"cannot list the end offset of {topic}[{tp.partition}]", exc
+                        ) from exc
+                    retry = exc
+            if retry is not None and time.monotonic() > deadline:
+                raise self._fail(f"cannot list end offsets of {topic}", retry)
+            if retry is not None:
+                time.sleep(0.1)
+
+    def is_compacted(self, topic: str) -> bool:
+        """Return whether ``topic``'s ``cleanup.policy`` includes ``compact``.
+
+        Raises:
+            OrderedKafkaError: Kafka reported an error or did not answer in time.
+        """
+        resource = ConfigResource(ResourceType.TOPIC, topic)
+        try:
+            futures = self._admin.describe_configs([resource], request_timeout=self._timeout)
+            entries = next(iter(futures.values())).result(timeout=self._timeout + 5)
+        except KafkaException as exc:
+            raise self._fail(f"cannot read the configuration of topic {topic}", exc) from exc
+        entry = entries.get("cleanup.policy")
+        value = "" if entry is None or entry.value is None else str(entry.value)
+        return "compact" in {v.strip() for v in value.split(",")}
