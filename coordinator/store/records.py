@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Final, Literal, Self, TypeAlias
 
 from linear_hash import ALGORITHMS
@@ -131,6 +131,12 @@ def _expired(value: Any) -> dict[str, float]:
     if not isinstance(value, Mapping):
         raise _Bad(f"expected an object of producer id -> unix time, got {value!r}")
     return {_str(k): _time(v) for k, v in sorted(value.items())}
+
+
+def _timeouts(value: Any) -> dict[str, int]:
+    if not isinstance(value, Mapping):
+        raise _Bad(f"expected an object of producer id -> milliseconds, got {value!r}")
+    return {_str(k): _nonneg(v) for k, v in sorted(value.items())}
 
 
 def _algorithm(value: Any) -> str:
@@ -301,6 +307,9 @@ class EpochRecord(_Record):
         expired: Producer id -> unix time the controller saw its registration gone.
         created_at: Unix time of the publish.
         sealed_at: Unix time of the seal, ``None`` while pending.
+        delivery_timeouts_ms: Producer id -> its ``delivery_timeout_ms`` as registered,
+            so a controller that takes over after the registration is gone still knows
+            how long the producer's records may take.
     """
 
     topic: str
@@ -315,6 +324,7 @@ class EpochRecord(_Record):
     expired: dict[str, float]
     created_at: float
     sealed_at: float | None
+    delivery_timeouts_ms: dict[str, int] = field(default_factory=dict)
 
     _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
         "topic": _str,
@@ -329,6 +339,7 @@ class EpochRecord(_Record):
         "expired": _expired,
         "created_at": _time,
         "sealed_at": _opt_time,
+        "delivery_timeouts_ms": _timeouts,
     }
 
     def __post_init__(self) -> None:

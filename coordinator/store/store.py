@@ -437,6 +437,44 @@ class LayoutStore:
         parent = paths.producers_path(self._root, topic)
         return self._run(f"list producers of {topic}", self._children, parent, ProducerRecord, None)
 
+    def producers_registered_before(self, topic: str, epoch: int) -> dict[str, ProducerRecord]:
+        """Return the producers whose registration znode predates the epoch's znode.
+
+        Compared by ZooKeeper's creation zxid (a total order of writes, no clocks): a
+        producer registered after the publish read the new layout first, so the
+        barrier of ``epoch`` need not wait for it.
+
+        Raises:
+            StoreError: The epoch does not exist, a record fails its check, or ZooKeeper
+                is unreachable.
+        """
+        parent = paths.producers_path(self._root, topic)
+        epath = paths.epoch_path(self._root, topic, epoch)
+
+        def attempt() -> dict[str, ProducerRecord]:
+            stat = self._client.exists(epath)
+            if stat is None:
+                raise StoreError(f"{epath}: no such epoch")
+            before = {
+                name for name, czxid in self._child_czxids(parent).items() if czxid < stat.czxid
+            }
+            records: dict[str, ProducerRecord] = self._children(parent, ProducerRecord, None)
+            return {name: r for name, r in records.items() if name in before}
+
+        return self._run(f"list producers of {topic}", attempt)
+
+    def _child_czxids(self, parent: str) -> dict[str, int]:
+        try:
+            names = self._client.get_children(parent)
+        except NoNodeError:
+            return {}
+        out = {}
+        for name in names:
+            stat = self._client.exists(f"{parent}/{name}")
+            if stat is not None:
+                out[name] = int(stat.czxid)
+        return out
+
     def ack(self, topic: str, epoch: int, record: AckRecord) -> None:
         """Write a producer's ack of ``epoch``. Idempotent: an existing ack is kept.
 

@@ -1,0 +1,669 @@
+"""The controller: adopts topics and runs expansions and shrinks through the barrier.
+
+A transition (``docs/protocol.md``, "A transition") is a state machine over
+:class:`Step`; every step reads what is already written and skips what is done, so a
+controller that dies anywhere leaves a state that :meth:`Controller.resume` (the
+``ordered coordinator`` daemon, or the same command again) completes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any, Final
+
+from kazoo.exceptions import KazooException
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import KazooState
+
+from coordinator.kafka_admin import KafkaAdmin
+from coordinator.store import EpochRecord, LayoutStore, ProducerRecord, TopicRecord
+from linear_hash import ALGORITHMS, key_flow
+from ordered.errors import (
+    LayoutError,
+    NotAdoptedError,
+    OrderedError,
+    StoreError,
+    TransitionInProgressError,
+)
+
+__all__ = [
+    "DEFAULT_DELIVERY_TIMEOUT_MS",
+    "EXPIRY_GRACE_S",
+    "BarrierTimeoutError",
+    "Controller",
+    "Description",
+    "Step",
+    "TransitionResult",
+]
+
+EXPIRY_GRACE_S: Final = 1.0
+"""Seconds added to a gone producer's ``delivery_timeout_ms`` before it stops counting."""
+
+DEFAULT_DELIVERY_TIMEOUT_MS: Final = 300_000
+"""librdkafka's default ``delivery.timeout.ms``: assumed for a listed producer whose
+registration (and so its declared timeout) was never seen by any controller."""
+
+_REPORT_EVERY_S: Final = 5.0
+# The watches wake the barrier on every registration and ack change; this only bounds
+# how late a missed watch event (e.g. across a reconnect) is noticed.
+_RECHECK_S: Final = 1.0
+
+Progress = Callable[[str], None]
+
+
+class BarrierTimeoutError(OrderedError):
+    """The barrier did not pass in time; the epoch stays pending for a later resume."""
+
+
+class Step(Enum):
+    """The steps of one transition, in order.
+
+    Transitions (the only ones; :meth:`Controller._run` applies them)::
+
+        PARTITIONS -> PUBLISH -> PRODUCERS -> BARRIER -> SEAL -> DONE
+
+    A new transition enters at ``PARTITIONS``; resuming a pending epoch enters at
+    ``PRODUCERS`` (its partitions exist and it is published).
+
+    Attributes:
+        PARTITIONS: CreatePartitions up to the target if Kafka has fewer.
+        PUBLISH: Read the receiving partitions' end offsets; write the pending epoch
+            and the topic record in one transaction.
+        PRODUCERS: Record in the epoch which producers registered before it.
+        BARRIER: Wait for each listed producer's ack, or its expiry plus its delivery
+            timeout and :data:`EXPIRY_GRACE_S`.
+        SEAL: Read the giving partitions' end offsets; write the epoch sealed and the
+            topic record without ``pending`` in one transaction.
+        DONE: Sealed.
+    """
+
+    PARTITIONS = "partitions"
+    PUBLISH = "publish"
+    PRODUCERS = "producers"
+    BARRIER = "barrier"
+    SEAL = "seal"
+    DONE = "done"
+
+
+_NEXT: Final = {
+    Step.PARTITIONS: Step.PUBLISH,
+    Step.PUBLISH: Step.PRODUCERS,
+    Step.PRODUCERS: Step.BARRIER,
+    Step.BARRIER: Step.SEAL,
+    Step.SEAL: Step.DONE,
+}
+
+
+@dataclass
+class _Transition:
+    """The working state of one transition (owned by the thread running it)."""
+
+    topic: str
+    target: int
+    deadline: float
+    record: TopicRecord
+    version: int
+    kafka_partitions: int
+    epoch: EpochRecord | None = None
+    step: Step = Step.PARTITIONS
+    resumed: bool = False
+    created_partitions: bool = False
+    started: float = field(default_factory=time.monotonic)
+    session_lost: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def current_epoch(self) -> EpochRecord:
+        if self.epoch is None:
+            raise AssertionError(f"step {self.step.value} needs a published epoch")
+        return self.epoch
+
+
+@dataclass(frozen=True)
+class TransitionResult:
+    """The outcome of a completed transition.
+
+    Attributes:
+        topic: The topic.
+        epoch: The sealed epoch.
+        from_active: Active count before.
+        to_active: Active count after.
+        boundaries: The epoch's boundaries (partition -> offset).
+        producers: The producers the barrier waited for.
+        expired: Those that expired instead of acking (id -> unix time seen gone).
+        created_partitions: Whether this run created Kafka partitions.
+        resumed: Whether this run resumed an epoch that was already published.
+        seconds: How long the run took.
+    """
+
+    topic: str
+    epoch: int
+    from_active: int
+    to_active: int
+    boundaries: dict[int, int]
+    producers: tuple[str, ...]
+    expired: dict[str, float]
+    created_partitions: bool
+    resumed: bool
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict."""
+        return {
+            "topic": self.topic,
+            "epoch": self.epoch,
+            "from_active": self.from_active,
+            "to_active": self.to_active,
+            "boundaries": {str(p): o for p, o in self.boundaries.items()},
+            "producers": list(self.producers),
+            "expired": dict(self.expired),
+            "created_partitions": self.created_partitions,
+            "resumed": self.resumed,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass(frozen=True)
+class Description:
+    """What ``describe`` reports about a topic.
+
+    Attributes:
+        topic: The topic record (``None``: the topic exists in Kafka, not adopted).
+        kafka_partitions: The partition count in Kafka.
+        epochs: Every epoch, ascending.
+        producers: Registered producers by id.
+        acks: Producer ids that acked the pending epoch (empty if none is pending).
+    """
+
+    topic: TopicRecord | None
+    kafka_partitions: int
+    epochs: tuple[EpochRecord, ...]
+    producers: dict[str, ProducerRecord]
+    acks: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict."""
+        return {
+            "adopted": self.topic is not None,
+            "topic": None if self.topic is None else self.topic.to_dict(),
+            "kafka_partitions": self.kafka_partitions,
+            "epochs": [e.to_dict() for e in self.epochs],
+            "producers": {k: v.to_dict() for k, v in self.producers.items()},
+            "pending_acks": list(self.acks),
+        }
+
+
+class Controller:
+    """Runs adoptions and transitions against a layout store and a Kafka cluster.
+
+    Thread-safe as far as the store and Kafka are: every call keeps its state local.
+
+    Args:
+        store: The layout store.
+        admin: Kafka admin helpers.
+        progress: Called with one line of progress at a time (e.g. while waiting).
+    """
+
+    def __init__(
+        self, store: LayoutStore, admin: KafkaAdmin, progress: Progress | None = None
+    ) -> None:
+        self._store = store
+        self._admin = admin
+        self._progress: Progress = progress or (lambda _message: None)
+        self._identity = f"{socket.gethostname()}:{os.getpid()}"
+        self._handlers: dict[Step, Callable[[_Transition], None]] = {
+            Step.PARTITIONS: self._step_partitions,
+            Step.PUBLISH: self._step_publish,
+            Step.PRODUCERS: self._step_producers,
+            Step.BARRIER: self._step_barrier,
+            Step.SEAL: self._step_seal,
+        }
+
+    @property
+    def store(self) -> LayoutStore:
+        """The layout store."""
+        return self._store
+
+    # --- adoption ------------------------------------------------------------------
+
+    def adopt(self, topic: str, algorithm: str = "murmur3", ordered: bool = True) -> TopicRecord:
+        """Adopt ``topic`` with its current partition count as ``initial``.
+
+        Idempotent: adopting again with the same algorithm and ``ordered`` returns the
+        existing record.
+
+        Raises:
+            LayoutError: Unknown algorithm, or adopted already with other settings.
+            UnknownTopicError: The topic does not exist in Kafka.
+            OrderedKafkaError: Kafka failed.
+            StoreError: ZooKeeper failed or holds a bad record.
+        """
+        if algorithm not in ALGORITHMS:
+            raise LayoutError(
+                f"unknown algorithm {algorithm!r} (known: {', '.join(sorted(ALGORITHMS))})"
+            )
+        count = self._admin.partition_count(topic)
+        existing = self._store.get_topic(topic)
+        if existing is not None:
+            if existing.algorithm == algorithm and existing.ordered == ordered:
+                return existing
+            raise LayoutError(
+                f"topic {topic} is already adopted with algorithm {existing.algorithm}, "
+                f"ordered {str(existing.ordered).lower()}"
+            )
+        compacted = self._admin.is_compacted(topic)
+        now = time.time()
+        record = TopicRecord(
+            topic=topic,
+            initial=count,
+            active=count,
+            epoch=0,
+            pending=None,
+            physical=count,
+            algorithm=algorithm,
+            ordered=ordered,
+            compacted=compacted,
+            adopted_at=now,
+        )
+        epoch0 = EpochRecord(
+            topic=topic,
+            epoch=0,
+            initial=count,
+            from_active=count,
+            to_active=count,
+            state="sealed",
+            edges=(),
+            boundaries={},
+            producers=(),
+            expired={},
+            created_at=now,
+            sealed_at=now,
+        )
+        self._store.create_topic(record, epoch0)
+        self._progress(f"adopted {topic}: {count} partitions, {algorithm}")
+        result = self._store.get_topic(topic)
+        if result is None:
+            raise StoreError(f"topic {topic} vanished right after its adoption")
+        return result
+
+    # --- transitions ---------------------------------------------------------------
+
+    def expand(self, topic: str, to: int, timeout: float = 60.0) -> TransitionResult:
+        """Grow ``topic``'s active partition count to ``to``.
+
+        Raises:
+            LayoutError: ``to`` is not above the active count.
+            NotAdoptedError: The topic is not adopted.
+            UnknownTopicError: The topic does not exist in Kafka.
+            TransitionInProgressError: Another transition is pending or running.
+            BarrierTimeoutError: The barrier did not pass within ``timeout``; the epoch
+                stays pending.
+            OrderedKafkaError: Kafka failed.
+            StoreError: ZooKeeper failed or holds a bad record.
+        """
+        return self._transition(topic, to, "expand", timeout)
+
+    def shrink(self, topic: str, to: int, timeout: float = 60.0) -> TransitionResult:
+        """Shrink ``topic``'s active partition count to ``to`` (never below ``initial``).
+
+        Raises:
+            LayoutError: ``to`` is not below the active count, or below ``initial``.
+            NotAdoptedError: The topic is not adopted.
+            UnknownTopicError: The topic does not exist in Kafka.
+            TransitionInProgressError: Another transition is pending or running.
+            BarrierTimeoutError: The barrier did not pass within ``timeout``; the epoch
+                stays pending.
+            OrderedKafkaError: Kafka failed.
+            StoreError: ZooKeeper failed or holds a bad record.
+        """
+        return self._transition(topic, to, "shrink", timeout)
+
+    def resume(self, topic: str, timeout: float = 60.0) -> TransitionResult | None:
+        """Complete the pending epoch of ``topic``, if any.
+
+        Returns:
+            The result, or ``None`` when nothing was pending.
+
+        Raises:
+            NotAdoptedError: The topic is not adopted.
+            TransitionInProgressError: Another controller holds the topic's lock.
+            BarrierTimeoutError: The barrier did not pass within ``timeout``.
+            OrderedKafkaError: Kafka failed.
+            StoreError: ZooKeeper failed or holds a bad record.
+        """
+        record = self._store.get_topic(topic)
+        if record is None:
+            raise NotAdoptedError(f"topic {topic} is not adopted")
+        if record.pending is None:
+            return None
+        try:
+            return self._transition(topic, record.active, "resume", timeout)
+        except _NothingPending:
+            return None
+
+    def describe(self, topic: str) -> Description:
+        """Describe ``topic``: its record, epochs, producers and Kafka partition count.
+
+        Raises:
+            UnknownTopicError: The topic does not exist in Kafka.
+            OrderedKafkaError: Kafka failed.
+            StoreError: ZooKeeper failed or holds a bad record.
+        """
+        count = self._admin.partition_count(topic)
+        record = self._store.get_topic(topic)
+        if record is None:
+            return Description(None, count, (), self._store.producers(topic), ())
+        acks: tuple[str, ...] = ()
+        if record.pending is not None:
+            acks = tuple(sorted(self._store.acks(topic, record.pending)))
+        return Description(
+            record,
+            count,
+            tuple(self._store.epochs(topic)),
+            self._store.producers(topic),
+            acks,
+        )
+
+    def _validate(self, topic: str, to: int, kind: str) -> tuple[TopicRecord, int, int, bool]:
+        """Check a request against Kafka and the store; write nothing.
+
+        Returns:
+            The topic record, its znode version, Kafka's partition count, and whether
+            the request resumes the pending epoch.
+        """
+        count = self._admin.partition_count(topic)
+        record, version = self._store.get_topic_and_version(topic)
+        if record is None:
+            raise NotAdoptedError(
+                f"topic {topic} is not adopted (adopt it first: ordered adopt {topic})"
+            )
+        if record.pending is not None:
+            if kind == "resume" or to == record.active:
+                return record, version, count, True
+            raise TransitionInProgressError(
+                f"transition in progress: epoch {record.pending} of {topic} (to "
+                f"{record.active} partitions) is pending; it completes with `ordered "
+                f"coordinator` running, or run the same command with --to {record.active}"
+            )
+        if kind == "resume":
+            return record, version, count, False
+        if kind == "expand" and to <= record.active:
+            raise LayoutError(
+                f"expand needs --to above the active partition count {record.active} "
+                f"of {topic}, got {to}"
+            )
+        if kind == "shrink":
+            if to >= record.active:
+                raise LayoutError(
+                    f"shrink needs --to below the active partition count {record.active} "
+                    f"of {topic}, got {to}"
+                )
+            if to < record.initial:
+                raise LayoutError(
+                    f"cannot shrink {topic} below its initial partition count "
+                    f"{record.initial} (got --to {to})"
+                )
+        return record, version, count, False
+
+    def _transition(self, topic: str, to: int, kind: str, timeout: float) -> TransitionResult:
+        started = time.monotonic()
+        self._validate(topic, to, kind)
+        lock = self._store.lock(topic, self._identity)
+        try:
+            acquired = lock.acquire(blocking=False)
+        except (KazooException, KazooTimeoutError) as exc:
+            raise StoreError(f"cannot take the lock of topic {topic}: {exc!r}") from exc
+        if not acquired:
+            raise TransitionInProgressError(
+                f"transition in progress: another controller holds the lock of topic {topic}"
+            )
+        try:
+            # Validate again under the lock: the state may have moved while we waited.
+            record, version, count, resuming = self._validate(topic, to, kind)
+            if kind == "resume" and not resuming:
+                raise _NothingPending()
+            tr = _Transition(
+                topic=topic,
+                target=record.active if resuming else to,
+                deadline=started + timeout,
+                record=record,
+                version=version,
+                kafka_partitions=count,
+                resumed=resuming,
+                started=started,
+            )
+            if resuming:
+                assert record.pending is not None
+                tr.epoch = self._store.get_epoch(topic, record.pending)
+                if tr.epoch.sealed:
+                    raise StoreError(
+                        f"topic {topic} says epoch {record.pending} is pending but its "
+                        "record is sealed"
+                    )
+                tr.step = Step.PRODUCERS
+                self._progress(
+                    f"epoch {record.pending} of {topic}: resuming "
+                    f"({tr.epoch.from_active} -> {tr.epoch.to_active} partitions)"
+                )
+            self._run(tr)
+            epoch = tr.current_epoch
+            return TransitionResult(
+                topic=topic,
+                epoch=epoch.epoch,
+                from_active=epoch.from_active,
+                to_active=epoch.to_active,
+                boundaries=dict(epoch.boundaries),
+                producers=epoch.producers,
+                expired=dict(epoch.expired),
+                created_partitions=tr.created_partitions,
+                resumed=tr.resumed,
+                seconds=time.monotonic() - started,
+            )
+        finally:
+            # The lock node is ephemeral: a lost session releases it anyway.
+            with contextlib.suppress(KazooException, KazooTimeoutError):
+                lock.release()
+
+    def _run(self, tr: _Transition) -> None:
+        """Drive ``tr`` through its steps: the one place that changes ``tr.step``."""
+
+        def on_state(state: str) -> None:
+            # Runs on kazoo's thread: only set a flag.
+            if state == KazooState.LOST:
+                tr.session_lost.set()
+
+        client = self._store.client
+        client.add_listener(on_state)
+        try:
+            while tr.step is not Step.DONE:
+                if tr.session_lost.is_set():
+                    raise StoreError(
+                        f"ZooKeeper session lost during step {tr.step.value} of {tr.topic}; "
+                        "the lock is gone, the next controller completes the transition"
+                    )
+                self._handlers[tr.step](tr)
+                tr.step = _NEXT[tr.step]
+        finally:
+            client.remove_listener(on_state)
+
+    # --- the steps -----------------------------------------------------------------
+
+    def _step_partitions(self, tr: _Transition) -> None:
+        if tr.kafka_partitions >= tr.target:
+            return
+        self._progress(
+            f"{tr.topic}: creating partitions {tr.kafka_partitions} -> {tr.target} in Kafka"
+        )
+        tr.created_partitions = self._admin.create_partitions(tr.topic, tr.target)
+        tr.kafka_partitions = self._admin.partition_count(tr.topic)
+
+    def _step_publish(self, tr: _Transition) -> None:
+        record = tr.record
+        number = record.epoch + 1
+        edges = key_flow(record.initial, record.active, tr.target)
+        receivers = sorted({b for _, b in edges})
+        boundaries = self._admin.end_offsets(tr.topic, receivers)
+        # Listing before the publish too means a producer whose session ends in the
+        # instant between the publish and the listing after it still gets its grace.
+        before = self._store.producers(tr.topic)
+        epoch = EpochRecord(
+            topic=tr.topic,
+            epoch=number,
+            initial=record.initial,
+            from_active=record.active,
+            to_active=tr.target,
+            state="pending",
+            edges=tuple(edges),
+            boundaries=boundaries,
+            producers=tuple(sorted(before)),
+            expired={},
+            created_at=time.time(),
+            sealed_at=None,
+            delivery_timeouts_ms={k: v.delivery_timeout_ms for k, v in before.items()},
+        )
+        published = replace(
+            record,
+            active=tr.target,
+            epoch=number,
+            pending=number,
+            physical=max(record.physical, tr.kafka_partitions),
+        )
+        self._store.publish_epoch(published, epoch, tr.version)
+        tr.record, tr.version = self._reread(tr.topic)
+        tr.epoch = epoch
+        self._progress(
+            f"epoch {number} of {tr.topic} published: {record.active} -> {tr.target} "
+            f"partitions, edges {_edges_text(edges)}"
+        )
+
+    def _step_producers(self, tr: _Transition) -> None:
+        epoch = tr.current_epoch
+        registered = self._store.producers_registered_before(tr.topic, epoch.epoch)
+        producers = tuple(sorted(set(epoch.producers) | set(registered)))
+        timeouts = {k: v.delivery_timeout_ms for k, v in registered.items()}
+        timeouts.update(epoch.delivery_timeouts_ms)
+        if producers != epoch.producers or timeouts != epoch.delivery_timeouts_ms:
+            epoch = replace(epoch, producers=producers, delivery_timeouts_ms=timeouts)
+            self._store.update_epoch(epoch)
+            tr.epoch = epoch
+
+    def _step_barrier(self, tr: _Transition) -> None:
+        epoch = tr.current_epoch
+        if not epoch.producers:
+            return
+        changed = threading.Event()
+        watches = [
+            self._store.watch_producers(tr.topic, lambda _children: changed.set()),
+            self._store.watch_acks(tr.topic, epoch.epoch, lambda _children: changed.set()),
+        ]
+        last_text, last_report = "", 0.0
+        try:
+            while True:
+                if tr.session_lost.is_set():
+                    raise StoreError(
+                        f"ZooKeeper session lost in the barrier of epoch {epoch.epoch} of "
+                        f"{tr.topic}; the next controller completes it"
+                    )
+                # Clear before reading: an event after the reads wakes the next wait.
+                changed.clear()
+                acks = self._store.acks(tr.topic, epoch.epoch)
+                live = self._store.producers(tr.topic)
+                now = time.time()
+                expired = dict(epoch.expired)
+                waiting: list[str] = []
+                graces: list[float] = []
+                for pid in epoch.producers:
+                    if pid in acks:
+                        continue
+                    if pid not in expired and pid not in live:
+                        expired[pid] = now
+                    if pid in expired:
+                        ms = epoch.delivery_timeouts_ms.get(pid, DEFAULT_DELIVERY_TIMEOUT_MS)
+                        until = expired[pid] + ms / 1000.0 + EXPIRY_GRACE_S
+                        if now >= until:
+                            continue
+                        graces.append(until)
+                    waiting.append(pid)
+                if expired != epoch.expired:
+                    # Recorded so that a controller taking over keeps the clock.
+                    epoch = replace(epoch, expired=expired)
+                    self._store.update_epoch(epoch)
+                    tr.epoch = epoch
+                if not waiting:
+                    return
+                text = _waiting_text(epoch, waiting, expired)
+                if text != last_text or time.monotonic() - last_report >= _REPORT_EVERY_S:
+                    self._progress(text)
+                    last_text, last_report = text, time.monotonic()
+                remaining = tr.deadline - time.monotonic()
+                if remaining <= 0:
+                    raise BarrierTimeoutError(
+                        f"epoch {epoch.epoch} of {tr.topic} is still pending: "
+                        f"{_waiting_ids(waiting, expired)} did not ack in time; it completes "
+                        f"with `ordered coordinator` running or when this command runs again"
+                    )
+                wait = min(remaining, _RECHECK_S, *(g - now for g in graces))
+                changed.wait(max(wait, 0.0))
+        finally:
+            for watch in watches:
+                watch.stop()
+
+    def _step_seal(self, tr: _Transition) -> None:
+        epoch = tr.current_epoch
+        givers = sorted({a for a, _ in epoch.edges})
+        ends = self._admin.end_offsets(tr.topic, givers)
+        record, version = self._reread(tr.topic)
+        if record.pending != epoch.epoch:
+            raise TransitionInProgressError(
+                f"topic {tr.topic} no longer has epoch {epoch.epoch} pending"
+            )
+        sealed = replace(
+            epoch,
+            state="sealed",
+            sealed_at=time.time(),
+            boundaries={**epoch.boundaries, **ends},
+        )
+        done = replace(record, pending=None)
+        self._store.seal_epoch(done, sealed, version)
+        tr.record, tr.version, tr.epoch = done, version + 1, sealed
+        self._progress(
+            f"epoch {epoch.epoch} of {tr.topic} sealed: {epoch.from_active} -> "
+            f"{epoch.to_active} partitions in {time.monotonic() - tr.started:.2f} s"
+        )
+
+    def _reread(self, topic: str) -> tuple[TopicRecord, int]:
+        record, version = self._store.get_topic_and_version(topic)
+        if record is None:
+            raise StoreError(f"topic {topic} is no longer adopted")
+        return record, version
+
+
+class _NothingPending(OrderedError):
+    """Internal: a resume found the epoch sealed by someone else meanwhile."""
+
+
+def _edges_text(edges: list[tuple[int, int]]) -> str:
+    return ", ".join(f"{a}->{b}" for a, b in edges) or "none"
+
+
+def _waiting_ids(waiting: list[str], expired: dict[str, float]) -> str:
+    parts = [f"{pid} (gone, in grace)" if pid in expired else pid for pid in waiting]
+    return "producer(s) " + ", ".join(parts)
+
+
+def _waiting_text(epoch: EpochRecord, waiting: list[str], expired: dict[str, float]) -> str:
+    total = len(epoch.producers)
+    grace = [p for p in waiting if p in expired]
+    text = (
+        f"epoch {epoch.epoch} of {epoch.topic}: waiting for {len(waiting)} of {total} "
+        f"producers ({', '.join(waiting)})"
+    )
+    if grace:
+        text += f"; {len(grace)} gone, waiting out their delivery timeout"
+    return text

@@ -1,0 +1,338 @@
+"""The controller against the real Kafka and ZooKeeper: adopt, expand, shrink, barrier."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from helpers import unique, wait_until
+from kazoo.client import KazooClient
+
+from coordinator.controller import BarrierTimeoutError, Controller, TransitionResult
+from coordinator.kafka_admin import KafkaAdmin, UnknownTopicError
+from coordinator.store import AckRecord, LayoutStore, ProducerRecord
+from linear_hash import key_flow
+from ordered.errors import LayoutError, NotAdoptedError, TransitionInProgressError
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
+
+
+def _client(hosts: str) -> KazooClient:
+    client = KazooClient(hosts=hosts, timeout=6.0, command_retry={"deadline": 10.0})
+    client.start(timeout=10)
+    return client
+
+
+@pytest.fixture
+def store(zk_hosts: str, zk_root: str) -> Iterator[LayoutStore]:
+    client = _client(zk_hosts)
+    try:
+        yield LayoutStore(client, zk_root)
+    finally:
+        client.stop()
+        client.close()
+
+
+@pytest.fixture
+def admin(bootstrap: str) -> KafkaAdmin:
+    return KafkaAdmin(bootstrap, timeout=10.0)
+
+
+@pytest.fixture
+def messages() -> list[str]:
+    return []
+
+
+@pytest.fixture
+def controller(store: LayoutStore, admin: KafkaAdmin, messages: list[str]) -> Controller:
+    return Controller(store, admin, progress=messages.append)
+
+
+def produce(bootstrap: str, topic: str, counts: dict[int, int]) -> None:
+    """Write ``counts[p]`` records to partition ``p`` with explicit partitions."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for partition, n in counts.items():
+        for i in range(n):
+            producer.produce(topic, value=b"v%d" % i, key=b"k%d" % i, partition=partition)
+    assert producer.flush(30) == 0
+
+
+def producer_record(producer_id: str, delivery_timeout_ms: int = 30000) -> ProducerRecord:
+    return ProducerRecord(
+        id=producer_id,
+        host=socket.gethostname(),
+        pid=1,
+        delivery_timeout_ms=delivery_timeout_ms,
+        registered_at=time.time(),
+        client_id="test",
+    )
+
+
+class Background:
+    """Run a controller call in a thread and keep its result or exception."""
+
+    def __init__(self, call: Callable[[], Any]) -> None:
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.finished_at = 0.0
+
+        def run() -> None:
+            try:
+                self.result = call()
+            except BaseException as exc:
+                self.error = exc
+            self.finished_at = time.monotonic()
+
+        self.started_at = time.monotonic()
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+
+    def join(self, timeout: float = 30.0) -> Any:
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "controller call did not finish"
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+def test_adopt_expand_expand_shrink_without_producers(
+    controller: Controller,
+    store: LayoutStore,
+    admin: KafkaAdmin,
+    bootstrap: str,
+    topic_factory: Callable[..., str],
+) -> None:
+    topic = topic_factory(4)
+    produce(bootstrap, topic, {0: 3, 1: 5, 2: 2, 3: 7})
+    record = controller.adopt(topic)
+    assert (record.initial, record.active, record.epoch, record.pending) == (4, 4, 0, None)
+    assert controller.adopt(topic) == record  # idempotent
+    epoch0 = store.get_epoch(topic, 0)
+    assert epoch0.sealed and epoch0.edges == () and epoch0.to_active == 4
+
+    r1 = controller.expand(topic, 6, timeout=30)
+    assert (r1.epoch, r1.from_active, r1.to_active) == (1, 4, 6)
+    assert r1.created_partitions and admin.partition_count(topic) == 6
+    # Receivers 4, 5 are new (end offset 0 at publish); givers 0, 1 at seal.
+    assert r1.boundaries == {0: 3, 1: 5, 4: 0, 5: 0}
+
+    produce(bootstrap, topic, {2: 4, 3: 1, 4: 6, 5: 2})
+    r2 = controller.expand(topic, 8, timeout=30)
+    assert r2.boundaries == {2: 6, 3: 8, 6: 0, 7: 0}
+    assert admin.partition_count(topic) == 8
+
+    produce(bootstrap, topic, {1: 2, 5: 3, 6: 4, 7: 9})
+    r3 = controller.shrink(topic, 5, timeout=30)
+    # Retired 5, 6, 7 give to their ancestors 1, 2, 3: receivers at publish, givers at
+    # seal, both the end offsets written above.
+    assert key_flow(4, 8, 5) == [(5, 1), (6, 2), (7, 3)]
+    assert r3.boundaries == {1: 7, 2: 6, 3: 8, 5: 5, 6: 4, 7: 9}
+    assert not r3.created_partitions
+
+    final = store.get_topic(topic)
+    assert final is not None
+    assert (final.active, final.epoch, final.pending, final.physical) == (5, 3, None, 8)
+    assert admin.partition_count(topic) == 8
+    epochs = store.epochs(topic)
+    assert [(e.epoch, e.state, e.from_active, e.to_active) for e in epochs] == [
+        (0, "sealed", 4, 4),
+        (1, "sealed", 4, 6),
+        (2, "sealed", 6, 8),
+        (3, "sealed", 8, 5),
+    ]
+    assert [list(e.edges) for e in epochs[1:]] == [
+        key_flow(4, 4, 6),
+        key_flow(4, 6, 8),
+        key_flow(4, 8, 5),
+    ]
+    assert all(e.producers == () and e.sealed_at is not None for e in epochs)
+    description = controller.describe(topic)
+    assert description.kafka_partitions == 8 and len(description.epochs) == 4
+
+
+def test_adopt_with_other_settings_is_refused(
+    controller: Controller, topic_factory: Callable[..., str]
+) -> None:
+    topic = topic_factory(2, config={"cleanup.policy": "compact"})
+    record = controller.adopt(topic, algorithm="murmur2")
+    assert record.compacted and record.algorithm == "murmur2"
+    with pytest.raises(LayoutError, match="already adopted"):
+        controller.adopt(topic, algorithm="crc32")
+    with pytest.raises(LayoutError, match="unknown algorithm"):
+        controller.adopt(topic, algorithm="md5")
+    with pytest.raises(UnknownTopicError):
+        controller.adopt(unique("missing"))
+
+
+def test_validation_writes_nothing(
+    controller: Controller, store: LayoutStore, topic_factory: Callable[..., str]
+) -> None:
+    topic = topic_factory(4)
+    with pytest.raises(NotAdoptedError):
+        controller.expand(topic, 6)
+    assert store.client.exists(f"{store.root}/topics/{topic}") is None
+    controller.adopt(topic)
+    before = store.client.get(f"{store.root}/topics/{topic}")
+    with pytest.raises(LayoutError, match="above the active"):
+        controller.expand(topic, 4)
+    with pytest.raises(LayoutError, match="below the active"):
+        controller.shrink(topic, 4)
+    controller.expand(topic, 6)
+    with pytest.raises(LayoutError, match="initial partition count 4"):
+        controller.shrink(topic, 3)
+    after = store.client.get(f"{store.root}/topics/{topic}")
+    assert after[1].version == before[1].version + 2  # publish + seal of epoch 1 only
+    epochs = sorted(store.client.get_children(f"{store.root}/topics/{topic}/epochs"))
+    assert epochs == ["0000000000", "0000000001"]
+
+
+def test_barrier_waits_for_the_ack(
+    controller: Controller,
+    store: LayoutStore,
+    zk_hosts: str,
+    topic_factory: Callable[..., str],
+    messages: list[str],
+) -> None:
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    producer_client = _client(zk_hosts)
+    try:
+        producer_store = LayoutStore(producer_client, store.root)
+        producer_store.register_producer(topic, producer_record("p-1"))
+        run = Background(lambda: controller.expand(topic, 3, timeout=30))
+        wait_until(
+            lambda: (
+                (store.find_epoch(topic, 1) or None)
+                and store.get_epoch(topic, 1).producers == ("p-1",)
+            ),
+            timeout=10,
+            what="epoch 1 published with producer p-1",
+        )
+        time.sleep(0.5)
+        assert run.thread.is_alive(), "the barrier passed without the ack"
+        record = store.get_topic(topic)
+        assert record is not None and record.pending == 1 and record.active == 3
+        assert any("waiting for 1 of 1 producers (p-1)" in m for m in messages)
+        acked = time.monotonic()
+        producer_store.ack(
+            topic, 1, AckRecord(id="p-1", epoch=1, last_offsets={}, acked_at=time.time())
+        )
+        result: TransitionResult = run.join()
+        assert run.finished_at - acked < 1.0  # woken by the watch, not by a poll
+        assert result.producers == ("p-1",) and result.expired == {}
+        assert store.get_epoch(topic, 1).sealed
+        assert store.get_topic(topic).pending is None  # type: ignore[union-attr]
+    finally:
+        producer_client.stop()
+        producer_client.close()
+
+
+def test_barrier_passes_after_expiry_and_delivery_timeout(
+    controller: Controller, store: LayoutStore, zk_hosts: str, topic_factory: Callable[..., str]
+) -> None:
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    producer_client = _client(zk_hosts)
+    try:
+        LayoutStore(producer_client, store.root).register_producer(
+            topic, producer_record("p-gone", delivery_timeout_ms=1000)
+        )
+        run = Background(lambda: controller.expand(topic, 4, timeout=30))
+        wait_until(
+            lambda: (
+                (store.find_epoch(topic, 1) or None)
+                and store.get_epoch(topic, 1).producers == ("p-gone",)
+            ),
+            timeout=10,
+            what="epoch 1 lists p-gone",
+        )
+    finally:
+        producer_client.stop()  # closes the session: the ephemeral registration goes
+        producer_client.close()
+    gone = time.monotonic()
+    result: TransitionResult = run.join()
+    waited = run.finished_at - gone
+    # delivery_timeout_ms (1 s) + 1 s grace after the controller saw the node go.
+    assert 1.8 <= waited < 4.0, waited
+    assert list(result.expired) == ["p-gone"]
+    epoch = store.get_epoch(topic, 1)
+    assert epoch.sealed and list(epoch.expired) == ["p-gone"]
+    assert epoch.delivery_timeouts_ms == {"p-gone": 1000}
+
+
+def test_timeout_leaves_the_epoch_pending_and_resume_completes_it(
+    controller: Controller, store: LayoutStore, zk_hosts: str, topic_factory: Callable[..., str]
+) -> None:
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    producer_client = _client(zk_hosts)
+    try:
+        producer_store = LayoutStore(producer_client, store.root)
+        producer_store.register_producer(topic, producer_record("p-slow"))
+        with pytest.raises(BarrierTimeoutError, match="p-slow"):
+            controller.expand(topic, 3, timeout=1.0)
+        record = store.get_topic(topic)
+        assert record is not None and record.pending == 1
+        # Another target while pending: refused; the same target resumes.
+        with pytest.raises(TransitionInProgressError, match="transition in progress"):
+            controller.expand(topic, 4)
+        with pytest.raises(TransitionInProgressError, match="transition in progress"):
+            controller.shrink(topic, 2)
+        with pytest.raises(BarrierTimeoutError):
+            controller.expand(topic, 3, timeout=0.5)
+        producer_store.ack(
+            topic, 1, AckRecord(id="p-slow", epoch=1, last_offsets={0: 3}, acked_at=time.time())
+        )
+        result = controller.resume(topic, timeout=10)
+        assert result is not None and result.resumed and result.epoch == 1
+        assert controller.resume(topic) is None
+    finally:
+        producer_client.stop()
+        producer_client.close()
+
+
+def test_lock_held_elsewhere_is_transition_in_progress(
+    controller: Controller, store: LayoutStore, zk_hosts: str, topic_factory: Callable[..., str]
+) -> None:
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    other = _client(zk_hosts)
+    try:
+        lock = LayoutStore(other, store.root).lock(topic, "someone-else")
+        assert lock.acquire(timeout=5)
+        with pytest.raises(TransitionInProgressError, match="transition in progress"):
+            controller.expand(topic, 3)
+        record = store.get_topic(topic)
+        assert record is not None and record.epoch == 0 and record.active == 2
+        lock.release()
+        assert controller.expand(topic, 3).epoch == 1
+    finally:
+        other.stop()
+        other.close()
+
+
+def test_producer_registered_after_publish_is_not_waited_for(
+    controller: Controller, store: LayoutStore, zk_hosts: str, topic_factory: Callable[..., str]
+) -> None:
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    early_client = _client(zk_hosts)
+    late_client = _client(zk_hosts)
+    try:
+        early = LayoutStore(early_client, store.root)
+        early.register_producer(topic, producer_record("early"))
+        run = Background(lambda: controller.expand(topic, 3, timeout=30))
+        wait_until(lambda: store.find_epoch(topic, 1) is not None, timeout=10, what="epoch 1")
+        LayoutStore(late_client, store.root).register_producer(topic, producer_record("late"))
+        early.ack(topic, 1, AckRecord(id="early", epoch=1, last_offsets={}, acked_at=time.time()))
+        result = run.join()
+        assert result.producers == ("early",)
+    finally:
+        for client in (early_client, late_client):
+            client.stop()
+            client.close()
