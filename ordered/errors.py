@@ -14,6 +14,7 @@ __all__ = [
     "ClusterError",
     "ConfigError",
     "LayoutError",
+    "LayoutUnavailableError",
     "NotAdoptedError",
     "OrderedError",
     "OrderedKafkaError",
@@ -45,6 +46,17 @@ class StoreError(OrderedError):
 
 class LayoutError(UsageError):
     """A requested layout change is not valid for the topic's current layout."""
+
+
+class LayoutUnavailableError(OrderedError, BufferError):
+    """The producer cannot route a record now: its ZooKeeper session is not usable.
+
+    Raised by ``OrderedProducer.produce`` for a keyed record to an ordered topic while
+    the session is suspended or lost (until the producer has re-registered and re-read
+    the layout), and for the first record to a topic while ZooKeeper is unreachable.
+    It is a ``BufferError``, so the usual ``except BufferError: poll(); retry`` loop of
+    confluent-kafka producers waits it out.
+    """
 
 
 class NotAdoptedError(UsageError):
