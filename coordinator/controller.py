@@ -208,14 +208,21 @@ class Controller:
         store: The layout store.
         admin: Kafka admin helpers.
         progress: Called with one line of progress at a time (e.g. while waiting).
+        cancel: When set, a running barrier stops waiting (as on a timeout: the epoch
+            stays pending); the daemon sets it on shutdown.
     """
 
     def __init__(
-        self, store: LayoutStore, admin: KafkaAdmin, progress: Progress | None = None
+        self,
+        store: LayoutStore,
+        admin: KafkaAdmin,
+        progress: Progress | None = None,
+        cancel: threading.Event | None = None,
     ) -> None:
         self._store = store
         self._admin = admin
         self._progress: Progress = progress or (lambda _message: None)
+        self._cancel = cancel or threading.Event()
         self._identity = f"{socket.gethostname()}:{os.getpid()}"
         self._handlers: dict[Step, Callable[[_Transition], None]] = {
             Step.PARTITIONS: self._step_partitions,
@@ -601,6 +608,12 @@ class Controller:
                 if text != last_text or time.monotonic() - last_report >= _REPORT_EVERY_S:
                     self._progress(text)
                     last_text, last_report = text, time.monotonic()
+                if self._cancel.is_set():
+                    raise BarrierTimeoutError(
+                        f"epoch {epoch.epoch} of {tr.topic} is still pending: the "
+                        "controller was stopped while waiting for "
+                        f"{_waiting_ids(waiting, expired)}"
+                    )
                 remaining = tr.deadline - time.monotonic()
                 if remaining <= 0:
                     raise BarrierTimeoutError(

@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from coordinator.cli import cluster
+from coordinator.cli import admin, cluster
 from coordinator.cli.output import error
 from ordered.errors import OrderedError, UsageError
 
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     cluster.add_parser(sub)
+    admin.add_parsers(sub)
     return parser
 
 

@@ -1,0 +1,306 @@
+"""``ordered adopt|expand|shrink|describe TOPIC`` and ``ordered coordinator``.
+
+Where the servers are: ``--zookeeper`` (else ``$ORDERED_ZOOKEEPER_CONNECT``, else the
+dev cluster of ``ordered cluster up``) and ``--bootstrap-servers`` (else
+``$ORDERED_BOOTSTRAP_SERVERS``, else the dev cluster). Both fail fast when the server is
+down: ZooKeeper within ``--connect-timeout`` seconds, Kafka within ``--kafka-timeout``.
+Every check runs before anything is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any
+
+from kazoo.client import KazooClient
+from kazoo.handlers.threading import KazooTimeoutError
+
+from coordinator import devcluster
+from coordinator.cli.output import emit, progress
+from coordinator.controller import Controller, Description, TransitionResult
+from coordinator.daemon import CoordinatorDaemon
+from coordinator.kafka_admin import KafkaAdmin
+from coordinator.store import DEFAULT_ROOT, LayoutStore, TopicRecord
+from linear_hash import ALGORITHMS, DEFAULT_ALGORITHM
+from ordered.errors import StoreError, UsageError
+
+__all__ = ["Connections", "add_parsers", "connect"]
+
+ZOOKEEPER_ENV = "ORDERED_ZOOKEEPER_CONNECT"
+BOOTSTRAP_ENV = "ORDERED_BOOTSTRAP_SERVERS"
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a partition count, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"a partition count must be >= 1, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"seconds must be > 0, got {text}")
+    return value
+
+
+def _common(p: argparse.ArgumentParser, timeout: float | None) -> None:
+    p.add_argument(
+        "--zookeeper",
+        default=None,
+        help=f"ZooKeeper connect string (default: ${ZOOKEEPER_ENV}, else the dev cluster)",
+    )
+    p.add_argument(
+        "--bootstrap-servers",
+        default=None,
+        help=f"Kafka bootstrap.servers (default: ${BOOTSTRAP_ENV}, else the dev cluster)",
+    )
+    p.add_argument("--root", default=DEFAULT_ROOT, help=f"store root (default {DEFAULT_ROOT})")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument(
+        "--connect-timeout", type=_seconds, default=5.0, help="seconds to reach ZooKeeper"
+    )
+    p.add_argument("--kafka-timeout", type=_seconds, default=10.0, help="seconds per Kafka request")
+    p.add_argument(
+        "--session-timeout",
+        type=_seconds,
+        default=6.0,
+        help="ZooKeeper session timeout in seconds (how soon a killed run's lock frees)",
+    )
+    if timeout is not None:
+        p.add_argument(
+            "--timeout",
+            type=_seconds,
+            default=timeout,
+            help=f"seconds to wait for the producer barrier (default {timeout:g})",
+        )
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``adopt``, ``expand``, ``shrink``, ``describe`` and ``coordinator``."""
+    adopt = sub.add_parser("adopt", help="adopt a topic: its partition count becomes initial")
+    adopt.add_argument("topic", metavar="TOPIC")
+    adopt.add_argument(
+        "--algorithm", choices=sorted(ALGORITHMS), default=DEFAULT_ALGORITHM, help="key hash"
+    )
+    adopt.add_argument(
+        "--unordered",
+        action="store_true",
+        help="adopt with ordered delivery off (producers route as plain Kafka)",
+    )
+    _common(adopt, None)
+    adopt.set_defaults(func=_adopt)
+
+    for name, text in (
+        ("expand", "grow the active partition count, keeping each key's order"),
+        ("shrink", "shrink the active partition count (never below initial)"),
+    ):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("topic", metavar="TOPIC")
+        p.add_argument("--to", type=_positive, required=True, help="the new active count")
+        _common(p, 60.0)
+        p.set_defaults(func=_transition, kind=name)
+
+    describe = sub.add_parser("describe", help="show a topic's layout, epochs and producers")
+    describe.add_argument("topic", metavar="TOPIC")
+    _common(describe, None)
+    describe.set_defaults(func=_describe)
+
+    daemon = sub.add_parser(
+        "coordinator", help="run the coordinator daemon: completes pending epochs"
+    )
+    _common(daemon, None)
+    daemon.add_argument("--scan-interval", type=_seconds, default=1.0, help="seconds between scans")
+    daemon.add_argument(
+        "--resume-timeout",
+        type=_seconds,
+        default=10.0,
+        help="seconds one resume waits in the barrier before the next scan retries",
+    )
+    daemon.set_defaults(func=_coordinator)
+
+
+@dataclass
+class Connections:
+    """The servers one command talks to.
+
+    Attributes:
+        store: The layout store over a started kazoo client.
+        admin: Kafka admin helpers.
+    """
+
+    store: LayoutStore
+    admin: KafkaAdmin
+
+
+def _dev_cluster_setting(attribute: str) -> str | None:
+    state = devcluster.load_state(devcluster.default_dir())
+    return None if state is None else str(getattr(state, attribute))
+
+
+def _resolve(args: argparse.Namespace) -> tuple[str, str]:
+    zookeeper = args.zookeeper or os.environ.get(ZOOKEEPER_ENV)
+    bootstrap = args.bootstrap_servers or os.environ.get(BOOTSTRAP_ENV)
+    if not zookeeper:
+        zookeeper = _dev_cluster_setting("zookeeper_connect")
+    if not bootstrap:
+        bootstrap = _dev_cluster_setting("bootstrap_servers")
+    if not zookeeper:
+        raise UsageError(
+            f"no ZooKeeper to talk to: pass --zookeeper, set ${ZOOKEEPER_ENV}, or start "
+            "the dev cluster (ordered cluster up)"
+        )
+    if not bootstrap:
+        raise UsageError(
+            f"no Kafka to talk to: pass --bootstrap-servers, set ${BOOTSTRAP_ENV}, or start "
+            "the dev cluster (ordered cluster up)"
+        )
+    return zookeeper, bootstrap
+
+
+@contextlib.contextmanager
+def connect(args: argparse.Namespace, daemon: bool = False) -> Iterator[Connections]:
+    """Connect to ZooKeeper and Kafka as ``args`` say; close both on exit.
+
+    Raises:
+        UsageError: No server is configured.
+        StoreError: ZooKeeper cannot be reached within ``--connect-timeout``.
+    """
+    zookeeper, bootstrap = _resolve(args)
+    # kazoo logs each refused connection; the failure reaches the user as one error.
+    logging.getLogger("kazoo").addHandler(logging.NullHandler())
+    client = KazooClient(
+        hosts=zookeeper,
+        timeout=args.session_timeout,
+        # The daemon rides out outages; a command gives up after the connect timeout.
+        connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 2.0},
+        command_retry={"deadline": 30.0 if daemon else args.connect_timeout, "max_delay": 1.0},
+    )
+    try:
+        client.start(timeout=args.connect_timeout)
+    except KazooTimeoutError:
+        client.stop()
+        client.close()
+        raise StoreError(
+            f"cannot connect to ZooKeeper at {zookeeper} within {args.connect_timeout:g} s"
+        ) from None
+    try:
+        try:
+            store = LayoutStore(client, args.root)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        yield Connections(store, KafkaAdmin(bootstrap, timeout=args.kafka_timeout))
+    finally:
+        client.stop()
+        client.close()
+
+
+def _topic_text(record: TopicRecord) -> str:
+    pending = "none" if record.pending is None else str(record.pending)
+    return (
+        f"topic {record.topic}: initial {record.initial}, active {record.active}, "
+        f"epoch {record.epoch}, pending {pending}, physical {record.physical}, "
+        f"algorithm {record.algorithm}, ordered {str(record.ordered).lower()}, "
+        f"compacted {str(record.compacted).lower()}"
+    )
+
+
+def _adopt(args: argparse.Namespace) -> int:
+    with connect(args) as conn:
+        controller = Controller(conn.store, conn.admin, progress=progress)
+        record = controller.adopt(args.topic, args.algorithm, ordered=not args.unordered)
+    emit(record.to_dict(), _topic_text(record), args.json)
+    return 0
+
+
+def _result_text(result: TransitionResult) -> str:
+    boundaries = ", ".join(f"{p}@{o}" for p, o in sorted(result.boundaries.items()))
+    lines = [
+        f"topic {result.topic}: epoch {result.epoch} sealed, {result.from_active} -> "
+        f"{result.to_active} partitions in {result.seconds:.2f} s",
+        f"boundaries {boundaries or 'none'}",
+        f"producers {', '.join(result.producers) or 'none'}"
+        + (f" (expired: {', '.join(result.expired)})" if result.expired else ""),
+    ]
+    return "\n".join(lines)
+
+
+def _transition(args: argparse.Namespace) -> int:
+    with connect(args) as conn:
+        controller = Controller(conn.store, conn.admin, progress=progress)
+        run = controller.expand if args.kind == "expand" else controller.shrink
+        result = run(args.topic, args.to, timeout=args.timeout)
+    emit(result.to_dict(), _result_text(result), args.json)
+    return 0
+
+
+def _description_text(d: Description) -> str:
+    if d.topic is None:
+        return f"not adopted; {d.kafka_partitions} partitions in Kafka"
+    lines = [_topic_text(d.topic), f"kafka partitions {d.kafka_partitions}"]
+    for e in d.epochs:
+        boundaries = ", ".join(f"{p}@{o}" for p, o in e.boundaries.items())
+        edges = ", ".join(f"{a}->{b}" for a, b in e.edges)
+        lines.append(
+            f"epoch {e.epoch} {e.state}: {e.from_active} -> {e.to_active}"
+            + (f", edges {edges}" if edges else "")
+            + (f", boundaries {boundaries}" if boundaries else "")
+            + (f", producers {', '.join(e.producers)}" if e.producers else "")
+        )
+    lines.append(f"producers {', '.join(sorted(d.producers)) or 'none'}")
+    if d.topic.pending is not None:
+        lines.append(f"acks of epoch {d.topic.pending}: {', '.join(d.acks) or 'none'}")
+    return "\n".join(lines)
+
+
+def _describe(args: argparse.Namespace) -> int:
+    with connect(args) as conn:
+        description = Controller(conn.store, conn.admin).describe(args.topic)
+    payload: dict[str, Any] = {"name": args.topic, **description.to_dict()}
+    emit(payload, _description_text(description), args.json)
+    return 0
+
+
+def _coordinator(args: argparse.Namespace) -> int:
+    with connect(args, daemon=True) as conn:
+        daemon = CoordinatorDaemon(
+            conn.store.client,
+            conn.admin,
+            root=conn.store.root,
+            progress=progress,
+            scan_interval=args.scan_interval,
+            resume_timeout=args.resume_timeout,
+        )
+
+        def on_signal(_signum: int, _frame: FrameType | None) -> None:
+            daemon.stop()
+
+        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+        # The daemon runs in a thread so the main thread stays free for signals.
+        thread = threading.Thread(target=daemon.run, name="coordinator", daemon=True)
+        thread.start()
+        progress(f"coordinator {daemon.identifier} started (root {conn.store.root})")
+        try:
+            while thread.is_alive():
+                thread.join(0.2)
+        finally:
+            daemon.stop()
+            thread.join(15)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+    progress("coordinator stopped")
+    return 0

@@ -1,0 +1,238 @@
+"""``ordered coordinator``: the daemon that completes pending epochs.
+
+Several daemons may run; a kazoo ``Election`` at ``{root}/coordinator/election`` picks
+one leader. The leader scans the adopted topics every ``scan_interval`` seconds and
+whenever a topic record or the topic list changes (kazoo watches), and runs
+:meth:`Controller.resume` on each topic with a pending epoch, one worker thread per
+topic. A transition that another controller runs (the topic lock is held) is left to
+it. The connection listener only sets flags; losing the session ends the leadership at
+once (the election node is gone), and the daemon contends again after reconnecting.
+
+Leadership states (:class:`Role`; only :meth:`CoordinatorDaemon._set_role` changes it)::
+
+    FOLLOWER -> LEADER      the election is won
+    LEADER -> FOLLOWER      the leader function returns (session lost, or stopping)
+    FOLLOWER|LEADER -> STOPPED   stop requested
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from enum import Enum
+from typing import Any, Final
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import KazooState
+
+from coordinator.controller import BarrierTimeoutError, Controller
+from coordinator.kafka_admin import KafkaAdmin
+from coordinator.store import LayoutStore, Watch, paths
+from ordered.errors import OrderedError, TransitionInProgressError
+
+__all__ = ["CoordinatorDaemon", "Role"]
+
+_log = logging.getLogger(__name__)
+
+_RETRY_PAUSE_S: Final = 0.5
+
+
+class Role(Enum):
+    """The daemon's role in the election.
+
+    Attributes:
+        FOLLOWER: Contending (or waiting to reconnect).
+        LEADER: Elected: scanning and resuming pending epochs.
+        STOPPED: Stopped; final.
+    """
+
+    FOLLOWER = "follower"
+    LEADER = "leader"
+    STOPPED = "stopped"
+
+
+_ALLOWED: Final = {
+    (Role.FOLLOWER, Role.LEADER),
+    (Role.LEADER, Role.FOLLOWER),
+    (Role.FOLLOWER, Role.STOPPED),
+    (Role.LEADER, Role.STOPPED),
+}
+
+
+class CoordinatorDaemon:
+    """Elect a leader among daemons; the leader completes every pending epoch.
+
+    Args:
+        client: A started kazoo client (its connection retry should be unbounded: the
+            daemon outlives ZooKeeper outages).
+        admin: Kafka admin helpers.
+        root: The store root.
+        progress: Called with one line at a time (leadership changes, resumes).
+        scan_interval: Seconds between scans when no watch fires.
+        resume_timeout: Seconds one resume may wait in the barrier before the next
+            scan tries again.
+        identifier: This daemon's name in the election (default ``host:pid``).
+    """
+
+    def __init__(
+        self,
+        client: KazooClient,
+        admin: KafkaAdmin,
+        root: str = paths.DEFAULT_ROOT,
+        progress: Callable[[str], None] | None = None,
+        scan_interval: float = 1.0,
+        resume_timeout: float = 10.0,
+        identifier: str | None = None,
+    ) -> None:
+        self._client = client
+        self._store = LayoutStore(client, root)
+        self._progress = progress or (lambda _message: None)
+        self._stop = threading.Event()
+        self._controller = Controller(self._store, admin, self._progress, cancel=self._stop)
+        self._scan_interval = scan_interval
+        self._resume_timeout = resume_timeout
+        self._identifier = identifier or f"{socket.gethostname()}:{os.getpid()}"
+        self._role = Role.FOLLOWER
+        self._role_lock = threading.Lock()
+        self._lost = threading.Event()
+        self._wake = threading.Event()
+        self._workers: dict[str, threading.Thread] = {}
+        self._election: Any = None
+
+    @property
+    def role(self) -> Role:
+        """The current role."""
+        return self._role
+
+    @property
+    def identifier(self) -> str:
+        """This daemon's name in the election."""
+        return self._identifier
+
+    def _set_role(self, role: Role) -> None:
+        """The one place the role changes; rejects transitions not listed above."""
+        with self._role_lock:
+            if role is self._role:
+                return
+            if (self._role, role) not in _ALLOWED:
+                raise AssertionError(f"role {self._role.value} -> {role.value} is not allowed")
+            self._role = role
+        self._progress(f"coordinator {self._identifier}: {role.value}")
+
+    def _on_state(self, state: str) -> None:
+        # Runs on kazoo's thread: set flags only.
+        if state == KazooState.LOST:
+            self._lost.set()
+            self._wake.set()
+
+    def stop(self) -> None:
+        """Ask the daemon to stop (safe from a signal handler or any thread)."""
+        self._stop.set()
+        self._wake.set()
+        election = self._election
+        if election is not None:
+            election.cancel()
+
+    def run(self) -> None:
+        """Contend, lead when elected, until :meth:`stop`; then clean up and return."""
+        self._client.add_listener(self._on_state)
+        try:
+            while not self._stop.is_set():
+                if not self._client.connected:
+                    self._stop.wait(_RETRY_PAUSE_S)
+                    continue
+                self._lost.clear()
+                self._election = self._client.Election(
+                    paths.election_path(self._store.root), self._identifier
+                )
+                try:
+                    self._election.run(self._lead)
+                except (KazooException, KazooTimeoutError) as exc:
+                    _log.warning("election round ended: %r", exc)
+                    self._stop.wait(_RETRY_PAUSE_S)
+                finally:
+                    if self._role is Role.LEADER:
+                        self._set_role(Role.FOLLOWER)
+        finally:
+            self._client.remove_listener(self._on_state)
+            self._join_workers()
+            self._set_role(Role.STOPPED)
+
+    def _lead(self) -> None:
+        if self._stop.is_set() or self._lost.is_set():
+            return
+        self._set_role(Role.LEADER)
+        watches: dict[str, Watch] = {}
+        try:
+            self._client.ensure_path(paths.topics_path(self._store.root))
+            watches[""] = self._store.watch_children(
+                paths.topics_path(self._store.root), lambda _children: self._wake.set()
+            )
+            while not self._stop.is_set() and not self._lost.is_set():
+                self._wake.clear()
+                try:
+                    self._scan(watches)
+                except OrderedError as exc:
+                    self._progress(f"scan failed: {exc}")
+                except (KazooException, KazooTimeoutError) as exc:
+                    self._progress(f"scan failed: ZooKeeper: {exc!r}")
+                self._wake.wait(self._scan_interval)
+        finally:
+            for watch in watches.values():
+                watch.stop()
+            # A worker still in a barrier stops within a second (cancel or session loss);
+            # waiting here keeps two leaders from resuming the same topic.
+            if self._stop.is_set() or self._lost.is_set():
+                self._join_workers()
+
+    def _scan(self, watches: dict[str, Watch]) -> None:
+        for topic in self._store.list_topics():
+            if topic not in watches:
+                watches[topic] = self._store.watch_topic(topic, lambda _rec: self._wake.set())
+            record = self._store.get_topic(topic)
+            if record is None or record.pending is None:
+                continue
+            worker = self._workers.get(topic)
+            if worker is not None and worker.is_alive():
+                continue
+            worker = threading.Thread(
+                target=self._resume, args=(topic,), name=f"resume-{topic}", daemon=True
+            )
+            self._workers[topic] = worker
+            worker.start()
+
+    def _resume(self, topic: str) -> None:
+        started = time.monotonic()
+        try:
+            result = self._controller.resume(topic, timeout=self._resume_timeout)
+        except TransitionInProgressError as exc:
+            _log.info("%s", exc)
+            return
+        except BarrierTimeoutError as exc:
+            self._progress(str(exc))
+            return
+        except OrderedError as exc:
+            self._progress(f"resume of {topic} failed: {exc}")
+            return
+        except (KazooException, KazooTimeoutError) as exc:
+            self._progress(f"resume of {topic} failed: ZooKeeper: {exc!r}")
+            return
+        finally:
+            # Rescan soon: the epoch may be sealed, or need another round.
+            self._wake.set()
+        if result is not None:
+            self._progress(
+                f"sealed epoch {result.epoch} of {topic} ({result.from_active} -> "
+                f"{result.to_active}) in {time.monotonic() - started:.2f} s"
+            )
+
+    def _join_workers(self) -> None:
+        for worker in list(self._workers.values()):
+            worker.join()
+        self._workers.clear()
