@@ -362,12 +362,12 @@ class OrderedProducer:
         route = self._routes.get(topic)
         if route is None:
             route = self._first_use(topic)
-        if route.plain and self._direct:
-            self._producer.produce(
-                topic, value, key, partition, callback, on_delivery, timestamp, headers
-            )
-            return
+        # confluent lets an explicit ``callback=None`` hide ``on_delivery``: pass the one
+        # callback in use as ``callback`` so both spellings behave as documented.
         user = callback if callback is not None else on_delivery
+        if route.plain and self._direct:
+            self._producer.produce(topic, value, key, partition, user, None, timestamp, headers)
+            return
         with self._lock:
             route = self._routes[topic]
             if partition == -1 and route.layout is not None:
@@ -409,9 +409,7 @@ class OrderedProducer:
                     headers=headers,
                 )
             else:
-                self._producer.produce(
-                    topic, value, key, partition, callback, on_delivery, timestamp, headers
-                )
+                self._producer.produce(topic, value, key, partition, user, None, timestamp, headers)
 
     def produce_batch(
         self,
@@ -620,8 +618,7 @@ class OrderedProducer:
                 return _PLAIN_ROUTE
             if not self._available:
                 raise LayoutUnavailableError(
-                    f"cannot read the layout of {topic}: ZooKeeper is unreachable; "
-                    "poll() and retry"
+                    f"cannot read the layout of {topic}: ZooKeeper is unreachable; poll() and retry"
                 )
             try:
                 self._store.register_producer(topic, self._producer_record())

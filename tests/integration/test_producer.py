@@ -1,0 +1,508 @@
+"""OrderedProducer against the real Kafka and ZooKeeper: routing, headers, sessions."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from helpers import expire_session, wait_until
+from kazoo.client import KazooClient
+
+from coordinator.controller import Controller
+from coordinator.kafka_admin import KafkaAdmin
+from coordinator.store import LayoutStore
+from coordinator.store import paths as store_paths
+from linear_hash import partition_for
+from ordered.errors import ConfigError, LayoutUnavailableError, OrderedError
+from ordered.producer import OrderedProducer, TopicState
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+
+KEYS = [f"key-{i}" for i in range(200)] + ["", "ключ", "\U0001f511"]
+
+
+@pytest.fixture
+def store(zk_hosts: str, zk_root: str) -> Iterator[LayoutStore]:
+    client = KazooClient(hosts=zk_hosts, timeout=6.0, command_retry={"deadline": 10.0})
+    client.start(timeout=10)
+    try:
+        yield LayoutStore(client, zk_root)
+    finally:
+        client.stop()
+        client.close()
+
+
+@pytest.fixture
+def controller(store: LayoutStore, bootstrap: str) -> Controller:
+    return Controller(store, KafkaAdmin(bootstrap, timeout=10.0))
+
+
+@pytest.fixture
+def make_producer(
+    bootstrap: str, zk_hosts: str, zk_root: str
+) -> Iterator[Callable[..., OrderedProducer]]:
+    made: list[OrderedProducer] = []
+
+    def make(**extra: Any) -> OrderedProducer:
+        config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap,
+            "ordered.zookeeper.connect": zk_hosts,
+            "ordered.zookeeper.root": zk_root,
+            "linger.ms": 2,
+        }
+        config.update(extra)
+        producer = OrderedProducer(config)
+        made.append(producer)
+        return producer
+
+    yield make
+    for producer in made:
+        with contextlib.suppress(Exception):
+            producer.close()
+
+
+def consume_all(bootstrap: str, topic: str, timeout: float = 20.0) -> list[Any]:
+    """Every record of ``topic`` (all partitions, from the beginning) as confluent Messages."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False}
+    )
+    try:
+        metadata = consumer.list_topics(topic, timeout=10).topics[topic]
+        ends: dict[int, int] = {}
+        for partition in metadata.partitions:
+            _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+            ends[partition] = high
+        consumer.assign([TopicPartition(topic, p, 0) for p in metadata.partitions])
+        out: list[Any] = []
+        seen = dict.fromkeys(ends, 0)
+        deadline = time.monotonic() + timeout
+        while any(seen[p] < ends[p] for p in ends):
+            assert time.monotonic() < deadline, f"consumed {seen} of {ends}"
+            for msg in consumer.consume(1000, timeout=0.5):
+                if msg.error() is not None:
+                    raise KafkaException(msg.error())
+                out.append(msg)
+                seen[msg.partition()] = msg.offset() + 1
+        return out
+    finally:
+        consumer.close()
+
+
+def header(msg: Any, name: str = "ordered.epoch") -> bytes | None:
+    for key, value in msg.headers() or []:
+        if key == name:
+            return bytes(value)
+    return None
+
+
+def produce_keys(producer: OrderedProducer | Producer, topic: str, tag: str) -> list[Any]:
+    """Produce every key once; return the delivery reports (err, msg)."""
+    reports: list[Any] = []
+    for key in KEYS:
+        producer.produce(
+            topic,
+            value=f"{tag}:{key}".encode(),
+            key=key,
+            on_delivery=lambda e, m: reports.append((e, m)),
+        )
+    assert producer.flush(20) == 0
+    assert all(err is None for err, _ in reports)
+    return reports
+
+
+# --- plain topics ------------------------------------------------------------------
+
+
+def test_unadopted_topic_is_a_plain_producer(
+    make_producer: Callable[..., OrderedProducer], topic_factory: Callable[..., str], bootstrap: str
+) -> None:
+    topic = topic_factory(4)
+    ordered = make_producer()
+    plain = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    got = {m.key(): m.partition() for _, m in produce_keys(ordered, topic, "o")}
+    want = {m.key(): m.partition() for _, m in produce_keys(plain, topic, "p")}
+    # Same partitioner (librdkafka's), so the same placement, and no header.
+    # (consistent_random places an empty key at random.)
+    got.pop(b"")
+    want.pop(b"")
+    assert got == want
+    assert ordered.topic_state(topic) is TopicState.PLAIN
+    assert ordered.layout(topic) is None
+    records = consume_all(bootstrap, topic)
+    assert len(records) == 2 * len(KEYS)
+    assert all(m.headers() is None for m in records)
+    # Same return values and exceptions as confluent.
+    assert ordered.produce(topic, b"v") is None
+    assert ordered.poll(0) >= 0
+    assert ordered.flush(10) == 0
+    assert len(ordered) == 0 and bool(ordered)
+    with pytest.raises(KafkaException) as caught:
+        ordered.produce(topic, b"v", partition=99)
+    assert caught.value.args[0].code() == KafkaError._UNKNOWN_PARTITION
+    with pytest.raises(TypeError):
+        ordered.produce(topic, b"v", key=123)  # type: ignore[arg-type]
+
+
+def test_unordered_adoption_is_plain(
+    make_producer: Callable[..., OrderedProducer],
+    topic_factory: Callable[..., str],
+    controller: Controller,
+    bootstrap: str,
+) -> None:
+    topic = topic_factory(3)
+    controller.adopt(topic, ordered=False)
+    producer = make_producer()
+    produce_keys(producer, topic, "u")
+    assert producer.topic_state(topic) is TopicState.PLAIN
+    assert all(m.headers() is None for m in consume_all(bootstrap, topic))
+
+
+def test_config_errors(bootstrap: str, zk_hosts: str) -> None:
+    base = {"bootstrap.servers": bootstrap, "ordered.zookeeper.connect": zk_hosts}
+    with pytest.raises(ConfigError, match=r"ordered\.bogus"):
+        OrderedProducer(dict(base, **{"ordered.bogus": 1}))
+    with pytest.raises(ConfigError, match=r"enable\.idempotence"):
+        OrderedProducer(dict(base, **{"enable.idempotence": False}))
+    # librdkafka's own errors stay confluent's KafkaException.
+    with pytest.raises(KafkaException):
+        OrderedProducer(dict(base, **{"no.such.property": 1})).close()
+
+
+# --- routing -----------------------------------------------------------------------
+
+
+def test_routing_and_headers_across_transitions(
+    make_producer: Callable[..., OrderedProducer],
+    topic_factory: Callable[..., str],
+    controller: Controller,
+    bootstrap: str,
+) -> None:
+    topic = topic_factory(4)
+    record = controller.adopt(topic)
+    producer = make_producer()
+    produce_keys(producer, topic, "e0")
+    assert producer.topic_state(topic) is TopicState.ROUTING
+    controller.expand(topic, 6, timeout=20)
+    wait_until(lambda: producer.layout(topic) is not None and producer.layout(topic).epoch == 1)
+    produce_keys(producer, topic, "e1")
+    controller.shrink(topic, 5, timeout=20)
+    wait_until(lambda: producer.layout(topic) is not None and producer.layout(topic).epoch == 2)
+    produce_keys(producer, topic, "e2")
+    # Unkeyed records: round-robin over the active partitions only.
+    unkeyed: list[int] = []
+    for i in range(25):
+        producer.produce(
+            topic, b"nokey%d" % i, on_delivery=lambda e, m: unkeyed.append(m.partition())
+        )
+    # User headers are kept, the epoch header is appended.
+    producer.produce(topic, b"h", key="hk", headers=[("mine", b"1")])
+    producer.produce(topic, b"h", key="hk", headers={"mine": b"2"})
+    assert producer.flush(20) == 0
+    assert sorted(set(unkeyed)) == [0, 1, 2, 3, 4]
+
+    actives = {0: 4, 1: 6, 2: 5}
+    records = consume_all(bootstrap, topic)
+    keyed = [m for m in records if m.key() is not None]
+    assert len(keyed) == 3 * len(KEYS) + 2
+    for msg in records:
+        raw = header(msg)
+        assert raw is not None, msg.value()
+        epoch = int(raw.decode("ascii"))
+        assert (
+            msg.value().startswith(b"nokey")
+            or msg.value() == b"h"
+            or msg.value().startswith(f"e{epoch}:".encode())
+        )
+        if msg.key() is not None:
+            want = partition_for(msg.key(), record.initial, actives[epoch], record.algorithm)
+            assert msg.partition() == want, (msg.key(), epoch)
+        else:
+            assert msg.partition() < actives[epoch]
+    user = [m.headers() for m in records if m.value() == b"h"]
+    assert sorted(user) == [
+        [("mine", b"1"), ("ordered.epoch", b"2")],
+        [("mine", b"2"), ("ordered.epoch", b"2")],
+    ]
+
+
+def test_header_off_and_explicit_partition(
+    make_producer: Callable[..., OrderedProducer],
+    topic_factory: Callable[..., str],
+    controller: Controller,
+    bootstrap: str,
+) -> None:
+    topic = topic_factory(4)
+    controller.adopt(topic, algorithm="murmur2")
+    producer = make_producer(**{"ordered.epoch.header": "false"})
+    produce_keys(producer, topic, "e0")
+    producer.produce(topic, b"explicit", key="key-1", partition=3)
+    assert producer.flush(10) == 0
+    records = consume_all(bootstrap, topic)
+    assert all(m.headers() is None for m in records)
+    for msg in records:
+        if msg.value() == b"explicit":
+            assert msg.partition() == 3
+        else:
+            assert msg.partition() == partition_for(msg.key(), 4, 4, "murmur2")
+
+
+def test_custom_header_name_and_produce_batch(
+    make_producer: Callable[..., OrderedProducer],
+    topic_factory: Callable[..., str],
+    controller: Controller,
+    bootstrap: str,
+) -> None:
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    producer = make_producer(**{"ordered.epoch.header.name": "layout-epoch"})
+    messages = [{"key": f"b{i}", "value": b"batch"} for i in range(50)]
+    assert producer.produce_batch(topic, messages) == 50
+    assert producer.flush(10) == 0
+    records = consume_all(bootstrap, topic)
+    assert len(records) == 50
+    for msg in records:
+        assert header(msg, "layout-epoch") == b"0"
+        assert msg.partition() == partition_for(msg.key(), 2, 2)
+
+
+def test_switch_acks_and_tracks(
+    make_producer: Callable[..., OrderedProducer],
+    topic_factory: Callable[..., str],
+    controller: Controller,
+    store: LayoutStore,
+) -> None:
+    """A producer that keeps writing acks each epoch; an idle one acks from the watcher."""
+    topic = topic_factory(4)
+    controller.adopt(topic)
+    busy = make_producer()
+    idle = make_producer()
+    idle.produce(topic, b"once", key="x")
+    assert idle.flush(10) == 0
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        i = 0
+        try:
+            while not stop.is_set():
+                try:
+                    busy.produce(topic, b"v", key=f"k{i % 500}")
+                    i += 1
+                except BufferError:
+                    busy.poll(0.01)
+                busy.poll(0)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        time.sleep(0.3)
+        result = controller.expand(topic, 8, timeout=20)
+        assert set(result.producers) == {busy.producer_id, idle.producer_id}
+        assert result.expired == {}
+        acks = store.acks(topic, result.epoch)
+        assert set(acks) == {busy.producer_id, idle.producer_id}
+        # The busy producer's first new-epoch record in giving partitions is known.
+        assert acks[busy.producer_id].last_offsets
+        assert all(o < result.boundaries[p] for p, o in acks[busy.producer_id].last_offsets.items())
+        assert busy.layout(topic) is not None and busy.layout(topic).active == 8
+    finally:
+        stop.set()
+        writer.join(10)
+    assert not errors
+    assert busy.flush(10) == 0
+    wait_until(lambda: busy.topic_state(topic) is TopicState.ROUTING, timeout=5)
+
+
+def test_close_acks_at_once(
+    make_producer: Callable[..., OrderedProducer],
+    topic_factory: Callable[..., str],
+    controller: Controller,
+    store: LayoutStore,
+    zk_root: str,
+) -> None:
+    """A producer registered but closed before a transition does not hold the barrier."""
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    producer = make_producer()
+    producer.produce(topic, b"v", key="k")
+    assert producer.close() is True
+    assert producer.close() is True  # idempotent
+    node = store_paths.producer_path(zk_root, topic, producer.producer_id)
+    assert store.client.exists(node) is None
+    started = time.monotonic()
+    controller.expand(topic, 3, timeout=20)
+    assert time.monotonic() - started < 5
+
+
+# --- ZooKeeper sessions --------------------------------------------------------------
+
+
+class Proxy:
+    """A TCP relay to ZooKeeper that the test can cut and restore (a network partition)."""
+
+    def __init__(self, target: str) -> None:
+        host, port = target.split(",")[0].rsplit(":", 1)
+        self._target = (host, int(port))
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port = self._server.getsockname()[1]
+        self._open = threading.Event()
+        self._open.set()
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            if not self._open.is_set():
+                client.close()
+                continue
+            try:
+                upstream = socket.create_connection(self._target, timeout=5)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._sockets += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+
+    def cut(self) -> None:
+        self._open.clear()
+        with self._lock:
+            for s in self._sockets:
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+                s.close()
+            self._sockets.clear()
+
+    def restore(self) -> None:
+        self._open.set()
+
+    def close(self) -> None:
+        self._closed = True
+        self.cut()
+        self._server.close()
+
+
+@pytest.fixture
+def proxy(zk_hosts: str) -> Iterator[Proxy]:
+    relay = Proxy(zk_hosts)
+    yield relay
+    relay.close()
+
+
+def keyed_produce_works(producer: OrderedProducer, topic: str) -> bool:
+    try:
+        producer.produce(topic, b"probe", key="probe")
+    except LayoutUnavailableError:
+        return False
+    return True
+
+
+def test_suspended_session_raises_then_recovers(
+    make_producer: Callable[..., OrderedProducer],
+    topic_factory: Callable[..., str],
+    controller: Controller,
+    proxy: Proxy,
+    store: LayoutStore,
+    zk_root: str,
+) -> None:
+    topic = topic_factory(4)
+    controller.adopt(topic)
+    producer = make_producer(
+        **{
+            "ordered.zookeeper.connect": f"127.0.0.1:{proxy.port}",
+            "ordered.zookeeper.session.timeout.ms": 2000,
+        }
+    )
+    assert keyed_produce_works(producer, topic)
+    node = store_paths.producer_path(zk_root, topic, producer.producer_id)
+    owner = store.client.exists(node).ephemeralOwner
+
+    # A short partition: SUSPENDED, the same session comes back.
+    proxy.cut()
+    wait_until(lambda: producer.topic_state(topic) is TopicState.SUSPENDED, timeout=10)
+    with pytest.raises(LayoutUnavailableError) as caught:
+        producer.produce(topic, b"v", key="k")
+    assert isinstance(caught.value, BufferError) and isinstance(caught.value, OrderedError)
+    # Unkeyed and explicitly partitioned records still go (no key order to keep).
+    producer.produce(topic, b"unkeyed")
+    producer.produce(topic, b"explicit", key="k", partition=1)
+    proxy.restore()
+    wait_until(lambda: keyed_produce_works(producer, topic), timeout=10)
+    assert producer.topic_state(topic) is TopicState.ROUTING
+    assert store.client.exists(node).ephemeralOwner == owner
+
+    # A partition longer than the session: LOST, re-registered with a new session.
+    proxy.cut()
+    wait_until(lambda: store.client.exists(node) is None, timeout=15, what="session expiry")
+    with pytest.raises(LayoutUnavailableError):
+        producer.produce(topic, b"v", key="k")
+    proxy.restore()
+    wait_until(lambda: keyed_produce_works(producer, topic), timeout=15)
+    stat = store.client.exists(node)
+    assert stat is not None and stat.ephemeralOwner != owner
+    assert producer.topic_state(topic) is TopicState.ROUTING
+    assert producer.flush(10) == 0
+
+
+def test_expired_session_reregisters_and_reads_new_layout(
+    make_producer: Callable[..., OrderedProducer],
+    topic_factory: Callable[..., str],
+    controller: Controller,
+    store: LayoutStore,
+    zk_hosts: str,
+    zk_root: str,
+    bootstrap: str,
+) -> None:
+    topic = topic_factory(4)
+    record = controller.adopt(topic)
+    producer = make_producer(**{"delivery.timeout.ms": 2000})
+    assert keyed_produce_works(producer, topic)
+    assert producer.flush(10) == 0
+    node = store_paths.producer_path(zk_root, topic, producer.producer_id)
+    owner = store.client.exists(node).ephemeralOwner
+    expire_session(producer.zookeeper, zk_hosts)
+    # The registration is back under a new session, and routing resumes.
+    wait_until(
+        lambda: (stat := store.client.exists(node)) is not None and stat.ephemeralOwner != owner,
+        timeout=15,
+    )
+    wait_until(lambda: keyed_produce_works(producer, topic), timeout=15)
+    # Delivery reports must be served (as in any confluent app) for the ack to come.
+    assert producer.flush(10) == 0
+    # The re-registered producer is in the next barrier and acks it.
+    result = controller.expand(topic, 5, timeout=20)
+    assert producer.producer_id in result.producers
+    assert result.expired == {}
+    wait_until(lambda: producer.layout(topic) is not None and producer.layout(topic).active == 5)
+    produce_keys(producer, topic, "after")
+    for msg in consume_all(bootstrap, topic):
+        if msg.value().startswith(b"after:"):
+            assert header(msg) == b"1"
+            assert msg.partition() == partition_for(msg.key(), 4, 5, record.algorithm)
