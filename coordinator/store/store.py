@@ -565,7 +565,7 @@ class LayoutStore:
             callback(record)
             return None
 
-        self._client.DataWatch(path, on_data)
+        self._run(f"watch {path}", self._client.DataWatch, path, on_data)
         return handle
 
     def watch_children(self, path: str, callback: Callable[[list[str]], None]) -> Watch:
@@ -585,7 +585,7 @@ class LayoutStore:
             callback(list(children))
             return None
 
-        self._client.ChildrenWatch(path, on_children)
+        self._run(f"watch {path}", self._client.ChildrenWatch, path, on_children)
         return handle
 
     def watch_producers(self, topic: str, callback: Callable[[list[str]], None]) -> Watch:

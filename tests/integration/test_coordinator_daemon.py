@@ -1,0 +1,211 @@
+"""``ordered coordinator`` completes what a killed controller left pending; failover."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from helpers import wait_until
+from kazoo.client import KazooClient
+
+from coordinator.controller import BarrierTimeoutError, Controller
+from coordinator.kafka_admin import KafkaAdmin
+from coordinator.store import AckRecord, LayoutStore, ProducerRecord, paths
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+
+class Processes:
+    """Subprocesses started by a test; every one is killed at the end."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.started: list[subprocess.Popen[bytes]] = []
+
+    def start(self, name: str, *args: str) -> subprocess.Popen[bytes]:
+        log = (self.directory / f"{name}.log").open("wb")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "coordinator.cli", *args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        log.close()
+        self.started.append(proc)
+        return proc
+
+    def log(self, name: str) -> str:
+        return (self.directory / f"{name}.log").read_text()
+
+    def kill_all(self) -> None:
+        for proc in self.started:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+@pytest.fixture
+def procs(tmp_path: Path) -> Iterator[Processes]:
+    p = Processes(tmp_path)
+    try:
+        yield p
+    finally:
+        p.kill_all()
+
+
+@pytest.fixture
+def zk(zk_hosts: str) -> Iterator[KazooClient]:
+    client = KazooClient(hosts=zk_hosts, timeout=6.0, command_retry={"deadline": 10.0})
+    client.start(timeout=10)
+    yield client
+    client.stop()
+    client.close()
+
+
+def servers(zk_hosts: str, bootstrap: str, root: str) -> list[str]:
+    return [
+        "--zookeeper",
+        zk_hosts,
+        "--bootstrap-servers",
+        bootstrap,
+        "--root",
+        root,
+        "--session-timeout",
+        "2",
+    ]
+
+
+def register(client: KazooClient, root: str, topic: str, pid: str, timeout_ms: int) -> None:
+    LayoutStore(client, root).register_producer(
+        topic,
+        ProducerRecord(
+            id=pid,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            delivery_timeout_ms=timeout_ms,
+            registered_at=time.time(),
+            client_id="test",
+        ),
+    )
+
+
+def sealed(store: LayoutStore, topic: str, epoch: int) -> bool:
+    record = store.find_epoch(topic, epoch)
+    return record is not None and record.sealed
+
+
+def test_daemon_completes_the_epoch_of_a_killed_expand(
+    procs: Processes,
+    zk: KazooClient,
+    zk_hosts: str,
+    zk_root: str,
+    bootstrap: str,
+    topic_factory: Callable[..., str],
+) -> None:
+    topic = topic_factory(2)
+    store = LayoutStore(zk, zk_root)
+    Controller(store, KafkaAdmin(bootstrap)).adopt(topic)
+    producer = KazooClient(hosts=zk_hosts, timeout=6.0)
+    producer.start(timeout=10)
+    try:
+        register(producer, zk_root, topic, "p-1", 60000)
+        cli = procs.start(
+            "expand", "expand", topic, "--to", "4", *servers(zk_hosts, bootstrap, zk_root)
+        )
+        wait_until(
+            lambda: "waiting for 1 of 1 producers (p-1)" in procs.log("expand"),
+            timeout=20,
+            what="the expand to wait in the barrier",
+        )
+        cli.kill()  # SIGKILL mid-barrier: its lock lives until its session ends
+        assert cli.wait(timeout=10) == -signal.SIGKILL
+        record = store.get_topic(topic)
+        assert record is not None and record.pending == 1 and record.active == 4
+
+        daemon = procs.start("daemon", "coordinator", *servers(zk_hosts, bootstrap, zk_root))
+        wait_until(lambda: ": leader" in procs.log("daemon"), timeout=15, what="leadership")
+        time.sleep(1.0)
+        assert not sealed(store, topic, 1), "sealed without the ack"
+        acked = time.monotonic()
+        LayoutStore(producer, zk_root).ack(
+            topic, 1, AckRecord(id="p-1", epoch=1, last_offsets={}, acked_at=time.time())
+        )
+        # The killed run's lock goes with its 2 s session, then the daemon's resume seals.
+        wait_until(lambda: sealed(store, topic, 1), timeout=20, what="the daemon to seal")
+        assert time.monotonic() - acked < 10
+        final = store.get_topic(topic)
+        assert final is not None and final.pending is None and final.active == 4
+        wait_until(lambda: "sealed epoch 1 of" in procs.log("daemon"), timeout=5)
+
+        daemon.send_signal(signal.SIGTERM)
+        assert daemon.wait(timeout=15) == 0
+        log = procs.log("daemon")
+        assert "coordinator stopped" in log and "Traceback" not in log
+        assert zk.get_children(paths.election_path(zk_root)) == []
+    finally:
+        producer.stop()
+        producer.close()
+
+
+def _leader_pid(zk: KazooClient, root: str) -> int:
+    contenders = zk.Election(paths.election_path(root)).contenders()
+    assert contenders, "no daemon in the election"
+    return int(contenders[0].rsplit(":", 1)[1])
+
+
+def test_second_daemon_takes_over_when_the_leader_is_killed(
+    procs: Processes,
+    zk: KazooClient,
+    zk_hosts: str,
+    zk_root: str,
+    bootstrap: str,
+    topic_factory: Callable[..., str],
+) -> None:
+    topic = topic_factory(2)
+    store = LayoutStore(zk, zk_root)
+    controller = Controller(store, KafkaAdmin(bootstrap))
+    controller.adopt(topic)
+    a = procs.start("a", "coordinator", *servers(zk_hosts, bootstrap, zk_root))
+    b = procs.start("b", "coordinator", *servers(zk_hosts, bootstrap, zk_root))
+    wait_until(
+        lambda: len(zk.Election(paths.election_path(zk_root)).contenders()) == 2,
+        timeout=15,
+        what="both daemons in the election",
+    )
+    leader_pid = _leader_pid(zk, zk_root)
+    leader, follower = (a, b) if leader_pid == a.pid else (b, a)
+    follower_log = "b" if follower is b else "a"
+    assert ": leader" not in procs.log(follower_log)
+
+    producer = KazooClient(hosts=zk_hosts, timeout=6.0)
+    producer.start(timeout=10)
+    register(producer, zk_root, topic, "p-2", 1000)
+    with pytest.raises(BarrierTimeoutError):
+        controller.expand(topic, 3, timeout=0.5)
+    # The leader now resumes the epoch and waits in the barrier too; kill it there.
+    wait_until(
+        lambda: "waiting for 1 of 1 producers (p-2)" in procs.log("a" if leader is a else "b"),
+        timeout=10,
+        what="the leader to resume the epoch",
+    )
+    leader.kill()
+    assert leader.wait(timeout=10) == -signal.SIGKILL
+    # The producer goes away too: the new leader seals after 1 s + 1 s grace.
+    producer.stop()
+    producer.close()
+    gone = time.monotonic()
+    wait_until(lambda: ": leader" in procs.log(follower_log), timeout=15, what="takeover")
+    assert _leader_pid(zk, zk_root) == follower.pid
+    wait_until(lambda: sealed(store, topic, 1), timeout=20, what="the new leader to seal")
+    took = time.monotonic() - gone
+    assert took < 12, took
+    epoch = store.get_epoch(topic, 1)
+    assert list(epoch.expired) == ["p-2"]
+    follower.send_signal(signal.SIGTERM)
+    assert follower.wait(timeout=15) == 0
