@@ -420,7 +420,7 @@ class Controller:
 
     def _transition(self, topic: str, to: int, kind: str, timeout: float) -> TransitionResult:
         started = time.monotonic()
-        self._validate(topic, to, kind)
+        before, _, _, was_pending = self._validate(topic, to, kind)
         lock = self._store.lock(topic, self._identity)
         try:
             acquired = lock.acquire(blocking=False)
@@ -431,7 +431,14 @@ class Controller:
                 f"transition in progress: another controller holds the lock of topic {topic}"
             )
         try:
-            # Validate again under the lock: the state may have moved while we waited.
+            # Validate again under the lock: the state may have moved meanwhile.
+            current, _ = self._reread(topic)
+            if was_pending and current.pending is None and current.epoch == before.epoch:
+                # Sealed by another controller between our two reads: done.
+                if kind == "resume":
+                    raise _NothingPending()
+                tr_epoch = self._store.get_epoch(topic, current.epoch)
+                return self._result(topic, tr_epoch, False, True, started)
             record, version, count, resuming = self._validate(topic, to, kind)
             if kind == "resume" and not resuming:
                 raise _NothingPending()
@@ -459,23 +466,28 @@ class Controller:
                     f"({tr.epoch.from_active} -> {tr.epoch.to_active} partitions)"
                 )
             self._run(tr)
-            epoch = tr.current_epoch
-            return TransitionResult(
-                topic=topic,
-                epoch=epoch.epoch,
-                from_active=epoch.from_active,
-                to_active=epoch.to_active,
-                boundaries=dict(epoch.boundaries),
-                producers=epoch.producers,
-                expired=dict(epoch.expired),
-                created_partitions=tr.created_partitions,
-                resumed=tr.resumed,
-                seconds=time.monotonic() - started,
-            )
+            return self._result(topic, tr.current_epoch, tr.created_partitions, tr.resumed, started)
         finally:
             # The lock node is ephemeral: a lost session releases it anyway.
             with contextlib.suppress(KazooException, KazooTimeoutError):
                 lock.release()
+
+    @staticmethod
+    def _result(
+        topic: str, epoch: EpochRecord, created: bool, resumed: bool, started: float
+    ) -> TransitionResult:
+        return TransitionResult(
+            topic=topic,
+            epoch=epoch.epoch,
+            from_active=epoch.from_active,
+            to_active=epoch.to_active,
+            boundaries=dict(epoch.boundaries),
+            producers=epoch.producers,
+            expired=dict(epoch.expired),
+            created_partitions=created,
+            resumed=resumed,
+            seconds=time.monotonic() - started,
+        )
 
     def _run(self, tr: _Transition) -> None:
         """Drive ``tr`` through its steps: the one place that changes ``tr.step``."""

@@ -336,3 +336,24 @@ def test_producer_registered_after_publish_is_not_waited_for(
         for client in (early_client, late_client):
             client.stop()
             client.close()
+
+
+def test_adopt_after_a_producer_registered_under_the_topic(
+    controller: Controller, store: LayoutStore, zk_hosts: str, topic_factory: Callable[..., str]
+) -> None:
+    topic = topic_factory(3)
+    producer_client = _client(zk_hosts)
+    try:
+        producer_store = LayoutStore(producer_client, store.root)
+        producer_store.register_producer(topic, producer_record("early-bird"))
+        assert store.get_topic(topic) is None  # an empty topic node is "not adopted"
+        seen: list[Any] = []
+        watch = producer_store.watch_topic(topic, seen.append)
+        record = controller.adopt(topic)
+        assert record.initial == 3
+        wait_until(lambda: seen and seen[-1] == record, timeout=5, what="the watch")
+        watch.stop()
+        assert store.list_topics() == [topic]
+    finally:
+        producer_client.stop()
+        producer_client.close()
