@@ -36,11 +36,13 @@ from ordered.errors import (
 __all__ = [
     "DEFAULT_DELIVERY_TIMEOUT_MS",
     "EXPIRY_GRACE_S",
+    "BarrierStatus",
     "BarrierTimeoutError",
     "Controller",
     "Description",
     "Step",
     "TransitionResult",
+    "barrier_status",
 ]
 
 EXPIRY_GRACE_S: Final = 1.0
@@ -594,21 +596,8 @@ class Controller:
                 acks = self._store.acks(tr.topic, epoch.epoch)
                 live = self._store.producers(tr.topic)
                 now = time.time()
-                expired = dict(epoch.expired)
-                waiting: list[str] = []
-                graces: list[float] = []
-                for pid in epoch.producers:
-                    if pid in acks:
-                        continue
-                    if pid not in expired and pid not in live:
-                        expired[pid] = now
-                    if pid in expired:
-                        ms = epoch.delivery_timeouts_ms.get(pid, DEFAULT_DELIVERY_TIMEOUT_MS)
-                        until = expired[pid] + ms / 1000.0 + EXPIRY_GRACE_S
-                        if now >= until:
-                            continue
-                        graces.append(until)
-                    waiting.append(pid)
+                status = barrier_status(epoch, set(acks), set(live), now)
+                waiting, expired = list(status.waiting), status.expired
                 if expired != epoch.expired:
                     # Recorded so that a controller taking over keeps the clock.
                     epoch = replace(epoch, expired=expired)
@@ -633,7 +622,7 @@ class Controller:
                         f"{_waiting_ids(waiting, expired)} did not ack in time; it completes "
                         f"with `ordered coordinator` running or when this command runs again"
                     )
-                wait = min(remaining, _RECHECK_S, *(g - now for g in graces))
+                wait = min(remaining, _RECHECK_S, *(g - now for g in status.grace_ends))
                 changed.wait(max(wait, 0.0))
         finally:
             for watch in watches:
@@ -667,6 +656,66 @@ class Controller:
         if record is None:
             raise StoreError(f"topic {topic} is no longer adopted")
         return record, version
+
+
+@dataclass(frozen=True)
+class BarrierStatus:
+    """Where a barrier stands at one moment (see :func:`barrier_status`).
+
+    Attributes:
+        waiting: Listed producers still holding the barrier, in list order.
+        expired: The epoch's ``expired`` map with producers first seen gone now added.
+        grace_ends: Unix times at which a gone producer's grace ends, for those still
+            in their grace.
+    """
+
+    waiting: tuple[str, ...]
+    expired: dict[str, float]
+    grace_ends: tuple[float, ...]
+
+    @property
+    def passed(self) -> bool:
+        """Whether no listed producer holds the barrier any more."""
+        return not self.waiting
+
+
+def barrier_status(
+    epoch: EpochRecord, acked: set[str], live: set[str], now: float
+) -> BarrierStatus:
+    """Decide the barrier of ``epoch``: pure, no I/O.
+
+    A listed producer no longer holds the barrier once it acked, or once it has been
+    seen gone (not in ``live``; the time is kept in ``expired``) for its
+    ``delivery_timeout_ms`` (:data:`DEFAULT_DELIVERY_TIMEOUT_MS` if unknown) plus
+    :data:`EXPIRY_GRACE_S`. A producer once seen gone keeps that clock even if the
+    same id registers again: every record it routed by the old layout was produced
+    before its session ended.
+
+    Args:
+        epoch: The pending epoch (its ``producers``, ``expired``, timeouts).
+        acked: Ids with an ack of the epoch.
+        live: Ids registered now.
+        now: The current unix time.
+
+    Returns:
+        The status.
+    """
+    expired = dict(epoch.expired)
+    waiting: list[str] = []
+    grace_ends: list[float] = []
+    for pid in epoch.producers:
+        if pid in acked:
+            continue
+        if pid not in expired and pid not in live:
+            expired[pid] = now
+        if pid in expired:
+            ms = epoch.delivery_timeouts_ms.get(pid, DEFAULT_DELIVERY_TIMEOUT_MS)
+            until = expired[pid] + ms / 1000.0 + EXPIRY_GRACE_S
+            if now >= until:
+                continue
+            grace_ends.append(until)
+        waiting.append(pid)
+    return BarrierStatus(tuple(waiting), expired, tuple(grace_ends))
 
 
 class _NothingPending(OrderedError):

@@ -209,3 +209,48 @@ def test_second_daemon_takes_over_when_the_leader_is_killed(
     assert list(epoch.expired) == ["p-2"]
     follower.send_signal(signal.SIGTERM)
     assert follower.wait(timeout=15) == 0
+
+
+def test_sigterm_while_the_leader_waits_in_a_barrier_stops_cleanly(
+    procs: Processes,
+    zk: KazooClient,
+    zk_hosts: str,
+    zk_root: str,
+    bootstrap: str,
+    topic_factory: Callable[..., str],
+) -> None:
+    topic = topic_factory(2)
+    store = LayoutStore(zk, zk_root)
+    controller = Controller(store, KafkaAdmin(bootstrap))
+    controller.adopt(topic)
+    producer = KazooClient(hosts=zk_hosts, timeout=6.0)
+    producer.start(timeout=10)
+    try:
+        register(producer, zk_root, topic, "p-3", 60000)
+        with pytest.raises(BarrierTimeoutError):
+            controller.expand(topic, 3, timeout=0.3)
+        daemon = procs.start(
+            "daemon",
+            "coordinator",
+            *servers(zk_hosts, bootstrap, zk_root),
+            "--resume-timeout",
+            "60",
+        )
+        wait_until(
+            lambda: "waiting for 1 of 1 producers (p-3)" in procs.log("daemon"),
+            timeout=15,
+            what="the daemon to wait in the barrier",
+        )
+        stopping = time.monotonic()
+        daemon.send_signal(signal.SIGTERM)
+        assert daemon.wait(timeout=15) == 0
+        assert time.monotonic() - stopping < 3
+        log = procs.log("daemon")
+        assert "controller was stopped while waiting for producer(s) p-3" in log
+        assert "coordinator stopped" in log and "Traceback" not in log
+        record = store.get_topic(topic)
+        assert record is not None and record.pending == 1  # left for the next leader
+        assert zk.get_children(f"{zk_root}/topics/{topic}/lock") == []
+    finally:
+        producer.stop()
+        producer.close()
