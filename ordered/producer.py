@@ -36,7 +36,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from coordinator.store import AckRecord, LayoutStore, ProducerRecord, TopicRecord, Watch
 from coordinator.store import paths as store_paths
-from linear_hash import Layout
+from linear_hash import DEFAULT_ALGORITHM, Layout
 from ordered.config import ProducerConfig, split_producer_config
 from ordered.errors import LayoutUnavailableError, StoreError
 from ordered.producer_tracking import DrainTracker, Switch
@@ -113,13 +113,22 @@ def check_transition(old: TopicState, new: TopicState) -> None:
 class _Route:
     """What ``produce`` reads for a topic: immutable, replaced whole on every change."""
 
-    __slots__ = ("algorithm", "headers", "layout", "plain", "round_robin", "state")
+    __slots__ = (
+        "algorithm",
+        "headers",
+        "layout",
+        "place",
+        "plain",
+        "round_robin",
+        "routable",
+        "state",
+    )
 
     def __init__(
         self,
         state: TopicState,
         layout: Layout | None = None,
-        algorithm: str = "murmur3",
+        algorithm: str = DEFAULT_ALGORITHM,
         headers: list[tuple[str, bytes]] | None = None,
     ) -> None:
         self.state = state
@@ -127,6 +136,16 @@ class _Route:
         self.layout = layout
         self.algorithm = algorithm
         self.headers = headers
+        # Keyed records may be routed (not suspended); checked with one attribute.
+        self.routable = layout is not None and state is not TopicState.SUSPENDED
+        # The bound router: one call on the send path, no algorithm dispatch.
+        self.place: Callable[[Any], int] | None = None
+        if layout is not None:
+            self.place = (
+                layout.partition_for
+                if algorithm == DEFAULT_ALGORITHM
+                else functools.partial(layout.partition_for, algorithm=algorithm)
+            )
         self.round_robin: Iterator[int] | None = (
             None if layout is None else itertools.cycle(range(layout.active))
         )
@@ -370,21 +389,25 @@ class OrderedProducer:
             return
         with self._lock:
             route = self._routes[topic]
-            if partition == -1 and route.layout is not None:
-                if key is not None:
-                    if not self._available or route.state is TopicState.SUSPENDED:
+            if partition == -1:
+                place = route.place
+                if place is not None:
+                    if key is None:
+                        partition = next(route.round_robin)  # type: ignore[arg-type]
+                    elif route.routable and self._available:
+                        partition = place(key)
+                    else:
                         raise LayoutUnavailableError(
                             f"cannot route a keyed record to {topic}: the ZooKeeper "
                             "session is not usable (suspended, or lost and not yet "
                             "re-registered); poll() and retry"
                         )
-                    partition = route.layout.partition_for(key, route.algorithm)
-                else:
-                    partition = next(route.round_robin)  # type: ignore[arg-type]
-            if route.headers is not None:
-                headers = (
-                    route.headers if headers is None else _merge_headers(headers, route.headers)
-                )
+            ours = route.headers
+            if ours is not None:
+                headers = ours if headers is None else _merge_headers(headers, ours)
+            if self._direct:
+                self._producer.produce(topic, value, key, partition, user, None, timestamp, headers)
+                return
             tracker = self._tracker
             if tracker.tracking:
                 generation = tracker.generation
@@ -398,7 +421,7 @@ class OrderedProducer:
                     headers=headers,
                 )
                 tracker.sent(generation)
-            elif self._only_error and user is not None:
+            elif user is not None:  # delivery.report.only.error, emulated
                 self._producer.produce(
                     topic,
                     value,
@@ -409,7 +432,7 @@ class OrderedProducer:
                     headers=headers,
                 )
             else:
-                self._producer.produce(topic, value, key, partition, user, None, timestamp, headers)
+                self._producer.produce(topic, value, key, partition, None, None, timestamp, headers)
 
     def produce_batch(
         self,
