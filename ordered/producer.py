@@ -239,7 +239,12 @@ class OrderedProducer:
     before the switch are untracked; later ones carry a counting delivery callback until
     the ack, which is written asynchronously once every untracked record is delivered
     (checked after ``poll``/``flush`` return, and by a watcher thread when the producer
-    is idle). Serve delivery reports from one thread at a time, as librdkafka advises.
+    is idle). Serve delivery reports from one thread at a time, as librdkafka advises;
+    like any confluent producer it must be polled: delivery reports that are never
+    served keep ``len(producer)`` above zero, so such a producer never acks and the
+    controller waits for it. Call :meth:`close` (or use ``with``) when done: it acks
+    what it can and leaves ZooKeeper at once; an unclosed producer keeps its ZooKeeper
+    session and worker thread until the process exits.
 
     While the ZooKeeper session is suspended or lost, ``produce`` of a keyed record to
     an ordered topic raises :class:`~ordered.errors.LayoutUnavailableError` (a

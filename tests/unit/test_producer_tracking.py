@@ -101,3 +101,36 @@ def test_state_machine_table() -> None:
         assert TopicState.UNKNOWN not in _TRANSITIONS[state]
     with pytest.raises(RuntimeError, match="PLAIN -> SUSPENDED"):
         check_transition(TopicState.PLAIN, TopicState.SUSPENDED)
+
+
+def test_route_places_keys_like_partition_for() -> None:
+    from linear_hash import Layout, partition_for
+    from ordered.producer import _Route
+
+    for algorithm in ("murmur3", "murmur2", "crc32"):
+        layout = Layout(3, 7, 2)
+        route = _Route(TopicState.ROUTING, layout, algorithm, [("ordered.epoch", b"2")])
+        assert route.routable and not route.plain
+        assert route.place is not None
+        for key in ("a", b"b", "ключ", b""):
+            assert route.place(key) == partition_for(key, 3, 7, algorithm)
+        with pytest.raises(ValueError, match="UTF-8"):
+            route.place("\ud800")  # a lone surrogate: an error, never a crash
+        assert route.round_robin is not None
+        assert [next(route.round_robin) for _ in range(8)] == [0, 1, 2, 3, 4, 5, 6, 0]
+    suspended = _Route(TopicState.SUSPENDED, Layout(3, 7, 2))
+    assert not suspended.routable and suspended.place is not None
+    plain = _Route(TopicState.PLAIN)
+    assert plain.plain and plain.place is None and not plain.routable
+
+
+def test_merge_headers_appends_ours_without_mutating() -> None:
+    from ordered.producer import _merge_headers
+
+    ours = [("ordered.epoch", b"4")]
+    user = [("a", b"1")]
+    assert _merge_headers(user, ours) == [("a", b"1"), ("ordered.epoch", b"4")]
+    assert user == [("a", b"1")] and ours == [("ordered.epoch", b"4")]
+    assert _merge_headers({"a": b"1"}, ours) == [("a", b"1"), ("ordered.epoch", b"4")]
+    weird = ("not", "a list")
+    assert _merge_headers(weird, ours) is weird
