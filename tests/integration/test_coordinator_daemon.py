@@ -7,17 +7,20 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from helpers import wait_until
+from helpers import expire_session, wait_until
 from kazoo.client import KazooClient
 
 from coordinator.controller import BarrierTimeoutError, Controller
+from coordinator.daemon import CoordinatorDaemon, Role
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import AckRecord, LayoutStore, ProducerRecord, paths
+from ordered.errors import StoreError
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -254,3 +257,97 @@ def test_sigterm_while_the_leader_waits_in_a_barrier_stops_cleanly(
     finally:
         producer.stop()
         producer.close()
+
+
+def test_in_process_daemon_leads_again_after_its_session_expires(
+    zk_hosts: str, zk_root: str, bootstrap: str, topic_factory: Callable[..., str]
+) -> None:
+    client = KazooClient(
+        hosts=zk_hosts,
+        timeout=2.0,
+        connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
+        command_retry={"deadline": 10.0},
+    )
+    client.start(timeout=10)
+    roles: list[str] = []
+    daemon = CoordinatorDaemon(
+        client, KafkaAdmin(bootstrap), zk_root, progress=roles.append, scan_interval=0.2
+    )
+    thread = threading.Thread(target=daemon.run, daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: daemon.role is Role.LEADER, timeout=10, what="leadership")
+        expire_session(client, zk_hosts)
+        wait_until(
+            lambda: any(r.endswith(": follower") for r in roles), timeout=10, what="step down"
+        )
+        wait_until(
+            lambda: daemon.role is Role.LEADER and roles[-1].endswith(": leader"),
+            timeout=15,
+            what="leadership again after the new session",
+        )
+        # Leading again means completing epochs again.
+        topic = topic_factory(2)
+        store = LayoutStore(client, zk_root)
+        controller = Controller(store, KafkaAdmin(bootstrap))
+        controller.adopt(topic)
+        other = KazooClient(hosts=zk_hosts, timeout=2.0)
+        other.start(timeout=10)
+        register(other, zk_root, topic, "p-4", 60000)
+        with pytest.raises(BarrierTimeoutError):
+            controller.expand(topic, 3, timeout=0.3)
+        LayoutStore(other, zk_root).ack(
+            topic, 1, AckRecord(id="p-4", epoch=1, last_offsets={}, acked_at=time.time())
+        )
+        wait_until(lambda: sealed(store, topic, 1), timeout=15, what="the seal")
+        other.stop()
+        other.close()
+    finally:
+        daemon.stop()
+        thread.join(15)
+        client.stop()
+        client.close()
+    assert not thread.is_alive() and daemon.role is Role.STOPPED
+
+
+def test_controller_session_lost_mid_barrier_leaves_the_epoch_pending(
+    zk_hosts: str, zk_root: str, bootstrap: str, topic_factory: Callable[..., str]
+) -> None:
+    topic = topic_factory(2)
+    client = KazooClient(hosts=zk_hosts, timeout=2.0, command_retry={"deadline": 10.0})
+    client.start(timeout=10)
+    other = KazooClient(hosts=zk_hosts, timeout=6.0)
+    other.start(timeout=10)
+    try:
+        store = LayoutStore(client, zk_root)
+        controller = Controller(store, KafkaAdmin(bootstrap))
+        controller.adopt(topic)
+        register(other, zk_root, topic, "p-5", 60000)
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                controller.expand(topic, 3, timeout=30)
+            except BaseException as exc:
+                errors.append(exc)
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        observer = LayoutStore(other, zk_root)
+        wait_until(lambda: observer.find_epoch(topic, 1) is not None, timeout=10)
+        time.sleep(0.3)
+        expire_session(client, zk_hosts)
+        thread.join(10)
+        assert not thread.is_alive()
+        assert len(errors) == 1 and isinstance(errors[0], StoreError)
+        assert "session lost" in str(errors[0])
+        record = observer.get_topic(topic)
+        assert record is not None and record.pending == 1
+        # The lock went with the session: another controller can resume at once.
+        observer.ack(topic, 1, AckRecord(id="p-5", epoch=1, last_offsets={}, acked_at=time.time()))
+        result = Controller(observer, KafkaAdmin(bootstrap)).resume(topic, timeout=10)
+        assert result is not None and result.epoch == 1
+    finally:
+        for c in (client, other):
+            c.stop()
+            c.close()
