@@ -6,12 +6,14 @@ import json
 import socket
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import run_cli, unique
 from kazoo.client import KazooClient
 
+from coordinator.devcluster.cluster import ClusterState
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore, ProducerRecord
 
@@ -250,3 +252,52 @@ def test_second_request_while_pending_or_locked_is_transition_in_progress(
     result = json.loads(resumed.stdout)
     assert result["resumed"] and result["epoch"] == 1 and list(result["expired"]) == ["silent"]
     assert "resuming" in resumed.stderr
+
+
+def test_servers_from_environment_or_the_dev_cluster_state(
+    cluster: ClusterState,
+    zk_hosts: str,
+    zk_root: str,
+    bootstrap: str,
+    topic_factory: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    topic = topic_factory(2)
+    from_env = run_cli(
+        "adopt",
+        topic,
+        "--root",
+        zk_root,
+        env={
+            "ORDERED_ZOOKEEPER_CONNECT": zk_hosts,
+            "ORDERED_BOOTSTRAP_SERVERS": bootstrap,
+            "ORDERED_CLUSTER_DIR": str(tmp_path / "none"),
+        },
+        timeout=60,
+    )
+    assert from_env.returncode == 0, from_env.stderr
+    from_state = run_cli(
+        "describe",
+        topic,
+        "--root",
+        zk_root,
+        env={
+            "ORDERED_ZOOKEEPER_CONNECT": "",
+            "ORDERED_BOOTSTRAP_SERVERS": "",
+            "ORDERED_CLUSTER_DIR": cluster.directory,
+        },
+        timeout=60,
+    )
+    assert from_state.returncode == 0, from_state.stderr
+    assert f"topic {topic}: initial 2" in from_state.stdout
+    nowhere = run_cli(
+        "describe",
+        topic,
+        env={
+            "ORDERED_ZOOKEEPER_CONNECT": "",
+            "ORDERED_BOOTSTRAP_SERVERS": "",
+            "ORDERED_CLUSTER_DIR": str(tmp_path / "none"),
+        },
+        timeout=60,
+    )
+    assert nowhere.returncode == 2 and "no ZooKeeper to talk to" in nowhere.stderr
