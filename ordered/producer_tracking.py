@@ -81,7 +81,10 @@ class DrainTracker:
                 the lock that ``produce`` holds around librdkafka and :meth:`sent`), on
                 the thread that serves delivery reports.
         """
-        if queue_len - self.total > 0:
+        if queue_len != self.total:
+            # Above: untracked records pending. Below: a tracked report is being served
+            # on another thread right now (popped from the queue, not yet counted);
+            # either way it is not safe to say yes.
             return False
         return all(g >= generation for g in self._outstanding)
 

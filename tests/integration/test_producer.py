@@ -506,3 +506,100 @@ def test_expired_session_reregisters_and_reads_new_layout(
         if msg.value().startswith(b"after:"):
             assert header(msg) == b"1"
             assert msg.partition() == partition_for(msg.key(), 4, 5, record.algorithm)
+
+
+def test_only_error_reports_are_emulated_and_do_not_stall_the_barrier(
+    make_producer: Callable[..., OrderedProducer],
+    topic_factory: Callable[..., str],
+    controller: Controller,
+) -> None:
+    """librdkafka would hide successful reports from the tracking callbacks too."""
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    global_reports: list[Any] = []
+    own_reports: list[Any] = []
+    producer = make_producer(
+        **{
+            "delivery.report.only.error": True,
+            "on_delivery": lambda err, msg: global_reports.append(err),
+        }
+    )
+    stop = threading.Event()
+
+    def write() -> None:
+        i = 0
+        while not stop.is_set():
+            with contextlib.suppress(BufferError):
+                producer.produce(topic, b"v", key=f"k{i % 50}")
+                producer.produce(
+                    topic, b"w", key=f"k{i % 50}", on_delivery=lambda e, m: own_reports.append(e)
+                )
+                i += 1
+            producer.poll(0)
+            time.sleep(0.0005)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        time.sleep(0.2)
+        result = controller.expand(topic, 3, timeout=20)
+        assert result.expired == {}
+        assert producer.producer_id in result.producers
+    finally:
+        stop.set()
+        writer.join(10)
+    assert producer.flush(10) == 0
+    # Only failures would have been reported: there were none.
+    assert global_reports == [] and own_reports == []
+    # ... while every tracked record's report reached the barrier's bookkeeping (with
+    # librdkafka filtering, successes would never be counted and the drain would be
+    # judged on wrong counts).
+    assert producer._tracker.total == 0
+    # A failure is still reported, to the per-record callback.
+    producer.produce(
+        topic, b"x", key="k", partition=1, on_delivery=lambda e, m: own_reports.append(e)
+    )
+    producer.purge()
+    producer.flush(10)
+    assert len(own_reports) == 1 and own_reports[0] is not None
+
+
+def test_transactions_pass_through(
+    make_producer: Callable[..., OrderedProducer],
+    topic_factory: Callable[..., str],
+    controller: Controller,
+    bootstrap: str,
+) -> None:
+    topic = topic_factory(3)
+    controller.adopt(topic)
+    producer = make_producer(**{"transactional.id": f"tx-{topic}"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for key in KEYS[:20]:
+        producer.produce(topic, b"committed", key=key)
+    producer.commit_transaction(30)
+    producer.begin_transaction()
+    producer.produce(topic, b"aborted", key="x")
+    producer.abort_transaction(30)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "unused",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(3)])
+        got: list[Any] = []
+        deadline = time.monotonic() + 20
+        while len(got) < 20 and time.monotonic() < deadline:
+            got += [m for m in consumer.consume(100, timeout=0.5) if m.error() is None]
+        time.sleep(0.5)
+        got += [m for m in consumer.consume(100, timeout=0.5) if m.error() is None]
+    finally:
+        consumer.close()
+    assert sorted(m.value() for m in got) == [b"committed"] * 20
+    for msg in got:
+        assert header(msg) == b"0"
+        assert msg.partition() == partition_for(msg.key(), 3, 3)

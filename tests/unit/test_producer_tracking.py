@@ -38,6 +38,16 @@ def test_older_generation_blocks_a_newer_switch() -> None:
     assert tracker.outstanding(second) == 1
 
 
+def test_counts_above_the_queue_length_are_not_drained() -> None:
+    tracker = DrainTracker()
+    gen = tracker.begin()
+    tracker.sent(gen)
+    tracker.sent(gen)
+    # One report popped by another thread but not yet counted: do not conclude.
+    assert not tracker.drained(gen, queue_len=1)
+    assert tracker.drained(gen, queue_len=2)
+
+
 def test_done_without_sent_is_a_bug() -> None:
     tracker = DrainTracker()
     with pytest.raises(ValueError, match="generation 1"):
