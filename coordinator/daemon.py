@@ -34,7 +34,7 @@ from kazoo.protocol.states import KazooState
 from coordinator.controller import BarrierTimeoutError, Controller
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore, Watch, paths
-from ordered.errors import OrderedError, TransitionInProgressError
+from ordered.errors import OrderedError, StoreError, TransitionInProgressError
 
 __all__ = ["CoordinatorDaemon", "Role"]
 
@@ -103,6 +103,7 @@ class CoordinatorDaemon:
         self._lost = threading.Event()
         self._wake = threading.Event()
         self._workers: dict[str, threading.Thread] = {}
+        self._errors: dict[str, str] = {}
         self._election: Any = None
 
     @property
@@ -195,7 +196,15 @@ class CoordinatorDaemon:
         for topic in self._store.list_topics():
             if topic not in watches:
                 watches[topic] = self._store.watch_topic(topic, lambda _rec: self._wake.set())
-            record = self._store.get_topic(topic)
+            try:
+                record = self._store.get_topic(topic)
+            except StoreError as exc:
+                # One bad record must not stop the others from completing.
+                if self._errors.get(topic) != str(exc):
+                    self._progress(f"skipping {topic}: {exc}")
+                self._errors[topic] = str(exc)
+                continue
+            self._errors.pop(topic, None)
             if record is None or record.pending is None:
                 continue
             worker = self._workers.get(topic)

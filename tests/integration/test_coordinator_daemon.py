@@ -286,7 +286,8 @@ def test_in_process_daemon_leads_again_after_its_session_expires(
             timeout=15,
             what="leadership again after the new session",
         )
-        # Leading again means completing epochs again.
+        # Leading again means completing epochs again, even next to a corrupted record.
+        client.create(f"{zk_root}/topics/bad-topic", b"garbage", makepath=True)
         topic = topic_factory(2)
         store = LayoutStore(client, zk_root)
         controller = Controller(store, KafkaAdmin(bootstrap))
@@ -300,6 +301,7 @@ def test_in_process_daemon_leads_again_after_its_session_expires(
             topic, 1, AckRecord(id="p-4", epoch=1, last_offsets={}, acked_at=time.time())
         )
         wait_until(lambda: sealed(store, topic, 1), timeout=15, what="the seal")
+        assert any(r.startswith("skipping bad-topic") for r in roles)
         other.stop()
         other.close()
     finally:
