@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, Producer
 from helpers import unique, wait_until
 from kazoo.client import KazooClient
 
@@ -17,7 +17,12 @@ from coordinator.controller import BarrierTimeoutError, Controller, TransitionRe
 from coordinator.kafka_admin import KafkaAdmin, UnknownTopicError
 from coordinator.store import AckRecord, LayoutStore, ProducerRecord
 from linear_hash import key_flow
-from ordered.errors import LayoutError, NotAdoptedError, TransitionInProgressError
+from ordered.errors import (
+    LayoutError,
+    NotAdoptedError,
+    OrderedKafkaError,
+    TransitionInProgressError,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
@@ -357,3 +362,18 @@ def test_adopt_after_a_producer_registered_under_the_topic(
     finally:
         producer_client.stop()
         producer_client.close()
+
+
+def test_kafka_errors_keep_the_kafka_error(bootstrap: str) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    started = time.monotonic()
+    with pytest.raises(OrderedKafkaError) as info:
+        KafkaAdmin(f"127.0.0.1:{port}", timeout=1.0).partition_count("any")
+    assert time.monotonic() - started < 5
+    assert isinstance(info.value.kafka_error, KafkaError)
+    assert info.value.code() == KafkaError._TRANSPORT
+    with pytest.raises(OrderedKafkaError) as bad:
+        KafkaAdmin(bootstrap).end_offsets(unique("missing"), [0])
+    assert isinstance(bad.value.kafka_error, KafkaError)
