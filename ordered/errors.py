@@ -16,6 +16,7 @@ __all__ = [
     "LayoutError",
     "LayoutUnavailableError",
     "NotAdoptedError",
+    "OrderViolationError",
     "OrderedError",
     "OrderedKafkaError",
     "StoreError",
@@ -83,3 +84,25 @@ class OrderedKafkaError(OrderedError):
         if self.kafka_error is None:
             return None
         return int(self.kafka_error.code())
+
+
+class OrderViolationError(OrderedError):
+    """A consumed record contradicts the layout (``ordered.violation.policy=raise``).
+
+    Its key routes to another partition under every layout that could have placed it at
+    its offset, or its epoch header names an epoch that cannot have written that
+    offset: a producer outside the ordering layer (or a bug) broke the key's order.
+
+    Attributes:
+        topic: The record's topic.
+        partition: The record's partition.
+        offset: The record's offset.
+        reason: What was contradicted.
+    """
+
+    def __init__(self, topic: str, partition: int, offset: int, reason: str) -> None:
+        super().__init__(f"order violation in {topic}[{partition}]@{offset}: {reason}")
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.reason = reason

@@ -1,0 +1,337 @@
+"""OrderedConsumer against the real Kafka and ZooKeeper: gates, callbacks, the hole."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from kazoo.client import KazooClient
+
+from coordinator.controller import Controller
+from coordinator.kafka_admin import KafkaAdmin
+from coordinator.store import LayoutStore
+from linear_hash import Layout
+from ordered.consumer import GateState, OrderedConsumer
+from ordered.errors import OrderViolationError
+from ordered.gates import Wait
+from ordered.listener import PartitionKeyRebalanceListener
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+
+@pytest.fixture
+def store(zk_hosts: str, zk_root: str) -> Iterator[LayoutStore]:
+    client = KazooClient(hosts=zk_hosts, timeout=6.0, command_retry={"deadline": 10.0})
+    client.start(timeout=10)
+    try:
+        yield LayoutStore(client, zk_root)
+    finally:
+        client.stop()
+        client.close()
+
+
+@pytest.fixture
+def controller(store: LayoutStore, bootstrap: str) -> Controller:
+    return Controller(store, KafkaAdmin(bootstrap, timeout=10.0))
+
+
+@pytest.fixture
+def make_consumer(
+    bootstrap: str, zk_hosts: str, zk_root: str
+) -> Iterator[Callable[..., OrderedConsumer]]:
+    made: list[OrderedConsumer] = []
+
+    def make(group: str, **extra: Any) -> OrderedConsumer:
+        config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 500,
+            "ordered.zookeeper.connect": zk_hosts,
+            "ordered.zookeeper.root": zk_root,
+            "ordered.gate.poll.interval.ms": 50,
+        }
+        config.update(extra)
+        consumer = OrderedConsumer(config)
+        made.append(consumer)
+        return consumer
+
+    yield make
+    for consumer in made:
+        consumer.close()
+
+
+def keys_for(layout: Layout, partition: int, count: int, prefix: str = "k") -> list[str]:
+    """``count`` distinct keys that ``layout`` routes to ``partition``."""
+    out = []
+    i = 0
+    while len(out) < count:
+        key = f"{prefix}{i}"
+        if layout.partition_for(key) == partition:
+            out.append(key)
+        i += 1
+    return out
+
+
+def produce(bootstrap: str, topic: str, layout: Layout, records: list[tuple[str, str]]) -> None:
+    """Write ``(key, value)`` records to ``layout``'s partitions, with the epoch header."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2})
+    header = [("ordered.epoch", str(layout.epoch).encode())]
+    for key, value in records:
+        producer.produce(
+            topic, value=value, key=key, partition=layout.partition_for(key), headers=header
+        )
+    assert producer.flush(30) == 0
+
+
+def committed(bootstrap: str, group: str, topic: str, partition: int) -> int:
+    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        [tp] = probe.committed([TopicPartition(topic, partition)], timeout=10)
+        return int(tp.offset)
+    finally:
+        probe.close()
+
+
+def drain(consumer: OrderedConsumer, seconds: float, until: int | None = None) -> list[Any]:
+    """Consume for ``seconds`` (or until ``until`` records arrived)."""
+    out: list[Any] = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and (until is None or len(out) < until):
+        for message in consumer.consume(100, 0.2):
+            assert message.error() is None, message.error()
+            out.append(message)
+    return out
+
+
+class Recorder(PartitionKeyRebalanceListener):
+    """Keeps the KIP-253 callbacks in order."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, int, int]] = []
+
+    def on_partition_key_maybe_revoked(self, partitions: list[TopicPartition]) -> None:
+        self.events += [("maybe_revoked", tp.partition, tp.offset) for tp in partitions]
+
+    def on_partition_key_assigned(self, partitions: list[TopicPartition]) -> None:
+        self.events += [("assigned", tp.partition, tp.offset) for tp in partitions]
+
+
+def test_destination_held_until_source_tail_committed(
+    topic_factory: Callable[..., str],
+    group_factory: Callable[[], str],
+    controller: Controller,
+    store: LayoutStore,
+    bootstrap: str,
+    make_consumer: Callable[..., OrderedConsumer],
+) -> None:
+    """(a) Partition 2 (split from 0) opens only after 0's tail is consumed and committed."""
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    old = Layout(2, 2, 0)
+    moving = [k for k in keys_for(old, 0, 40) if Layout(2, 3, 1).partition_for(k) == 2][:10]
+    produce(bootstrap, topic, old, [(k, "old") for k in keys_for(old, 0, 20, "x")])
+    produce(bootstrap, topic, old, [(k, "old") for k in moving])
+    controller.expand(topic, 3)
+    boundary = store.get_epoch(topic, 1).boundaries[0]
+    assert boundary == 30
+    new = Layout(2, 3, 1)
+    produce(bootstrap, topic, new, [(k, "new") for k in moving])
+
+    group = group_factory()
+    destination = make_consumer(group)
+    destination.assign([TopicPartition(topic, 2)])
+    assert drain(destination, 2.0) == []
+    [status] = destination.gate_status()
+    assert status.state is GateState.BLOCKED and status.held == 0
+    assert status.waits == (Wait(0, 30, 1),)
+
+    source_listener = Recorder()
+    source = make_consumer(group)
+    source.subscribe([topic], key_listener=source_listener)
+    got = drain(source, 20.0, until=30)
+    assert [m.offset() for m in got if m.partition() == 0] == list(range(30))
+    # Delivered, not yet committed: the destination still waits.
+    assert drain(destination, 1.0) == []
+    assert committed(bootstrap, group, topic, 0) < 30
+    # The next call announces the boundary (callback, then a synchronous commit).
+    source.consume(10, 0.1)
+    assert source_listener.events == [("maybe_revoked", 0, 30)]
+    assert committed(bootstrap, group, topic, 0) == 30
+    started = time.monotonic()
+    opened = drain(destination, 10.0, until=10)
+    assert [m.value() for m in opened] == [b"new"] * 10
+    assert time.monotonic() - started < 5.0
+    assert destination.gate_status()[0].state is GateState.FREE
+
+
+def test_callbacks_in_kip_order_and_new_partition_picked_up(
+    topic_factory: Callable[..., str],
+    group_factory: Callable[[], str],
+    controller: Controller,
+    store: LayoutStore,
+    bootstrap: str,
+    make_consumer: Callable[..., OrderedConsumer],
+) -> None:
+    """(b) One subscribed consumer: maybe_revoked(0) runs before assigned(2)."""
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    old, new = Layout(2, 2, 0), Layout(2, 3, 1)
+    keys = [k for k in keys_for(old, 0, 60) if new.partition_for(k) == 2][:8]
+    listener = Recorder()
+    assignments: list[list[int]] = []
+    consumer = make_consumer(group_factory())
+    consumer.subscribe(
+        [topic],
+        on_assign=lambda c, ps: assignments.append(sorted(tp.partition for tp in ps)),
+        key_listener=listener,
+    )
+    produce(bootstrap, topic, old, [(k, "0") for k in keys])
+    seen = drain(consumer, 15.0, until=len(keys))
+    assert len(seen) == len(keys)
+    controller.expand(topic, 3)
+    expanded = time.monotonic()
+    produce(bootstrap, topic, new, [(k, "1") for k in keys])
+    seen += drain(consumer, 20.0, until=len(keys))
+    assert len(seen) == 2 * len(keys)
+    assert assignments[-1] == [0, 1, 2]
+    assert time.monotonic() - expanded < 15.0
+    by_key: dict[bytes, list[bytes]] = {}
+    for m in seen:
+        by_key.setdefault(m.key(), []).append(m.value())
+    assert all(values == [b"0", b"1"] for values in by_key.values())
+    boundary = store.get_epoch(topic, 1).boundaries[0]
+    assert listener.events == [("maybe_revoked", 0, boundary), ("assigned", 2, 0)]
+    assert consumer.violations == 0
+
+
+def test_the_hole_does_not_let_a_record_through(
+    topic_factory: Callable[..., str],
+    group_factory: Callable[[], str],
+    controller: Controller,
+    store: LayoutStore,
+    bootstrap: str,
+    make_consumer: Callable[..., OrderedConsumer],
+) -> None:
+    """(d) docs/consumer.md: keys of 3 move 3 -> 1 -> 0 with no record in 1 in between."""
+    topic = topic_factory(1)
+    controller.adopt(topic)
+    controller.expand(topic, 4)  # epoch 1
+    four = Layout(1, 4, 1)
+    [key] = keys_for(four, 3, 1)
+    produce(bootstrap, topic, four, [(key, "first")])
+    controller.shrink(topic, 3)  # epoch 2: 3 -> 1
+    controller.shrink(topic, 2)  # epoch 3: 2 -> 0
+    controller.shrink(topic, 1)  # epoch 4: 1 -> 0
+    epochs = {e.epoch: e for e in store.epochs(topic)}
+    assert epochs[2].edges == ((3, 1),) and epochs[4].edges == ((1, 0),)
+    assert epochs[2].boundaries[1] == epochs[4].boundaries[1] == 0
+    produce(bootstrap, topic, Layout(1, 1, 4), [(key, "second")])
+
+    group = group_factory()
+    # Partitions 1 and 2 are consumed (empty) and committed: 1's committed offset
+    # reaches B_1(4) without any record ever consulting the gate at epoch 2.
+    others = make_consumer(group)
+    others.assign([TopicPartition(topic, 1, 0), TopicPartition(topic, 2, 0)])
+    others.commit(
+        offsets=[TopicPartition(topic, 1, 0), TopicPartition(topic, 2, 0)], asynchronous=False
+    )
+    waiting = make_consumer(group)
+    waiting.assign([TopicPartition(topic, 0)])
+    assert drain(waiting, 2.0) == []
+    [status] = waiting.gate_status()
+    assert status.state is GateState.BLOCKED
+    assert Wait(3, 1, 2) in status.waits
+    tail = make_consumer(group)
+    tail.assign([TopicPartition(topic, 3)])
+    [first] = drain(tail, 10.0, until=1)
+    assert first.value() == b"first"
+    tail.consume(1, 0.1)  # announces: maybe_revoked, commit 3 at its boundary
+    [second] = drain(waiting, 10.0, until=1)
+    assert second.value() == b"second"
+
+
+def test_key_listener_exception_surfaces_from_poll(
+    topic_factory: Callable[..., str],
+    group_factory: Callable[[], str],
+    controller: Controller,
+    bootstrap: str,
+    make_consumer: Callable[..., OrderedConsumer],
+) -> None:
+    """(e) A raising listener surfaces from poll(); the record is not lost."""
+    topic = topic_factory(1)
+    controller.adopt(topic)
+    controller.expand(topic, 2)
+    new = Layout(1, 2, 1)
+    produce(bootstrap, topic, new, [(k, "v") for k in keys_for(new, 1, 3)])
+
+    class Boom(PartitionKeyRebalanceListener):
+        armed = True
+
+        def on_partition_key_assigned(self, partitions: list[TopicPartition]) -> None:
+            if self.armed:
+                raise ValueError("state store unavailable")
+
+    listener = Boom()
+    consumer = make_consumer(group_factory())
+    consumer.subscribe([topic], key_listener=listener)
+    deadline = time.monotonic() + 20
+    with pytest.raises(ValueError, match="state store unavailable"):
+        while time.monotonic() < deadline:
+            consumer.poll(0.2)
+    listener.armed = False
+    got = []
+    while len(got) < 3 and time.monotonic() < deadline:
+        message = consumer.poll(0.2)
+        if message is not None:
+            got.append((message.partition(), message.offset()))
+    assert got == [(1, 0), (1, 1), (1, 2)]
+
+
+def test_misplaced_record_is_a_violation(
+    topic_factory: Callable[..., str],
+    group_factory: Callable[[], str],
+    controller: Controller,
+    bootstrap: str,
+    make_consumer: Callable[..., OrderedConsumer],
+) -> None:
+    """A key written to the wrong partition is counted, or raised with policy=raise."""
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    layout = Layout(2, 2, 0)
+    [wrong] = keys_for(layout, 1, 1)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce(topic, value=b"ok", key=keys_for(layout, 0, 1)[0], partition=0)
+    producer.produce(topic, value=b"bad", key=wrong, partition=0)
+    producer.produce(
+        topic,
+        value=b"hdr",
+        key=keys_for(layout, 0, 1)[0],
+        partition=0,
+        headers=[("ordered.epoch", b"7")],
+    )
+    assert producer.flush(30) == 0
+
+    logging_consumer = make_consumer(group_factory())
+    logging_consumer.assign([TopicPartition(topic, 0, 0)])
+    got = drain(logging_consumer, 10.0, until=3)
+    assert [m.value() for m in got] == [b"ok", b"bad", b"hdr"]
+    assert logging_consumer.violations == 2
+
+    quiet = make_consumer(
+        group_factory(), **{"ordered.key.audit": False, "ordered.epoch.header.audit": False}
+    )
+    quiet.assign([TopicPartition(topic, 0, 0)])
+    assert len(drain(quiet, 10.0, until=3)) == 3
+    assert quiet.violations == 0
+
+    strict = make_consumer(group_factory(), **{"ordered.violation.policy": "raise"})
+    strict.assign([TopicPartition(topic, 0, 0)])
+    with pytest.raises(OrderViolationError) as info:
+        drain(strict, 10.0, until=3)
+    assert (info.value.partition, info.value.offset) == (0, 1)
