@@ -166,6 +166,7 @@ class _TopicInfo:
     deferred: TopicRecord | None = None
     watch: Watch | None = None
     valid: bool = True
+    known_partitions: int = 0
 
 
 def _merge_headers(user: Any, ours: list[tuple[str, bytes]]) -> Any:
@@ -676,17 +677,22 @@ class OrderedProducer:
             return None
         return [(self._header_name, str(epoch).encode("ascii"))]
 
-    def _refresh_metadata(self, topic: str, active: int, timeout: float) -> bool:
-        # librdkafka refuses an explicit partition beyond its cached partition count
-        # (_UNKNOWN_PARTITION) until its next metadata refresh; a metadata request
-        # updates that cache.
+    def _refresh_metadata(self, topic: str, timeout: float) -> int:
+        """Refresh librdkafka's metadata of ``topic``; return its partition count (or 0).
+
+        librdkafka refuses an explicit partition beyond its cached partition count
+        (``_UNKNOWN_PARTITION``) until its next periodic refresh; a metadata request
+        updates that cache at once.
+        """
         try:
             metadata = self._producer.list_topics(topic, timeout)
         except confluent_kafka.KafkaException as exc:
             _log.warning("metadata of %s not refreshed: %s", topic, exc.args[0])
-            return False
+            return 0
         entry = metadata.topics.get(topic)
-        return entry is not None and entry.error is None and len(entry.partitions) >= active
+        if entry is None or entry.error is not None:
+            return 0
+        return len(entry.partitions)
 
     def _apply(self, info: _TopicInfo, record: TopicRecord | None, first_use: bool = False) -> None:
         """Move ``info`` to the state its topic record calls for (worker or first use)."""
@@ -697,17 +703,15 @@ class OrderedProducer:
             and _record_key(record) < _record_key(info.record)
         ):
             return  # an older record delivered late
-        if record is not None and record.ordered:
-            current = self._routes.get(topic)
-            current_active = (
-                None if current is None or current.layout is None else current.layout.active
-            )
-            if current_active != record.active or first_use:
-                timeout = 1.0 if first_use else _METADATA_TIMEOUT_S
-                if not self._refresh_metadata(topic, record.active, timeout) and not first_use:
-                    # Keep routing by the old layout (safe: the ack waits) and retry.
-                    info.deferred = record
-                    return
+        if record is not None and record.ordered and record.active > info.known_partitions:
+            # Only growth needs fresh metadata; a shrink routes to partitions it knows.
+            timeout = 1.0 if first_use else _METADATA_TIMEOUT_S
+            known = self._refresh_metadata(topic, timeout)
+            info.known_partitions = max(info.known_partitions, known)
+            if known < record.active and not first_use:
+                # Keep routing by the old layout (safe: the ack waits) and retry.
+                info.deferred = record
+                return
         acks: list[tuple[str, int, dict[int, int]]] = []
         with self._lock:
             info.deferred = None
