@@ -1,0 +1,464 @@
+"""Benchmark: OrderedProducer against a plain confluent Producer on the same broker.
+
+Not a test. Run as ``.venv/bin/python benchmarks/bench_producer.py`` (starts its own
+cluster in a temporary directory) or with ``--bootstrap``/``--zookeeper`` to use a
+running one. Prints a table and writes ``benchmarks/results/producer.json``.
+
+Measured, all in one run against one broker:
+
+1. Throughput on keyed 100-byte records, best of ``--repeats``, variants interleaved:
+   plain ``Producer`` (librdkafka's partitioner), plain ``Producer`` with the linear-hash
+   partition computed in Python (the floor for any client-side router), and
+   ``OrderedProducer`` on an unadopted topic, on an adopted topic with the epoch header
+   off, and with it on. Two rates per variant: ``produce()`` calls per second (the
+   client-side cost; the send loop only) and records per second including the final
+   ``flush()`` (end to end, broker included).
+2. Produce latency (``produce()`` call to delivery report, every 50th record) in steady
+   state and during an expansion, at a fixed offered rate; and the longest single
+   ``produce()`` call, which would show a stall at the switch.
+3. Time from ``expand`` to sealed with 10 live producers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import gc
+import json
+import platform
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import confluent_kafka
+from confluent_kafka.admin import AdminClient, NewTopic
+from kazoo.client import KazooClient
+
+from coordinator import devcluster
+from coordinator.controller import Controller
+from coordinator.kafka_admin import KafkaAdmin
+from coordinator.store import LayoutStore
+from linear_hash import Layout
+from ordered.producer import OrderedProducer
+
+RESULTS = Path(__file__).resolve().parent / "results" / "producer.json"
+
+VALUE = b"x" * 100
+KEY_COUNT = 10_000
+COMMON: dict[str, Any] = {
+    "linger.ms": 5,
+    "queue.buffering.max.messages": 1_000_000,
+    "queue.buffering.max.kbytes": 1_048_576,
+    "enable.idempotence": True,
+}
+
+
+@contextlib.contextmanager
+def servers(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
+    """Yield (bootstrap, zookeeper): the given ones, or a fresh cluster of our own."""
+    if args.bootstrap and args.zookeeper:
+        yield args.bootstrap, args.zookeeper
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-producer-") as tmp:
+        state = devcluster.up(Path(tmp), progress=lambda m: print(f"[cluster] {m}", flush=True))
+        try:
+            yield state.bootstrap_servers, state.zookeeper_connect
+        finally:
+            devcluster.down(Path(tmp))
+
+
+def create_topic(bootstrap: str, partitions: int) -> str:
+    """Create a fresh topic and wait for its metadata."""
+    name = f"bench-{uuid.uuid4().hex[:10]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(timeout=60)
+    deadline = time.monotonic() + 30
+    while len(admin.list_topics(name, timeout=5).topics[name].partitions) != partitions:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"topic {name} did not appear")
+        time.sleep(0.1)
+    return name
+
+
+def send_loop(producer: Any, topic: str, keys: list[bytes], count: int) -> float:
+    """Produce ``count`` keyed records as fast as possible; return the loop's seconds."""
+    produce = producer.produce
+    poll = producer.poll
+    n_keys = len(keys)
+    started = time.perf_counter()
+    i = 0
+    while i < count:
+        try:
+            produce(topic, VALUE, keys[i % n_keys])
+        except BufferError:
+            poll(0.005)
+            continue
+        i += 1
+        if not i & 1023:
+            poll(0)
+    return time.perf_counter() - started
+
+
+class Routed:
+    """A plain Producer behind a Python-side linear-hash route: the router floor."""
+
+    def __init__(self, producer: Any, layout: Layout) -> None:
+        self._producer = producer
+        self._pf = layout.partition_for
+        self.poll = producer.poll
+        self.flush = producer.flush
+
+    def produce(self, topic: str, value: bytes, key: bytes) -> None:
+        self._producer.produce(topic, value, key, self._pf(key))
+
+
+def throughput(
+    bootstrap: str, zookeeper: str, root: str, controller: Controller, args: argparse.Namespace
+) -> dict[str, Any]:
+    """Best-of-N rates of every variant, interleaved per repeat."""
+    keys = [b"key-%d" % i for i in range(KEY_COUNT)]
+    plain_topic = create_topic(bootstrap, args.partitions)
+    unadopted_topic = create_topic(bootstrap, args.partitions)
+    ordered_topic = create_topic(bootstrap, args.partitions)
+    record = controller.adopt(ordered_topic)
+    layout = Layout(record.initial, record.active, record.epoch)
+    base = {"bootstrap.servers": bootstrap, **COMMON}
+    ordered_base = {**base, "ordered.zookeeper.connect": zookeeper, "ordered.zookeeper.root": root}
+
+    def plain() -> Any:
+        return confluent_kafka.Producer(base)
+
+    def routed() -> Any:
+        return Routed(confluent_kafka.Producer(base), layout)
+
+    def ordered(header: bool) -> Callable[[], Any]:
+        return lambda: OrderedProducer({**ordered_base, "ordered.epoch.header": header})
+
+    variants: dict[str, tuple[Callable[[], Any], str]] = {
+        "plain": (plain, plain_topic),
+        "plain_python_route": (routed, plain_topic),
+        "ordered_unadopted": (ordered(True), unadopted_topic),
+        "ordered_header_off": (ordered(False), ordered_topic),
+        "ordered_header_on": (ordered(True), ordered_topic),
+    }
+    calls: dict[str, list[float]] = {name: [] for name in variants}
+    e2e: dict[str, list[float]] = {name: [] for name in variants}
+    for repeat in range(args.repeats):
+        for name, (make, topic) in variants.items():
+            producer = make()
+            # Warm up: first use (registration, metadata) is not the steady state.
+            producer.produce(topic, VALUE, keys[0])
+            producer.flush(30)
+            gc.collect()
+            started = time.perf_counter()
+            loop = send_loop(producer, topic, keys, args.records)
+            left = producer.flush(120)
+            total = time.perf_counter() - started
+            if left:
+                raise RuntimeError(f"{name}: {left} records not delivered")
+            calls[name].append(args.records / loop)
+            e2e[name].append(args.records / total)
+            if hasattr(producer, "close"):
+                producer.close()
+            print(
+                f"  repeat {repeat + 1} {name:20s} produce() {args.records / loop:>10,.0f}/s  "
+                f"with flush {args.records / total:>10,.0f}/s",
+                flush=True,
+            )
+    out: dict[str, Any] = {}
+    for name in variants:
+        out[name] = {
+            "produce_calls_per_s": round(max(calls[name])),
+            "end_to_end_per_s": round(max(e2e[name])),
+            "end_to_end_per_s_median": round(statistics.median(e2e[name])),
+            "produce_calls_per_s_all": [round(x) for x in calls[name]],
+            "end_to_end_per_s_all": [round(x) for x in e2e[name]],
+        }
+    for name in ("ordered_unadopted", "ordered_header_off", "ordered_header_on"):
+        for metric in ("produce_calls_per_s", "end_to_end_per_s", "end_to_end_per_s_median"):
+            out[name][f"ratio_{metric}"] = round(out[name][metric] / out["plain"][metric], 3)
+    return out
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q`` quantile (0..1) of ``values`` by nearest rank."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
+
+
+def latency(
+    bootstrap: str, zookeeper: str, root: str, controller: Controller, args: argparse.Namespace
+) -> dict[str, Any]:
+    """Delivery latency of sampled records, steady state vs during an expansion."""
+    topic = create_topic(bootstrap, 4)
+    controller.adopt(topic)
+    producer = OrderedProducer(
+        {
+            "bootstrap.servers": bootstrap,
+            **COMMON,
+            "ordered.zookeeper.connect": zookeeper,
+            "ordered.zookeeper.root": root,
+        }
+    )
+    samples: list[tuple[float, float, int]] = []  # (produced at, latency, partition)
+    call_times: list[tuple[float, float]] = []  # (called at, duration) of every call
+    stop = threading.Event()
+    rate = args.latency_rate
+
+    def report(sent_at: float) -> Callable[[Any, Any], None]:
+        def done(err: Any, msg: Any) -> None:
+            if err is None:
+                samples.append((sent_at, time.perf_counter() - sent_at, msg.partition()))
+
+        return done
+
+    def write() -> None:
+        i = 0
+        started = time.perf_counter()
+        while not stop.is_set():
+            # A fixed offered rate, so the latencies compare like for like.
+            due = started + i / rate
+            now = time.perf_counter()
+            if due > now:
+                time.sleep(due - now)
+            key = b"key-%d" % (i % KEY_COUNT)
+            t0 = time.perf_counter()
+            try:
+                if i % 50 == 0:
+                    producer.produce(topic, VALUE, key, on_delivery=report(t0))
+                else:
+                    producer.produce(topic, VALUE, key)
+            except BufferError:
+                producer.poll(0.001)
+                continue
+            call_times.append((t0, time.perf_counter() - t0))
+            i += 1
+            producer.poll(0)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    time.sleep(args.steady_seconds)
+    expand_start = time.perf_counter()
+    result = controller.expand(topic, 6, timeout=30)
+    sealed = time.perf_counter()
+    time.sleep(1.0)
+    stop.set()
+    writer.join(30)
+    producer.flush(30)
+    producer.close()
+    warm = expand_start - args.steady_seconds + 1.0  # skip the first second
+    window = (expand_start, sealed + 0.2)
+    steady = [lat for t, lat, _ in samples if warm <= t < expand_start]
+    during = [lat for t, lat, _ in samples if window[0] <= t <= window[1]]
+    # Partitions 4 and 5 are created by the expansion: their first records wait for
+    # the new partitions' leaders and the producer's first batch there.
+    during_old = [lat for t, lat, p in samples if window[0] <= t <= window[1] and p < 4]
+    during_new = [lat for t, lat, p in samples if window[0] <= t <= window[1] and p >= 4]
+    steady_calls = [d for t, d in call_times if warm <= t < expand_start]
+    during_calls = [d for t, d in call_times if window[0] <= t <= window[1]]
+
+    def stats(values: list[float], calls: list[float] | None = None) -> dict[str, Any]:
+        if not values:
+            return {"samples": 0}
+        out: dict[str, Any] = {
+            "samples": len(values),
+            "p50_ms": round(percentile(values, 0.50) * 1000, 2),
+            "p99_ms": round(percentile(values, 0.99) * 1000, 2),
+            "max_ms": round(max(values) * 1000, 2),
+        }
+        if calls:
+            out["max_produce_call_ms"] = round(max(calls) * 1000, 3)
+        return out
+
+    return {
+        "offered_rate_per_s": rate,
+        "sample_every": 50,
+        "expand_seconds": round(result.seconds, 3),
+        "steady": stats(steady, steady_calls),
+        "during_expansion": stats(during, during_calls),
+        "during_expansion_old_partitions": stats(during_old),
+        "during_expansion_new_partitions": stats(during_new),
+    }
+
+
+def seal_time(
+    bootstrap: str,
+    zookeeper: str,
+    root: str,
+    controller: Controller,
+    store: LayoutStore,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """Seconds from ``expand`` to sealed with 10 live, writing producers."""
+    topic = create_topic(bootstrap, 4)
+    controller.adopt(topic)
+    producers = [
+        OrderedProducer(
+            {
+                "bootstrap.servers": bootstrap,
+                **COMMON,
+                "ordered.zookeeper.connect": zookeeper,
+                "ordered.zookeeper.root": root,
+            }
+        )
+        for _ in range(10)
+    ]
+    stop = threading.Event()
+
+    def write(producer: OrderedProducer, n: int) -> None:
+        i = 0
+        while not stop.is_set():
+            try:
+                producer.produce(topic, VALUE, b"key-%d-%d" % (n, i % 100))
+                i += 1
+            except BufferError:
+                producer.poll(0.01)
+            if i % 20 == 0:
+                producer.poll(0)
+                time.sleep(0.002)
+
+    threads = [
+        threading.Thread(target=write, args=(p, n), daemon=True) for n, p in enumerate(producers)
+    ]
+    for thread in threads:
+        thread.start()
+    time.sleep(1.0)
+    seconds: list[float] = []
+    to_publish: list[float] = []
+    to_last_ack: list[float] = []
+    to_seal: list[float] = []
+    try:
+        for to in range(5, 5 + args.seal_runs):
+            wall = time.time()
+            started = time.perf_counter()
+            result = controller.expand(topic, to, timeout=30)
+            seconds.append(time.perf_counter() - started)
+            if len(result.producers) != 10 or result.expired:
+                raise RuntimeError(f"unexpected barrier: {result}")
+            epoch = store.get_epoch(topic, result.epoch)
+            acks = store.acks(topic, result.epoch)
+            to_publish.append(epoch.created_at - wall)
+            to_last_ack.append(max(a.acked_at for a in acks.values()) - epoch.created_at)
+            to_seal.append((epoch.sealed_at or 0.0) - epoch.created_at)
+            time.sleep(0.3)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(10)
+        for producer in producers:
+            producer.close()
+    return {
+        "producers": 10,
+        "runs": [round(s, 3) for s in seconds],
+        "median_s": round(statistics.median(seconds), 3),
+        "max_s": round(max(seconds), 3),
+        # Where the time goes (wall clocks of this host): CreatePartitions and the
+        # publish; the producers' switch, drain and ack; the controller's seal.
+        "expand_to_publish_s": [round(x, 3) for x in to_publish],
+        "publish_to_last_ack_s": [round(x, 3) for x in to_last_ack],
+        "publish_to_seal_s": [round(x, 3) for x in to_seal],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every benchmark, print the table, write the JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser.add_argument("--bootstrap", help="bootstrap.servers of a running Kafka")
+    parser.add_argument("--zookeeper", help="ZooKeeper connect string of a running ZooKeeper")
+    parser.add_argument("--records", type=int, default=300_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument("--latency-rate", type=int, default=20_000)
+    parser.add_argument("--steady-seconds", type=float, default=4.0)
+    parser.add_argument("--seal-runs", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+
+    with servers(args) as (bootstrap, zookeeper):
+        root = f"/bench-{uuid.uuid4().hex[:8]}"
+        client = KazooClient(hosts=zookeeper, timeout=10.0, command_retry={"deadline": 10.0})
+        client.start(timeout=15)
+        try:
+            store = LayoutStore(client, root)
+            controller = Controller(store, KafkaAdmin(bootstrap, timeout=10.0))
+            print("throughput ...", flush=True)
+            rates = throughput(bootstrap, zookeeper, root, controller, args)
+            print("latency ...", flush=True)
+            lat = latency(bootstrap, zookeeper, root, controller, args)
+            print("seal time ...", flush=True)
+            seal = seal_time(bootstrap, zookeeper, root, controller, store, args)
+        finally:
+            with contextlib.suppress(Exception):
+                client.delete(root, recursive=True)
+            client.stop()
+            client.close()
+
+    results = {
+        "benchmark": "producer",
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "confluent_kafka": confluent_kafka.version()[0],
+        "librdkafka": confluent_kafka.libversion()[0],
+        "records": args.records,
+        "repeats": args.repeats,
+        "partitions": args.partitions,
+        "value_bytes": len(VALUE),
+        "producer_config": COMMON,
+        "throughput": rates,
+        "latency": lat,
+        "seal_with_10_producers": seal,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+
+    print()
+    print(
+        f"{'variant (best of ' + str(args.repeats) + ')':22s} {'produce()/s':>12s} {'ratio':>6s} "
+        f"{'with flush/s':>13s} {'ratio':>6s} {'median/s':>10s} {'ratio':>6s}"
+    )
+    for name, row in rates.items():
+        print(
+            f"{name:22s} {row['produce_calls_per_s']:>12,} "
+            f"{row.get('ratio_produce_calls_per_s', 1.0):>6.3f} "
+            f"{row['end_to_end_per_s']:>13,} {row.get('ratio_end_to_end_per_s', 1.0):>6.3f} "
+            f"{row['end_to_end_per_s_median']:>10,} "
+            f"{row.get('ratio_end_to_end_per_s_median', 1.0):>6.3f}"
+        )
+    print()
+    print(f"latency at {lat['offered_rate_per_s']:,}/s  p50 ms  p99 ms  max ms  max produce() ms")
+    for phase in (
+        "steady",
+        "during_expansion",
+        "during_expansion_old_partitions",
+        "during_expansion_new_partitions",
+    ):
+        row = lat[phase]
+        if not row["samples"]:
+            continue
+        print(
+            f"  {phase:32s} {row['p50_ms']:>7} {row['p99_ms']:>7} {row['max_ms']:>7} "
+            f"{row.get('max_produce_call_ms', ''):>10}"
+        )
+    print()
+    print(
+        f"expand -> sealed, 10 producers: median {seal['median_s']} s, max {seal['max_s']} s "
+        f"(runs {seal['runs']})"
+    )
+    print(
+        f"  expand->publish {seal['expand_to_publish_s']}  publish->last ack "
+        f"{seal['publish_to_last_ack_s']}  publish->sealed {seal['publish_to_seal_s']}"
+    )
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
