@@ -78,9 +78,12 @@ def test_idempotence_false_is_rejected(value: Any) -> None:
 
 @pytest.mark.parametrize("value", [True, "true", 1, "1"])
 def test_idempotence_true_is_kept_true(value: Any) -> None:
-    assert split_producer_config(dict(BASE, **{"enable.idempotence": value})).kafka[
-        "enable.idempotence"
-    ] is True
+    assert (
+        split_producer_config(dict(BASE, **{"enable.idempotence": value})).kafka[
+            "enable.idempotence"
+        ]
+        is True
+    )
 
 
 @pytest.mark.parametrize(
