@@ -1,7 +1,8 @@
 """Drop-in ordered producer and consumer over confluent-kafka (KIP-253 in the clients).
 
-``OrderedProducer`` and ``TopicState`` are imported lazily: the layout store
-(``coordinator.store``) imports :mod:`ordered.errors`, so importing the producer eagerly
+``OrderedProducer``, ``TopicState``, ``OrderedConsumer`` and
+``PartitionKeyRebalanceListener`` are imported lazily: the layout store
+(``coordinator.store``) imports :mod:`ordered.errors`, so importing the clients eagerly
 here would be circular.
 """
 
@@ -19,12 +20,15 @@ from ordered.errors import (
     NotAdoptedError,
     OrderedError,
     OrderedKafkaError,
+    OrderViolationError,
     StoreError,
     TransitionInProgressError,
     UsageError,
 )
 
 if TYPE_CHECKING:
+    from ordered.consumer import OrderedConsumer
+    from ordered.listener import PartitionKeyRebalanceListener
     from ordered.producer import OrderedProducer, TopicState
 
 __all__ = [
@@ -33,10 +37,13 @@ __all__ = [
     "LayoutError",
     "LayoutUnavailableError",
     "NotAdoptedError",
+    "OrderViolationError",
+    "OrderedConsumer",
     "OrderedError",
     "OrderedKafkaError",
     "OrderedProducer",
     "OrderedSettings",
+    "PartitionKeyRebalanceListener",
     "ProducerConfig",
     "StoreError",
     "TopicState",
@@ -45,11 +52,16 @@ __all__ = [
     "split_producer_config",
 ]
 
-_LAZY = {"OrderedProducer": "ordered.producer", "TopicState": "ordered.producer"}
+_LAZY = {
+    "OrderedConsumer": "ordered.consumer",
+    "OrderedProducer": "ordered.producer",
+    "PartitionKeyRebalanceListener": "ordered.listener",
+    "TopicState": "ordered.producer",
+}
 
 
 def __getattr__(name: str) -> Any:
-    """Import ``OrderedProducer``/``TopicState`` on first access (see the module doc)."""
+    """Import the clients on first access (see the module doc)."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'ordered' has no attribute {name!r}")
