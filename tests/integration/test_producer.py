@@ -19,8 +19,7 @@ from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore
 from coordinator.store import paths as store_paths
 from linear_hash import partition_for
-from ordered.errors import ConfigError, LayoutUnavailableError, OrderedError
-from ordered.producer import OrderedProducer, TopicState
+from ordered import ConfigError, LayoutUnavailableError, OrderedError, OrderedProducer, TopicState
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
