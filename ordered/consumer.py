@@ -88,29 +88,50 @@ _log = logging.getLogger(__name__)
 
 _NO_LIMIT = math.inf
 _HOLD_ALL = -1.0  # a limit below every offset: every record takes the slow path
+_KEY_MEMO = 100_000  # keys whose partition is memoised per layout before the memo restarts
+
+# (first offset, end offset, the header a producer writes, the layout, key -> partition)
+_FastSpan = tuple[int, float, list[tuple[str, bytes]], Layout, dict[Any, int]]
 
 
 class GateState(Enum):
     """The gate state of one assigned partition.
 
+    A partition is paused (confluent ``pause``) exactly while it is ``BLOCKED`` or
+    ``DRAINING``. Pausing makes librdkafka drop what it pre-fetched for the partition and
+    restart, on resume, right after the last record it handed to the wrapper; the
+    records of the current batch that could not be delivered are kept in the
+    partition's *stash* (at most one batch: nothing more is fetched while paused) and
+    delivered first. The stash saves the refetch after a seek, which librdkafka only
+    starts at its next fetch cycle (up to a second).
+
     Transitions (all made by ``OrderedConsumer._set_state``):
 
     * (assigned) -> ``FREE`` or ``GATED``: from the topic's history.
-    * ``FREE`` -> ``GATED``: a new epoch puts a gate ahead of the partition.
+    * ``FREE`` <-> ``GATED``: a new epoch puts a gate ahead of the partition, or the
+      last gate ahead was found open.
     * ``GATED`` -> ``GATED`` / ``FREE``: a record reached the gate and it was open; the
       limit moves to the next gate not known to be open.
-    * ``GATED`` -> ``BLOCKED``: a record reached a closed gate: the partition is paused
-      and sought back to that record.
-    * ``FREE`` / ``GATED`` -> ``BLOCKED``: the layout became unavailable (ZooKeeper
-      session suspended or lost): records of ordered topics are held.
-    * ``BLOCKED`` -> ``FREE`` / ``GATED``: a re-check found the gate open (or the layout
-      is available again, or the application sought the partition): resumed.
+    * ``FREE`` / ``GATED`` / ``DRAINING`` -> ``BLOCKED``: a record reached a closed gate
+      (or the layout became unavailable: ZooKeeper session suspended or lost): paused,
+      the record and the rest of its batch stashed.
+    * ``BLOCKED`` -> ``DRAINING``: a re-check found the gate open; the stash goes out
+      first, through the same gate logic.
+    * ``FREE`` / ``GATED`` -> ``DRAINING``: a callback raised (or a violation was raised)
+      while a batch was being delivered: the batch is stashed for the next call.
+    * ``DRAINING`` -> ``FREE`` / ``GATED``: the stash is empty: resumed.
+    * ``BLOCKED`` / ``DRAINING`` -> ``FREE`` / ``GATED``: the application sought the
+      partition: the stash is dropped and the partition resumed.
     * any -> (removed): the partition is revoked, lost or unassigned.
     """
 
     FREE = "free"
     GATED = "gated"
     BLOCKED = "blocked"
+    DRAINING = "draining"
+
+
+_PAUSED = frozenset({GateState.BLOCKED, GateState.DRAINING})
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +170,7 @@ class _Part:
     assigned_upto: int = -1  # highest boundary on_partition_key_assigned ran for
     user_paused: bool = False
     reason: str = ""
+    stash: list[Any] = field(default_factory=list)  # undelivered records, by offset
 
 
 @dataclass(slots=True)
@@ -264,6 +286,9 @@ class OrderedConsumer:
         self._user_on_lost: Callback | None = None
         self._next_check = 0.0
         self._stale_applied = False
+        self._single: str | None = None
+        self._fast_spans: dict[int, _FastSpan] = {}
+        self._key_memos: dict[tuple[str, Layout], dict[Any, int]] = {}
         self._closed = False
         self.violations = 0
         self._metrics: dict[str, int] = {
@@ -330,10 +355,11 @@ class OrderedConsumer:
             RuntimeError: The consumer is closed.
         """
         self._check_open()
-        self._consumer.assign(partitions)
-        current = {(tp.topic, tp.partition) for tp in partitions}
-        for key in [k for k in self._parts if k not in current]:
+        # A new assignment restarts every partition at its given (or committed) offset:
+        # old gate state, pauses included, does not carry over.
+        for key in list(self._parts):
             self._drop(key)
+        self._consumer.assign(partitions)
         self._track(partitions)
 
     def incremental_assign(self, partitions: list[TopicPartition]) -> None:
@@ -379,6 +405,12 @@ class OrderedConsumer:
         deadline = _deadline(timeout)
         while True:
             self._service()
+            stashed = self._take_stash(1)
+            if stashed:
+                out = self._filter(stashed, from_stash=True)
+                if out:
+                    return out[0]
+                continue
             message = self._consumer.poll(self._slice(deadline))
             if message is not None:
                 out = self._filter([message])
@@ -401,9 +433,17 @@ class OrderedConsumer:
             Exception: Whatever a callback raised.
         """
         self._check_open()
+        if not 0 <= num_messages <= 1_000_000:
+            raise ValueError("num_messages must be between 0 and 1000000 (1M)")
         deadline = _deadline(timeout)
         while True:
             self._service()
+            stashed = self._take_stash(num_messages)
+            if stashed:
+                out = self._filter(stashed, from_stash=True)
+                if out:
+                    return out
+                continue
             batch = self._consumer.consume(num_messages, self._slice(deadline))
             if batch:
                 out = self._filter(batch)
@@ -448,8 +488,8 @@ class OrderedConsumer:
         result: list[TopicPartition] = self._consumer.position(partitions)
         for tp in result:
             part = self._parts.get((tp.topic, tp.partition))
-            if part is not None and part.held is not None:
-                tp.offset = part.held
+            if part is not None and part.stash:
+                tp.offset = part.stash[0].offset()
             elif part is not None and part.position is not None:
                 tp.offset = part.position
         return result
@@ -457,7 +497,8 @@ class OrderedConsumer:
     def seek(self, partition: TopicPartition) -> None:
         """Set the consume position of an assigned partition, as confluent does.
 
-        A partition held at a closed gate is released and its records checked again.
+        A partition held at a closed gate is released (its stash dropped) and its
+        records are checked again as they arrive from the new position.
         """
         self._check_open()
         part = self._parts.get((partition.topic, partition.partition))
@@ -465,7 +506,8 @@ class OrderedConsumer:
         if part is not None:
             part.start = None
             part.position = partition.offset if partition.offset >= 0 else None
-            if part.state is GateState.BLOCKED:
+            part.stash = []
+            if part.state in _PAUSED:
                 self._set_state(part, self._open_state(part), "sought")
 
     def pause(self, partitions: list[TopicPartition]) -> None:
@@ -485,7 +527,7 @@ class OrderedConsumer:
             part = self._parts.get((tp.topic, tp.partition))
             if part is not None:
                 part.user_paused = False
-                if part.state is GateState.BLOCKED:
+                if part.state in _PAUSED:
                     continue
             go.append(tp)
         if go:
@@ -555,6 +597,15 @@ class OrderedConsumer:
         return getattr(self._consumer, name)
 
     # --- public API: the ordering layer ----------------------------------------------
+
+    @property
+    def key_listener(self) -> PartitionKeyRebalanceListener | None:
+        """The KIP-253 listener; settable, for consumers that ``assign`` partitions."""
+        return self._listener
+
+    @key_listener.setter
+    def key_listener(self, listener: PartitionKeyRebalanceListener | None) -> None:
+        self._listener = listener
 
     @property
     def metrics(self) -> dict[str, int]:
@@ -664,6 +715,7 @@ class OrderedConsumer:
                 for e in state.history
             }
         state.audit.clear()
+        self._fast_spans.clear()
         for part in self._parts.values():
             if part.topic == state.name:
                 self._relimit(part)
@@ -689,10 +741,25 @@ class OrderedConsumer:
             self._parts[key] = part
             self._topic(tp.topic)
             self._relimit(part)
+        self._update_single()
+
+    def _update_single(self) -> None:
+        """Remember the one assigned topic, if there is exactly one (the fast path)."""
+        topics = {topic for topic, _partition in self._parts}
+        single = topics.pop() if len(topics) == 1 and not self._stale_applied else None
+        if single != self._single:
+            self._fast_spans.clear()
+        self._single = single
 
     def _drop(self, key: tuple[str, int]) -> None:
-        self._parts.pop(key, None)
+        part = self._parts.pop(key, None)
+        self._update_single()
         self._announce.pop(key, None)
+        if part is not None and part.state in _PAUSED and not part.user_paused:
+            # librdkafka keeps an application pause across a reassignment: a partition
+            # that comes back must not stay paused by a gate we no longer track.
+            with contextlib.suppress(KafkaException, RuntimeError):
+                self._consumer.resume([TopicPartition(part.topic, part.partition)])
 
     def _open_state(self, part: _Part) -> GateState:
         state = self._topics.get(part.topic)
@@ -701,11 +768,11 @@ class OrderedConsumer:
         return GateState.FREE if state.gates.limit(part.partition) == _NO_LIMIT else GateState.GATED
 
     def _relimit(self, part: _Part) -> None:
-        """Recompute the limit of a partition that is not held (after a new history)."""
+        """Recompute the limit of a partition after a new history."""
         if part.state is GateState.BLOCKED:
             self._next_check = 0.0  # re-check it at once against the new history
             return
-        self._set_state(part, self._open_state(part), "history")
+        self._set_state(part, self._unheld_state(part), "history")
 
     def _set_state(
         self,
@@ -722,33 +789,57 @@ class OrderedConsumer:
             new: The state to enter.
             reason: Why, for the debug log and :meth:`OrderedConsumer.gate_status`.
             held: ``BLOCKED`` only: the offset of the record held back.
-            limit: Override the limit of an open state (default: the next gate of the
-                partition not known to be open).
+            limit: Lower the limit of an open state (default: the next gate of the
+                partition not known to be open), so the record at ``limit`` runs the
+                gate crossing again.
         """
         old = part.state
-        tp = TopicPartition(part.topic, part.partition)
         if new is GateState.BLOCKED:
             assert held is not None
             part.held = held
             part.limit = _HOLD_ALL
             if old is not GateState.BLOCKED:
                 self._metrics["blocks"] += 1
-                self._consumer.pause([tp])
-            self._consumer.seek(TopicPartition(part.topic, part.partition, held))
         else:
+            part.held = None
             state = self._topics.get(part.topic)
             gates = state.gates if state is not None else None
             part.limit = gates.limit(part.partition) if gates is not None else _NO_LIMIT
             if limit is not None:
                 part.limit = min(part.limit, limit)
-            if old is GateState.BLOCKED:
-                part.held = None
-                if not part.user_paused:
-                    self._consumer.resume([tp])
+        tp = TopicPartition(part.topic, part.partition)
+        if new in _PAUSED and old not in _PAUSED:
+            self._consumer.pause([tp])
+        elif new not in _PAUSED and old in _PAUSED and not part.user_paused:
+            self._consumer.resume([tp])
         part.state = new
         part.reason = reason
         if old is not new:
             _log.debug("%s[%d]: %s -> %s (%s)", part.topic, part.partition, old, new, reason)
+
+    def _unheld_state(self, part: _Part) -> GateState:
+        """The state of a partition that is not held at a gate."""
+        return GateState.DRAINING if part.stash else self._open_state(part)
+
+    def _stash(self, part: _Part, messages: list[Any]) -> None:
+        """Keep undelivered records of ``part`` (in offset order) and pause it."""
+        merged = {m.offset(): m for m in part.stash}
+        merged.update((m.offset(), m) for m in messages)
+        part.stash = [merged[o] for o in sorted(merged)]
+        if part.state not in _PAUSED:
+            self._set_state(part, GateState.DRAINING, "stashed")
+
+    def _take_stash(self, limit: int) -> list[Any]:
+        """Stashed records of partitions whose gate is open, oldest first, up to ``limit``."""
+        out: list[Any] = []
+        for part in self._parts.values():
+            if len(out) >= limit:
+                break
+            if part.state is GateState.DRAINING and part.stash and not part.user_paused:
+                take = part.stash[: limit - len(out)]
+                del part.stash[: len(take)]
+                out += take
+        return out
 
     # --- the service step at the start of every poll/consume -----------------------------
 
@@ -763,6 +854,7 @@ class OrderedConsumer:
                 state = self._topics.get(part.topic)
                 if state is not None and state.ordered and part.state is not GateState.BLOCKED:
                     part.limit = _HOLD_ALL
+                    self._single = None  # keeps every batch on the checked path
         elif self._zk_ok and self._stale_applied:
             self._stale_applied = False
             with self._lock:
@@ -770,7 +862,8 @@ class OrderedConsumer:
             self._reload_dirty()
             for part in self._parts.values():
                 if part.state is not GateState.BLOCKED:
-                    self._set_state(part, self._open_state(part), "layout available")
+                    self._set_state(part, self._unheld_state(part), "layout available")
+            self._update_single()
             self._next_check = 0.0
         if self._announce:
             self._run_announcements()
@@ -804,9 +897,9 @@ class OrderedConsumer:
                 self._metrics["gate_checks"] += 1
                 if gates.may_deliver(part.partition, part.held, view):
                     self._metrics["gates_opened"] += 1
-                    # The limit stays at the held record, so its arrival runs the
+                    # The limit stays at the held record, so its delivery runs the
                     # crossing (and on_partition_key_assigned) like any other record.
-                    self._set_state(part, GateState.GATED, "gate opened", limit=part.held)
+                    self._set_state(part, self._unheld_state(part), "gate opened", limit=part.held)
 
     # --- boundary announcements: maybe_revoked, then a synchronous commit ----------------
 
@@ -865,17 +958,112 @@ class OrderedConsumer:
 
     # --- filtering a fetched batch -------------------------------------------------
 
-    def _filter(self, batch: Sequence[Any]) -> list[Any]:
-        """Return the deliverable part of ``batch``; hold back the rest at closed gates."""
-        parts = self._parts
-        audit = self._config.ordered.key_audit or self._config.ordered.header_audit
-        out: list[Any] = []
-        last: dict[tuple[str, int], int] = {}
-        first: dict[tuple[str, int], int] = {}
-        crossed: list[tuple[_Part, int]] = []
+    def _filter(self, batch: list[Any], from_stash: bool = False) -> list[Any]:
+        """Return the deliverable part of ``batch``; stash the rest at closed gates.
+
+        Args:
+            batch: Messages from librdkafka, or from a stash (``from_stash``).
+            from_stash: The batch comes from stashes of partitions whose gate opened.
+        """
         if self._dirty:
             # A new epoch must be known before any record of this batch is judged.
             self._reload_dirty()
+        settings = self._config.ordered
+        audit = settings.key_audit or settings.header_audit
+        if not from_stash and self._single is not None:
+            fast = self._filter_fast(batch, self._single)
+            if fast is not None:
+                return fast
+        return self._filter_checked(batch, audit, from_stash)
+
+    def _filter_fast(self, batch: list[Any], topic: str) -> list[Any] | None:
+        """The whole batch when nothing in it can reach a gate or fail an audit, else ``None``.
+
+        One topic is assigned: within a batch a partition's offsets grow, so if each
+        partition's last record is below its limit, every record is. The audits here
+        only confirm the common case (one layout in force at the offset, the header
+        exactly as the producer writes it, the key's partition from a memo); anything
+        else returns ``None`` and :meth:`_filter_checked` judges the batch.
+        ``Message.topic()`` builds a new string per call, so it is not called here.
+        """
+        settings = self._config.ordered
+        state = self._topics[topic]
+        header_audit = settings.header_audit and state.ordered
+        key_audit = settings.key_audit and state.ordered
+        last: dict[int, Any] = {}
+        if not (header_audit or key_audit):
+            for m in batch:
+                last[m.partition()] = m
+        else:
+            spans = self._fast_spans
+            for m in batch:
+                partition = m.partition()
+                last[partition] = m
+                offset = m.offset()
+                span = spans.get(partition)
+                if span is None or not span[0] <= offset < span[1]:
+                    span = self._fast_span(state, partition, offset)
+                    if span is None:
+                        return None
+                    spans[partition] = span
+                if header_audit:
+                    headers = m.headers()
+                    if headers is not None and headers != span[2]:
+                        return None
+                if key_audit:
+                    key = m.key()
+                    if key is not None:
+                        memo = span[4]
+                        placed = memo.get(key)
+                        if placed is None:
+                            if len(memo) >= _KEY_MEMO:
+                                memo.clear()
+                            placed = memo[key] = self._place(state, span[3], key)
+                        if placed != partition:
+                            return None
+        parts = self._parts
+        offsets: dict[tuple[str, int], int] = {}
+        for partition, m in last.items():
+            part = parts.get((topic, partition))
+            if part is None or m.error() is not None:
+                return None
+            offset = m.offset()
+            if offset >= part.limit or part.state in _PAUSED:
+                return None
+            offsets[(topic, partition)] = offset
+        starting = {p for p in last if parts[(topic, p)].start is None}
+        if starting:
+            # First batch of an assignment: where it starts decides which boundaries
+            # this consumer crossed (callbacks), so find each partition's first record.
+            for m in batch:
+                partition = m.partition()
+                if partition in starting:
+                    parts[(topic, partition)].start = m.offset()
+                    starting.discard(partition)
+                    if not starting:
+                        break
+        self._delivered(offsets)
+        self._metrics["delivered"] += len(batch)
+        return batch
+
+    def _fast_span(self, state: _Topic, partition: int, offset: int) -> _FastSpan | None:
+        """The offsets around ``offset`` where one layout is in force, for the fast audit."""
+        below, above, layouts, lo, hi = self._audit_span(state, partition, offset)
+        if len(layouts) != 1 or lo != hi:
+            return None
+        layout = layouts[0]
+        algorithm = state.record.algorithm if state.record is not None else "murmur3"
+        memo = self._key_memos.setdefault((algorithm, layout), {})
+        header = [(self._config.ordered.header_name, str(layout.epoch).encode())]
+        return below, above, header, layout, memo
+
+    def _filter_checked(self, batch: Sequence[Any], audit: bool, from_stash: bool) -> list[Any]:
+        """Judge every record: audit, gates, stashes."""
+        parts = self._parts
+        out: list[Any] = []
+        last: dict[tuple[str, int], int] = {}
+        crossed: list[tuple[_Part, int]] = []
+        withheld: dict[tuple[str, int], list[Any]] = {}
         try:
             for m in batch:
                 if m.error() is not None:
@@ -889,33 +1077,56 @@ class OrderedConsumer:
                     out.append(m)
                     last[key] = offset
                     continue
-                if key not in first:
-                    first[key] = offset
-                    if part.start is None:
-                        part.start = offset
-                if audit and self._topics[key[0]].ordered:
-                    self._audit(part, m, offset)
-                if offset >= part.limit:
-                    if part.state is GateState.BLOCKED:
-                        self._metrics["held"] += 1
-                        continue
-                    if not self._reach_gate(part, offset, crossed):
-                        self._metrics["held"] += 1
-                        continue
+                if part.start is None:
+                    part.start = offset
+                if (
+                    key in withheld
+                    or part.state is GateState.BLOCKED
+                    or (part.state is GateState.DRAINING and not from_stash)
+                ):
+                    # Behind a held record, or fetched before the pause took effect.
+                    withheld.setdefault(key, []).append(m)
+                    continue
+                if offset >= part.limit and not self._reach_gate(part, offset, crossed):
+                    withheld.setdefault(key, []).append(m)
+                    continue
+                if (
+                    audit
+                    and self._topics[key[0]].ordered
+                    and self._audit(part, m, offset)
+                    and offset >= part.limit
+                    and not self._reach_gate(part, offset, crossed)
+                ):
+                    # The audit read a newer history that puts a gate in the way.
+                    withheld.setdefault(key, []).append(m)
+                    continue
                 out.append(m)
                 last[key] = offset
             if crossed and self._listener is not None:
                 tps = [TopicPartition(p.topic, p.partition, b) for p, b in crossed]
                 self._listener.on_partition_key_assigned(tps)
         except BaseException:
-            # Nothing of this batch was delivered: put every partition back where the
-            # batch started, so the next call returns the same records again.
-            for (topic, partition), offset in first.items():
-                with contextlib.suppress(KafkaException):
-                    self._consumer.seek(TopicPartition(topic, partition, offset))
+            # Nothing of this batch is delivered: stash it all for the next call, and
+            # make the gates crossed in it run their callback again.
+            for part, boundary in crossed:
+                part.limit = min(part.limit, boundary)
+            by_key: dict[tuple[str, int], list[Any]] = {}
+            for m in batch:
+                if m.error() is None:
+                    by_key.setdefault((m.topic(), m.partition()), []).append(m)
+            for key, messages in by_key.items():
+                if key in parts:
+                    self._stash(parts[key], messages)
             raise
         for part, boundary in crossed:
             part.assigned_upto = max(part.assigned_upto, boundary)
+        for key, messages in withheld.items():
+            self._metrics["held"] += len(messages)
+            self._stash(parts[key], messages)
+        if from_stash:
+            for part in list(parts.values()):
+                if part.state is GateState.DRAINING and not part.stash:
+                    self._set_state(part, self._open_state(part), "stash delivered")
         if last:
             self._delivered(last)
         self._metrics["delivered"] += len(out)
@@ -942,7 +1153,7 @@ class OrderedConsumer:
             self._next_check = 0.0
             return False
         if gates is None:
-            self._set_state(part, GateState.FREE, "not ordered")
+            self._set_state(part, self._unheld_state(part), "not ordered")
             return True
         self._metrics["gate_checks"] += 1
         view = self._view(part.topic, gates.required_partitions(part.partition, offset))
@@ -954,13 +1165,18 @@ class OrderedConsumer:
         for boundary, _epoch in gates.gates_of(part.partition):
             if start <= boundary <= offset and boundary > part.assigned_upto:
                 crossed.append((part, boundary))
-        self._set_state(part, self._open_state(part), "gate open")
+        self._set_state(part, self._unheld_state(part), "gate open")
         return True
 
     # --- violation audit ----------------------------------------------------------------
 
-    def _audit(self, part: _Part, message: Any, offset: int) -> None:
-        """Check one record against the layout; count, log or raise a contradiction."""
+    def _audit(self, part: _Part, message: Any, offset: int) -> bool:
+        """Check one record against the layout; count, log or raise a contradiction.
+
+        Returns:
+            ``True`` if the record's epoch header made the history be read again.
+        """
+        reloaded = False
         state = self._topics[part.topic]
         settings = self._config.ordered
         problem = ""
@@ -982,6 +1198,7 @@ class OrderedConsumer:
                         # A producer already routes by an epoch our watch has not shown
                         # us yet: read the history before deciding anything about it.
                         self._load(state)
+                        reloaded = True
         span = state.audit.get(part.partition)
         if span is None or not span[0] <= offset < span[1]:
             span = self._audit_span(state, part.partition, offset)
@@ -1010,6 +1227,7 @@ class OrderedConsumer:
             _log.warning(
                 "order violation in %s[%d]@%d: %s", part.topic, part.partition, offset, problem
             )
+        return reloaded
 
     @staticmethod
     def _place(state: _Topic, layout: Layout, key: Any) -> int:
@@ -1039,7 +1257,7 @@ class OrderedConsumer:
 
     def _slice(self, deadline: float | None) -> float:
         """How long the next inner poll may wait: short while a gate needs re-checks."""
-        busy = self._announce or any(p.state is GateState.BLOCKED for p in self._parts.values())
+        busy = self._announce or any(p.state in _PAUSED for p in self._parts.values())
         step = self._interval if busy or self._dirty else 1.0
         if deadline is None:
             return step

@@ -153,7 +153,8 @@ def test_destination_held_until_source_tail_committed(
 
     source_listener = Recorder()
     source = make_consumer(group)
-    source.subscribe([topic], key_listener=source_listener)
+    source.key_listener = source_listener
+    source.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
     got = drain(source, 20.0, until=30)
     assert [m.offset() for m in got if m.partition() == 0] == list(range(30))
     # Delivered, not yet committed: the destination still waits.
