@@ -13,10 +13,12 @@ Measured, all in one run against one broker:
    off, and with it on. Two rates per variant: ``produce()`` calls per second (the
    client-side cost; the send loop only) and records per second including the final
    ``flush()`` (end to end, broker included).
-2. Produce latency (``produce()`` call to delivery report, every 50th record) in steady
+2. Client-side cost: ns per ``produce()`` call with no broker reachable (records only
+   queue in librdkafka), the part of the cost that is ours, without the broker's noise.
+3. Produce latency (``produce()`` call to delivery report, every 50th record) in steady
    state and during an expansion, at a fixed offered rate; and the longest single
    ``produce()`` call, which would show a stall at the switch.
-3. Time from ``expand`` to sealed with 10 live producers.
+4. Time from ``expand`` to sealed with 10 live producers.
 """
 
 from __future__ import annotations
@@ -187,6 +189,63 @@ def throughput(
     return out
 
 
+def client_cost(
+    zookeeper: str, root: str, controller: Controller, bootstrap: str, args: argparse.Namespace
+) -> dict[str, Any]:
+    """ns per ``produce()`` call with no broker reachable: the client-side cost only.
+
+    librdkafka queues the records (nothing is sent), so the broker and the network,
+    which dominate and blur the end-to-end rates on a small machine, are out of the
+    picture. The adopted topic's layout still comes from ZooKeeper.
+    """
+    keys = [b"key-%d" % i for i in range(KEY_COUNT)]
+    topic = create_topic(bootstrap, args.partitions)
+    controller.adopt(topic)
+    offline = {
+        **COMMON,
+        "bootstrap.servers": "127.0.0.1:1",
+        "queue.buffering.max.messages": 2_000_000,
+        "queue.buffering.max.kbytes": 4_000_000,
+        "linger.ms": 60_000,
+        "log_level": 0,
+    }
+    ordered_conf = {
+        **offline,
+        "ordered.zookeeper.connect": zookeeper,
+        "ordered.zookeeper.root": root,
+    }
+    variants: dict[str, tuple[Callable[[], Any], str]] = {
+        "plain": (lambda: confluent_kafka.Producer(offline), topic),
+        "ordered_unadopted": (lambda: OrderedProducer(ordered_conf), "not-adopted"),
+        "ordered_header_off": (
+            lambda: OrderedProducer({**ordered_conf, "ordered.epoch.header": False}),
+            topic,
+        ),
+        "ordered_header_on": (lambda: OrderedProducer(ordered_conf), topic),
+    }
+    count = args.client_records
+    best: dict[str, float] = {}
+    for _ in range(args.client_repeats):
+        for name, (make, target) in variants.items():
+            producer = make()
+            producer.produce(target, VALUE, keys[0])
+            gc.collect()
+            produce = producer.produce
+            started = time.perf_counter()
+            for i in range(count):
+                produce(target, VALUE, keys[i % KEY_COUNT])
+            ns = (time.perf_counter() - started) / count * 1e9
+            best[name] = min(best.get(name, ns), ns)
+            producer.purge()
+            producer.poll(0)
+            if isinstance(producer, OrderedProducer):
+                producer.close()
+    return {
+        name: {"ns_per_record": round(ns), "ratio_vs_plain": round(best["plain"] / ns, 3)}
+        for name, ns in best.items()
+    }
+
+
 def percentile(values: list[float], q: float) -> float:
     """The ``q`` quantile (0..1) of ``values`` by nearest rank."""
     ordered = sorted(values)
@@ -196,10 +255,15 @@ def percentile(values: list[float], q: float) -> float:
 def latency(
     bootstrap: str, zookeeper: str, root: str, controller: Controller, args: argparse.Namespace
 ) -> dict[str, Any]:
-    """Delivery latency of sampled records, steady state vs during an expansion."""
+    """Delivery latency of sampled records, steady state vs during an expansion.
+
+    An OrderedProducer and, as the baseline for what the broker itself does during a
+    CreatePartitions, a plain Producer (explicit partitions 0-3 of the same topic) write
+    at the same fixed rate side by side.
+    """
     topic = create_topic(bootstrap, 4)
     controller.adopt(topic)
-    producer = OrderedProducer(
+    ordered = OrderedProducer(
         {
             "bootstrap.servers": bootstrap,
             **COMMON,
@@ -207,21 +271,24 @@ def latency(
             "ordered.zookeeper.root": root,
         }
     )
-    samples: list[tuple[float, float, int]] = []  # (produced at, latency, partition)
-    call_times: list[tuple[float, float]] = []  # (called at, duration) of every call
+    plain = confluent_kafka.Producer({"bootstrap.servers": bootstrap, **COMMON})
+    # (produced at, latency, partition) and (called at, duration) per writer.
+    samples: dict[str, list[tuple[float, float, int]]] = {"ordered": [], "plain": []}
+    call_times: dict[str, list[tuple[float, float]]] = {"ordered": [], "plain": []}
     stop = threading.Event()
-    rate = args.latency_rate
+    rate = args.latency_rate / 2
 
-    def report(sent_at: float) -> Callable[[Any, Any], None]:
+    def report(name: str, sent_at: float) -> Callable[[Any, Any], None]:
         def done(err: Any, msg: Any) -> None:
             if err is None:
-                samples.append((sent_at, time.perf_counter() - sent_at, msg.partition()))
+                samples[name].append((sent_at, time.perf_counter() - sent_at, msg.partition()))
 
         return done
 
-    def write() -> None:
+    def write(name: str, producer: Any) -> None:
         i = 0
         started = time.perf_counter()
+        explicit = name == "plain"
         while not stop.is_set():
             # A fixed offered rate, so the latencies compare like for like.
             due = started + i / rate
@@ -229,42 +296,41 @@ def latency(
             if due > now:
                 time.sleep(due - now)
             key = b"key-%d" % (i % KEY_COUNT)
+            partition = i % 4 if explicit else -1
             t0 = time.perf_counter()
             try:
-                if i % 50 == 0:
-                    producer.produce(topic, VALUE, key, on_delivery=report(t0))
+                if i % 25 == 0:
+                    producer.produce(topic, VALUE, key, partition, on_delivery=report(name, t0))
                 else:
-                    producer.produce(topic, VALUE, key)
+                    producer.produce(topic, VALUE, key, partition)
             except BufferError:
                 producer.poll(0.001)
                 continue
-            call_times.append((t0, time.perf_counter() - t0))
+            call_times[name].append((t0, time.perf_counter() - t0))
             i += 1
             producer.poll(0)
 
-    writer = threading.Thread(target=write, daemon=True)
-    writer.start()
+    writers = [
+        threading.Thread(target=write, args=(name, producer), daemon=True)
+        for name, producer in (("ordered", ordered), ("plain", plain))
+    ]
+    for writer in writers:
+        writer.start()
     time.sleep(args.steady_seconds)
     expand_start = time.perf_counter()
     result = controller.expand(topic, 6, timeout=30)
     sealed = time.perf_counter()
     time.sleep(1.0)
     stop.set()
-    writer.join(30)
-    producer.flush(30)
-    producer.close()
+    for writer in writers:
+        writer.join(30)
+    ordered.flush(30)
+    ordered.close()
+    plain.flush(30)
     warm = expand_start - args.steady_seconds + 1.0  # skip the first second
-    window = (expand_start, sealed + 0.2)
-    steady = [lat for t, lat, _ in samples if warm <= t < expand_start]
-    during = [lat for t, lat, _ in samples if window[0] <= t <= window[1]]
-    # Partitions 4 and 5 are created by the expansion: their first records wait for
-    # the new partitions' leaders and the producer's first batch there.
-    during_old = [lat for t, lat, p in samples if window[0] <= t <= window[1] and p < 4]
-    during_new = [lat for t, lat, p in samples if window[0] <= t <= window[1] and p >= 4]
-    steady_calls = [d for t, d in call_times if warm <= t < expand_start]
-    during_calls = [d for t, d in call_times if window[0] <= t <= window[1]]
+    lo, hi = expand_start, sealed + 0.2
 
-    def stats(values: list[float], calls: list[float] | None = None) -> dict[str, Any]:
+    def stats(values: list[float], calls: list[float]) -> dict[str, Any]:
         if not values:
             return {"samples": 0}
         out: dict[str, Any] = {
@@ -277,15 +343,29 @@ def latency(
             out["max_produce_call_ms"] = round(max(calls) * 1000, 3)
         return out
 
-    return {
-        "offered_rate_per_s": rate,
-        "sample_every": 50,
+    out: dict[str, Any] = {
+        "offered_rate_per_s_each": rate,
+        "sample_every": 25,
         "expand_seconds": round(result.seconds, 3),
-        "steady": stats(steady, steady_calls),
-        "during_expansion": stats(during, during_calls),
-        "during_expansion_old_partitions": stats(during_old),
-        "during_expansion_new_partitions": stats(during_new),
     }
+    for name in ("ordered", "plain"):
+        got, calls = samples[name], call_times[name]
+        out[name] = {
+            "steady": stats(
+                [lat for t, lat, _ in got if warm <= t < lo],
+                [d for t, d in calls if warm <= t < lo],
+            ),
+            "during_expansion": stats(
+                [lat for t, lat, _ in got if lo <= t <= hi],
+                [d for t, d in calls if lo <= t <= hi],
+            ),
+        }
+    # Partitions 4 and 5 are created by the expansion: the first records there wait
+    # for the producer's first batch to the new partitions.
+    out["ordered"]["during_expansion_new_partitions"] = stats(
+        [lat for t, lat, p in samples["ordered"] if lo <= t <= hi and p >= 4], []
+    )
+    return out
 
 
 def seal_time(
@@ -378,6 +458,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency-rate", type=int, default=20_000)
     parser.add_argument("--steady-seconds", type=float, default=4.0)
     parser.add_argument("--seal-runs", type=int, default=5)
+    parser.add_argument("--client-records", type=int, default=200_000)
+    parser.add_argument("--client-repeats", type=int, default=5)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
 
@@ -390,6 +472,8 @@ def main(argv: list[str] | None = None) -> int:
             controller = Controller(store, KafkaAdmin(bootstrap, timeout=10.0))
             print("throughput ...", flush=True)
             rates = throughput(bootstrap, zookeeper, root, controller, args)
+            print("client-side cost ...", flush=True)
+            cost = client_cost(zookeeper, root, controller, bootstrap, args)
             print("latency ...", flush=True)
             lat = latency(bootstrap, zookeeper, root, controller, args)
             print("seal time ...", flush=True)
@@ -413,6 +497,7 @@ def main(argv: list[str] | None = None) -> int:
         "value_bytes": len(VALUE),
         "producer_config": COMMON,
         "throughput": rates,
+        "client_cost_no_broker": cost,
         "latency": lat,
         "seal_with_10_producers": seal,
     }
@@ -433,18 +518,26 @@ def main(argv: list[str] | None = None) -> int:
             f"{row.get('ratio_end_to_end_per_s_median', 1.0):>6.3f}"
         )
     print()
-    print(f"latency at {lat['offered_rate_per_s']:,}/s  p50 ms  p99 ms  max ms  max produce() ms")
-    for phase in (
-        "steady",
-        "during_expansion",
-        "during_expansion_old_partitions",
-        "during_expansion_new_partitions",
-    ):
-        row = lat[phase]
+    print(f"client-side cost, no broker (best of {args.client_repeats}): ns/record  ratio")
+    for name, row in cost.items():
+        print(f"  {name:20s} {row['ns_per_record']:>8} {row['ratio_vs_plain']:>7.3f}")
+    print()
+    print(
+        f"latency at {lat['offered_rate_per_s_each']:,.0f}/s each   p50 ms  p99 ms  max ms  "
+        "max produce() ms"
+    )
+    rows = [
+        ("ordered steady", lat["ordered"]["steady"]),
+        ("ordered during expansion", lat["ordered"]["during_expansion"]),
+        ("  of which new partitions", lat["ordered"]["during_expansion_new_partitions"]),
+        ("plain steady", lat["plain"]["steady"]),
+        ("plain during expansion", lat["plain"]["during_expansion"]),
+    ]
+    for label, row in rows:
         if not row["samples"]:
             continue
         print(
-            f"  {phase:32s} {row['p50_ms']:>7} {row['p99_ms']:>7} {row['max_ms']:>7} "
+            f"  {label:28s} {row['p50_ms']:>7} {row['p99_ms']:>7} {row['max_ms']:>7} "
             f"{row.get('max_produce_call_ms', ''):>10}"
         )
     print()
