@@ -16,9 +16,9 @@ from kazoo.client import KazooClient
 
 from coordinator.controller import Controller
 from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store import LayoutStore
+from coordinator.store import LayoutStore, ProducerRecord
 from coordinator.store import paths as store_paths
-from linear_hash import partition_for
+from linear_hash import Layout, partition_for
 from ordered import ConfigError, LayoutUnavailableError, OrderedError, OrderedProducer, TopicState
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -602,3 +602,68 @@ def test_transactions_pass_through(
     for msg in got:
         assert header(msg) == b"0"
         assert msg.partition() == partition_for(msg.key(), 3, 3)
+
+
+def test_first_use_during_a_pending_epoch(
+    make_producer: Callable[..., OrderedProducer],
+    topic_factory: Callable[..., str],
+    controller: Controller,
+    store: LayoutStore,
+    zk_hosts: str,
+    zk_root: str,
+    bootstrap: str,
+) -> None:
+    """A producer that first sees a topic mid-transition routes by the pending epoch and
+    acks it at once (it has nothing older in flight)."""
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    # Another process's producer that never acks: the barrier waits for it.
+    other = KazooClient(hosts=zk_hosts, timeout=6.0)
+    other.start(timeout=10)
+    try:
+        LayoutStore(other, zk_root).register_producer(
+            topic,
+            ProducerRecord(
+                id="stuck",
+                host="h",
+                pid=1,
+                delivery_timeout_ms=1000,
+                registered_at=time.time(),
+                client_id="",
+            ),
+        )
+        expand = threading.Thread(target=lambda: controller.expand(topic, 3, timeout=30))
+        expand.start()
+        wait_until(lambda: (t := store.get_topic(topic)) is not None and t.pending == 1)
+        producer = make_producer()
+        produce_keys(producer, topic, "mid")
+        assert producer.layout(topic) == Layout(2, 3, 1)
+        assert producer.topic_state(topic) is TopicState.ROUTING
+        wait_until(lambda: producer.producer_id in store.acks(topic, 1), timeout=10)
+    finally:
+        other.stop()
+        other.close()
+    expand.join(30)
+    assert not expand.is_alive()
+    assert store.get_epoch(topic, 1).sealed
+    for msg in consume_all(bootstrap, topic):
+        assert header(msg) == b"1"
+        assert msg.partition() == partition_for(msg.key(), 2, 3)
+
+
+def test_first_use_without_zookeeper_raises_buffer_error(
+    make_producer: Callable[..., OrderedProducer],
+    topic_factory: Callable[..., str],
+    proxy: Proxy,
+) -> None:
+    topic = topic_factory(2)
+    producer = make_producer(**{"ordered.zookeeper.connect": f"127.0.0.1:{proxy.port}"})
+    proxy.cut()
+    wait_until(lambda: producer.zookeeper.state != "CONNECTED", timeout=15)
+    with pytest.raises(LayoutUnavailableError):
+        producer.produce(topic, b"v", key="k")
+    assert producer.topic_state(topic) is TopicState.UNKNOWN
+    proxy.restore()
+    wait_until(lambda: keyed_produce_works(producer, topic), timeout=15)
+    assert producer.topic_state(topic) is TopicState.PLAIN
+    assert producer.flush(10) == 0
