@@ -4,10 +4,14 @@ It reads each subscribed topic's layout history from the layout store (ZooKeeper
 ``docs/protocol.md``) and applies the gate rule of ``docs/consumer.md``
 (:mod:`ordered.gates`): a record of partition ``b`` at or past a boundary ``B_b(e)`` is
 delivered only once the group has delivered and committed everything that must precede
-it. A record that meets a closed gate is not returned: the partition is paused and
-sought back to that record (so nothing is buffered), and resumed when the gate opens.
-Closed gates are re-checked from the group's committed offsets in Kafka every
-``ordered.gate.poll.interval.ms`` while something is blocked.
+it. A record that meets a closed gate is not returned: the partition is paused, and
+that record with the rest of its partition's records from the same batch is kept in a
+per-partition stash (at most one batch: a paused partition fetches nothing more, and
+librdkafka resumes right after the last record it handed over). When the gate opens,
+the stash is delivered first and the partition resumed. This is instead of seeking
+back: librdkafka refetches a sought partition only at its next fetch cycle, up to a
+second later. Closed gates are re-checked from the group's committed offsets in Kafka
+every ``ordered.gate.poll.interval.ms`` while something is blocked.
 
 A consumer whose position on a partition ``a`` reaches a boundary where keys of ``a``
 moved elsewhere calls ``on_partition_key_maybe_revoked([a])`` at the start of its next
@@ -280,6 +284,7 @@ class OrderedConsumer:
         self._parts: dict[tuple[str, int], _Part] = {}
         self._known_commits: dict[tuple[str, int], int] = {}
         self._announce: dict[tuple[str, int], int] = {}
+        self._revoke_told: set[tuple[str, int, int]] = set()  # callback ran, commit pending
         self._listener: PartitionKeyRebalanceListener | None = None
         self._user_on_assign: Callback | None = None
         self._user_on_revoke: Callback | None = None
@@ -920,6 +925,13 @@ class OrderedConsumer:
                 return
 
     def _run_announcements(self, only: set[tuple[str, int]] | None = None) -> None:
+        """Call ``on_partition_key_maybe_revoked``, then commit the boundary positions.
+
+        A listener exception leaves the announcement pending (the next call runs it
+        again). A failed commit (a rebalance in progress, the coordinator moving) is
+        logged and retried at the next call without calling the listener again; a
+        revoked partition's announcement is dropped with the partition.
+        """
         due = {
             key: pos
             for key, pos in self._announce.items()
@@ -928,20 +940,27 @@ class OrderedConsumer:
         if not due:
             return
         tps = [TopicPartition(t, p, pos) for (t, p), pos in sorted(due.items())]
-        if self._listener is not None:
-            # An exception leaves the announcement pending: the next call retries it.
-            self._listener.on_partition_key_maybe_revoked(tps)
-        result = self._consumer.commit(offsets=tps, asynchronous=False)
+        fresh = [tp for tp in tps if (tp.topic, tp.partition, tp.offset) not in self._revoke_told]
+        if self._listener is not None and fresh:
+            self._listener.on_partition_key_maybe_revoked(fresh)
+        self._revoke_told.update((tp.topic, tp.partition, tp.offset) for tp in tps)
+        try:
+            result = self._consumer.commit(offsets=tps, asynchronous=False)
+        except KafkaException as exc:
+            _log.warning("boundary commit failed, retrying at the next call: %s", exc)
+            return
         for tp in result or ():
+            key = (tp.topic, tp.partition)
             if tp.error is not None:
-                raise KafkaException(tp.error)
-        self._metrics["announcements"] += len(tps)
-        for key, pos in due.items():
+                _log.warning("boundary commit of %s[%d] failed: %s", *key, tp.error)
+                continue
+            self._metrics["announcements"] += 1
             self._announce.pop(key, None)
-            self._remember_commit(key[0], key[1], pos)
+            self._revoke_told.discard((tp.topic, tp.partition, tp.offset))
+            self._remember_commit(tp.topic, tp.partition, tp.offset)
             part = self._parts.get(key)
             if part is not None:
-                part.announced = max(part.announced, pos)
+                part.announced = max(part.announced, tp.offset)
 
     def _view(self, topic: str, partitions: Iterable[int]) -> _KafkaView | None:
         """Read the group's progress; ``None`` (gates stay closed) if Kafka did not answer."""
@@ -997,8 +1016,10 @@ class OrderedConsumer:
         else:
             spans = self._fast_spans
             for m in batch:
+                last[m.partition()] = m
+            every = settings.audit_every
+            for m in batch if every == 1 else batch[::every]:
                 partition = m.partition()
-                last[partition] = m
                 offset = m.offset()
                 span = spans.get(partition)
                 if span is None or not span[0] <= offset < span[1]:

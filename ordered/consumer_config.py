@@ -45,6 +45,7 @@ CONSUMER_KEYS: Final[Mapping[str, str]] = {
     "ordered.epoch.header.name": "name of the epoch header (default ordered.epoch)",
     "ordered.key.audit": "check each keyed record's partition against the layout (default true)",
     "ordered.gate.poll.interval.ms": "how often a closed gate is re-checked (default 100)",
+    "ordered.audit.every": "audit one record in N on the fast path (default 1: every record)",
 }
 """The documented ``ordered.`` settings of the consumer and what each one means."""
 
@@ -118,6 +119,11 @@ class ConsumerSettings:
         header_name: ``ordered.epoch.header.name``.
         key_audit: ``ordered.key.audit``.
         gate_poll_interval_ms: ``ordered.gate.poll.interval.ms``.
+        audit_every: ``ordered.audit.every``: the audits look at every N-th record of a
+            batch (by position) when nothing in the batch reaches a gate. Reading a
+            record's headers costs confluent-kafka about half a microsecond, so a
+            header audit of every record roughly halves throughput; 1 in 16 still finds
+            a producer that places records wrongly, within a few batches.
     """
 
     zookeeper_connect: str
@@ -128,6 +134,7 @@ class ConsumerSettings:
     header_name: str = "ordered.epoch"
     key_audit: bool = True
     gate_poll_interval_ms: int = 100
+    audit_every: int = 1
 
     @classmethod
     def from_mapping(cls, settings: Mapping[str, Any]) -> ConsumerSettings:
@@ -180,6 +187,7 @@ class ConsumerSettings:
             gate_poll_interval_ms=_int(
                 "ordered.gate.poll.interval.ms", get("ordered.gate.poll.interval.ms", 100), 1
             ),
+            audit_every=_int("ordered.audit.every", get("ordered.audit.every", 1), 1),
         )
 
 

@@ -46,11 +46,12 @@ def test_every_setting_parsed() -> None:
             "ordered.epoch.header.name": "e",
             "ordered.key.audit": 0,
             "ordered.gate.poll.interval.ms": 25,
+            "ordered.audit.every": "16",
         },
         {"group.id": "override"},
     )
     assert config.ordered == ConsumerSettings(
-        "zk:2181", "/x/y", 4000, "raise", False, "e", False, 25
+        "zk:2181", "/x/y", 4000, "raise", False, "e", False, 25, 16
     )
     assert not config.store_offsets and not config.auto_commit
     assert config.group_id == "override"
@@ -63,6 +64,7 @@ def test_every_setting_parsed() -> None:
         ({"ordered.zookeeper.conect": "x"}, "unknown setting"),
         ({"ordered.violation.policy": "ignore"}, "violation.policy"),
         ({"ordered.gate.poll.interval.ms": 0}, "must be >= 1"),
+        ({"ordered.audit.every": 0}, "must be >= 1"),
         ({"ordered.gate.poll.interval.ms": True}, "expected an integer"),
         ({"ordered.zookeeper.root": "rel"}, "absolute znode path"),
         ({"ordered.epoch.header.audit": "maybe"}, "expected a boolean"),
