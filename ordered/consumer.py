@@ -65,8 +65,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
+import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -75,6 +78,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from kazoo.client import KazooClient, KazooState
 
+from coordinator.positions import PositionService, Progress
 from coordinator.store import LayoutStore, TopicRecord, Watch
 from linear_hash import Layout
 from ordered.consumer_config import ConsumerConfig, split_consumer_config
@@ -92,6 +96,8 @@ _log = logging.getLogger(__name__)
 
 _NO_LIMIT = math.inf
 _HOLD_ALL = -1.0  # a limit below every offset: every record takes the slow path
+_LOG_START_TTL = 5.0  # seconds a log start offset is reused (it only grows)
+_NOTIFY_SLICE = 0.01  # longest inner poll while a gate waits on the position service
 _KEY_MEMO = 100_000  # keys whose partition is memoised per layout before the memo restarts
 
 # (first offset, end offset, the header a producer writes, the layout, key -> partition)
@@ -220,15 +226,7 @@ class _KafkaView:
 
     def log_start(self, partition: int) -> int:
         if partition not in self._starts:
-            try:
-                low, _high = self._owner._consumer.get_watermark_offsets(
-                    TopicPartition(self._topic, partition),
-                    timeout=self._owner._request_timeout,
-                )
-                self._starts[partition] = int(low)
-            except KafkaException:
-                # Unknown is "nothing trimmed": the safe reading.
-                self._starts[partition] = 0
+            self._starts[partition] = self._owner._log_start(self._topic, partition)
         return self._starts[partition]
 
 
@@ -290,6 +288,14 @@ class OrderedConsumer:
         self._user_on_revoke: Callback | None = None
         self._user_on_lost: Callback | None = None
         self._next_check = 0.0
+        self._poked = False  # set by a position-service watch: re-check gates now
+        self._member = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._positions: PositionService | None = None
+        if settings.positions and split.group_id:
+            self._positions = PositionService(self._zk, settings.zookeeper_root, split.group_id)
+        self._declared: dict[str, dict[int, int]] = {}
+        self._probe: Any = None  # a group-less client for log start offsets
+        self._log_starts: dict[tuple[str, int], tuple[int, float]] = {}
         self._stale_applied = False
         self._single: str | None = None
         self._fast_spans: dict[int, _FastSpan] = {}
@@ -581,6 +587,8 @@ class OrderedConsumer:
         self._closed = True
         try:
             self._consumer.close()
+            if self._probe is not None:
+                self._probe.close()
         finally:
             for topic in self._topics.values():
                 if topic.watch is not None:
@@ -872,6 +880,9 @@ class OrderedConsumer:
             self._next_check = 0.0
         if self._announce:
             self._run_announcements()
+        if self._poked:
+            self._poked = False
+            self._next_check = 0.0
         if time.monotonic() >= self._next_check:
             self._recheck_blocked()
 
@@ -883,12 +894,14 @@ class OrderedConsumer:
         for part in self._parts.values():
             if part.state is GateState.BLOCKED:
                 by_topic.setdefault(part.topic, []).append(part)
+        for topic in [t for t in self._declared if t not in by_topic]:
+            self._declare(topic, {})
         for topic, parts in by_topic.items():
             state = self._topics[topic]
             gates = state.gates
             if gates is None:
                 for part in parts:
-                    self._set_state(part, GateState.FREE, "not ordered")
+                    self._set_state(part, self._unheld_state(part), "not ordered")
                 continue
             needed: set[int] = set()
             for part in parts:
@@ -897,6 +910,7 @@ class OrderedConsumer:
             view = self._view(topic, needed)
             if view is None:
                 continue
+            waits: dict[int, int] = {}
             for part in parts:
                 assert part.held is not None
                 self._metrics["gate_checks"] += 1
@@ -905,6 +919,27 @@ class OrderedConsumer:
                     # The limit stays at the held record, so its delivery runs the
                     # crossing (and on_partition_key_assigned) like any other record.
                     self._set_state(part, self._unheld_state(part), "gate opened", limit=part.held)
+                elif self._positions is not None:
+                    for wait in gates.waiting_on(part.partition, part.held, view):
+                        if wait.partition >= 0:
+                            waits[wait.partition] = max(waits.get(wait.partition, 0), wait.offset)
+            self._declare(topic, waits)
+
+    def _declare(self, topic: str, waits: dict[int, int]) -> None:
+        """Tell the position service what this consumer waits on, and watch it."""
+        if self._positions is None or self._declared.get(topic, {}) == waits:
+            return
+        if waits:
+            self._declared[topic] = waits
+        else:
+            self._declared.pop(topic, None)
+        self._positions.declare(topic, self._member, waits)
+        for partition in waits:
+            self._positions.watch(topic, partition, self._on_progress)
+
+    def _on_progress(self, _progress: Progress) -> None:
+        # kazoo's thread: only raise a flag; the poll thread re-checks from Kafka.
+        self._poked = True
 
     # --- boundary announcements: maybe_revoked, then a synchronous commit ----------------
 
@@ -958,9 +993,43 @@ class OrderedConsumer:
             self._announce.pop(key, None)
             self._revoke_told.discard((tp.topic, tp.partition, tp.offset))
             self._remember_commit(tp.topic, tp.partition, tp.offset)
+            if self._positions is not None:
+                self._positions.publish(tp.topic, tp.partition, tp.offset)
             part = self._parts.get(key)
             if part is not None:
                 part.announced = max(part.announced, tp.offset)
+
+    def _log_start(self, topic: str, partition: int) -> int:
+        """The log start offset of a partition, at most :data:`_LOG_START_TTL` old.
+
+        Asked of a separate, fetch-less client: on the consumer's own connection a
+        ListOffsets request waits behind the broker's long-poll of the running fetch
+        (up to ``fetch.wait.max.ms``). A log start only grows, so an older value is a
+        safe lower bound.
+        """
+        key = (topic, partition)
+        now = time.monotonic()
+        cached = self._log_starts.get(key)
+        if cached is not None and now - cached[1] < _LOG_START_TTL:
+            return cached[0]
+        known = cached[0] if cached is not None else 0
+        if self._probe is None:
+            config = {
+                k: v
+                for k, v in self._config.kafka.items()
+                if k not in ("on_commit", "stats_cb", "enable.auto.commit")
+            }
+            self._probe = Consumer({**config, "enable.auto.commit": False})
+        try:
+            low, _high = self._probe.get_watermark_offsets(
+                TopicPartition(topic, partition), timeout=self._request_timeout
+            )
+            known = max(known, int(low))
+        except KafkaException as exc:
+            # Unknown counts as "nothing more trimmed": the safe reading.
+            _log.debug("log start of %s[%d] unknown: %s", topic, partition, exc)
+        self._log_starts[key] = (known, now)
+        return known
 
     def _view(self, topic: str, partitions: Iterable[int]) -> _KafkaView | None:
         """Read the group's progress; ``None`` (gates stay closed) if Kafka did not answer."""
@@ -1180,7 +1249,11 @@ class OrderedConsumer:
         view = self._view(part.topic, gates.required_partitions(part.partition, offset))
         if view is None or not gates.may_deliver(part.partition, offset, view):
             self._set_state(part, GateState.BLOCKED, "gate closed", held=offset)
-            self._next_check = time.monotonic() + self._interval
+            # With the position service, re-check at once: that declares the interest
+            # and sets the watches that make later re-checks prompt.
+            self._next_check = (
+                0.0 if self._positions is not None else time.monotonic() + self._interval
+            )
             return False
         start = part.start if part.start is not None else offset
         for boundary, _epoch in gates.gates_of(part.partition):
@@ -1280,6 +1353,9 @@ class OrderedConsumer:
         """How long the next inner poll may wait: short while a gate needs re-checks."""
         busy = self._announce or any(p.state in _PAUSED for p in self._parts.values())
         step = self._interval if busy or self._dirty else 1.0
+        if busy and self._positions is not None:
+            # A progress notification is only seen between inner polls: keep them short.
+            step = min(step, _NOTIFY_SLICE)
         if deadline is None:
             return step
         return max(0.0, min(step, deadline - time.monotonic()))

@@ -45,6 +45,7 @@ CONSUMER_KEYS: Final[Mapping[str, str]] = {
     "ordered.epoch.header.name": "name of the epoch header (default ordered.epoch)",
     "ordered.key.audit": "check each keyed record's partition against the layout (default true)",
     "ordered.gate.poll.interval.ms": "how often a closed gate is re-checked (default 100)",
+    "ordered.positions": "open gates sooner through the position service (default true)",
     "ordered.audit.every": "audit one record in N on the fast path (default 1: every record)",
 }
 """The documented ``ordered.`` settings of the consumer and what each one means."""
@@ -119,6 +120,10 @@ class ConsumerSettings:
         header_name: ``ordered.epoch.header.name``.
         key_audit: ``ordered.key.audit``.
         gate_poll_interval_ms: ``ordered.gate.poll.interval.ms``.
+        positions: ``ordered.positions``: declare interest and publish boundary progress
+            in ZooKeeper (:mod:`coordinator.positions`) so a closed gate is re-checked as
+            soon as what it waits on is committed; the committed offsets in Kafka still
+            decide.
         audit_every: ``ordered.audit.every``: the audits look at every N-th record of a
             batch (by position) when nothing in the batch reaches a gate. Reading a
             record's headers costs confluent-kafka about half a microsecond, so a
@@ -135,6 +140,7 @@ class ConsumerSettings:
     key_audit: bool = True
     gate_poll_interval_ms: int = 100
     audit_every: int = 1
+    positions: bool = True
 
     @classmethod
     def from_mapping(cls, settings: Mapping[str, Any]) -> ConsumerSettings:
@@ -188,6 +194,7 @@ class ConsumerSettings:
                 "ordered.gate.poll.interval.ms", get("ordered.gate.poll.interval.ms", 100), 1
             ),
             audit_every=_int("ordered.audit.every", get("ordered.audit.every", 1), 1),
+            positions=parse_bool("ordered.positions", get("ordered.positions", True)),
         )
 
 

@@ -1,0 +1,297 @@
+"""The position service (KIP-253's ConsumerGroupPosition exchange) over ZooKeeper.
+
+Consumers of a group declare what their closed gates wait on (*interest*) and publish
+the boundary positions they commit (*progress*); a waiter watches the progress of the
+partitions it waits on and re-checks its gate as soon as one changes, instead of at the
+next ``ordered.gate.poll.interval.ms``.
+
+The service is never in the data path: a gate opens only on the group's committed
+offsets read from Kafka. A progress record only says "look again now", so a stale,
+missing or wrong record can delay a gate (back to the fallback interval), never open
+one early.
+
+Znodes (JSON, sorted keys, ``"version": 1``, checked on read), with ``{g}`` the group
+id percent-encoded (``urllib.parse.quote(group, safe="")``):
+
+* interest, ``{root}/groups/{g}/interest/{topic}/{member}`` (ephemeral): ``member``,
+  ``waits`` (``{"partition": offset}``), ``at``;
+* progress, ``{root}/groups/{g}/progress/{topic}/{partition}``: ``partition``,
+  ``offset`` (committed), ``at``.
+
+Writes from a consumer's poll thread are asynchronous (kazoo ``*_async``): a consumer
+never waits on ZooKeeper to deliver records. Watch callbacks run on kazoo's thread and
+only call the given callback, which must not block.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import urllib.parse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.protocol.states import ZnodeStat
+
+from coordinator.store.paths import check_root, check_topic
+from ordered.errors import StoreError
+
+__all__ = [
+    "POSITIONS_VERSION",
+    "Interest",
+    "PositionService",
+    "Progress",
+]
+
+POSITIONS_VERSION: Final = 1
+"""The ``version`` of interest and progress records."""
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Interest:
+    """What one group member's closed gates wait on in one topic.
+
+    Attributes:
+        member: The member (consumer) id.
+        waits: Partition -> the committed offset it must reach.
+        at: Unix time of the declaration.
+    """
+
+    member: str
+    waits: Mapping[int, int]
+    at: float
+
+    def to_json(self) -> bytes:
+        """Serialise (sorted keys, ``version``)."""
+        return _dump(
+            {
+                "member": self.member,
+                "waits": {str(p): o for p, o in sorted(self.waits.items())},
+                "at": self.at,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, data: bytes, path: str) -> Interest:
+        """Parse and check a record.
+
+        Raises:
+            StoreError: Malformed, wrong version, missing/extra or mistyped fields.
+        """
+        record = _load(data, path, {"member", "waits", "at"})
+        waits = record["waits"]
+        if not isinstance(record["member"], str) or not isinstance(waits, dict):
+            raise StoreError(f"{path}: member must be a string and waits an object")
+        try:
+            parsed = {int(p): _offset(o) for p, o in waits.items()}
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"{path}: bad waits {waits!r}: {exc}") from None
+        return cls(record["member"], parsed, _time(record["at"], path))
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """The committed offset a group member published for one partition.
+
+    Attributes:
+        partition: The partition.
+        offset: The committed offset.
+        at: Unix time of the publication.
+    """
+
+    partition: int
+    offset: int
+    at: float
+
+    def to_json(self) -> bytes:
+        """Serialise (sorted keys, ``version``)."""
+        return _dump({"partition": self.partition, "offset": self.offset, "at": self.at})
+
+    @classmethod
+    def from_json(cls, data: bytes, path: str) -> Progress:
+        """Parse and check a record.
+
+        Raises:
+            StoreError: Malformed, wrong version, missing/extra or mistyped fields.
+        """
+        record = _load(data, path, {"partition", "offset", "at"})
+        try:
+            return cls(
+                _offset(record["partition"]),
+                _offset(record["offset"]),
+                _time(record["at"], path),
+            )
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"{path}: {exc}") from None
+
+
+def _dump(fields: dict[str, Any]) -> bytes:
+    return json.dumps(
+        {"version": POSITIONS_VERSION, **fields}, sort_keys=True, separators=(",", ":")
+    ).encode()
+
+
+def _load(data: bytes, path: str, fields: set[str]) -> dict[str, Any]:
+    try:
+        record = json.loads(data)
+    except ValueError:
+        raise StoreError(f"{path}: not JSON") from None
+    if not isinstance(record, dict):
+        raise StoreError(f"{path}: expected an object")
+    if record.get("version") != POSITIONS_VERSION:
+        raise StoreError(f"{path}: unsupported version {record.get('version')!r}")
+    keys = set(record) - {"version"}
+    if keys != fields:
+        raise StoreError(f"{path}: fields {sorted(keys)} differ from the expected {sorted(fields)}")
+    return record
+
+
+def _offset(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"expected a non-negative integer, got {value!r}")
+    return value
+
+
+def _time(value: Any, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise StoreError(f"{path}: at must be a number, got {value!r}")
+    return float(value)
+
+
+class PositionService:
+    """Interest and progress of one consumer group, over a started kazoo client.
+
+    Args:
+        client: A started kazoo client (a consumer shares its own).
+        root: The store root (``ordered.zookeeper.root``).
+        group: The consumer group id.
+
+    Raises:
+        ValueError: ``root`` is not an absolute path.
+    """
+
+    def __init__(self, client: KazooClient, root: str, group: str) -> None:
+        self._client = client
+        self._base = f"{check_root(root).rstrip('/')}/groups/{urllib.parse.quote(group, safe='')}"
+        self._watched: set[tuple[str, int]] = set()
+        self._last_published: dict[tuple[str, int], int] = {}
+
+    def progress_path(self, topic: str, partition: int) -> str:
+        """The progress znode of ``topic``/``partition``."""
+        return f"{self._base}/progress/{check_topic(topic)}/{partition}"
+
+    def interest_path(self, topic: str, member: str) -> str:
+        """The interest znode of ``member`` in ``topic``."""
+        return f"{self._base}/interest/{check_topic(topic)}/{urllib.parse.quote(member, safe='')}"
+
+    # --- writes (asynchronous: never block a poll thread) ----------------------------------
+
+    def publish(self, topic: str, partition: int, offset: int) -> None:
+        """Publish a committed offset of ``partition`` (asynchronously, only if it grew)."""
+        key = (topic, partition)
+        if offset <= self._last_published.get(key, -1):
+            return
+        self._last_published[key] = offset
+        path = self.progress_path(topic, partition)
+        data = Progress(partition, offset, time.time()).to_json()
+        self._write(path, data, ephemeral=False)
+
+    def declare(self, topic: str, member: str, waits: Mapping[int, int]) -> None:
+        """Declare (or replace) what ``member`` waits on in ``topic``; empty clears it."""
+        path = self.interest_path(topic, member)
+        if not waits:
+            self._client.delete_async(path).rawlink(_log_failure(path, ignore=NoNodeError))
+            return
+        self._write(path, Interest(member, dict(waits), time.time()).to_json(), ephemeral=True)
+
+    def _write(self, path: str, data: bytes, ephemeral: bool) -> None:
+        def created(result: Any) -> None:
+            try:
+                result.get()
+            except NodeExistsError:
+                # Gone again before the set: a later delete won, which is fine.
+                self._client.set_async(path, data).rawlink(_log_failure(path, ignore=NoNodeError))
+            except NoNodeError:
+                # The parent does not exist yet: kazoo's create makes it.
+                self._client.create_async(path, data, ephemeral=ephemeral, makepath=True).rawlink(
+                    _log_failure(path, ignore=NodeExistsError)
+                )
+            except Exception as exc:
+                _log.warning("position service: cannot write %s: %s", path, exc)
+
+        self._client.create_async(path, data, ephemeral=ephemeral).rawlink(created)
+
+    # --- reads and watches -----------------------------------------------------------
+
+    def watch(self, topic: str, partition: int, callback: Callable[[Progress], None]) -> bool:
+        """Call ``callback`` (on kazoo's thread) whenever ``partition``'s progress changes.
+
+        One watch per partition and service; a second call for the same partition does
+        nothing and returns ``False``. The callback must not block.
+        """
+        key = (topic, partition)
+        if key in self._watched:
+            return False
+        self._watched.add(key)
+        path = self.progress_path(topic, partition)
+
+        def on_data(data: bytes | None, _stat: ZnodeStat | None, _event: Any = None) -> None:
+            if not data:
+                return
+            try:
+                callback(Progress.from_json(data, path))
+            except StoreError as exc:
+                _log.warning("position service: %s", exc)
+
+        self._client.DataWatch(path, on_data)
+        return True
+
+    def progress(self, topic: str) -> dict[int, Progress]:
+        """Read every published progress record of ``topic``.
+
+        Raises:
+            StoreError: A record fails its check.
+        """
+        parent = f"{self._base}/progress/{check_topic(topic)}"
+        return {record.partition: record for record in self._children(parent, Progress.from_json)}
+
+    def interest(self, topic: str) -> dict[str, Interest]:
+        """Read every member's interest in ``topic``.
+
+        Raises:
+            StoreError: A record fails its check.
+        """
+        parent = f"{self._base}/interest/{check_topic(topic)}"
+        return {record.member: record for record in self._children(parent, Interest.from_json)}
+
+    def _children(self, parent: str, parse: Callable[[bytes, str], Any]) -> list[Any]:
+        try:
+            names = self._client.get_children(parent)
+        except NoNodeError:
+            return []
+        out = []
+        for name in sorted(names):
+            path = f"{parent}/{name}"
+            try:
+                data, _stat = self._client.get(path)
+            except NoNodeError:
+                continue  # an ephemeral node that went away while listing
+            out.append(parse(data, path))
+        return out
+
+
+def _log_failure(path: str, ignore: type[BaseException] | None = None) -> Callable[[Any], None]:
+    def check(result: Any) -> None:
+        try:
+            result.get()
+        except Exception as exc:
+            if ignore is None or not isinstance(exc, ignore):
+                _log.warning("position service: cannot write %s: %s", path, exc)
+
+    return check

@@ -1,0 +1,123 @@
+"""The position service against the real ZooKeeper and Kafka: prompt gates, interest."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer, TopicPartition
+from helpers import wait_until
+from kazoo.client import KazooClient
+
+from coordinator.controller import Controller
+from coordinator.kafka_admin import KafkaAdmin
+from coordinator.positions import PositionService, Progress
+from coordinator.store import LayoutStore
+from ordered.consumer import GateState, OrderedConsumer
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
+
+
+@pytest.fixture
+def store(zk_hosts: str, zk_root: str) -> Iterator[LayoutStore]:
+    client = KazooClient(hosts=zk_hosts, timeout=6.0, command_retry={"deadline": 10.0})
+    client.start(timeout=10)
+    try:
+        yield LayoutStore(client, zk_root)
+    finally:
+        client.stop()
+        client.close()
+
+
+def config(bootstrap: str, zk_hosts: str, zk_root: str, group: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "ordered.zookeeper.connect": zk_hosts,
+        "ordered.zookeeper.root": zk_root,
+        **extra,
+    }
+
+
+def test_publish_and_watch(store: LayoutStore, zk_root: str) -> None:
+    service = PositionService(store.client, zk_root, "group/with:odd chars")
+    seen: list[Progress] = []
+    assert service.watch("t", 3, seen.append)
+    assert not service.watch("t", 3, seen.append)
+    service.publish("t", 3, 10)
+    wait_until(lambda: [p.offset for p in seen] == [10], timeout=10, what="first progress")
+    service.publish("t", 3, 5)  # never goes back
+    service.publish("t", 3, 12)
+    wait_until(lambda: [p.offset for p in seen] == [10, 12], timeout=10, what="update")
+    assert service.progress("t")[3].offset == 12
+    service.declare("t", "member-1", {3: 12, 0: 4})
+    wait_until(lambda: service.interest("t"), timeout=10, what="interest")
+    assert dict(service.interest("t")["member-1"].waits) == {0: 4, 3: 12}
+    service.declare("t", "member-1", {})
+    wait_until(lambda: not service.interest("t"), timeout=10, what="interest cleared")
+
+
+def test_gate_opens_on_progress_long_before_the_fallback_interval(
+    topic_factory: Callable[..., str],
+    group_factory: Callable[[], str],
+    store: LayoutStore,
+    bootstrap: str,
+    zk_hosts: str,
+    zk_root: str,
+) -> None:
+    """With a 20 s fallback interval, the destination opens within a second of the commit."""
+    topic = topic_factory(2)
+    controller = Controller(store, KafkaAdmin(bootstrap, timeout=10.0))
+    controller.adopt(topic)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce(topic, value=b"tail", partition=0)
+    assert producer.flush(30) == 0
+    controller.expand(topic, 3)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce(topic, value=b"head", partition=2)
+    assert producer.flush(30) == 0
+
+    group = group_factory()
+    slow = {"ordered.gate.poll.interval.ms": 20_000}
+    destination = OrderedConsumer(config(bootstrap, zk_hosts, zk_root, group, **slow))
+    source = OrderedConsumer(config(bootstrap, zk_hosts, zk_root, group, **slow))
+    try:
+        destination.assign([TopicPartition(topic, 2)])
+        deadline = time.monotonic() + 10
+        while destination.gate_status(waits=False)[0].state is not GateState.BLOCKED:
+            assert destination.consume(10, 0.1) == []
+            assert time.monotonic() < deadline, "destination never reached its gate"
+        # The interest is declared (the first re-check after blocking).
+        service = PositionService(store.client, zk_root, group)
+        wait_until(
+            lambda: destination.consume(10, 0.05) == [] and service.interest(topic),
+            timeout=10,
+            what="interest",
+        )
+        [interest] = service.interest(topic).values()
+        assert dict(interest.waits) == {0: 1}
+
+        source.assign([TopicPartition(topic, 0)])
+        got: list[Any] = []
+        while not got:
+            got = source.consume(10, 0.2)
+        source.consume(1, 0.0)  # announces: commit and publish
+        committed_at = time.monotonic()
+        head: list[Any] = []
+        while not head and time.monotonic() - committed_at < 5:
+            head = destination.consume(10, 0.05)
+        assert [m.value() for m in head] == [b"head"]
+        assert time.monotonic() - committed_at < 1.5
+        assert service.progress(topic)[0].offset == 1
+        wait_until(
+            lambda: destination.consume(10, 0.05) == [] and not service.interest(topic),
+            timeout=10,
+            what="interest cleared",
+        )
+    finally:
+        destination.close()
+        source.close()
