@@ -23,7 +23,9 @@ Measured, all in one run against one broker:
    source's consumer (another thread) delivers the source's tail and, at its next
    ``consume``, calls ``on_partition_key_maybe_revoked`` and commits. Latency = the
    destination's first delivery past the gate minus the source's callback (so the
-   synchronous boundary commit is included).
+   synchronous boundary commit is included). Measured twice: through the fallback path
+   alone (``ordered.positions=false``) and with the position service, whose ZooKeeper
+   notification makes the destination re-check at once.
 """
 
 from __future__ import annotations
@@ -275,9 +277,18 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def unblock_latency(
-    bootstrap: str, zookeeper: str, root: str, controller: Controller, args: argparse.Namespace
+    bootstrap: str,
+    zookeeper: str,
+    root: str,
+    controller: Controller,
+    args: argparse.Namespace,
+    positions: bool,
 ) -> dict[str, Any]:
-    """Source boundary commit -> destination first delivery, through the fallback path."""
+    """Source boundary commit -> destination first delivery.
+
+    ``positions=False`` measures the fallback path (committed offsets polled from Kafka
+    every ``ordered.gate.poll.interval.ms``); ``True`` adds the position service.
+    """
     topic = create_topic(bootstrap, 2)
     controller.adopt(topic)
     group = f"bench-{uuid.uuid4().hex[:8]}"
@@ -289,6 +300,7 @@ def unblock_latency(
         "ordered.zookeeper.connect": zookeeper,
         "ordered.zookeeper.root": root,
         "ordered.gate.poll.interval.ms": args.gate_interval_ms,
+        "ordered.positions": positions,
     }
     if args.fetch_wait_ms is not None:
         config["fetch.wait.max.ms"] = args.fetch_wait_ms
@@ -409,8 +421,10 @@ def main(argv: list[str] | None = None) -> int:
             controller = Controller(LayoutStore(client, root), KafkaAdmin(bootstrap, timeout=10))
             print("throughput ...", flush=True)
             rates = throughput(bootstrap, zookeeper, root, controller, args) if args.repeats else {}
-            print("unblock latency ...", flush=True)
-            latency = unblock_latency(bootstrap, zookeeper, root, controller, args)
+            print("unblock latency, fallback path ...", flush=True)
+            latency = unblock_latency(bootstrap, zookeeper, root, controller, args, False)
+            print("unblock latency, position service ...", flush=True)
+            service = unblock_latency(bootstrap, zookeeper, root, controller, args, True)
         finally:
             with contextlib.suppress(Exception):
                 client.delete(root, recursive=True)
@@ -429,7 +443,8 @@ def main(argv: list[str] | None = None) -> int:
         "repeats": args.repeats,
         "goal": "ordered/plain >= 0.9 (header audit on and off)",
         "throughput": rates,
-        "unblock_latency": latency,
+        "unblock_latency_fallback": latency,
+        "unblock_latency_position_service": service,
         "note": "2 shared cores; other sessions ran tests at the same time: compare "
         "variants within this run only",
     }
