@@ -178,7 +178,12 @@ def _write_state(directory: Path, state: ClusterState) -> None:
 
 
 def _new_cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    # Like Kafka's Uuid.randomUuid: an id starting with "-" would be read as an option
+    # by kafka-storage's argument parser.
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def fetch(progress: Progress | None = None) -> list[jars.ResolvedJars]:
@@ -363,12 +368,40 @@ def _wait_kafka(
         try:
             md = admin.list_topics(timeout=1.0)
             if len(md.brokers) >= brokers:
-                return
+                break
         except Exception:
             pass
         time.sleep(0.1)
+    else:
+        raise ClusterError(
+            f"Kafka metadata did not list {brokers} broker(s) in time:\n{_tail(records[0].log)}"
+        )
+    _wait_group_coordinator(bootstrap, deadline, records)
+
+
+def _wait_group_coordinator(bootstrap: str, deadline: float, records: list[ProcessRecord]) -> None:
+    """Have the broker create ``__consumer_offsets`` and answer an OffsetFetch.
+
+    A consumer that ``assign()``s first on a fresh cluster gets NOT_COORDINATOR while
+    the offsets topic is created, and librdkafka (2.16) then does not fetch that
+    partition for tens of seconds; one group request here spares every first user that.
+    """
+    from confluent_kafka import Consumer, TopicPartition
+
+    probe = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "ordered-devcluster-warmup", "log_level": 0}
+    )
+    try:
+        while time.monotonic() < deadline:
+            try:
+                probe.committed([TopicPartition("ordered-devcluster-warmup", 0)], timeout=5)
+                return
+            except Exception:
+                time.sleep(0.1)
+    finally:
+        probe.close()
     raise ClusterError(
-        f"Kafka metadata did not list {brokers} broker(s) in time:\n{_tail(records[0].log)}"
+        f"Kafka's group coordinator did not answer in time:\n{_tail(records[0].log)}"
     )
 
 
