@@ -1090,6 +1090,9 @@ class OrderedConsumer:
             for m in batch if every == 1 else batch[::every]:
                 partition = m.partition()
                 offset = m.offset()
+                if offset is None:
+                    # An error event (no offset): the checked path passes it on.
+                    return None
                 span = spans.get(partition)
                 if span is None or not span[0] <= offset < span[1]:
                     span = self._fast_span(state, partition, offset)
