@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
@@ -24,6 +25,7 @@ __all__ = [
     "expire_session",
     "kill_process",
     "run_cli",
+    "transient_error",
     "unique",
     "wait_until",
 ]
@@ -46,6 +48,23 @@ def wait_until(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
         time.sleep(interval)
+
+
+# Errors librdkafka reports as events while a fresh group's coordinator loads; it
+# retries by itself, and a plain consumer sees the same events.
+_TRANSIENT_EVENTS = frozenset(
+    {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+    }
+)
+
+
+def transient_error(message: Any) -> bool:
+    """Whether ``message`` is an error event of a loading group coordinator."""
+    error = message.error()
+    return error is not None and error.code() in _TRANSIENT_EVENTS
 
 
 def create_topic(

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
-from helpers import kill_process, wait_until
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from helpers import kill_process, transient_error, wait_until
 from kazoo.client import KazooClient
 
 from coordinator.controller import Controller
@@ -106,6 +106,7 @@ def test_group_through_expansion_and_shrink_keeps_every_key_in_order(
     produced: dict[str, int] = {}
     failures: list[BaseException] = []
     metrics: list[dict[str, int]] = []
+    commit_errors: list[str] = []
 
     def produce() -> None:
         try:
@@ -138,9 +139,15 @@ def test_group_through_expansion_and_shrink_keeps_every_key_in_order(
             while not stop_consumers.is_set():
                 batch = consumer.consume(200, 0.2)
                 if batch:
-                    assert all(m.error() is None for m in batch)
+                    batch = [m for m in batch if not transient_error(m)]
+                    assert all(m.error() is None for m in batch), [m.error() for m in batch]
                     checker.record(name, batch)
-                    consumer.commit(asynchronous=False)
+                    try:
+                        consumer.commit(asynchronous=False)
+                    except KafkaException as exc:
+                        # A rebalance can fail a commit (or leave nothing stored): the
+                        # records are then re-delivered, as with any consumer.
+                        commit_errors.append(str(exc))
         except BaseException as exc:
             failures.append(exc)
         finally:

@@ -97,6 +97,11 @@ class Background:
         self.thread = threading.Thread(target=run, daemon=True)
         self.thread.start()
 
+    def check(self) -> None:
+        """Raise the call's exception now if it failed (a wait on it would time out)."""
+        if self.error is not None:
+            raise self.error
+
     def join(self, timeout: float = 30.0) -> Any:
         self.thread.join(timeout)
         assert not self.thread.is_alive(), "controller call did not finish"
@@ -212,10 +217,13 @@ def test_barrier_waits_for_the_ack(
         run = Background(lambda: controller.expand(topic, 3, timeout=30))
         wait_until(
             lambda: (
-                (store.find_epoch(topic, 1) or None)
-                and store.get_epoch(topic, 1).producers == ("p-1",)
+                run.check()
+                or (
+                    (store.find_epoch(topic, 1) or None)
+                    and store.get_epoch(topic, 1).producers == ("p-1",)
+                )
             ),
-            timeout=10,
+            timeout=30,
             what="epoch 1 published with producer p-1",
         )
         time.sleep(0.5)
@@ -250,10 +258,13 @@ def test_barrier_passes_after_expiry_and_delivery_timeout(
         run = Background(lambda: controller.expand(topic, 4, timeout=30))
         wait_until(
             lambda: (
-                (store.find_epoch(topic, 1) or None)
-                and store.get_epoch(topic, 1).producers == ("p-gone",)
+                run.check()
+                or (
+                    (store.find_epoch(topic, 1) or None)
+                    and store.get_epoch(topic, 1).producers == ("p-gone",)
+                )
             ),
-            timeout=10,
+            timeout=30,
             what="epoch 1 lists p-gone",
         )
     finally:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from helpers import run_cli, unique, wait_until
 from kazoo.client import KazooClient
@@ -77,11 +77,24 @@ def test_three_brokers_admin_round_trip(tmp_path: Path) -> None:
 
         # Under load a fresh partition's leader can answer ListOffsets before its
         # high watermark has caught up with the acks=all writes: wait, don't sample.
-        wait_until(
-            lambda: _watermarks(bootstrap, topic, 4) == (0, 100),
-            timeout=30,
-            what="watermarks (0, 100) of the new partition",
-        )
+        seen: list[Any] = []
+
+        def settled() -> bool:
+            # A fresh partition can be unknown to a new client's metadata for a moment.
+            try:
+                seen.append(_watermarks(bootstrap, topic, 4))
+            except KafkaException as exc:
+                seen.append(exc)
+            return seen[-1] == (0, 100)
+
+        try:
+            wait_until(
+                settled,
+                timeout=30,
+                what="watermarks (0, 100) of the new partition",
+            )
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; last seen {seen[-1:]}, {len(seen)} reads") from None
         result = admin.delete_records([TopicPartition(topic, 4, 40)])
         deleted = result[TopicPartition(topic, 4, 40)].result(timeout=30)
         assert deleted.low_watermark == 40
