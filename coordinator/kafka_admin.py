@@ -1,21 +1,22 @@
 """Thin helpers over confluent-kafka's ``AdminClient`` for the controller.
 
-Partition counts, an idempotent CreatePartitions, end offsets (high watermarks) and the
-``cleanup.policy`` of a topic. Every call is bounded by the helper's ``timeout`` so a
-Kafka that is down fails fast. Kafka errors become
-:class:`~ordered.errors.OrderedKafkaError` keeping the original ``KafkaError``; a topic
-that does not exist is an :class:`UnknownTopicError` (a usage error).
+Partition counts, an idempotent CreatePartitions, end and start offsets (high and low
+watermarks), a group's committed offsets and the ``cleanup.policy`` of a topic. Every
+call is bounded by the helper's ``timeout`` so a Kafka that is down fails fast. Kafka
+errors become :class:`~ordered.errors.OrderedKafkaError` keeping the original
+``KafkaError``; a topic that does not exist is an :class:`UnknownTopicError` (a usage error).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterable
 from concurrent.futures import Future
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import ConfigResource
 from confluent_kafka.admin._listoffsets import OffsetSpec
@@ -49,6 +50,10 @@ _TRANSIENT = frozenset(
 
 
 _LATEST: OffsetSpec = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+# Group clients kept for committed-offset reads (the position relay asks every round).
+_MAX_PROBES = 16
+
+_EARLIEST: OffsetSpec = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
 
 
 class UnknownTopicError(UsageError):
@@ -82,6 +87,8 @@ class KafkaAdmin:
         }
         conf.update(config or {})
         self._admin = AdminClient(conf)
+        self._probes: dict[str, Any] = {}
+        self._probe_lock = threading.Lock()
 
     @property
     def bootstrap_servers(self) -> str:
@@ -163,6 +170,80 @@ class KafkaAdmin:
         Raises:
             OrderedKafkaError: Kafka reported an error or did not answer in time.
         """
+        return self._list_offsets(topic, partitions, _LATEST, "end")
+
+    def start_offsets(self, topic: str, partitions: Iterable[int]) -> dict[int, int]:
+        """Return the log start offset (low watermark) of each of ``partitions``.
+
+        Raises:
+            OrderedKafkaError: Kafka reported an error or did not answer in time.
+        """
+        return self._list_offsets(topic, partitions, _EARLIEST, "start")
+
+    def committed_offsets(
+        self, group: str, topic: str, partitions: Iterable[int]
+    ) -> dict[int, int]:
+        """Return ``group``'s committed offset of each of ``partitions`` that has one.
+
+        Read with an OffsetFetch of a client that never joins the group, so the group's
+        members are not disturbed; the client is kept for the next call (:meth:`close`).
+
+        Raises:
+            OrderedKafkaError: Kafka reported an error or did not answer in time.
+        """
+        wanted = sorted(set(partitions))
+        if not wanted:
+            return {}
+        with self._probe_lock:
+            probe = self._probe(group)
+            try:
+                got = probe.committed(
+                    [TopicPartition(topic, p) for p in wanted], timeout=self._timeout
+                )
+            except KafkaException as exc:
+                what = f"cannot read the offsets group {group} committed on {topic}"
+                raise self._fail(what, exc) from exc
+        out: dict[int, int] = {}
+        for tp in got:
+            if tp.error is not None:
+                raise OrderedKafkaError(
+                    f"Kafka at {self._bootstrap}: offset of group {group} on "
+                    f"{topic}[{tp.partition}]: {tp.error.str()}",
+                    tp.error,
+                )
+            if tp.offset >= 0:
+                out[tp.partition] = int(tp.offset)
+        return out
+
+    def _probe(self, group: str) -> Any:
+        """A cached client of ``group`` that never joins it (bounded: oldest evicted)."""
+        probe = self._probes.pop(group, None)
+        if probe is None:
+            probe = Consumer(
+                {
+                    "bootstrap.servers": self._bootstrap,
+                    "group.id": group,
+                    "enable.auto.commit": False,
+                    "socket.timeout.ms": int(self._timeout * 1000),
+                    "logger": _rdkafka_log,
+                }
+            )
+        self._probes[group] = probe  # most recently used last
+        while len(self._probes) > _MAX_PROBES:
+            oldest = next(iter(self._probes))
+            self._probes.pop(oldest).close()
+        return probe
+
+    def close(self) -> None:
+        """Close the cached group clients (the admin client needs no closing)."""
+        with self._probe_lock:
+            for probe in self._probes.values():
+                probe.close()
+            self._probes.clear()
+
+    def _list_offsets(
+        self, topic: str, partitions: Iterable[int], spec: OffsetSpec, name: str
+    ) -> dict[int, int]:
         wanted = sorted(set(partitions))
         out: dict[int, int] = {}
         deadline = time.monotonic() + self._timeout
@@ -170,13 +251,13 @@ class KafkaAdmin:
             missing = [p for p in wanted if p not in out]
             if not missing:
                 return out
-            request = {TopicPartition(topic, p): _LATEST for p in missing}
+            request = {TopicPartition(topic, p): spec for p in missing}
             try:
                 futures: dict[TopicPartition, Future[Any]] = self._admin.list_offsets(
                     request, request_timeout=self._timeout
                 )
             except KafkaException as exc:
-                raise self._fail(f"cannot list end offsets of {topic}", exc) from exc
+                raise self._fail(f"cannot list {name} offsets of {topic}", exc) from exc
             retry: KafkaException | None = None
             for tp, future in futures.items():
                 try:
@@ -185,11 +266,11 @@ class KafkaAdmin:
                     error = _kafka_error(exc)
                     if error is None or error.code() not in _TRANSIENT:
                         raise self._fail(
-                            f"cannot list the end offset of {topic}[{tp.partition}]", exc
+                            f"cannot list the {name} offset of {topic}[{tp.partition}]", exc
                         ) from exc
                     retry = exc
             if retry is not None and time.monotonic() > deadline:
-                raise self._fail(f"cannot list end offsets of {topic}", retry)
+                raise self._fail(f"cannot list {name} offsets of {topic}", retry)
             if retry is not None:
                 time.sleep(0.1)
 

@@ -15,6 +15,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import FrameType
@@ -27,6 +28,7 @@ from coordinator import devcluster
 from coordinator.cli.output import emit, progress
 from coordinator.controller import Controller, Description, TransitionResult
 from coordinator.daemon import CoordinatorDaemon
+from coordinator.group_status import GroupStatus, group_status
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import DEFAULT_ROOT, LayoutStore, TopicRecord
 from linear_hash import ALGORITHMS, DEFAULT_ALGORITHM
@@ -115,13 +117,23 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         _common(p, 60.0)
         p.set_defaults(func=_transition, kind=name)
 
-    describe = sub.add_parser("describe", help="show a topic's layout, epochs and producers")
+    describe = sub.add_parser(
+        "describe",
+        help="show a topic's layout, epochs and producers, or where a group waits (--group)",
+    )
     describe.add_argument("topic", metavar="TOPIC")
+    describe.add_argument(
+        "--group",
+        default=None,
+        metavar="G",
+        help="show, per partition, what consumer group G waits on at the gates",
+    )
     _common(describe, None)
     describe.set_defaults(func=_describe)
 
     daemon = sub.add_parser(
-        "coordinator", help="run the coordinator daemon: completes pending epochs"
+        "coordinator",
+        help="run the coordinator daemon: completes pending epochs, relays group positions",
     )
     _common(daemon, None)
     daemon.add_argument("--scan-interval", type=_seconds, default=1.0, help="seconds between scans")
@@ -130,6 +142,12 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         type=_seconds,
         default=10.0,
         help="seconds one resume waits in the barrier before the next scan retries",
+    )
+    daemon.add_argument(
+        "--relay-interval",
+        type=float,
+        default=0.1,
+        help="seconds between position relay rounds (0: no relay; default 0.1)",
     )
     daemon.set_defaults(func=_coordinator)
 
@@ -267,7 +285,48 @@ def _description_text(d: Description) -> str:
     return "\n".join(lines)
 
 
+def _ago(since: float | None, now: float) -> str:
+    if since is None:
+        return ""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(since))
+    return f" since {stamp} ({max(0.0, now - since):.1f} s)"
+
+
+def _group_text(status: GroupStatus, now: float) -> str:
+    lines = [
+        f"group {status.group} on topic {status.topic}: active {status.active}, "
+        f"epoch {status.epoch}"
+    ]
+    for p in status.partitions:
+        committed = "none" if p.committed is None else str(p.committed)
+        head = (
+            f"partition {p.partition} ({p.role}): committed {committed}, "
+            f"log {p.log_start}..{p.end}, {p.state}"
+        )
+        if p.gate is None:
+            lines.append(head)
+            continue
+        waits = ", ".join(
+            f"epoch {w.epoch} seal"
+            if w.partition < 0
+            else f"{w.partition}@{w.offset} (committed "
+            f"{'none' if w.committed is None else w.committed})"
+            for w in p.waits
+        )
+        lines.append(
+            f"{head} at {p.gate} (epoch {p.gate_epoch}){_ago(p.since, now)}: waits on {waits}"
+        )
+    return "\n".join(lines)
+
+
 def _describe(args: argparse.Namespace) -> int:
+    if args.group is not None:
+        if not args.group:
+            raise UsageError("--group needs a group id")
+        with connect(args) as conn:
+            status = group_status(conn.store, conn.admin, args.topic, args.group)
+        emit(status.to_dict(), _group_text(status, time.time()), args.json)
+        return 0
     with connect(args) as conn:
         description = Controller(conn.store, conn.admin).describe(args.topic)
     payload: dict[str, Any] = {"name": args.topic, **description.to_dict()}
@@ -284,6 +343,7 @@ def _coordinator(args: argparse.Namespace) -> int:
             progress=progress,
             scan_interval=args.scan_interval,
             resume_timeout=args.resume_timeout,
+            relay_interval=args.relay_interval,
         )
 
         def on_signal(_signum: int, _frame: FrameType | None) -> None:

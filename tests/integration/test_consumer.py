@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from helpers import transient_error, wait_until
+from helpers import run_cli, transient_error, wait_until
 from kazoo.client import KazooClient
 
 from coordinator.controller import Controller
@@ -347,3 +348,83 @@ def test_misplaced_record_is_a_violation(
     with pytest.raises(OrderViolationError) as info:
         drain(strict, 10.0, until=3)
     assert (info.value.partition, info.value.offset) == (0, 1)
+
+
+def test_describe_group_shows_what_each_partition_waits_on(
+    topic_factory: Callable[..., str],
+    group_factory: Callable[[], str],
+    controller: Controller,
+    store: LayoutStore,
+    bootstrap: str,
+    zk_hosts: str,
+    zk_root: str,
+    make_consumer: Callable[..., OrderedConsumer],
+) -> None:
+    """``ordered describe TOPIC --group G``: the wait, committed progress, and since when."""
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    old, new = Layout(2, 2, 0), Layout(2, 3, 1)
+    moving = [k for k in keys_for(old, 0, 40) if new.partition_for(k) == 2][:10]
+    produce(bootstrap, topic, old, [(k, "old") for k in keys_for(old, 0, 20, "x")])
+    produce(bootstrap, topic, old, [(k, "old") for k in moving])
+    controller.expand(topic, 3)
+    produce(bootstrap, topic, new, [(k, "new") for k in moving])
+    sealed_at = store.get_epoch(topic, 1).sealed_at
+    assert sealed_at is not None
+    group = group_factory()
+    servers = ["--zookeeper", zk_hosts, "--bootstrap-servers", bootstrap, "--root", zk_root]
+
+    def describe() -> dict[str, Any]:
+        done = run_cli("describe", topic, "--group", group, "--json", *servers, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return dict(json.loads(done.stdout))
+
+    # No member yet: the gate of partition 2 is known from the epoch alone.
+    first = describe()
+    assert (first["group"], first["active"], first["epoch"]) == (group, 3, 1)
+    by_partition = {p["partition"]: p for p in first["partitions"]}
+    assert [by_partition[p]["state"] for p in (0, 1)] == ["open", "open"]
+    blocked = by_partition[2]
+    assert (blocked["state"], blocked["gate"], blocked["gate_epoch"]) == ("blocked", 0, 1)
+    assert blocked["committed"] is None and blocked["end"] == len(moving)
+    assert blocked["waits"] == [{"partition": 0, "offset": 30, "committed": None, "epoch": 1}]
+    assert blocked["since"] == pytest.approx(sealed_at)
+
+    # A member held at the gate declares its wait: "since" becomes that declaration.
+    destination = make_consumer(group)
+    destination.assign([TopicPartition(topic, 2)])
+    wait_until(
+        lambda: (
+            drain(destination, 0.3) == []
+            and destination.gate_status()[0].state is GateState.BLOCKED
+        ),
+        timeout=20,
+        what="the destination blocked",
+    )
+    wait_until(
+        lambda: describe()["partitions"][2]["since"] > sealed_at,
+        timeout=10,
+        what="the member's declared wait",
+    )
+    text = run_cli("describe", topic, "--group", group, *servers, timeout=60)
+    assert text.returncode == 0, text.stderr
+    assert "partition 2 (active): committed none, log 0..10, blocked at 0 (epoch 1)" in text.stdout
+    assert "waits on 0@30 (committed none)" in text.stdout
+
+    # Partial progress shows as "committed now"; full progress opens the gate.
+    plain = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        plain.commit(offsets=[TopicPartition(topic, 0, 12)], asynchronous=False)
+        assert describe()["partitions"][2]["waits"][0]["committed"] == 12
+        plain.commit(offsets=[TopicPartition(topic, 0, 30)], asynchronous=False)
+    finally:
+        plain.close()
+    opened = describe()["partitions"][2]
+    assert (opened["state"], opened["gate"], opened["waits"]) == ("open", None, [])
+
+    # Bad input: a topic that is not adopted, one that does not exist.
+    other = topic_factory(2)
+    refused = run_cli("describe", other, "--group", group, *servers, timeout=60)
+    assert refused.returncode == 2 and "not adopted" in refused.stderr
+    missing = run_cli("describe", "no-such-topic-x", "--group", group, *servers, timeout=60)
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
