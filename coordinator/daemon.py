@@ -1,12 +1,14 @@
-"""``ordered coordinator``: the daemon that completes pending epochs.
+"""``ordered coordinator``: the daemon that completes pending epochs and relays positions.
 
 Several daemons may run; a kazoo ``Election`` at ``{root}/coordinator/election`` picks
 one leader. The leader scans the adopted topics every ``scan_interval`` seconds and
 whenever a topic record or the topic list changes (kazoo watches), and runs
 :meth:`Controller.resume` on each topic with a pending epoch, one worker thread per
-topic. A transition that another controller runs (the topic lock is held) is left to
-it. The connection listener only sets flags; losing the session ends the leadership at
-once (the election node is gone), and the daemon contends again after reconnecting.
+topic. While it leads it also runs the position service's relay
+(:class:`~coordinator.position_relay.PositionRelay`) in a thread of its own. A
+transition that another controller runs (the topic lock is held) is left to it. The
+connection listener only sets flags; losing the session ends the leadership at once
+(the election node is gone), and the daemon contends again after reconnecting.
 
 Leadership states (:class:`Role`; only :meth:`CoordinatorDaemon._set_role` changes it)::
 
@@ -33,6 +35,7 @@ from kazoo.protocol.states import KazooState
 
 from coordinator.controller import BarrierTimeoutError, Controller
 from coordinator.kafka_admin import KafkaAdmin
+from coordinator.position_relay import PositionRelay
 from coordinator.store import LayoutStore, Watch, paths
 from ordered.errors import OrderedError, StoreError, TransitionInProgressError
 
@@ -78,6 +81,8 @@ class CoordinatorDaemon:
         resume_timeout: Seconds one resume may wait in the barrier before the next
             scan tries again.
         identifier: This daemon's name in the election (default ``host:pid``).
+        relay_interval: Seconds between position relay rounds; ``0`` turns the relay
+            off.
     """
 
     def __init__(
@@ -89,6 +94,7 @@ class CoordinatorDaemon:
         scan_interval: float = 1.0,
         resume_timeout: float = 10.0,
         identifier: str | None = None,
+        relay_interval: float = 0.1,
     ) -> None:
         self._client = client
         self._store = LayoutStore(client, root)
@@ -105,6 +111,11 @@ class CoordinatorDaemon:
         self._workers: dict[str, threading.Thread] = {}
         self._errors: dict[str, str] = {}
         self._election: Any = None
+        self._relay = (
+            PositionRelay(client, admin, root, relay_interval, self._progress)
+            if relay_interval > 0
+            else None
+        )
 
     @property
     def role(self) -> Role:
@@ -170,6 +181,16 @@ class CoordinatorDaemon:
             return
         self._set_role(Role.LEADER)
         watches: dict[str, Watch] = {}
+        led = threading.Event()
+        relay: threading.Thread | None = None
+        if self._relay is not None:
+            relay = threading.Thread(
+                target=self._relay.run,
+                args=(lambda: led.is_set() or self._stop.is_set() or self._lost.is_set(), led),
+                name="position-relay",
+                daemon=True,
+            )
+            relay.start()
         try:
             self._client.ensure_path(paths.topics_path(self._store.root))
             watches[""] = self._store.watch_children(
@@ -185,6 +206,9 @@ class CoordinatorDaemon:
                     self._progress(f"scan failed: ZooKeeper: {exc!r}")
                 self._wake.wait(self._scan_interval)
         finally:
+            led.set()
+            if relay is not None:
+                relay.join()
             for watch in watches.values():
                 watch.stop()
             # A worker still in a barrier stops within a second (cancel or session loss);

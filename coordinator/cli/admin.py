@@ -60,6 +60,16 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _seconds_or_zero(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"seconds must be >= 0, got {text}")
+    return value
+
+
 def _common(p: argparse.ArgumentParser, timeout: float | None) -> None:
     p.add_argument(
         "--zookeeper",
@@ -145,7 +155,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     daemon.add_argument(
         "--relay-interval",
-        type=float,
+        type=_seconds_or_zero,
         default=0.1,
         help="seconds between position relay rounds (0: no relay; default 0.1)",
     )

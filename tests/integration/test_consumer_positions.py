@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from helpers import wait_until
 from kazoo.client import KazooClient
 
@@ -121,3 +125,126 @@ def test_gate_opens_on_progress_long_before_the_fallback_interval(
     finally:
         destination.close()
         source.close()
+
+
+def _daemon(tmp_path: Path, zk_hosts: str, bootstrap: str, zk_root: str) -> subprocess.Popen[bytes]:
+    log = (tmp_path / "coordinator.log").open("wb")
+    try:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "coordinator.cli",
+                "coordinator",
+                "--zookeeper",
+                zk_hosts,
+                "--bootstrap-servers",
+                bootstrap,
+                "--root",
+                zk_root,
+                "--session-timeout",
+                "2",
+                "--relay-interval",
+                "0.05",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    finally:
+        log.close()
+
+
+def _blocked_destination(
+    consumer: OrderedConsumer, topic: str, partition: int, service: PositionService
+) -> None:
+    """Assign ``partition``, wait until it is held at its gate and its wait is declared."""
+    consumer.assign([TopicPartition(topic, partition)])
+    wait_until(
+        lambda: (
+            consumer.consume(10, 0.1) == []
+            and consumer.gate_status(waits=False)[0].state is GateState.BLOCKED
+            and service.interest(topic)
+        ),
+        timeout=20,
+        what=f"partition {partition} blocked with its wait declared",
+    )
+
+
+def _plain_commit(bootstrap: str, group: str, topic: str, partition: int, offset: int) -> None:
+    """Commit as a plain consumer would: nothing is published to the position service."""
+    plain = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        plain.commit(offsets=[TopicPartition(topic, partition, offset)], asynchronous=False)
+    finally:
+        plain.close()
+
+
+def test_relay_opens_gates_and_a_killed_service_falls_back(
+    tmp_path: Path,
+    topic_factory: Callable[..., str],
+    group_factory: Callable[[], str],
+    store: LayoutStore,
+    bootstrap: str,
+    zk_hosts: str,
+    zk_root: str,
+) -> None:
+    """The daemon relays a commit nobody published; SIGKILLed, gates open by the fallback.
+
+    The source's progress comes from a plain consumer's commit, so only the coordinator's
+    relay (or the waiter's own fallback poll) can tell the waiting destination.
+    """
+    topic = topic_factory(2)
+    controller = Controller(store, KafkaAdmin(bootstrap, timeout=10.0))
+    controller.adopt(topic)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce(topic, value=b"tail-0", partition=0)
+    producer.produce(topic, value=b"tail-1", partition=1)
+    assert producer.flush(30) == 0
+    controller.expand(topic, 4)  # 0 -> 2 and 1 -> 3 at epoch 1
+    producer = Producer({"bootstrap.servers": bootstrap})  # knows the new partitions
+    producer.produce(topic, value=b"head-2", partition=2)
+    producer.produce(topic, value=b"head-3", partition=3)
+    assert producer.flush(30) == 0
+    group = group_factory()
+    service = PositionService(store.client, zk_root, group)
+    fallback_ms = 3_000
+    slow = {"ordered.gate.poll.interval.ms": fallback_ms}
+    daemon = _daemon(tmp_path, zk_hosts, bootstrap, zk_root)
+    first = OrderedConsumer(config(bootstrap, zk_hosts, zk_root, group, **slow))
+    second = OrderedConsumer(config(bootstrap, zk_hosts, zk_root, group, **slow))
+    try:
+        wait_until(
+            lambda: "leader" in (tmp_path / "coordinator.log").read_text(),
+            timeout=20,
+            what="the coordinator to lead",
+        )
+        # 1. With the service: the relay publishes the plain commit, the gate opens fast.
+        _blocked_destination(first, topic, 2, service)
+        _plain_commit(bootstrap, group, topic, 0, 1)
+        committed_at = time.monotonic()
+        head: list[Any] = []
+        while not head and time.monotonic() - committed_at < 10:
+            head = first.consume(10, 0.05)
+        relayed_in = time.monotonic() - committed_at
+        assert [m.value() for m in head] == [b"head-2"]
+        assert relayed_in < 1.5, f"opened after {relayed_in:.2f} s: not by the relay"
+        assert service.progress(topic)[0].offset == 1  # the relay's record
+
+        # 2. The service killed: the next gate still opens, through the fallback.
+        daemon.kill()
+        assert daemon.wait(timeout=10) == -signal.SIGKILL
+        _blocked_destination(second, topic, 3, service)
+        _plain_commit(bootstrap, group, topic, 1, 1)
+        committed_at = time.monotonic()
+        head = []
+        while not head and time.monotonic() - committed_at < 15:
+            head = second.consume(10, 0.05)
+        assert [m.value() for m in head] == [b"head-3"]
+        assert 1 not in service.progress(topic)  # nobody relayed it: the fallback did
+        assert time.monotonic() - committed_at < fallback_ms / 1000 + 3
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait(timeout=10)
+        first.close()
+        second.close()

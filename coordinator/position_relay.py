@@ -1,0 +1,121 @@
+"""The leader daemon's part of the position service: relay committed offsets to waiters.
+
+Consumers publish the boundary commits they make themselves (:mod:`coordinator.positions`),
+but a gate may wait on progress that no ordered consumer publishes: a commit by a plain
+consumer or by user code, a consumer that died between its commit and its publish, a
+group that commits with ``enable.auto.commit``. The relay closes that gap. Every
+``interval`` it reads the declared interest of every group (``{root}/groups/*/interest``),
+asks Kafka for the group's committed offsets of exactly the partitions someone waits on,
+and publishes a progress record when a committed offset grew past the recorded one;
+the waiters' watches fire and they re-check their gates from Kafka.
+
+Like the rest of the service it is never in the data path: a relay that is down, slow or
+wrong only delays a gate until the consumer's own ``ordered.gate.poll.interval.ms``
+check. It keeps no state of its own: a new leader starts from what ZooKeeper holds.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import urllib.parse
+from collections.abc import Callable
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
+
+from coordinator.kafka_admin import KafkaAdmin
+from coordinator.positions import PositionService
+from coordinator.store import paths
+from ordered.errors import OrderedError
+
+__all__ = ["PositionRelay"]
+
+_log = logging.getLogger(__name__)
+
+
+class PositionRelay:
+    """Publish the committed offsets that declared waits need, for every group.
+
+    Args:
+        client: A started kazoo client.
+        admin: Kafka admin helpers (committed offsets are read through it).
+        root: The store root.
+        interval: Seconds between rounds.
+        progress: Called with one line when a round fails in a new way.
+    """
+
+    def __init__(
+        self,
+        client: KazooClient,
+        admin: KafkaAdmin,
+        root: str = paths.DEFAULT_ROOT,
+        interval: float = 0.1,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self._client = client
+        self._admin = admin
+        self._root = paths.check_root(root).rstrip("/")
+        self._interval = interval
+        self._progress = progress or (lambda _message: None)
+        self._services: dict[str, PositionService] = {}
+        self._last_error = ""
+        self.relayed = 0
+        """Progress records this relay published (for tests and metrics)."""
+
+    def run(self, stop: Callable[[], bool], wake: threading.Event | None = None) -> None:
+        """Relay rounds every ``interval`` until ``stop()`` is true."""
+        pause = wake or threading.Event()
+        while not stop():
+            self.round()
+            pause.wait(self._interval)
+
+    def round(self) -> int:
+        """Run one round; return how many progress records it published."""
+        published = 0
+        try:
+            for group in self._groups():
+                published += self._relay_group(group)
+        except (OrderedError, KazooException, KazooTimeoutError) as exc:
+            message = f"position relay: {exc}"
+            if message != self._last_error:
+                self._progress(message)
+            self._last_error = message
+            return published
+        self._last_error = ""
+        self.relayed += published
+        return published
+
+    def _groups(self) -> list[str]:
+        try:
+            names = self._client.get_children(f"{self._root}/groups")
+        except NoNodeError:
+            return []
+        return sorted(urllib.parse.unquote(name) for name in names)
+
+    def _relay_group(self, group: str) -> int:
+        service = self._services.get(group)
+        if service is None:
+            service = self._services[group] = PositionService(self._client, self._root, group)
+        base = f"{self._root}/groups/{urllib.parse.quote(group, safe='')}/interest"
+        try:
+            topics = self._client.get_children(base)
+        except NoNodeError:
+            return 0
+        published = 0
+        for topic in sorted(topics):
+            waits: dict[int, int] = {}
+            for interest in service.interest(topic).values():
+                for partition, offset in interest.waits.items():
+                    waits[partition] = max(waits.get(partition, 0), offset)
+            if not waits:
+                continue
+            committed = self._admin.committed_offsets(group, topic, waits)
+            recorded = service.progress(topic)
+            for partition, offset in sorted(committed.items()):
+                known = recorded.get(partition)
+                if known is None or offset > known.offset:
+                    service.publish(topic, partition, offset)
+                    published += 1
+        return published
