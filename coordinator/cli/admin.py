@@ -231,7 +231,11 @@ def connect(args: argparse.Namespace, daemon: bool = False) -> Iterator[Connecti
             store = LayoutStore(client, args.root)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-        yield Connections(store, KafkaAdmin(bootstrap, timeout=args.kafka_timeout))
+        admin = KafkaAdmin(bootstrap, timeout=args.kafka_timeout)
+        try:
+            yield Connections(store, admin)
+        finally:
+            admin.close()
     finally:
         client.stop()
         client.close()
