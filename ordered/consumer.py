@@ -81,6 +81,7 @@ from kazoo.client import KazooClient, KazooState
 from coordinator.positions import PositionService, Progress
 from coordinator.store import LayoutStore, TopicRecord, Watch
 from linear_hash import Layout
+from ordered.compaction import is_tombstone_copy
 from ordered.consumer_config import ConsumerConfig, split_consumer_config
 from ordered.errors import OrderViolationError, StoreError
 from ordered.gates import EpochInfo, GateEvaluator, Wait, epoch_range
@@ -200,6 +201,11 @@ class _Topic:
     def ordered(self) -> bool:
         return self.gates is not None
 
+    @property
+    def compacted(self) -> bool:
+        """Ordered and compacted: tombstone copies (KIP-253 section 9) may be in it."""
+        return self.gates is not None and self.record is not None and self.record.compacted
+
 
 class _KafkaView:
     """Committed offsets (one request per check) and log starts (lazily) from Kafka."""
@@ -311,6 +317,7 @@ class OrderedConsumer:
             "announcements": 0,
             "violations": 0,
             "layout_reloads": 0,
+            "tombstone_copies_dropped": 0,
         }
 
     # --- public API: subscription and assignment ------------------------------------
@@ -1076,6 +1083,8 @@ class OrderedConsumer:
         """
         settings = self._config.ordered
         state = self._topics[topic]
+        if state.compacted:
+            return None  # every record is looked at: tombstone copies are dropped
         header_audit = settings.header_audit and state.ordered
         key_audit = settings.key_audit and state.ordered
         last: dict[int, Any] = {}
@@ -1182,6 +1191,12 @@ class OrderedConsumer:
                     continue
                 if offset >= part.limit and not self._reach_gate(part, offset, crossed):
                     withheld.setdefault(key, []).append(m)
+                    continue
+                if m.value() is None and self._topics[key[0]].compacted and is_tombstone_copy(m):
+                    # For compaction only: the key's newer value lives elsewhere. Passed
+                    # over like a delivered record, so positions and commits cover it.
+                    self._metrics["tombstone_copies_dropped"] += 1
+                    last[key] = offset
                     continue
                 if (
                     audit

@@ -7,9 +7,10 @@ moment it is published (no stall), and acks the epoch once every record it route
 an older layout is delivered, so the controller can seal the epoch with safe
 boundaries.
 
-Out of scope for now: compacted topics (KIP-253 section 9: a key's tombstone must reach
-every partition that held the key). Records of a compacted ordered topic are routed like
-any other; tombstones are not copied to older partitions.
+Compacted topics follow KIP-253 section 9 (:mod:`ordered.compaction`): a keyed record
+that lands in a partition split off from others also sends a marked tombstone of its
+key to each of those earlier partitions, once per key and route, so that compaction
+removes the key's stale values there.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from coordinator.store import AckRecord, LayoutStore, ProducerRecord, TopicRecord, Watch
 from coordinator.store import paths as store_paths
 from linear_hash import DEFAULT_ALGORITHM, Layout
+from ordered.compaction import TOMBSTONE_HEADER, TombstoneMemo, ancestors
 from ordered.config import ProducerConfig, split_producer_config
 from ordered.errors import LayoutUnavailableError, StoreError
 from ordered.producer_tracking import DrainTracker, Switch
@@ -115,6 +117,8 @@ class _Route:
 
     __slots__ = (
         "algorithm",
+        "compacted",
+        "copied",
         "headers",
         "layout",
         "place",
@@ -130,12 +134,18 @@ class _Route:
         layout: Layout | None = None,
         algorithm: str = DEFAULT_ALGORITHM,
         headers: list[tuple[str, bytes]] | None = None,
+        compacted: bool = False,
     ) -> None:
         self.state = state
         self.plain = layout is None
         self.layout = layout
         self.algorithm = algorithm
         self.headers = headers
+        # Section 9 applies once a key can live above initial (the topic has grown).
+        self.compacted = compacted and layout is not None and layout.active > layout.initial
+        # Keys whose tombstone copies this route sent: a new route (a new epoch, its
+        # seal) sends them again, after which no old-epoch record can follow them.
+        self.copied = TombstoneMemo()
         # Keyed records may be routed (not suspended); checked with one attribute.
         self.routable = layout is not None and state is not TopicState.SUSPENDED
         # The bound router: one call on the send path, no algorithm dispatch.
@@ -184,6 +194,10 @@ def _record_key(record: TopicRecord) -> tuple[int, int]:
 
 def _is_unreachable(exc: StoreError) -> bool:
     return isinstance(exc.__cause__, KazooException | KazooTimeoutError)
+
+
+def _ignore_report(_err: Any, _msg: Any) -> None:
+    """The delivery callback of a tombstone copy (not the application's record)."""
 
 
 class _OnlyError:
@@ -252,7 +266,8 @@ class OrderedProducer:
     ``BufferError``); after a loss the producer re-registers and re-reads every topic
     before routing again.
 
-    Compacted topics (KIP-253 section 9, tombstones) are not handled yet.
+    Compacted topics (KIP-253 section 9): see :mod:`ordered.compaction`; the tombstone
+    copies never reach the application's delivery callbacks.
 
     Args:
         config: The configuration dict (confluent keys plus ``ordered.*``).
@@ -286,6 +301,8 @@ class OrderedProducer:
         self._switches: dict[str, Switch] = {}
         self._tracker = DrainTracker()
         self._direct = not self._only_error
+        self.tombstone_copies = 0
+        """Tombstone copies sent for compacted topics (KIP-253 section 9)."""
         self._events: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
         self._available = False
         self._session_seq = 0
@@ -404,6 +421,8 @@ class OrderedProducer:
                         partition = next(route.round_robin)  # type: ignore[arg-type]
                     elif route.routable and self._available:
                         partition = place(key)
+                        if route.compacted and route.copied.first(key):
+                            self._send_copies(route, topic, key, partition, timestamp)
                     else:
                         raise LayoutUnavailableError(
                             f"cannot route a keyed record to {topic}: the ZooKeeper "
@@ -441,6 +460,46 @@ class OrderedProducer:
                 )
             else:
                 self._rd_produce(topic, value, key, partition, None, None, timestamp, headers)
+
+    def _send_copies(
+        self, route: _Route, topic: str, key: Any, partition: int, timestamp: int
+    ) -> None:
+        """KIP-253 section 9: a marked tombstone of ``key`` in each ancestor (under the lock).
+
+        Tracked like any record of the route, so the epoch's ack also waits for them;
+        their delivery reports go nowhere.
+        """
+        layout = route.layout
+        assert layout is not None
+        targets = ancestors(partition, layout.initial)
+        if not targets:
+            return
+        headers = [(TOMBSTONE_HEADER, str(partition).encode()), *(route.headers or ())]
+        tracker = self._tracker
+        for target in targets:
+            if tracker.tracking:
+                generation = tracker.generation
+                self._rd_produce(
+                    topic,
+                    None,
+                    key,
+                    target,
+                    on_delivery=_Tracked(self, generation, None),
+                    timestamp=timestamp,
+                    headers=headers,
+                )
+                tracker.sent(generation)
+            else:
+                self._rd_produce(
+                    topic,
+                    None,
+                    key,
+                    target,
+                    on_delivery=_ignore_report,
+                    timestamp=timestamp,
+                    headers=headers,
+                )
+        self.tombstone_copies += len(targets)
 
     def produce_batch(
         self,
@@ -749,7 +808,13 @@ class OrderedProducer:
                 state = route_state
                 if not self._available and self._resync_needed:
                     state = TopicState.SUSPENDED
-                route = _Route(state, layout, record.algorithm, self._headers_for(record.epoch))
+                route = _Route(
+                    state,
+                    layout,
+                    record.algorithm,
+                    self._headers_for(record.epoch),
+                    record.compacted,
+                )
                 self._set_state(info, state, route)
             self._update_tracking()
         for topic_, epoch, offsets in acks:
@@ -807,7 +872,11 @@ class OrderedProducer:
                 current = self._routes[topic]
                 if info.state is TopicState.SWITCHING:
                     route = _Route(
-                        TopicState.ROUTING, current.layout, current.algorithm, current.headers
+                        TopicState.ROUTING,
+                        current.layout,
+                        current.algorithm,
+                        current.headers,
+                        current.compacted,
                     )
                     self._set_state(info, TopicState.ROUTING, route)
                 done.append(switch)
@@ -896,7 +965,11 @@ class OrderedProducer:
                 if info.state in (TopicState.ROUTING, TopicState.SWITCHING):
                     current = self._routes[info.topic]
                     route = _Route(
-                        TopicState.SUSPENDED, current.layout, current.algorithm, current.headers
+                        TopicState.SUSPENDED,
+                        current.layout,
+                        current.algorithm,
+                        current.headers,
+                        current.compacted,
                     )
                     self._set_state(info, TopicState.SUSPENDED, route)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from helpers import expire_session, wait_until
+from helpers import expire_session, unique, wait_until
 from kazoo.client import KazooClient
 
 from coordinator.controller import Controller
@@ -20,6 +20,8 @@ from coordinator.store import LayoutStore, ProducerRecord
 from coordinator.store import paths as store_paths
 from linear_hash import Layout, partition_for
 from ordered import ConfigError, LayoutUnavailableError, OrderedError, OrderedProducer, TopicState
+from ordered.compaction import TOMBSTONE_HEADER
+from ordered.consumer import OrderedConsumer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -667,3 +669,79 @@ def test_first_use_without_zookeeper_raises_buffer_error(
     wait_until(lambda: keyed_produce_works(producer, topic), timeout=15)
     assert producer.topic_state(topic) is TopicState.PLAIN
     assert producer.flush(10) == 0
+
+
+def test_compacted_topic_gets_tombstone_copies_that_ordered_consumers_skip(
+    make_producer: Callable[..., OrderedProducer],
+    controller: Controller,
+    topic_factory: Callable[..., str],
+    bootstrap: str,
+    zk_hosts: str,
+    zk_root: str,
+) -> None:
+    """KIP-253 section 9: a moved key's first record tombstones its old partition."""
+    topic = topic_factory(2, config={"cleanup.policy": "compact"})
+    assert controller.adopt(topic).compacted
+    keys = [f"c-{i}" for i in range(40)]
+    producer = make_producer()
+    reports: list[Any] = []
+
+    def produce_all(value: bytes) -> None:
+        for key in keys:
+            producer.produce(
+                topic, value=value, key=key, on_delivery=lambda e, m: reports.append(m)
+            )
+        assert producer.flush(30) == 0
+
+    produce_all(b"v0")
+    assert producer.tombstone_copies == 0  # 2 == initial: no key lives above it yet
+    controller.expand(topic, 4, timeout=30)
+    produce_all(b"v1")
+    moved = {k: partition_for(k, 2, 4) for k in keys if partition_for(k, 2, 4) >= 2}
+    assert moved and producer.tombstone_copies == len(moved)
+    produce_all(b"v2")  # the same route: each key's copy was sent once
+    assert producer.tombstone_copies == len(moved)
+    # Delivery reports are the application's records only.
+    assert len(reports) == 3 * len(keys) and all(m.value() is not None for m in reports)
+
+    records = consume_all(bootstrap, topic)
+    copies = [m for m in records if m.value() is None]
+    assert sorted((m.key().decode(), m.partition()) for m in copies) == sorted(
+        (k, p - 2) for k, p in moved.items()
+    )
+    for m in copies:
+        key = m.key().decode()
+        assert header(m, TOMBSTONE_HEADER) == str(moved[key]).encode()
+        assert header(m) == b"1"  # routed under epoch 1, like the record it goes with
+        # The copy follows the key's old value in the old partition.
+        old = [r for r in records if r.key() == m.key() and r.partition() == m.partition()]
+        assert [r.value() for r in old] == [b"v0", None]
+
+    consumer = OrderedConsumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": unique("g"),
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "ordered.zookeeper.connect": zk_hosts,
+            "ordered.zookeeper.root": zk_root,
+            "ordered.gate.poll.interval.ms": 50,
+            "ordered.violation.policy": "raise",
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        seen: dict[str, list[bytes | None]] = {}
+        deadline = time.monotonic() + 30
+        while sum(len(v) for v in seen.values()) < 3 * len(keys):
+            assert time.monotonic() < deadline, seen
+            for m in consumer.consume(100, 0.2):
+                assert m.error() is None, m.error()
+                seen.setdefault(m.key().decode(), []).append(m.value())
+            if seen:
+                consumer.commit(asynchronous=False)
+        assert seen == {k: [b"v0", b"v1", b"v2"] for k in keys}
+        assert consumer.metrics["tombstone_copies_dropped"] == len(moved)
+        assert consumer.violations == 0
+    finally:
+        consumer.close()
