@@ -7,7 +7,7 @@ pluggable assignor, so this measures what the built-in ones do on a real broker:
 
 1. a topic adopted with 4 partitions, expanded to 8 and shrunk to 5 by the real
    controller (partitions 5..7 are retired; Kafka keeps them);
-2. for each ``partition.assignment.strategy`` and group size, a group of plain
+2. for each ``partition.assignment.strategy`` and group size, ``--rounds`` groups of plain
    confluent-kafka consumers subscribes (``OrderedConsumer.subscribe`` passes the same
    setting to the same librdkafka) and the stable assignment is recorded;
 3. per member: active and retired partitions; per group: the spread of active
@@ -20,44 +20,23 @@ Writes ``benchmarks/results/balance.json``.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import datetime as dt
 import json
-import platform
 import sys
-import tempfile
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import confluent_kafka
+from _common import environment, scratch_root, servers
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
-from kazoo.client import KazooClient
 
-from coordinator import devcluster
 from coordinator.controller import Controller
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore
 
 RESULTS = Path(__file__).resolve().parent / "results" / "balance.json"
 STRATEGIES = ("range", "roundrobin", "cooperative-sticky")
-
-
-@contextlib.contextmanager
-def servers(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
-    """Yield (bootstrap, zookeeper): the given ones, or a fresh cluster of our own."""
-    if args.bootstrap and args.zookeeper:
-        yield args.bootstrap, args.zookeeper
-        return
-    with tempfile.TemporaryDirectory(prefix="bench-balance-") as tmp:
-        state = devcluster.up(Path(tmp), progress=lambda m: print(f"[cluster] {m}", flush=True))
-        try:
-            yield state.bootstrap_servers, state.zookeeper_connect
-        finally:
-            devcluster.down(Path(tmp))
 
 
 def shrunk_topic(bootstrap: str, controller: Controller, args: argparse.Namespace) -> str:
@@ -130,6 +109,32 @@ def figures(assignment: list[list[int]], active: int) -> dict[str, Any]:
     }
 
 
+def summary(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per strategy and group size: the worst spread and how often a member idled."""
+    out: dict[tuple[str, int], dict[str, Any]] = {}
+    for row in runs:
+        entry = out.setdefault(
+            (row["strategy"], row["group_size"]),
+            {
+                "strategy": row["strategy"],
+                "group_size": row["group_size"],
+                "best_spread": row["best_spread"],
+                "rounds": 0,
+                "worst_spread": 0,
+                "rounds_with_a_member_without_active": 0,
+                "active_per_member_seen": [],
+            },
+        )
+        entry["rounds"] += 1
+        entry["worst_spread"] = max(entry["worst_spread"], row["active_spread"])
+        if row["members_without_active"] > row["best_members_without_active"]:
+            entry["rounds_with_a_member_without_active"] += 1
+        counts = sorted(row["active_per_member"], reverse=True)
+        if counts not in entry["active_per_member_seen"]:
+            entry["active_per_member_seen"].append(counts)
+    return list(out.values())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run every strategy and group size, print the figures, write the JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
@@ -140,50 +145,44 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--active", type=int, default=5)
     parser.add_argument("--members", type=int, nargs="+", default=[2, 3, 4])
     parser.add_argument("--timeout", type=float, default=60.0)
+    parser.add_argument("--rounds", type=int, default=4, help="groups per strategy and size")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
 
     runs: list[dict[str, Any]] = []
-    with servers(args) as (bootstrap, zookeeper):
-        root = f"/bench-{uuid.uuid4().hex[:8]}"
-        client = KazooClient(hosts=zookeeper, timeout=10.0, command_retry={"deadline": 10.0})
-        client.start(timeout=15)
-        try:
-            controller = Controller(LayoutStore(client, root), KafkaAdmin(bootstrap, timeout=10))
-            topic = shrunk_topic(bootstrap, controller, args)
-            for strategy in STRATEGIES:
-                for members in args.members:
+    with (
+        servers(args, "balance") as (bootstrap, zookeeper),
+        scratch_root(zookeeper) as (client, root),
+    ):
+        controller = Controller(LayoutStore(client, root), KafkaAdmin(bootstrap, timeout=10))
+        topic = shrunk_topic(bootstrap, controller, args)
+        for strategy in STRATEGIES:
+            for members in args.members:
+                for attempt in range(1, args.rounds + 1):
+                    # A fresh group each round: member ids, and so the order the
+                    # assignor sees them in, change.
                     assignment, settle = stable_assignment(
                         bootstrap, topic, strategy, members, args.peak, args.timeout
                     )
                     row = {
                         "strategy": strategy,
                         "group_size": members,
+                        "round": attempt,
                         **figures(assignment, args.active),
                     }
                     row["settle_s"] = round(settle, 2)
                     runs.append(row)
                     print(
-                        f"{strategy:>18} x{members}: active per member "
+                        f"{strategy:>18} x{members} #{attempt}: active per member "
                         f"{row['active_per_member']}, spread {row['active_spread']} "
                         f"(best {row['best_spread']}), members without active "
                         f"{row['members_without_active']} (best "
                         f"{row['best_members_without_active']})",
                         flush=True,
                     )
-        finally:
-            with contextlib.suppress(Exception):
-                client.delete(root, recursive=True)
-            client.stop()
-            client.close()
 
     results = {
-        "benchmark": "balance",
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "confluent_kafka": confluent_kafka.version()[0],
-        "librdkafka": confluent_kafka.libversion()[0],
+        **environment("balance"),
         "layout": {
             "initial": args.initial,
             "peak": args.peak,
@@ -192,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "goal": "KIP-253 section 6: spread active and retired partitions separately",
         "runs": runs,
+        "summary": summary(runs),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")

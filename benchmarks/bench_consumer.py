@@ -31,27 +31,20 @@ Measured, all in one run against one broker:
 from __future__ import annotations
 
 import argparse
-import contextlib
-import datetime as dt
 import gc
 import json
-import platform
 import statistics
-import sys
-import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import confluent_kafka
+from _common import environment, scratch_root, servers
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from kazoo.client import KazooClient
 
-from coordinator import devcluster
 from coordinator.controller import Controller
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore
@@ -64,20 +57,6 @@ VALUE = b"x" * 100
 # The first expansion creates partition 2, which the destination's librdkafka learns of
 # at its next metadata refresh: those transitions measure metadata, not gates.
 WARMUP = 2
-
-
-@contextlib.contextmanager
-def servers(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
-    """Yield (bootstrap, zookeeper): the given ones, or a fresh cluster of our own."""
-    if args.bootstrap and args.zookeeper:
-        yield args.bootstrap, args.zookeeper
-        return
-    with tempfile.TemporaryDirectory(prefix="bench-consumer-") as tmp:
-        state = devcluster.up(Path(tmp), progress=lambda m: print(f"[cluster] {m}", flush=True))
-        try:
-            yield state.bootstrap_servers, state.zookeeper_connect
-        finally:
-            devcluster.down(Path(tmp))
 
 
 def create_topic(bootstrap: str, partitions: int) -> str:
@@ -413,31 +392,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
 
-    with servers(args) as (bootstrap, zookeeper):
-        root = f"/bench-{uuid.uuid4().hex[:8]}"
-        client = KazooClient(hosts=zookeeper, timeout=10.0, command_retry={"deadline": 10.0})
-        client.start(timeout=15)
-        try:
-            controller = Controller(LayoutStore(client, root), KafkaAdmin(bootstrap, timeout=10))
-            print("throughput ...", flush=True)
-            rates = throughput(bootstrap, zookeeper, root, controller, args) if args.repeats else {}
-            print("unblock latency, fallback path ...", flush=True)
-            latency = unblock_latency(bootstrap, zookeeper, root, controller, args, False)
-            print("unblock latency, position service ...", flush=True)
-            service = unblock_latency(bootstrap, zookeeper, root, controller, args, True)
-        finally:
-            with contextlib.suppress(Exception):
-                client.delete(root, recursive=True)
-            client.stop()
-            client.close()
+    with (
+        servers(args, "consumer") as (bootstrap, zookeeper),
+        scratch_root(zookeeper) as (client, root),
+    ):
+        controller = Controller(LayoutStore(client, root), KafkaAdmin(bootstrap, timeout=10))
+        print("throughput ...", flush=True)
+        rates = throughput(bootstrap, zookeeper, root, controller, args) if args.repeats else {}
+        print("unblock latency, fallback path ...", flush=True)
+        latency = unblock_latency(bootstrap, zookeeper, root, controller, args, False)
+        print("unblock latency, position service ...", flush=True)
+        service = unblock_latency(bootstrap, zookeeper, root, controller, args, True)
 
     results = {
-        "benchmark": "consumer",
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "confluent_kafka": confluent_kafka.version()[0],
-        "librdkafka": confluent_kafka.libversion()[0],
+        **environment("consumer"),
         "records": args.records,
         "partitions": args.partitions,
         "repeats": args.repeats,

@@ -24,26 +24,21 @@ Measured, all in one run against one broker:
 from __future__ import annotations
 
 import argparse
-import contextlib
-import datetime as dt
 import gc
 import json
-import platform
 import statistics
 import sys
-import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import confluent_kafka
+from _common import environment, scratch_root, servers
 from confluent_kafka.admin import AdminClient, NewTopic
-from kazoo.client import KazooClient
 
-from coordinator import devcluster
 from coordinator.controller import Controller
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore
@@ -60,20 +55,6 @@ COMMON: dict[str, Any] = {
     "queue.buffering.max.kbytes": 1_048_576,
     "enable.idempotence": True,
 }
-
-
-@contextlib.contextmanager
-def servers(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
-    """Yield (bootstrap, zookeeper): the given ones, or a fresh cluster of our own."""
-    if args.bootstrap and args.zookeeper:
-        yield args.bootstrap, args.zookeeper
-        return
-    with tempfile.TemporaryDirectory(prefix="bench-producer-") as tmp:
-        state = devcluster.up(Path(tmp), progress=lambda m: print(f"[cluster] {m}", flush=True))
-        try:
-            yield state.bootstrap_servers, state.zookeeper_connect
-        finally:
-            devcluster.down(Path(tmp))
 
 
 def create_topic(bootstrap: str, partitions: int) -> str:
@@ -463,34 +444,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
 
-    with servers(args) as (bootstrap, zookeeper):
-        root = f"/bench-{uuid.uuid4().hex[:8]}"
-        client = KazooClient(hosts=zookeeper, timeout=10.0, command_retry={"deadline": 10.0})
-        client.start(timeout=15)
-        try:
-            store = LayoutStore(client, root)
-            controller = Controller(store, KafkaAdmin(bootstrap, timeout=10.0))
-            print("throughput ...", flush=True)
-            rates = throughput(bootstrap, zookeeper, root, controller, args)
-            print("client-side cost ...", flush=True)
-            cost = client_cost(zookeeper, root, controller, bootstrap, args)
-            print("latency ...", flush=True)
-            lat = latency(bootstrap, zookeeper, root, controller, args)
-            print("seal time ...", flush=True)
-            seal = seal_time(bootstrap, zookeeper, root, controller, store, args)
-        finally:
-            with contextlib.suppress(Exception):
-                client.delete(root, recursive=True)
-            client.stop()
-            client.close()
+    with (
+        servers(args, "producer") as (bootstrap, zookeeper),
+        scratch_root(zookeeper) as (client, root),
+    ):
+        store = LayoutStore(client, root)
+        controller = Controller(store, KafkaAdmin(bootstrap, timeout=10.0))
+        print("throughput ...", flush=True)
+        rates = throughput(bootstrap, zookeeper, root, controller, args)
+        print("client-side cost ...", flush=True)
+        cost = client_cost(zookeeper, root, controller, bootstrap, args)
+        print("latency ...", flush=True)
+        lat = latency(bootstrap, zookeeper, root, controller, args)
+        print("seal time ...", flush=True)
+        seal = seal_time(bootstrap, zookeeper, root, controller, store, args)
 
     results = {
-        "benchmark": "producer",
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "confluent_kafka": confluent_kafka.version()[0],
-        "librdkafka": confluent_kafka.libversion()[0],
+        **environment("producer"),
         "records": args.records,
         "repeats": args.repeats,
         "partitions": args.partitions,

@@ -1,0 +1,62 @@
+"""What the Kafka benchmarks share: their servers, a scratch store root, the run's facts."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import platform
+import sys
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import confluent_kafka
+from kazoo.client import KazooClient
+
+from coordinator import devcluster
+
+__all__ = ["environment", "scratch_root", "servers"]
+
+
+@contextlib.contextmanager
+def servers(args: argparse.Namespace, name: str) -> Iterator[tuple[str, str]]:
+    """Yield (bootstrap, zookeeper): ``--bootstrap``/``--zookeeper``, or a cluster of our own."""
+    if args.bootstrap and args.zookeeper:
+        yield args.bootstrap, args.zookeeper
+        return
+    with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as tmp:
+        state = devcluster.up(Path(tmp), progress=lambda m: print(f"[cluster] {m}", flush=True))
+        try:
+            yield state.bootstrap_servers, state.zookeeper_connect
+        finally:
+            devcluster.down(Path(tmp))
+
+
+@contextlib.contextmanager
+def scratch_root(zookeeper: str) -> Iterator[tuple[KazooClient, str]]:
+    """Yield a started kazoo client and a fresh store root, deleted afterwards."""
+    root = f"/bench-{uuid.uuid4().hex[:8]}"
+    client = KazooClient(hosts=zookeeper, timeout=10.0, command_retry={"deadline": 10.0})
+    client.start(timeout=15)
+    try:
+        yield client, root
+    finally:
+        with contextlib.suppress(Exception):
+            client.delete(root, recursive=True)
+        client.stop()
+        client.close()
+
+
+def environment(benchmark: str) -> dict[str, Any]:
+    """The facts every result file starts with."""
+    return {
+        "benchmark": benchmark,
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "confluent_kafka": confluent_kafka.version()[0],
+        "librdkafka": confluent_kafka.libversion()[0],
+    }
