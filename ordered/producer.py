@@ -665,9 +665,10 @@ class OrderedProducer:
         for pending in list(self._ack_results):
             with contextlib.suppress(Exception):
                 pending.wait(5.0)
-        result = bool(self._producer.close())
+        # The worker may use the librdkafka handle (a metadata refresh): stop it first.
         self._events.put(("stop",))
         self._worker.join(timeout=5)
+        result = bool(self._producer.close())
         with contextlib.suppress(Exception):
             self._kz.stop()
             self._kz.close()
@@ -743,11 +744,17 @@ class OrderedProducer:
         (``_UNKNOWN_PARTITION``) until its next periodic refresh; a metadata request
         updates that cache at once.
         """
+        if self._closed:
+            return 0
         try:
             metadata = self._producer.list_topics(topic, timeout)
         except confluent_kafka.KafkaException as exc:
             _log.warning("metadata of %s not refreshed: %s", topic, exc.args[0])
             return 0
+        except RuntimeError:
+            if self._closed:
+                return 0  # closed meanwhile ("Handle has been closed")
+            raise
         entry = metadata.topics.get(topic)
         if entry is None or entry.error is not None:
             return 0
