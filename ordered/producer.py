@@ -334,6 +334,8 @@ class OrderedProducer:
             self._producer = confluent_kafka.Producer(kafka)
             # Bound once: the send path saves two attribute lookups per record.
             self._rd_produce = self._producer.produce
+            self._acquire = self._lock.acquire
+            self._release = self._lock.release
         except BaseException:
             self._kz.stop()
             self._kz.close()
@@ -410,9 +412,14 @@ class OrderedProducer:
         # callback in use as ``callback`` so both spellings behave as documented.
         user = callback if callback is not None else on_delivery
         if route.plain and self._direct:
-            self._rd_produce(topic, value, key, partition, user, None, timestamp, headers)
+            if user is None and headers is None and not timestamp:
+                self._rd_produce(topic, value, key, partition)
+            else:
+                self._rd_produce(topic, value, key, partition, user, None, timestamp, headers)
             return
-        with self._lock:
+        # acquire/release bound once: a ``with`` block costs ~100 ns more per record.
+        self._acquire()
+        try:
             route = self._routes[topic]
             if partition == -1:
                 place = route.place
@@ -433,7 +440,11 @@ class OrderedProducer:
             if ours is not None:
                 headers = ours if headers is None else _merge_headers(headers, ours)
             if self._direct:
-                self._rd_produce(topic, value, key, partition, user, None, timestamp, headers)
+                if user is None and headers is None and not timestamp:
+                    # librdkafka parses four arguments faster than eight.
+                    self._rd_produce(topic, value, key, partition)
+                else:
+                    self._rd_produce(topic, value, key, partition, user, None, timestamp, headers)
                 return
             tracker = self._tracker
             if tracker.tracking:
@@ -460,6 +471,8 @@ class OrderedProducer:
                 )
             else:
                 self._rd_produce(topic, value, key, partition, None, None, timestamp, headers)
+        finally:
+            self._release()
 
     def _send_copies(
         self, route: _Route, topic: str, key: Any, partition: int, timestamp: int
