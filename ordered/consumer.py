@@ -46,6 +46,13 @@ Commits and the guarantee:
 * ``enable.auto.offset.store`` is handled by the wrapper (librdkafka would store offsets
   of records a gate holds back): when it is true, the wrapper stores the offset of each
   record it returns; when false, ``store_offsets`` works as usual.
+* KIP order holds whatever commits: until ``on_partition_key_maybe_revoked`` has run for
+  a source boundary, the offset stored for that partition stays one below it (so an
+  auto-commit or a ``commit()`` of stored offsets cannot open the destination's gate
+  first), and :meth:`OrderedConsumer.commit` runs due announcements before it commits.
+  Only ``commit(offsets=...)`` from another thread, or a commit by a plain client of the
+  group, can still open a gate before the callback ran (order of records is kept even
+  then; only the callback comes late).
 
 Violations (a record whose key routes elsewhere under every layout that may have
 placed it at its offset, or whose epoch header contradicts the boundaries) are counted
@@ -178,6 +185,7 @@ class _Part:
     start: int | None = None  # first offset fetched in this assignment
     position: int | None = None  # last delivered offset + 1
     announced: int = -1  # highest boundary announced (maybe_revoked + commit)
+    hold: int | None = None  # a boundary reached but not announced: store below it
     assigned_upto: int = -1  # highest boundary on_partition_key_assigned ran for
     user_paused: bool = False
     reason: str = ""
@@ -473,11 +481,18 @@ class OrderedConsumer:
     def commit(self, *args: Any, **kwargs: Any) -> Any:
         """Commit, with confluent's arguments (``message``, ``offsets``, ``asynchronous``).
 
+        Boundary announcements due (a source partition delivered up to a boundary) run
+        first, on this thread: ``on_partition_key_maybe_revoked``, then their commit.
+
         Raises:
             KafkaException: From confluent.
             RuntimeError: The consumer is closed.
         """
         self._check_open()
+        if self._announce:
+            # KIP order: a source's maybe_revoked runs (and its boundary is committed)
+            # before any commit can let a destination past that boundary.
+            self._run_announcements()
         result = self._consumer.commit(*args, **kwargs)
         if result:
             for tp in result:
@@ -964,6 +979,8 @@ class OrderedConsumer:
             # past it has nothing of the tail to announce.
             if max(part.announced, known) < mark <= part.position and start < mark:
                 self._announce[(part.topic, part.partition)] = part.position
+                if part.hold is None:
+                    part.hold = mark
                 return
 
     def _run_announcements(self, only: set[tuple[str, int]] | None = None) -> None:
@@ -998,6 +1015,11 @@ class OrderedConsumer:
                 continue
             self._metrics["announcements"] += 1
             self._announce.pop(key, None)
+            held = self._parts.get(key)
+            if held is not None and held.hold is not None:
+                held.hold = None
+                if self._config.store_offsets:
+                    self._consumer.store_offsets(offsets=[tp])
             self._revoke_told.discard((tp.topic, tp.partition, tp.offset))
             self._remember_commit(tp.topic, tp.partition, tp.offset)
             if self._positions is not None:
@@ -1244,11 +1266,17 @@ class OrderedConsumer:
         store = []
         for key, offset in last.items():
             part = self._parts.get(key)
+            stored = offset + 1
             if part is not None:
                 part.position = offset + 1
                 if self._topics[key[0]].ordered:
                     self._check_marks(part)
-            store.append(TopicPartition(key[0], key[1], offset + 1))
+                if part.hold is not None:
+                    # KIP order: no commit (auto-commit, or commit() of the stored
+                    # offsets) may reach a source's boundary before maybe_revoked ran;
+                    # the announcement stores the position itself.
+                    stored = min(stored, part.hold - 1)
+            store.append(TopicPartition(key[0], key[1], stored))
         if self._config.store_offsets:
             self._consumer.store_offsets(offsets=store)
 

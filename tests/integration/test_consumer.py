@@ -428,3 +428,63 @@ def test_describe_group_shows_what_each_partition_waits_on(
     assert refused.returncode == 2 and "not adopted" in refused.stderr
     missing = run_cli("describe", "no-such-topic-x", "--group", group, *servers, timeout=60)
     assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+def test_auto_commit_cannot_open_a_gate_before_maybe_revoked(
+    topic_factory: Callable[..., str],
+    group_factory: Callable[[], str],
+    controller: Controller,
+    store: LayoutStore,
+    bootstrap: str,
+    make_consumer: Callable[..., OrderedConsumer],
+) -> None:
+    """With ``enable.auto.commit``, the source's tail is committed only after the callback.
+
+    The source consumer returns its whole tail and then does not poll for a while:
+    librdkafka's background auto-commit runs every 50 ms meanwhile, yet the committed
+    offset stays one below the boundary, so the destination keeps waiting until the next
+    ``consume`` runs ``on_partition_key_maybe_revoked`` and commits the boundary.
+    """
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    old, new = Layout(2, 2, 0), Layout(2, 3, 1)
+    moving = [k for k in keys_for(old, 0, 60) if new.partition_for(k) == 2][:10]
+    produce(bootstrap, topic, old, [(k, "old") for k in moving])
+    controller.expand(topic, 3)
+    boundary = store.get_epoch(topic, 1).boundaries[0]
+    assert boundary == len(moving)
+    produce(bootstrap, topic, new, [(k, "new") for k in moving])
+    group = group_factory()
+    auto = {"enable.auto.commit": True, "auto.commit.interval.ms": 50}
+    events: list[tuple[str, int, int]] = []
+
+    class Shared(Recorder):
+        def __init__(self) -> None:
+            self.events = events
+
+    destination = make_consumer(group, **auto)
+    destination.key_listener = Shared()
+    destination.assign([TopicPartition(topic, 2)])
+    wait_until(
+        lambda: (
+            drain(destination, 0.3) == []
+            and destination.gate_status()[0].state is GateState.BLOCKED
+        ),
+        timeout=20,
+        what="the destination blocked",
+    )
+    source = make_consumer(group, **auto)
+    source.key_listener = Shared()
+    source.assign([TopicPartition(topic, 0)])
+    tail = drain(source, 20.0, until=len(moving))
+    assert [m.value() for m in tail] == [b"old"] * len(moving)
+    # The source does not poll: auto-commits happen, the callback cannot run yet.
+    early = drain(destination, 1.5)
+    assert early == [] and events == []
+    assert committed(bootstrap, group, topic, 0) == boundary - 1
+    # The next consume announces: maybe_revoked, the boundary commit, the gate opens.
+    assert source.consume(10, 0.5) == []
+    head = drain(destination, 10.0, until=len(moving))
+    assert [m.value() for m in head] == [b"new"] * len(moving)
+    assert events == [("maybe_revoked", 0, boundary), ("assigned", 2, 0)]
+    assert committed(bootstrap, group, topic, 0) == boundary

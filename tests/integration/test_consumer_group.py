@@ -1,5 +1,6 @@
-"""OrderedConsumer groups against the real servers: threads through an expansion and a
-shrink with a live OrderedProducer, and a consumer SIGKILLed just before a boundary.
+"""OrderedConsumer groups against the real servers: members coming and going through
+expansions and a shrink with three live OrderedProducers, and a consumer SIGKILLed just
+before a boundary.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore
 from linear_hash import Layout
 from ordered.consumer import GateState, OrderedConsumer
+from ordered.listener import PartitionKeyRebalanceListener
 from ordered.producer import OrderedProducer
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,7 +64,7 @@ def consumer_config(bootstrap: str, zk_hosts: str, zk_root: str, group: str) -> 
 
 
 class Checker:
-    """First deliveries across the whole group, checked per key as they happen."""
+    """First deliveries across the whole group, checked per (producer, key) as they happen."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -74,41 +76,71 @@ class Checker:
     def record(self, who: str, messages: list[Any]) -> None:
         with self.lock:
             for m in messages:
-                key, seq_text = m.value().decode().split(":")
+                producer, key, seq_text = m.value().decode().split(":")
+                stream = f"{producer}:{key}"
                 seq = int(seq_text)
-                due = self.next_seq.get(key, 0)
+                due = self.next_seq.get(stream, 0)
                 if seq < due:
                     self.repeats += 1
                 elif seq == due:
-                    self.next_seq[key] = seq + 1
+                    self.next_seq[stream] = seq + 1
                     self.first += 1
                 else:
                     self.errors.append(
-                        f"{who}: {key} seq {seq} before {due} ({m.partition()}@{m.offset()})"
+                        f"{who}: {stream} seq {seq} before {due} ({m.partition()}@{m.offset()})"
                     )
 
 
-def test_group_through_expansion_and_shrink_keeps_every_key_in_order(
+class GroupCallbacks(PartitionKeyRebalanceListener):
+    """The KIP-253 callbacks of every member, in the order they ran across the group."""
+
+    def __init__(self, events: list[tuple[str, str, int, int]], lock: threading.Lock) -> None:
+        self.member = ""
+        self._events = events
+        self._lock = lock
+
+    def on_partition_key_maybe_revoked(self, partitions: list[TopicPartition]) -> None:
+        with self._lock:
+            self._events += [
+                ("maybe_revoked", self.member, tp.partition, tp.offset) for tp in partitions
+            ]
+
+    def on_partition_key_assigned(self, partitions: list[TopicPartition]) -> None:
+        with self._lock:
+            self._events += [
+                ("assigned", self.member, tp.partition, tp.offset) for tp in partitions
+            ]
+
+
+def test_group_through_expansions_and_shrinks_keeps_every_key_in_order(
     topic_factory: Callable[..., str],
     group_factory: Callable[[], str],
     controller: Controller,
+    store: LayoutStore,
     bootstrap: str,
     zk_hosts: str,
     zk_root: str,
 ) -> None:
-    """(c) Three consumer threads, one producer, expand 2 -> 4 then shrink 4 -> 3."""
+    """(c) Three producers, a group of three whose members come and go, 2 -> 4 -> 6 -> 3.
+
+    Every (producer, key) stream is delivered in order and completely across the group,
+    and wherever a member announced a source's tail, that ``maybe_revoked`` ran before
+    the ``assigned`` of the destination the keys moved to.
+    """
     topic = topic_factory(2)
     controller.adopt(topic)
     group = group_factory()
     checker = Checker()
-    stop_consumers = threading.Event()
-    stop_producer = threading.Event()
+    stop_producers = threading.Event()
     produced: dict[str, int] = {}
+    produced_lock = threading.Lock()
     failures: list[BaseException] = []
     metrics: list[dict[str, int]] = []
     commit_errors: list[str] = []
+    events: list[tuple[str, str, int, int]] = []
+    events_lock = threading.Lock()
 
-    def produce() -> None:
+    def produce(name: str) -> None:
         try:
             producer = OrderedProducer(
                 {
@@ -118,25 +150,30 @@ def test_group_through_expansion_and_shrink_keeps_every_key_in_order(
                     "ordered.zookeeper.root": zk_root,
                 }
             )
+            sequences: dict[str, int] = {}
             i = 0
-            while not stop_producer.is_set():
+            while not stop_producers.is_set():
                 key = f"key{i % 24}"
-                seq = produced.get(key, 0)
-                producer.produce(topic, value=f"{key}:{seq}".encode(), key=key)
-                produced[key] = seq + 1
+                seq = sequences.get(key, 0)
+                producer.produce(topic, value=f"{name}:{key}:{seq}".encode(), key=key)
+                sequences[key] = seq + 1
                 i += 1
                 producer.poll(0)
-                time.sleep(0.002)
+                time.sleep(0.005)
             assert producer.flush(30) == 0
             producer.close()
+            with produced_lock:
+                produced.update({f"{name}:{k}": n for k, n in sequences.items()})
         except BaseException as exc:
             failures.append(exc)
 
-    def consume(name: str) -> None:
+    def consume(name: str, stop: threading.Event) -> None:
+        listener = GroupCallbacks(events, events_lock)
+        listener.member = name
         consumer = OrderedConsumer(consumer_config(bootstrap, zk_hosts, zk_root, group))
         try:
-            consumer.subscribe([topic])
-            while not stop_consumers.is_set():
+            consumer.subscribe([topic], key_listener=listener)
+            while not stop.is_set():
                 batch = consumer.consume(200, 0.2)
                 if batch:
                     batch = [m for m in batch if not transient_error(m)]
@@ -152,22 +189,47 @@ def test_group_through_expansion_and_shrink_keeps_every_key_in_order(
             failures.append(exc)
         finally:
             metrics.append(consumer.metrics)
-            consumer.close()
+            consumer.close()  # leaves the group: the others rebalance
 
-    threads = [threading.Thread(target=consume, args=(f"c{i}",), daemon=True) for i in range(3)]
-    producer_thread = threading.Thread(target=produce, daemon=True)
-    for thread in threads:
+    members: dict[str, tuple[threading.Thread, threading.Event]] = {}
+
+    def join(name: str) -> None:
+        stop = threading.Event()
+        thread = threading.Thread(target=consume, args=(name, stop), daemon=True)
+        members[name] = (thread, stop)
         thread.start()
-    producer_thread.start()
+
+    def leave(name: str) -> None:
+        thread, stop = members[name]
+        stop.set()
+        thread.join(30)
+
+    def progress(at_least: int, what: str) -> None:
+        wait_until(lambda: checker.first > at_least or failures, timeout=40, what=what)
+
+    for name in ("c0", "c1", "c2"):
+        join(name)
+    producers = [threading.Thread(target=produce, args=(f"p{i}",), daemon=True) for i in range(3)]
+    for thread in producers:
+        thread.start()
     try:
-        wait_until(lambda: checker.first > 200 or failures, timeout=30, what="first records")
+        progress(300, "first records")
         controller.expand(topic, 4, timeout=30)
-        wait_until(lambda: checker.first > 1200 or failures, timeout=40, what="after expand")
+        progress(checker.first + 600, "records after 2 -> 4")
+        leave("c1")  # a member leaves ...
+        join("c3")  # ... and another joins, while the gates of epoch 1 may still hold
+        controller.expand(topic, 6, timeout=30)
+        progress(checker.first + 600, "records after 4 -> 6")
+        join("c4")
         controller.shrink(topic, 3, timeout=30)
-        time.sleep(2.0)
+        progress(checker.first + 600, "records after 6 -> 3")
+        leave("c0")
+        time.sleep(1.0)
     finally:
-        stop_producer.set()
-        producer_thread.join(60)
+        stop_producers.set()
+        for thread in producers:
+            thread.join(60)
+    assert not failures, failures
     total = sum(produced.values())
     try:
         wait_until(
@@ -176,9 +238,8 @@ def test_group_through_expansion_and_shrink_keeps_every_key_in_order(
             what=f"all {total} records",
         )
     finally:
-        stop_consumers.set()
-        for thread in threads:
-            thread.join(30)
+        for name in list(members):
+            leave(name)
     assert not failures, failures
     assert checker.errors == []
     assert checker.first == total
@@ -187,6 +248,33 @@ def test_group_through_expansion_and_shrink_keeps_every_key_in_order(
     assert sum(m["announcements"] for m in metrics) >= 2
     assert sum(m["gate_checks"] for m in metrics) >= 2
     assert sum(m["violations"] for m in metrics) == 0
+    # KIP order across the group: a source's maybe_revoked at (or past: it reports the
+    # position) B_a(e) before the assigned of a destination that took keys from it at e.
+    pairs = 0
+    for epoch in store.epochs(topic):
+        if epoch.state != "sealed":
+            continue
+        for a, b in epoch.edges:
+            revoked = next(
+                (
+                    i
+                    for i, (kind, _m, partition, offset) in enumerate(events)
+                    if kind == "maybe_revoked" and partition == a and offset >= epoch.boundaries[a]
+                ),
+                None,
+            )
+            assigned = next(
+                (
+                    i
+                    for i, (kind, _m, partition, offset) in enumerate(events)
+                    if kind == "assigned" and partition == b and offset == epoch.boundaries[b]
+                ),
+                None,
+            )
+            if revoked is not None and assigned is not None:
+                pairs += 1
+                assert revoked < assigned, (a, b, epoch.epoch, events)
+    assert pairs >= 2, events
 
 
 # The consumer that gets killed: delivers partition 0 up to the record just below the
