@@ -6,8 +6,9 @@ consumer or by user code, a consumer that died between its commit and its publis
 group that commits with ``enable.auto.commit``. The relay closes that gap. Every
 ``interval`` it reads the declared interest of every group (``{root}/groups/*/interest``),
 asks Kafka for the group's committed offsets of exactly the partitions someone waits on,
-and publishes a progress record when a committed offset grew past the recorded one;
-the waiters' watches fire and they re-check their gates from Kafka.
+and publishes a progress record when a committed offset reached a declared wait and grew
+past the recorded one; the waiters' watches fire and they re-check their gates from
+Kafka.
 
 Like the rest of the service it is never in the data path: a relay that is down, slow or
 wrong only delays a gate until the consumer's own ``ordered.gate.poll.interval.ms``
@@ -105,17 +106,19 @@ class PositionRelay:
             return 0
         published = 0
         for topic in sorted(topics):
-            waits: dict[int, int] = {}
+            # The lowest offset anyone waits for per partition: progress below it wakes
+            # nobody, so it is not published.
+            needed: dict[int, int] = {}
             for interest in service.interest(topic).values():
                 for partition, offset in interest.waits.items():
-                    waits[partition] = max(waits.get(partition, 0), offset)
-            if not waits:
+                    needed[partition] = min(needed.get(partition, offset), offset)
+            if not needed:
                 continue
-            committed = self._admin.committed_offsets(group, topic, waits)
+            committed = self._admin.committed_offsets(group, topic, needed)
             recorded = service.progress(topic)
             for partition, offset in sorted(committed.items()):
                 known = recorded.get(partition)
-                if known is None or offset > known.offset:
+                if offset >= needed[partition] and (known is None or offset > known.offset):
                     service.publish(topic, partition, offset)
                     published += 1
         return published

@@ -202,6 +202,44 @@ class PositionService:
         data = Progress(partition, offset, time.time()).to_json()
         self._write(path, data, ephemeral=False)
 
+    def publish_if_wanted(self, topic: str, partition: int, offset: int) -> None:
+        """Publish like :meth:`publish`, but only if a member waits on ``partition``.
+
+        Asynchronous: the interest is read with kazoo's async calls and the record
+        written from their callbacks, so the caller never waits on ZooKeeper. A wait
+        declared after the read is served by the waiter's own re-check (and the
+        coordinator's relay), never missed.
+        """
+        if offset <= self._last_published.get((topic, partition), -1):
+            return
+        parent = f"{self._base}/interest/{check_topic(topic)}"
+
+        def on_member(result: Any) -> None:
+            try:
+                data, _stat = result.get()
+                wanted = partition in Interest.from_json(data, parent).waits
+            except NoNodeError:
+                return  # the member stopped waiting meanwhile
+            except Exception as exc:
+                _log.debug("position service: interest unreadable (%s): publishing", exc)
+                wanted = True  # unknown: publishing can only wake a waiter early
+            if wanted:
+                self.publish(topic, partition, offset)
+
+        def on_members(result: Any) -> None:
+            try:
+                names = result.get()
+            except NoNodeError:
+                return  # nobody waits in this topic
+            except Exception as exc:
+                _log.debug("position service: interest unlisted (%s): publishing", exc)
+                self.publish(topic, partition, offset)
+                return
+            for name in names:
+                self._client.get_async(f"{parent}/{name}").rawlink(on_member)
+
+        self._client.get_children_async(parent).rawlink(on_members)
+
     def declare(self, topic: str, member: str, waits: Mapping[int, int]) -> None:
         """Declare (or replace) what ``member`` waits on in ``topic``; empty clears it."""
         path = self.interest_path(topic, member)

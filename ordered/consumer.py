@@ -82,7 +82,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from kazoo.client import KazooClient, KazooState
 
 from coordinator.positions import PositionService, Progress
@@ -489,11 +489,18 @@ class OrderedConsumer:
             RuntimeError: The consumer is closed.
         """
         self._check_open()
-        if self._announce:
-            # KIP order: a source's maybe_revoked runs (and its boundary is committed)
-            # before any commit can let a destination past that boundary.
-            self._run_announcements()
-        result = self._consumer.commit(*args, **kwargs)
+        # KIP order: a source's maybe_revoked runs (and its boundary is committed)
+        # before any commit can let a destination past that boundary.
+        announced = self._run_announcements() if self._announce else []
+        try:
+            result = self._consumer.commit(*args, **kwargs)
+        except KafkaException as exc:
+            stored_only = not args and "offsets" not in kwargs and "message" not in kwargs
+            if announced and stored_only and exc.args[0].code() == KafkaError._NO_OFFSET:
+                # The announcement just committed what was stored: the application's
+                # commit succeeded, as it would have without the announcement.
+                return None if kwargs.get("asynchronous", True) else announced
+            raise
         if result:
             for tp in result:
                 if tp.error is None and tp.offset >= 0:
@@ -983,21 +990,25 @@ class OrderedConsumer:
                     part.hold = mark
                 return
 
-    def _run_announcements(self, only: set[tuple[str, int]] | None = None) -> None:
+    def _run_announcements(self, only: set[tuple[str, int]] | None = None) -> list[Any]:
         """Call ``on_partition_key_maybe_revoked``, then commit the boundary positions.
 
         A listener exception leaves the announcement pending (the next call runs it
         again). A failed commit (a rebalance in progress, the coordinator moving) is
         logged and retried at the next call without calling the listener again; a
         revoked partition's announcement is dropped with the partition.
+
+        Returns:
+            The boundary positions committed now.
         """
         due = {
             key: pos
             for key, pos in self._announce.items()
             if (only is None or key in only) and key in self._parts
         }
+        done: list[Any] = []
         if not due:
-            return
+            return done
         tps = [TopicPartition(t, p, pos) for (t, p), pos in sorted(due.items())]
         fresh = [tp for tp in tps if (tp.topic, tp.partition, tp.offset) not in self._revoke_told]
         if self._listener is not None and fresh:
@@ -1007,7 +1018,7 @@ class OrderedConsumer:
             result = self._consumer.commit(offsets=tps, asynchronous=False)
         except KafkaException as exc:
             _log.warning("boundary commit failed, retrying at the next call: %s", exc)
-            return
+            return done
         for tp in result or ():
             key = (tp.topic, tp.partition)
             if tp.error is not None:
@@ -1023,10 +1034,12 @@ class OrderedConsumer:
             self._revoke_told.discard((tp.topic, tp.partition, tp.offset))
             self._remember_commit(tp.topic, tp.partition, tp.offset)
             if self._positions is not None:
-                self._positions.publish(tp.topic, tp.partition, tp.offset)
+                self._positions.publish_if_wanted(tp.topic, tp.partition, tp.offset)
             part = self._parts.get(key)
             if part is not None:
                 part.announced = max(part.announced, tp.offset)
+            done.append(tp)
+        return done
 
     def _log_start(self, topic: str, partition: int) -> int:
         """The log start offset of a partition, at most :data:`_LOG_START_TTL` old.

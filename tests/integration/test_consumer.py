@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from helpers import run_cli, transient_error, wait_until
 from kazoo.client import KazooClient
 
@@ -488,3 +488,38 @@ def test_auto_commit_cannot_open_a_gate_before_maybe_revoked(
     assert [m.value() for m in head] == [b"new"] * len(moving)
     assert events == [("maybe_revoked", 0, boundary), ("assigned", 2, 0)]
     assert committed(bootstrap, group, topic, 0) == boundary
+
+
+def test_manual_commit_at_a_boundary_announces_first_and_succeeds(
+    topic_factory: Callable[..., str],
+    group_factory: Callable[[], str],
+    controller: Controller,
+    store: LayoutStore,
+    bootstrap: str,
+    make_consumer: Callable[..., OrderedConsumer],
+) -> None:
+    """``commit()`` right after the tail: maybe_revoked runs inside it, the commit succeeds.
+
+    The announcement commits what was stored, so librdkafka's own commit finds nothing
+    new (``_NO_OFFSET``); the application's commit still succeeds, as it would have
+    without the announcement.
+    """
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    old = Layout(2, 2, 0)
+    produce(bootstrap, topic, old, [(k, "old") for k in keys_for(old, 0, 12)])
+    controller.expand(topic, 3)
+    boundary = store.get_epoch(topic, 1).boundaries[0]
+    listener = Recorder()
+    group = group_factory()
+    source = make_consumer(group)
+    source.key_listener = listener
+    source.assign([TopicPartition(topic, 0)])
+    assert len(drain(source, 20.0, until=boundary)) == boundary
+    assert listener.events == []
+    result = source.commit(asynchronous=False)
+    assert listener.events == [("maybe_revoked", 0, boundary)]
+    assert [(tp.partition, tp.offset) for tp in result] == [(0, boundary)]
+    assert committed(bootstrap, group, topic, 0) == boundary
+    with pytest.raises(KafkaException, match="No offset stored"):
+        source.commit(asynchronous=False)  # nothing new: as confluent says

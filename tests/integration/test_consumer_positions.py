@@ -65,6 +65,19 @@ def test_publish_and_watch(store: LayoutStore, zk_root: str) -> None:
     wait_until(lambda: not service.interest("t"), timeout=10, what="interest cleared")
 
 
+def test_consumers_publish_only_what_someone_waits_on(store: LayoutStore, zk_root: str) -> None:
+    """``publish_if_wanted`` writes progress only for a partition a member waits on."""
+    service = PositionService(store.client, zk_root, "g-wanted")
+    service.publish_if_wanted("t", 1, 5)  # nobody waits in this topic at all
+    service.declare("t", "member-1", {2: 7})
+    wait_until(lambda: service.interest("t"), timeout=10, what="interest")
+    service.publish_if_wanted("t", 1, 6)  # someone waits, but not on partition 1
+    service.publish_if_wanted("t", 2, 7)
+    wait_until(lambda: 2 in service.progress("t"), timeout=10, what="progress of 2")
+    time.sleep(0.3)  # the asynchronous reads of the calls above have all answered
+    assert {p: r.offset for p, r in service.progress("t").items()} == {2: 7}
+
+
 def test_gate_opens_on_progress_long_before_the_fallback_interval(
     topic_factory: Callable[..., str],
     group_factory: Callable[[], str],
