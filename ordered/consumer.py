@@ -50,9 +50,10 @@ Commits and the guarantee:
   a source boundary, the offset stored for that partition stays one below it (so an
   auto-commit or a ``commit()`` of stored offsets cannot open the destination's gate
   first), and :meth:`OrderedConsumer.commit` runs due announcements before it commits.
-  Only ``commit(offsets=...)`` from another thread, or a commit by a plain client of the
-  group, can still open a gate before the callback ran (order of records is kept even
-  then; only the callback comes late).
+  Only ``commit(offsets=...)`` from another thread, offsets the application stores
+  itself (``enable.auto.offset.store=false``) under auto-commit, or a commit by a plain
+  client of the group can still open a gate before the callback ran (the order of
+  records is kept even then; only the callback comes late).
 
 Violations (a record whose key routes elsewhere under every layout that may have
 placed it at its offset, or whose epoch header contradicts the boundaries) are counted
