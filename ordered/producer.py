@@ -135,6 +135,7 @@ class _Route:
         algorithm: str = DEFAULT_ALGORITHM,
         headers: list[tuple[str, bytes]] | None = None,
         compacted: bool = False,
+        copied: TombstoneMemo | None = None,
     ) -> None:
         self.state = state
         self.plain = layout is None
@@ -143,9 +144,10 @@ class _Route:
         self.headers = headers
         # Section 9 applies once a key can live above initial (the topic has grown).
         self.compacted = compacted and layout is not None and layout.active > layout.initial
-        # Keys whose tombstone copies this route sent: a new route (a new epoch, its
-        # seal) sends them again, after which no old-epoch record can follow them.
-        self.copied = TombstoneMemo()
+        # Keys whose tombstone copies were sent under this layout and epoch state: a new
+        # epoch, and its seal, send them again (after the seal no old-epoch record of
+        # any producer can follow them); a rebuild for another reason keeps the memo.
+        self.copied = copied if copied is not None else TombstoneMemo()
         # Keyed records may be routed (not suspended); checked with one attribute.
         self.routable = layout is not None and state is not TopicState.SUSPENDED
         # The bound router: one call on the send path, no algorithm dispatch.
@@ -369,6 +371,16 @@ class OrderedProducer:
         """Return the layout ``topic`` is routed by now, or ``None`` (plain or unknown)."""
         route = self._routes.get(topic)
         return None if route is None else route.layout
+
+    def topic_record(self, topic: str) -> TopicRecord | None:
+        """Return the layout store's record of ``topic`` as this producer last applied it.
+
+        ``None`` if the topic was never used or is not adopted. Its ``pending`` tells
+        whether the producer has seen the newest epoch sealed.
+        """
+        with self._lock:
+            info = self._infos.get(topic)
+            return None if info is None else info.record
 
     # --- the send path ---------------------------------------------------------------
 
@@ -794,6 +806,7 @@ class OrderedProducer:
         acks: list[tuple[str, int, dict[int, int]]] = []
         with self._lock:
             info.deferred = None
+            previous = info.record
             info.record = record
             if record is None or not record.ordered:
                 if (
@@ -828,12 +841,20 @@ class OrderedProducer:
                 state = route_state
                 if not self._available and self._resync_needed:
                     state = TopicState.SUSPENDED
+                current = self._routes.get(topic)
+                same_epoch_state = (
+                    previous is not None
+                    and current is not None
+                    and (previous.epoch, previous.active, previous.pending)
+                    == (record.epoch, record.active, record.pending)
+                )
                 route = _Route(
                     state,
                     layout,
                     record.algorithm,
                     self._headers_for(record.epoch),
                     record.compacted,
+                    current.copied if same_epoch_state and current is not None else None,
                 )
                 self._set_state(info, state, route)
             self._update_tracking()
@@ -897,6 +918,7 @@ class OrderedProducer:
                         current.algorithm,
                         current.headers,
                         current.compacted,
+                        current.copied,
                     )
                     self._set_state(info, TopicState.ROUTING, route)
                 done.append(switch)
@@ -990,6 +1012,7 @@ class OrderedProducer:
                         current.algorithm,
                         current.headers,
                         current.compacted,
+                        current.copied,
                     )
                     self._set_state(info, TopicState.SUSPENDED, route)
 

@@ -696,6 +696,13 @@ def test_compacted_topic_gets_tombstone_copies_that_ordered_consumers_skip(
     produce_all(b"v0")
     assert producer.tombstone_copies == 0  # 2 == initial: no key lives above it yet
     controller.expand(topic, 4, timeout=30)
+    # Copies are sent again once the producer sees the seal: wait for it, so that each
+    # phase below has one route.
+    wait_until(
+        lambda: (record := producer.topic_record(topic)) is not None and record.pending is None,
+        timeout=10,
+        what="the producer to see epoch 1 sealed",
+    )
     produce_all(b"v1")
     moved = {k: partition_for(k, 2, 4) for k in keys if partition_for(k, 2, 4) >= 2}
     assert moved and producer.tombstone_copies == len(moved)
