@@ -6,9 +6,9 @@ partition below ``initial``). Log compaction keeps the latest value *per partiti
 those stale values would never be removed. As the KIP asks, the producer therefore
 sends, with a keyed record of a compacted ordered topic that lands in a partition at or
 above ``initial``, a tombstone (same key, ``None`` value) to every ancestor of that
-partition, once per key and layout epoch. Linear hashing makes the ancestors exactly the
-partitions the key routed to under every smaller layout, at most ``log2(active /
-initial) + 1`` of them.
+partition, once per key and epoch state (pending, then sealed). Linear hashing makes
+the ancestors exactly the partitions the key routed to under every smaller layout, at
+most ``log2(active / initial) + 1`` of them.
 
 A copy carries the header :data:`TOMBSTONE_HEADER` (value: the partition the key lives
 in now) whatever ``ordered.epoch.header`` says, so an :class:`~ordered.OrderedConsumer`
@@ -18,7 +18,7 @@ consumer sees it as an ordinary tombstone.
 
 The KIP sends the copy only when the parent may still hold records of the old epoch;
 a client cannot know that without a request per record, so copies are sent once per key
-and epoch (bounded memo) instead, which is safe: a tombstone of a key with no records
+and epoch state (bounded memo) instead, which is safe: a tombstone of a key with no records
 left in a partition is itself removed by compaction after ``delete.retention.ms``.
 """
 

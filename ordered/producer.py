@@ -9,7 +9,7 @@ boundaries.
 
 Compacted topics follow KIP-253 section 9 (:mod:`ordered.compaction`): a keyed record
 that lands in a partition split off from others also sends a marked tombstone of its
-key to each of those earlier partitions, once per key and route, so that compaction
+key to each of those earlier partitions, once per key and epoch state, so that compaction
 removes the key's stale values there.
 """
 
