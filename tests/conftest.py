@@ -19,7 +19,10 @@ from helpers import create_topic, unique
 from kazoo.client import KazooClient
 
 from coordinator import devcluster
+from coordinator.controller import Controller
 from coordinator.devcluster.cluster import ClusterState
+from coordinator.kafka_admin import KafkaAdmin
+from coordinator.store import LayoutStore
 
 _capture: Any = None
 
@@ -120,6 +123,24 @@ def kazoo(zk_connect: str) -> Iterator[KazooClient]:
     yield client
     client.stop()
     client.close()
+
+
+@pytest.fixture
+def store(zk_hosts: str, zk_root: str) -> Iterator[LayoutStore]:
+    """A layout store under this test's root, over its own kazoo client."""
+    client = KazooClient(hosts=zk_hosts, timeout=6.0, command_retry={"deadline": 10.0})
+    client.start(timeout=10)
+    try:
+        yield LayoutStore(client, zk_root)
+    finally:
+        client.stop()
+        client.close()
+
+
+@pytest.fixture
+def controller(store: LayoutStore, bootstrap: str) -> Controller:
+    """A controller over ``store`` and the one-broker cluster."""
+    return Controller(store, KafkaAdmin(bootstrap, timeout=10.0))
 
 
 @pytest.fixture

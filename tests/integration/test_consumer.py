@@ -10,10 +10,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from helpers import run_cli, transient_error, wait_until
-from kazoo.client import KazooClient
 
 from coordinator.controller import Controller
-from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore
 from linear_hash import Layout
 from ordered.consumer import GateState, OrderedConsumer
@@ -22,22 +20,6 @@ from ordered.gates import Wait
 from ordered.listener import PartitionKeyRebalanceListener
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
-
-
-@pytest.fixture
-def store(zk_hosts: str, zk_root: str) -> Iterator[LayoutStore]:
-    client = KazooClient(hosts=zk_hosts, timeout=6.0, command_retry={"deadline": 10.0})
-    client.start(timeout=10)
-    try:
-        yield LayoutStore(client, zk_root)
-    finally:
-        client.stop()
-        client.close()
-
-
-@pytest.fixture
-def controller(store: LayoutStore, bootstrap: str) -> Controller:
-    return Controller(store, KafkaAdmin(bootstrap, timeout=10.0))
 
 
 @pytest.fixture

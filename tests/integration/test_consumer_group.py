@@ -11,17 +11,15 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from helpers import kill_process, transient_error, wait_until
-from kazoo.client import KazooClient
 
 from coordinator.controller import Controller
-from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore
 from linear_hash import Layout
 from ordered.consumer import GateState, OrderedConsumer
@@ -31,22 +29,6 @@ from ordered.producer import OrderedProducer
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def store(zk_hosts: str, zk_root: str) -> Iterator[LayoutStore]:
-    client = KazooClient(hosts=zk_hosts, timeout=6.0, command_retry={"deadline": 10.0})
-    client.start(timeout=10)
-    try:
-        yield LayoutStore(client, zk_root)
-    finally:
-        client.stop()
-        client.close()
-
-
-@pytest.fixture
-def controller(store: LayoutStore, bootstrap: str) -> Controller:
-    return Controller(store, KafkaAdmin(bootstrap, timeout=10.0))
 
 
 def consumer_config(bootstrap: str, zk_hosts: str, zk_root: str, group: str) -> dict[str, Any]:

@@ -6,14 +6,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from helpers import wait_until
-from kazoo.client import KazooClient
 
 from coordinator.controller import Controller
 from coordinator.kafka_admin import KafkaAdmin
@@ -22,17 +21,6 @@ from coordinator.store import LayoutStore
 from ordered.consumer import GateState, OrderedConsumer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
-
-
-@pytest.fixture
-def store(zk_hosts: str, zk_root: str) -> Iterator[LayoutStore]:
-    client = KazooClient(hosts=zk_hosts, timeout=6.0, command_retry={"deadline": 10.0})
-    client.start(timeout=10)
-    try:
-        yield LayoutStore(client, zk_root)
-    finally:
-        client.stop()
-        client.close()
 
 
 def config(bootstrap: str, zk_hosts: str, zk_root: str, group: str, **extra: Any) -> dict[str, Any]:

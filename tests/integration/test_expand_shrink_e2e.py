@@ -21,10 +21,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from helpers import kill_process, wait_until
-from kazoo.client import KazooClient
 
 from coordinator.controller import Controller, TransitionResult
-from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import EpochRecord, LayoutStore
 from linear_hash import partition_for
 
@@ -149,22 +147,6 @@ class Background:
         if self._error is not None:
             raise self._error
         return self._result
-
-
-@pytest.fixture
-def store(zk_hosts: str, zk_root: str) -> Iterator[LayoutStore]:
-    client = KazooClient(hosts=zk_hosts, timeout=6.0, command_retry={"deadline": 10.0})
-    client.start(timeout=10)
-    try:
-        yield LayoutStore(client, zk_root)
-    finally:
-        client.stop()
-        client.close()
-
-
-@pytest.fixture
-def controller(store: LayoutStore, bootstrap: str) -> Controller:
-    return Controller(store, KafkaAdmin(bootstrap, timeout=10.0))
 
 
 @pytest.fixture

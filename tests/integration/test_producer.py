@@ -15,7 +15,6 @@ from helpers import expire_session, unique, wait_until
 from kazoo.client import KazooClient
 
 from coordinator.controller import Controller
-from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore, ProducerRecord
 from coordinator.store import paths as store_paths
 from linear_hash import Layout, partition_for
@@ -26,22 +25,6 @@ from ordered.consumer import OrderedConsumer
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
 KEYS = [f"key-{i}" for i in range(200)] + ["", "ключ", "\U0001f511"]
-
-
-@pytest.fixture
-def store(zk_hosts: str, zk_root: str) -> Iterator[LayoutStore]:
-    client = KazooClient(hosts=zk_hosts, timeout=6.0, command_retry={"deadline": 10.0})
-    client.start(timeout=10)
-    try:
-        yield LayoutStore(client, zk_root)
-    finally:
-        client.stop()
-        client.close()
-
-
-@pytest.fixture
-def controller(store: LayoutStore, bootstrap: str) -> Controller:
-    return Controller(store, KafkaAdmin(bootstrap, timeout=10.0))
 
 
 @pytest.fixture
