@@ -62,6 +62,12 @@ def keys_for(layout: Layout, partition: int, count: int, prefix: str = "k") -> l
     return out
 
 
+def moving_keys(count: int) -> list[str]:
+    """``count`` keys of partition 0 that move to partition 2 when 2 partitions become 3."""
+    before, after = Layout(2, 2, 0), Layout(2, 3, 1)
+    return [k for k in keys_for(before, 0, 200) if after.partition_for(k) == 2][:count]
+
+
 def produce(bootstrap: str, topic: str, layout: Layout, records: list[tuple[str, str]]) -> None:
     """Write ``(key, value)`` records to ``layout``'s partitions, with the epoch header."""
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2})
@@ -120,7 +126,7 @@ def test_destination_held_until_source_tail_committed(
     topic = topic_factory(2)
     controller.adopt(topic)
     old = Layout(2, 2, 0)
-    moving = [k for k in keys_for(old, 0, 40) if Layout(2, 3, 1).partition_for(k) == 2][:10]
+    moving = moving_keys(10)
     produce(bootstrap, topic, old, [(k, "old") for k in keys_for(old, 0, 20, "x")])
     produce(bootstrap, topic, old, [(k, "old") for k in moving])
     controller.expand(topic, 3)
@@ -177,7 +183,7 @@ def test_callbacks_in_kip_order_and_new_partition_picked_up(
     topic = topic_factory(2)
     controller.adopt(topic)
     old, new = Layout(2, 2, 0), Layout(2, 3, 1)
-    keys = [k for k in keys_for(old, 0, 60) if new.partition_for(k) == 2][:8]
+    keys = moving_keys(8)
     listener = Recorder()
     assignments: list[list[int]] = []
     consumer = make_consumer(group_factory())
@@ -346,7 +352,7 @@ def test_describe_group_shows_what_each_partition_waits_on(
     topic = topic_factory(2)
     controller.adopt(topic)
     old, new = Layout(2, 2, 0), Layout(2, 3, 1)
-    moving = [k for k in keys_for(old, 0, 40) if new.partition_for(k) == 2][:10]
+    moving = moving_keys(10)
     produce(bootstrap, topic, old, [(k, "old") for k in keys_for(old, 0, 20, "x")])
     produce(bootstrap, topic, old, [(k, "old") for k in moving])
     controller.expand(topic, 3)
@@ -430,7 +436,7 @@ def test_auto_commit_cannot_open_a_gate_before_maybe_revoked(
     topic = topic_factory(2)
     controller.adopt(topic)
     old, new = Layout(2, 2, 0), Layout(2, 3, 1)
-    moving = [k for k in keys_for(old, 0, 60) if new.partition_for(k) == 2][:10]
+    moving = moving_keys(10)
     produce(bootstrap, topic, old, [(k, "old") for k in moving])
     controller.expand(topic, 3)
     boundary = store.get_epoch(topic, 1).boundaries[0]
