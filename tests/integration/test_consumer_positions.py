@@ -15,7 +15,6 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from helpers import wait_until
 
 from coordinator.controller import Controller
-from coordinator.kafka_admin import KafkaAdmin
 from coordinator.positions import PositionService, Progress
 from coordinator.store import LayoutStore
 from ordered.consumer import GateState, OrderedConsumer
@@ -70,13 +69,13 @@ def test_gate_opens_on_progress_long_before_the_fallback_interval(
     topic_factory: Callable[..., str],
     group_factory: Callable[[], str],
     store: LayoutStore,
+    controller: Controller,
     bootstrap: str,
     zk_hosts: str,
     zk_root: str,
 ) -> None:
     """With a 20 s fallback interval, the destination opens within a second of the commit."""
     topic = topic_factory(2)
-    controller = Controller(store, KafkaAdmin(bootstrap, timeout=10.0))
     controller.adopt(topic)
     producer = Producer({"bootstrap.servers": bootstrap})
     producer.produce(topic, value=b"tail", partition=0)
@@ -185,6 +184,7 @@ def test_relay_opens_gates_and_a_killed_service_falls_back(
     topic_factory: Callable[..., str],
     group_factory: Callable[[], str],
     store: LayoutStore,
+    controller: Controller,
     bootstrap: str,
     zk_hosts: str,
     zk_root: str,
@@ -195,7 +195,6 @@ def test_relay_opens_gates_and_a_killed_service_falls_back(
     relay (or the waiter's own fallback poll) can tell the waiting destination.
     """
     topic = topic_factory(2)
-    controller = Controller(store, KafkaAdmin(bootstrap, timeout=10.0))
     controller.adopt(topic)
     producer = Producer({"bootstrap.servers": bootstrap})
     producer.produce(topic, value=b"tail-0", partition=0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -31,16 +31,6 @@ def _client(hosts: str) -> KazooClient:
     client = KazooClient(hosts=hosts, timeout=6.0, command_retry={"deadline": 10.0})
     client.start(timeout=10)
     return client
-
-
-@pytest.fixture
-def store(zk_hosts: str, zk_root: str) -> Iterator[LayoutStore]:
-    client = _client(zk_hosts)
-    try:
-        yield LayoutStore(client, zk_root)
-    finally:
-        client.stop()
-        client.close()
 
 
 @pytest.fixture
