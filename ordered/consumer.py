@@ -50,6 +50,8 @@ Commits and the guarantee:
   a source boundary, the offset stored for that partition stays one below it (so an
   auto-commit or a ``commit()`` of stored offsets cannot open the destination's gate
   first), and :meth:`OrderedConsumer.commit` runs due announcements before it commits.
+  While an epoch in which a partition gives keys away is pending (its boundary is not
+  known yet), that partition's stored offset does not advance.
   Only ``commit(offsets=...)`` from another thread, offsets the application stores
   itself (``enable.auto.offset.store=false``) under auto-commit, or a commit by a plain
   client of the group can still open a gate before the callback ran (the order of
@@ -187,6 +189,7 @@ class _Part:
     position: int | None = None  # last delivered offset + 1
     announced: int = -1  # highest boundary announced (maybe_revoked + commit)
     hold: int | None = None  # a boundary reached but not announced: store below it
+    stored: int | None = None  # the offset last stored for a commit
     assigned_upto: int = -1  # highest boundary on_partition_key_assigned ran for
     user_paused: bool = False
     reason: str = ""
@@ -205,6 +208,8 @@ class _Topic:
     # partition -> (first offset, end offset, layouts that may have placed records there)
     audit: dict[int, tuple[int, float, tuple[Layout, ...], int, int]] = field(default_factory=dict)
     watch: Watch | None = None
+    # Partitions that give keys away in a pending epoch: their boundary is not known yet.
+    pending_givers: frozenset[int] = frozenset()
 
     @property
     def ordered(self) -> bool:
@@ -746,6 +751,7 @@ class OrderedConsumer:
             state.gates = None
             state.history = []
             state.layouts = {}
+            state.pending_givers = frozenset()
         else:
             history = [EpochInfo.from_record(e) for e in self._store.epochs(state.name)]
             if state.gates is None:
@@ -753,6 +759,9 @@ class OrderedConsumer:
             else:
                 state.gates.update(history)
             state.history = list(state.gates.history)
+            state.pending_givers = frozenset(
+                a for e in state.history if not e.sealed for a, _b in e.edges
+            )
             state.layouts = {
                 e.epoch: Layout(record.initial, e.to_active or record.initial, e.epoch)
                 for e in state.history
@@ -1030,6 +1039,7 @@ class OrderedConsumer:
             held = self._parts.get(key)
             if held is not None and held.hold is not None:
                 held.hold = None
+                held.stored = tp.offset
                 if self._config.store_offsets:
                     self._consumer.store_offsets(offsets=[tp])
             self._revoke_told.discard((tp.topic, tp.partition, tp.offset))
@@ -1280,18 +1290,26 @@ class OrderedConsumer:
         store = []
         for key, offset in last.items():
             part = self._parts.get(key)
-            stored = offset + 1
+            stored: int | None = offset + 1
             if part is not None:
                 part.position = offset + 1
-                if self._topics[key[0]].ordered:
+                state = self._topics[key[0]]
+                if state.ordered:
                     self._check_marks(part)
                 if part.hold is not None:
                     # KIP order: no commit (auto-commit, or commit() of the stored
                     # offsets) may reach a source's boundary before maybe_revoked ran;
                     # the announcement stores the position itself.
-                    stored = min(stored, part.hold - 1)
-            store.append(TopicPartition(key[0], key[1], stored))
-        if self._config.store_offsets:
+                    stored = min(offset + 1, part.hold - 1)
+                elif key[1] in state.pending_givers:
+                    # The boundary of a pending epoch is not known yet: the stored
+                    # offset does not move until the seal tells where it is.
+                    stored = part.stored
+                if stored is not None:
+                    part.stored = stored
+            if stored is not None:
+                store.append(TopicPartition(key[0], key[1], stored))
+        if self._config.store_offsets and store:
             self._consumer.store_offsets(offsets=store)
 
     def _reach_gate(self, part: _Part, offset: int, crossed: list[tuple[_Part, int]]) -> bool:

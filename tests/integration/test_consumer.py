@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -12,7 +13,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from helpers import run_cli, transient_error, wait_until
 
 from coordinator.controller import Controller
-from coordinator.store import LayoutStore
+from coordinator.store import AckRecord, LayoutStore, ProducerRecord
 from linear_hash import Layout
 from ordered.consumer import GateState, OrderedConsumer
 from ordered.errors import OrderViolationError
@@ -511,3 +512,64 @@ def test_manual_commit_at_a_boundary_announces_first_and_succeeds(
     assert committed(bootstrap, group, topic, 0) == boundary
     with pytest.raises(KafkaException, match="No offset stored"):
         source.commit(asynchronous=False)  # nothing new: as confluent says
+
+
+def test_a_source_commits_nothing_past_a_pending_boundary(
+    topic_factory: Callable[..., str],
+    group_factory: Callable[[], str],
+    controller: Controller,
+    store: LayoutStore,
+    bootstrap: str,
+    make_consumer: Callable[..., OrderedConsumer],
+) -> None:
+    """While the epoch is pending the source's boundary is unknown: commits stay put.
+
+    A registered producer that has not acked holds epoch 1 pending; the source consumer
+    delivers its tail and commits meanwhile, but the committed offset does not move.
+    Once the epoch is sealed, the next call announces (maybe_revoked) and commits.
+    """
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    old = Layout(2, 2, 0)
+    produce(bootstrap, topic, old, [(k, "old") for k in keys_for(old, 0, 4)])
+    group = group_factory()
+    listener = Recorder()
+    source = make_consumer(group)
+    source.key_listener = listener
+    source.assign([TopicPartition(topic, 0)])
+    assert len(drain(source, 20.0, until=4)) == 4
+    source.commit(asynchronous=False)
+    assert committed(bootstrap, group, topic, 0) == 4
+
+    holder = ProducerRecord(
+        id="p-holds",
+        host="test",
+        pid=1,
+        delivery_timeout_ms=30000,
+        registered_at=time.time(),
+        client_id="test",
+    )
+    store.register_producer(topic, holder)
+    expand = threading.Thread(target=lambda: controller.expand(topic, 3, timeout=30))
+    expand.start()
+    try:
+        wait_until(lambda: store.find_epoch(topic, 1), timeout=20, what="epoch 1 published")
+        produce(bootstrap, topic, old, [(k, "late") for k in keys_for(old, 0, 3, "late")])
+        assert len(drain(source, 20.0, until=3)) == 3
+        with pytest.raises(KafkaException, match="No offset stored"):
+            source.commit(asynchronous=False)  # nothing may be committed past 4 yet
+        assert committed(bootstrap, group, topic, 0) == 4 and listener.events == []
+        store.ack(topic, 1, AckRecord(id="p-holds", epoch=1, last_offsets={}, acked_at=time.time()))
+        expand.join(30)
+        assert store.get_epoch(topic, 1).sealed
+    finally:
+        expand.join(30)
+    boundary = store.get_epoch(topic, 1).boundaries[0]
+    assert boundary == 7
+    wait_until(
+        lambda: source.consume(10, 0.1) == [] and listener.events,
+        timeout=10,
+        what="the announcement after the seal",
+    )
+    assert listener.events == [("maybe_revoked", 0, 7)]
+    assert committed(bootstrap, group, topic, 0) == 7
