@@ -22,16 +22,16 @@ from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store import EpochRecord, LayoutStore, ProducerRecord, TopicRecord
-from linear_hash import ALGORITHMS, key_flow
-from ordered.errors import (
+from coordinator.errors import (
     LayoutError,
     NotAdoptedError,
     OrderedError,
     StoreError,
     TransitionInProgressError,
 )
+from coordinator.kafka_admin import KafkaAdmin
+from coordinator.store import EpochRecord, LayoutStore, ProducerRecord, TopicRecord
+from linear_hash import ALGORITHMS, key_flow
 
 __all__ = [
     "DEFAULT_DELIVERY_TIMEOUT_MS",

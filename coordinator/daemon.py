@@ -34,10 +34,10 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 
 from coordinator.controller import BarrierTimeoutError, Controller
+from coordinator.errors import OrderedError, StoreError, TransitionInProgressError
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.position_relay import PositionRelay
 from coordinator.store import LayoutStore, Watch, paths
-from ordered.errors import OrderedError, StoreError, TransitionInProgressError
 
 __all__ = ["CoordinatorDaemon", "Role"]
 

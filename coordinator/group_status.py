@@ -2,7 +2,7 @@
 
 Reads the group's committed offsets and the log start and end offsets from Kafka, the
 epoch history from the layout store, and the members' declared waits from the position
-service, then applies the consumers' own gate rule (:class:`ordered.gates.GateEvaluator`)
+service, then applies the consumers' own gate rule (:class:`linear_hash.gating.GateEvaluator`)
 at the group's committed position of every partition. Reads only; writes nothing.
 
 For each partition the answer is the first closed gate at or past the group's position:
@@ -24,11 +24,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from coordinator.errors import NotAdoptedError
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.positions import Interest, PositionService
 from coordinator.store import EpochRecord, LayoutStore
-from ordered.errors import NotAdoptedError
-from ordered.gates import EpochInfo, GateEvaluator, Wait
+from linear_hash.gating import EpochInfo, GateEvaluator, Wait
 
 __all__ = ["GateWait", "GroupStatus", "PartitionStatus", "group_status"]
 

@@ -3,7 +3,7 @@
 Partition counts, an idempotent CreatePartitions, end and start offsets (high and low
 watermarks), a group's committed offsets and the ``cleanup.policy`` of a topic. Every
 call is bounded by the helper's ``timeout`` so a Kafka that is down fails fast. Kafka
-errors become :class:`~ordered.errors.OrderedKafkaError` keeping the original
+errors become :class:`~coordinator.errors.OrderedKafkaError` keeping the original
 ``KafkaError``; a topic that does not exist is an :class:`UnknownTopicError` (a usage error).
 """
 
@@ -23,7 +23,7 @@ from confluent_kafka.admin._listoffsets import OffsetSpec
 from confluent_kafka.admin._resource import ResourceType
 from confluent_kafka.cimpl import NewPartitions
 
-from ordered.errors import OrderedKafkaError, UsageError
+from coordinator.errors import OrderedKafkaError, UsageError
 
 __all__ = ["KafkaAdmin", "UnknownTopicError"]
 

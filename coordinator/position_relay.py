@@ -26,10 +26,10 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
+from coordinator.errors import OrderedError
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.positions import PositionService
 from coordinator.store import paths
-from ordered.errors import OrderedError
 
 __all__ = ["PositionRelay"]
 

@@ -37,8 +37,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.protocol.states import ZnodeStat
 
+from coordinator.errors import RecordCorruptError, StoreError
 from coordinator.store.paths import check_root, check_topic
-from ordered.errors import StoreError
 
 __all__ = [
     "POSITIONS_VERSION",
@@ -87,11 +87,11 @@ class Interest:
         record = _load(data, path, {"member", "waits", "at"})
         waits = record["waits"]
         if not isinstance(record["member"], str) or not isinstance(waits, dict):
-            raise StoreError(f"{path}: member must be a string and waits an object")
+            raise RecordCorruptError(f"{path}: member must be a string and waits an object")
         try:
             parsed = {int(p): _offset(o) for p, o in waits.items()}
         except (TypeError, ValueError) as exc:
-            raise StoreError(f"{path}: bad waits {waits!r}: {exc}") from None
+            raise RecordCorruptError(f"{path}: bad waits {waits!r}: {exc}") from None
         return cls(record["member"], parsed, _time(record["at"], path))
 
 
@@ -128,7 +128,7 @@ class Progress:
                 _time(record["at"], path),
             )
         except (TypeError, ValueError) as exc:
-            raise StoreError(f"{path}: {exc}") from None
+            raise RecordCorruptError(f"{path}: {exc}") from None
 
 
 def _dump(fields: dict[str, Any]) -> bytes:
@@ -141,14 +141,16 @@ def _load(data: bytes, path: str, fields: set[str]) -> dict[str, Any]:
     try:
         record = json.loads(data)
     except ValueError:
-        raise StoreError(f"{path}: not JSON") from None
+        raise RecordCorruptError(f"{path}: not JSON") from None
     if not isinstance(record, dict):
-        raise StoreError(f"{path}: expected an object")
+        raise RecordCorruptError(f"{path}: expected an object")
     if record.get("version") != POSITIONS_VERSION:
-        raise StoreError(f"{path}: unsupported version {record.get('version')!r}")
+        raise RecordCorruptError(f"{path}: unsupported version {record.get('version')!r}")
     keys = set(record) - {"version"}
     if keys != fields:
-        raise StoreError(f"{path}: fields {sorted(keys)} differ from the expected {sorted(fields)}")
+        raise RecordCorruptError(
+            f"{path}: fields {sorted(keys)} differ from the expected {sorted(fields)}"
+        )
     return record
 
 
@@ -160,7 +162,7 @@ def _offset(value: Any) -> int:
 
 def _time(value: Any, path: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise StoreError(f"{path}: at must be a number, got {value!r}")
+        raise RecordCorruptError(f"{path}: at must be a number, got {value!r}")
     return float(value)
 
 

@@ -1,18 +1,14 @@
 """Drop-in ordered producer and consumer over confluent-kafka (KIP-253 in the clients).
 
-``OrderedProducer``, ``TopicState``, ``OrderedConsumer`` and
-``PartitionKeyRebalanceListener`` are imported lazily: the layout store
-(``coordinator.store``) imports :mod:`ordered.errors`, so importing the clients eagerly
-here would be circular.
+:class:`OrderedProducer` routes keys by the topic's layout and takes part in the
+producer barrier; :class:`OrderedConsumer` delivers every key in order across layout
+changes; :class:`PartitionKeyRebalanceListener` receives KIP-253's key-rebalance
+callbacks. The error classes are those of :mod:`coordinator.errors`.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-from ordered.config import OrderedSettings, ProducerConfig, split_producer_config
-from ordered.errors import (
+from coordinator.errors import (
     ClusterError,
     ConfigError,
     LayoutError,
@@ -21,15 +17,16 @@ from ordered.errors import (
     OrderedError,
     OrderedKafkaError,
     OrderViolationError,
+    RecordCorruptError,
     StoreError,
+    StoreUnavailableError,
     TransitionInProgressError,
     UsageError,
 )
-
-if TYPE_CHECKING:
-    from ordered.consumer import OrderedConsumer
-    from ordered.listener import PartitionKeyRebalanceListener
-    from ordered.producer import OrderedProducer, TopicState
+from ordered.config import OrderedSettings, ProducerConfig, split_producer_config
+from ordered.consumer import OrderedConsumer
+from ordered.listener import PartitionKeyRebalanceListener
+from ordered.producer import OrderedProducer, TopicState
 
 __all__ = [
     "ClusterError",
@@ -45,26 +42,11 @@ __all__ = [
     "OrderedSettings",
     "PartitionKeyRebalanceListener",
     "ProducerConfig",
+    "RecordCorruptError",
     "StoreError",
+    "StoreUnavailableError",
     "TopicState",
     "TransitionInProgressError",
     "UsageError",
     "split_producer_config",
 ]
-
-_LAZY = {
-    "OrderedConsumer": "ordered.consumer",
-    "OrderedProducer": "ordered.producer",
-    "PartitionKeyRebalanceListener": "ordered.listener",
-    "TopicState": "ordered.producer",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """Import the clients on first access (see the module doc)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ordered' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value

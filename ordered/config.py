@@ -4,7 +4,7 @@ An :class:`~ordered.OrderedProducer` takes the same configuration dict as
 ``confluent_kafka.Producer`` plus a few ``ordered.``-prefixed keys (see
 :data:`ORDERED_KEYS`). librdkafka rejects keys it does not know, so every ``ordered.``
 key is removed before the dict reaches it; an ``ordered.`` key that is not documented is
-a :class:`~ordered.errors.ConfigError` naming it, so a typo never silently turns a
+a :class:`~coordinator.errors.ConfigError` naming it, so a typo never silently turns a
 setting off.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ordered.errors import ConfigError
+from coordinator.errors import ConfigError
 
 __all__ = [
     "DEFAULT_DELIVERY_TIMEOUT_MS",

@@ -2,7 +2,7 @@
 
 It reads each subscribed topic's layout history from the layout store (ZooKeeper,
 ``docs/protocol.md``) and applies the gate rule of ``docs/consumer.md``
-(:mod:`ordered.gates`): a record of partition ``b`` at or past a boundary ``B_b(e)`` is
+(:mod:`linear_hash.gating`): a record of partition ``b`` at or past a boundary ``B_b(e)`` is
 delivered only once the group has delivered and committed everything that must precede
 it. A record that meets a closed gate is not returned: the partition is paused, and
 that record with the rest of its partition's records from the same batch is kept in a
@@ -60,7 +60,7 @@ Commits and the guarantee:
 Violations (a record whose key routes elsewhere under every layout that may have
 placed it at its offset, or whose epoch header contradicts the boundaries) are counted
 in :attr:`OrderedConsumer.violations` and logged, or raised as
-:class:`~ordered.errors.OrderViolationError` with ``ordered.violation.policy=raise``.
+:class:`~coordinator.errors.OrderViolationError` with ``ordered.violation.policy=raise``.
 
 Limitations: a record with an epoch header newer than the consumer's history makes the
 consumer re-read the history before delivering it, which closes the race between a new
@@ -88,13 +88,13 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from kazoo.client import KazooClient, KazooState
 
+from coordinator.errors import OrderViolationError, StoreError
 from coordinator.positions import PositionService, Progress
 from coordinator.store import LayoutStore, TopicRecord, Watch
 from linear_hash import Layout
+from linear_hash.gating import EpochInfo, GateEvaluator, Wait, epoch_range
 from ordered.compaction import is_tombstone_copy
 from ordered.consumer_config import ConsumerConfig, split_consumer_config
-from ordered.errors import OrderViolationError, StoreError
-from ordered.gates import EpochInfo, GateEvaluator, Wait, epoch_range
 from ordered.listener import PartitionKeyRebalanceListener
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 The dict is the one ``confluent_kafka.Consumer`` takes, plus ``ordered.``-prefixed keys
 (see :data:`CONSUMER_KEYS`). Every ``ordered.`` key is removed before librdkafka sees
-the dict; an undocumented one is a :class:`~ordered.errors.ConfigError`, so a typo never
+the dict; an undocumented one is a :class:`~coordinator.errors.ConfigError`, so a typo never
 silently turns a setting off.
 
 Two librdkafka settings are changed (see :class:`ConsumerConfig`):
@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ordered.errors import ConfigError
+from coordinator.errors import ConfigError
 
 __all__ = [
     "CONSUMER_KEYS",

@@ -1,14 +1,24 @@
-"""The error hierarchy of the ordering layer.
+"""The error classes, under their historical import path.
 
-Every exception raised on purpose by ``ordered``, ``coordinator`` and ``spark_source``
-derives from :class:`OrderedError`. Errors that come from Kafka keep the original
-``confluent_kafka.KafkaError`` (and so its code) in :attr:`OrderedKafkaError.kafka_error`.
-Bad arguments to pure functions raise the builtin ``ValueError``/``TypeError`` instead.
+The hierarchy itself lives in the leaf module :mod:`coordinator.errors`; this module
+re-exports it so that ``from ordered.errors import ...`` keeps working.
 """
 
-from __future__ import annotations
-
-from typing import Any
+from coordinator.errors import (
+    ClusterError,
+    ConfigError,
+    LayoutError,
+    LayoutUnavailableError,
+    NotAdoptedError,
+    OrderedError,
+    OrderedKafkaError,
+    OrderViolationError,
+    RecordCorruptError,
+    StoreError,
+    StoreUnavailableError,
+    TransitionInProgressError,
+    UsageError,
+)
 
 __all__ = [
     "ClusterError",
@@ -19,90 +29,9 @@ __all__ = [
     "OrderViolationError",
     "OrderedError",
     "OrderedKafkaError",
+    "RecordCorruptError",
     "StoreError",
+    "StoreUnavailableError",
     "TransitionInProgressError",
     "UsageError",
 ]
-
-
-class OrderedError(Exception):
-    """Root of every error raised by the ordering layer."""
-
-
-class UsageError(OrderedError):
-    """The caller asked for something that cannot be done as asked (CLI exit code 2)."""
-
-
-class ConfigError(UsageError):
-    """A configuration value is missing, unknown, malformed or conflicts with another."""
-
-
-class ClusterError(OrderedError):
-    """The local development cluster could not be started, found or stopped."""
-
-
-class StoreError(OrderedError):
-    """The layout store in ZooKeeper is unreachable or holds a record that fails its check."""
-
-
-class LayoutError(UsageError):
-    """A requested layout change is not valid for the topic's current layout."""
-
-
-class LayoutUnavailableError(OrderedError, BufferError):
-    """The producer cannot route a record now: its ZooKeeper session is not usable.
-
-    Raised by ``OrderedProducer.produce`` for a keyed record to an ordered topic while
-    the session is suspended or lost (until the producer has re-registered and re-read
-    the layout), and for the first record to a topic while ZooKeeper is unreachable.
-    It is a ``BufferError``, so the usual ``except BufferError: poll(); retry`` loop of
-    confluent-kafka producers waits it out.
-    """
-
-
-class NotAdoptedError(UsageError):
-    """The topic exists in Kafka but has not been adopted by the ordering layer."""
-
-
-class TransitionInProgressError(OrderedError):
-    """Another layout transition of the same topic is running; retry when it ends."""
-
-
-class OrderedKafkaError(OrderedError):
-    """A Kafka operation failed; ``kafka_error`` is the original ``KafkaError``.
-
-    Attributes:
-        kafka_error: The ``confluent_kafka.KafkaError`` reported by librdkafka.
-    """
-
-    def __init__(self, message: str, kafka_error: Any = None) -> None:
-        super().__init__(message)
-        self.kafka_error = kafka_error
-
-    def code(self) -> int | None:
-        """Return the ``KafkaError`` code, as ``KafkaError.code()`` does, or ``None``."""
-        if self.kafka_error is None:
-            return None
-        return int(self.kafka_error.code())
-
-
-class OrderViolationError(OrderedError):
-    """A consumed record contradicts the layout (``ordered.violation.policy=raise``).
-
-    Its key routes to another partition under every layout that could have placed it at
-    its offset, or its epoch header names an epoch that cannot have written that
-    offset: a producer outside the ordering layer (or a bug) broke the key's order.
-
-    Attributes:
-        topic: The record's topic.
-        partition: The record's partition.
-        offset: The record's offset.
-        reason: What was contradicted.
-    """
-
-    def __init__(self, topic: str, partition: int, offset: int, reason: str) -> None:
-        super().__init__(f"order violation in {topic}[{partition}]@{offset}: {reason}")
-        self.topic = topic
-        self.partition = partition
-        self.offset = offset
-        self.reason = reason

@@ -35,12 +35,12 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
+from coordinator.errors import LayoutUnavailableError, StoreError
 from coordinator.store import AckRecord, LayoutStore, ProducerRecord, TopicRecord, Watch
 from coordinator.store import paths as store_paths
 from linear_hash import DEFAULT_ALGORITHM, Layout
 from ordered.compaction import TOMBSTONE_HEADER, TombstoneMemo, ancestors
 from ordered.config import ProducerConfig, split_producer_config
-from ordered.errors import LayoutUnavailableError, StoreError
 from ordered.producer_tracking import DrainTracker, Switch
 
 __all__ = ["DeliveryCallback", "OrderedProducer", "TopicState"]
@@ -70,7 +70,7 @@ class TopicState(Enum):
       and the ack is written.
     - ``ROUTING``/``SWITCHING`` -> ``PLAIN``: the topic was un-adopted or made unordered.
     - ``ROUTING``/``SWITCHING`` -> ``SUSPENDED``: the ZooKeeper session is suspended or
-      lost; keyed records raise :class:`~ordered.errors.LayoutUnavailableError`.
+      lost; keyed records raise :class:`~coordinator.errors.LayoutUnavailableError`.
     - ``SUSPENDED`` -> ``PLAIN`` | ``ROUTING`` | ``SWITCHING``: the session is back (after
       ``LOST``: re-registered) and the topic record was read again.
     - ``ROUTING`` -> ``ROUTING``, ``SWITCHING`` -> ``SWITCHING``: a newer record (a
@@ -264,7 +264,7 @@ class OrderedProducer:
     session and worker thread until the process exits.
 
     While the ZooKeeper session is suspended or lost, ``produce`` of a keyed record to
-    an ordered topic raises :class:`~ordered.errors.LayoutUnavailableError` (a
+    an ordered topic raises :class:`~coordinator.errors.LayoutUnavailableError` (a
     ``BufferError``); after a loss the producer re-registers and re-reads every topic
     before routing again.
 

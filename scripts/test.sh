@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 .venv/bin/ruff check .
 .venv/bin/mypy
+.venv/bin/lint-imports
 set +e
 .venv/bin/pytest -q -p no:cacheprovider "$@"
 code=$?

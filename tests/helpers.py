@@ -122,7 +122,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 180)
     if env:
         full_env.update(env)
     return subprocess.run(
-        [sys.executable, "-m", "coordinator.cli", *args],
+        [sys.executable, "-m", "ordered.cli", *args],
         capture_output=True,
         text=True,
         env=full_env,

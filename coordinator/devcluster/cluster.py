@@ -37,7 +37,7 @@ from coordinator.devcluster.process import (
     spawn,
     terminate,
 )
-from ordered.errors import ClusterError, UsageError
+from coordinator.errors import ClusterError, UsageError
 
 __all__ = [
     "STATE_FILE",

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from ordered.errors import ClusterError
+from coordinator.errors import ClusterError
 
 __all__ = [
     "COMPONENTS",

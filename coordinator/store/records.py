@@ -3,7 +3,7 @@
 Every record serialises with :meth:`to_json` to UTF-8 JSON with sorted keys and
 ``"version": 1``, and parses with ``from_json(data, path)``, which is strict: a record
 that is not JSON, has another ``version``, lacks a field, has an extra field, or has a
-field of the wrong type raises :class:`~ordered.errors.StoreError` naming the znode path
+field of the wrong type raises :class:`~coordinator.errors.StoreError` naming the znode path
 and the problem. The schema is in ``docs/protocol.md``.
 
 In Python, partition-keyed maps (``boundaries``, ``last_offsets``) use ``int`` keys; in
@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Final, Literal, Self, TypeAlias
 
+from coordinator.errors import RecordCorruptError
 from linear_hash import ALGORITHMS
-from ordered.errors import StoreError
 
 __all__ = [
     "EPOCH_STATES",
@@ -206,14 +206,14 @@ class _Record:
         try:
             raw = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
-            raise StoreError(f"{path}: not a JSON {name} record ({exc})") from None
+            raise RecordCorruptError(f"{path}: not a JSON {name} record ({exc})") from None
         if not isinstance(raw, dict):
-            raise StoreError(f"{path}: not a JSON {name} record (not an object)")
+            raise RecordCorruptError(f"{path}: not a JSON {name} record (not an object)")
         if "version" not in raw:
-            raise StoreError(f"{path}: {name} record has no 'version'")
+            raise RecordCorruptError(f"{path}: {name} record has no 'version'")
         version = raw.pop("version")
         if version != RECORD_VERSION:
-            raise StoreError(
+            raise RecordCorruptError(
                 f"{path}: {name} record has version {version!r}; this ordered reads "
                 f"version {RECORD_VERSION}"
             )
@@ -226,11 +226,11 @@ class _Record:
                 problems.append(f"missing field(s) {', '.join(missing)}")
             if extra:
                 problems.append(f"unknown field(s) {', '.join(extra)}")
-            raise StoreError(f"{path}: bad {name} record: {'; '.join(problems)}")
+            raise RecordCorruptError(f"{path}: bad {name} record: {'; '.join(problems)}")
         try:
             return cls(**raw)
         except (ValueError, TypeError) as exc:
-            raise StoreError(f"{path}: bad {name} record: {exc}") from None
+            raise RecordCorruptError(f"{path}: bad {name} record: {exc}") from None
 
 
 @dataclass(frozen=True)

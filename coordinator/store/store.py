@@ -6,10 +6,10 @@ runs under ``client.retry`` (kazoo's ``KazooRetry``, copied per call by kazoo), 
 retry after a connection loss that finds its own earlier write applied treats it as
 success.
 
-Errors: a record that fails its check is a :class:`~ordered.errors.StoreError` naming the
+Errors: a record that fails its check is a :class:`~coordinator.errors.StoreError` naming the
 znode; ZooKeeper unreachable (retries exhausted, session closed) is a ``StoreError`` too;
 a concurrent change of the topic record is a
-:class:`~ordered.errors.TransitionInProgressError`.
+:class:`~coordinator.errors.TransitionInProgressError`.
 """
 
 from __future__ import annotations
@@ -33,9 +33,15 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.recipe.lock import Lock
 
+from coordinator.errors import (
+    LayoutError,
+    RecordCorruptError,
+    StoreError,
+    StoreUnavailableError,
+    TransitionInProgressError,
+)
 from coordinator.store import paths
 from coordinator.store.records import AckRecord, EpochRecord, ProducerRecord, TopicRecord
-from ordered.errors import LayoutError, StoreError, TransitionInProgressError
 
 __all__ = ["LayoutStore", "Watch"]
 
@@ -110,7 +116,7 @@ class LayoutStore:
             result: T = self._client.retry(func, *args)
             return result
         except (KazooException, KazooTimeoutError) as exc:
-            raise StoreError(
+            raise StoreUnavailableError(
                 f"ZooKeeper unavailable while trying to {what}: {type(exc).__name__}"
                 + (f": {exc}" if str(exc) else "")
             ) from exc
@@ -136,7 +142,7 @@ class LayoutStore:
             return None, int(stat.version)
         record = TopicRecord.from_json(data, path)
         if record.topic != topic:
-            raise StoreError(f"{path}: TopicRecord names topic {record.topic!r}")
+            raise RecordCorruptError(f"{path}: TopicRecord names topic {record.topic!r}")
         return record, int(stat.version)
 
     def get_topic(self, topic: str) -> TopicRecord | None:
@@ -240,7 +246,7 @@ class LayoutStore:
         data, stat = got
         record = EpochRecord.from_json(data, path)
         if record.topic != topic or record.epoch != epoch:
-            raise StoreError(
+            raise RecordCorruptError(
                 f"{path}: EpochRecord names topic {record.topic!r} epoch {record.epoch}"
             )
         return record, int(stat.version)
@@ -282,7 +288,7 @@ class LayoutStore:
             out = []
             for name in sorted(names):
                 if len(name) != 10 or not name.isdigit():
-                    raise StoreError(f"{parent}/{name}: not an epoch node name")
+                    raise RecordCorruptError(f"{parent}/{name}: not an epoch node name")
                 got = self._get_epoch(topic, int(name))
                 if got is not None:
                     out.append(got[0])
@@ -522,9 +528,9 @@ class LayoutStore:
                 continue  # an ephemeral node that went away while listing
             record = kind.from_json(got[0], path)
             if record.id != name:
-                raise StoreError(f"{path}: record names id {record.id!r}")
+                raise RecordCorruptError(f"{path}: record names id {record.id!r}")
             if epoch is not None and record.epoch != epoch:
-                raise StoreError(f"{path}: ack names epoch {record.epoch}")
+                raise RecordCorruptError(f"{path}: ack names epoch {record.epoch}")
             out[name] = record
         return out
 

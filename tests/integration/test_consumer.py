@@ -13,11 +13,11 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from helpers import run_cli, transient_error, wait_until
 
 from coordinator.controller import Controller
+from coordinator.errors import OrderViolationError
 from coordinator.store import AckRecord, LayoutStore, ProducerRecord
 from linear_hash import Layout
+from linear_hash.gating import Wait
 from ordered.consumer import GateState, OrderedConsumer
-from ordered.errors import OrderViolationError
-from ordered.gates import Wait
 from ordered.listener import PartitionKeyRebalanceListener
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]

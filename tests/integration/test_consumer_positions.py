@@ -134,7 +134,7 @@ def _daemon(tmp_path: Path, zk_hosts: str, bootstrap: str, zk_root: str) -> subp
             [
                 sys.executable,
                 "-m",
-                "coordinator.cli",
+                "ordered.cli",
                 "coordinator",
                 "--zookeeper",
                 zk_hosts,

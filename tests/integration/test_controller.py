@@ -14,15 +14,15 @@ from helpers import unique, wait_until
 from kazoo.client import KazooClient
 
 from coordinator.controller import BarrierTimeoutError, Controller, TransitionResult
-from coordinator.kafka_admin import KafkaAdmin, UnknownTopicError
-from coordinator.store import AckRecord, LayoutStore, ProducerRecord
-from linear_hash import key_flow
-from ordered.errors import (
+from coordinator.errors import (
     LayoutError,
     NotAdoptedError,
     OrderedKafkaError,
     TransitionInProgressError,
 )
+from coordinator.kafka_admin import KafkaAdmin, UnknownTopicError
+from coordinator.store import AckRecord, LayoutStore, ProducerRecord
+from linear_hash import key_flow
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 

@@ -18,9 +18,9 @@ from kazoo.client import KazooClient
 
 from coordinator.controller import BarrierTimeoutError, Controller
 from coordinator.daemon import CoordinatorDaemon, Role
+from coordinator.errors import StoreError
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import AckRecord, LayoutStore, ProducerRecord, paths
-from ordered.errors import StoreError
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -35,7 +35,7 @@ class Processes:
     def start(self, name: str, *args: str) -> subprocess.Popen[bytes]:
         log = (self.directory / f"{name}.log").open("wb")
         proc = subprocess.Popen(
-            [sys.executable, "-m", "coordinator.cli", *args],
+            [sys.executable, "-m", "ordered.cli", *args],
             stdout=log,
             stderr=subprocess.STDOUT,
         )

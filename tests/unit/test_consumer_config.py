@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from coordinator.errors import ConfigError
 from ordered.consumer_config import (
     METADATA_REFRESH_MS,
     ConsumerSettings,
     parse_bool,
     split_consumer_config,
 )
-from ordered.errors import ConfigError
 
 BASE = {"bootstrap.servers": "b:9092", "group.id": "g", "ordered.zookeeper.connect": "zk:2181"}
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from coordinator.errors import StoreError
 from coordinator.positions import Interest, Progress
-from ordered.errors import StoreError
 
 
 def test_round_trips() -> None:

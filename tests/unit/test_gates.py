@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from linear_hash import key_flow, route
-from ordered.gates import EpochInfo, GateEvaluator, Wait, epoch_range
+from linear_hash.gating import EpochInfo, GateEvaluator, Wait, epoch_range
 
 
 @dataclass

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from coordinator.errors import ConfigError
 from ordered.config import (
     DEFAULT_DELIVERY_TIMEOUT_MS,
     ORDERED_KEYS,
@@ -13,7 +14,6 @@ from ordered.config import (
     parse_bool,
     split_producer_config,
 )
-from ordered.errors import ConfigError
 
 BASE: dict[str, Any] = {
     "bootstrap.servers": "127.0.0.1:9092",

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from coordinator.errors import StoreError
 from coordinator.store import paths
 from coordinator.store.records import (
     RECORD_VERSION,
@@ -17,7 +18,6 @@ from coordinator.store.records import (
     ProducerRecord,
     TopicRecord,
 )
-from ordered.errors import StoreError
 
 PATH = "/ordered/topics/t/x"
 

@@ -10,9 +10,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from coordinator.cli import admin, cluster
-from coordinator.cli.output import error
-from ordered.errors import OrderedError, UsageError
+from coordinator.errors import OrderedError, UsageError
+from ordered.cli import admin, cluster
+from ordered.cli.output import error
 
 __all__ = ["build_parser", "main"]
 

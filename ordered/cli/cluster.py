@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 
 from coordinator import devcluster
-from coordinator.cli.output import emit, progress
 from coordinator.devcluster.cluster import ClusterState
+from ordered.cli.output import emit, progress
 
 __all__ = ["add_parser"]
 

@@ -25,14 +25,14 @@ from kazoo.client import KazooClient
 from kazoo.handlers.threading import KazooTimeoutError
 
 from coordinator import devcluster
-from coordinator.cli.output import emit, progress
 from coordinator.controller import Controller, Description, TransitionResult
 from coordinator.daemon import CoordinatorDaemon
+from coordinator.errors import StoreError, UsageError
 from coordinator.group_status import GroupStatus, group_status
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import DEFAULT_ROOT, LayoutStore, TopicRecord
 from linear_hash import ALGORITHMS, DEFAULT_ALGORITHM
-from ordered.errors import StoreError, UsageError
+from ordered.cli.output import emit, progress
 
 __all__ = ["Connections", "add_parsers", "connect"]
 
