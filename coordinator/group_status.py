@@ -25,10 +25,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from coordinator.errors import NotAdoptedError
+from coordinator.history import TopicHistory
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.positions import Interest, PositionService
 from coordinator.store import EpochRecord, LayoutStore
-from linear_hash.gating import EpochInfo, GateEvaluator, Wait
+from linear_hash.gating import GateEvaluator, Wait
 
 __all__ = ["GateWait", "GroupStatus", "PartitionStatus", "group_status"]
 
@@ -164,7 +165,7 @@ def group_status(store: LayoutStore, admin: KafkaAdmin, topic: str, group: str) 
             f"topic {topic} is not adopted (adopt it first: ordered adopt {topic})"
         )
     epochs = {e.epoch: e for e in store.epochs(topic)}
-    gates = GateEvaluator(EpochInfo.from_record(e) for e in epochs.values())
+    gates = TopicHistory.from_records(record, list(epochs.values())).gates()
     partitions = range(count)
     committed = admin.committed_offsets(group, topic, partitions)
     starts = admin.start_offsets(topic, partitions)

@@ -1,0 +1,266 @@
+"""One topic's layout history, and the watcher that keeps a reader's copy fresh.
+
+:class:`TopicHistory` turns the store's records into what every reader needs: the
+epochs as the gate rule sees them (:class:`linear_hash.gating.EpochInfo`), the layout of
+each epoch, the partitions a pending epoch takes keys from, and a
+:class:`~linear_hash.gating.GateEvaluator`. The producer, the consumer, ``ordered
+describe`` and the Spark source all read a topic through :func:`load_history`.
+
+:class:`HistoryWatcher` tells a reader *that* a topic changed; the reader reloads on
+its own thread. Kazoo's watch callbacks never read ZooKeeper themselves: a read that
+retries on kazoo's worker thread blocks ``KazooClient.stop()`` (and interpreter exit)
+while ZooKeeper is away.
+
+Session states of a watcher (kazoo's, as an :class:`SessionState`)::
+
+    CONNECTED --(connection lost)--> SUSPENDED --(reconnected)--> CONNECTED
+    SUSPENDED --(session expired)--> LOST --(new session)--> CONNECTED
+    any --(stop)--> STOPPED
+
+A reader that saw ``SUSPENDED`` or ``LOST`` must reload before it trusts its copy
+(watches may have missed changes); :attr:`HistoryWatcher.generation` counts every
+reconnect so it can tell.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kazoo.client import KazooClient, KazooState
+
+from coordinator.errors import NotAdoptedError
+from coordinator.store import LayoutStore, TopicRecord, Watch
+from coordinator.store import paths as store_paths
+from linear_hash import Layout
+from linear_hash.gating import EpochInfo, GateEvaluator
+
+__all__ = ["HistoryWatcher", "SessionState", "TopicHistory", "load_history"]
+
+
+@dataclass(frozen=True)
+class TopicHistory:
+    """A consistent snapshot of one topic's layout history.
+
+    Attributes:
+        topic: The Kafka topic.
+        record: The topic record, ``None`` when the topic is not adopted.
+        epochs: Every epoch, ascending, as the gate rule sees it (empty when not
+            adopted or not ordered).
+        layouts: Epoch -> the layout it routes by.
+    """
+
+    topic: str
+    record: TopicRecord | None
+    epochs: tuple[EpochInfo, ...] = ()
+    layouts: Mapping[int, Layout] = field(default_factory=dict)
+
+    @property
+    def adopted(self) -> bool:
+        """Whether the topic is adopted and routed by its layout (``ordered``)."""
+        return self.record is not None and self.record.ordered
+
+    @property
+    def latest_epoch(self) -> int:
+        """The newest epoch, ``-1`` when there is none."""
+        return self.epochs[-1].epoch if self.epochs else -1
+
+    @property
+    def pending(self) -> EpochInfo | None:
+        """The epoch still waiting for its seal, if any."""
+        if self.epochs and not self.epochs[-1].sealed:
+            return self.epochs[-1]
+        return None
+
+    @property
+    def pending_givers(self) -> frozenset[int]:
+        """Partitions a pending epoch takes keys from (their boundaries are not known yet)."""
+        return frozenset(a for e in self.epochs if not e.sealed for a, _b in e.edges)
+
+    @property
+    def layout(self) -> Layout | None:
+        """The layout of the newest epoch (what producers route by), ``None`` if none."""
+        return self.layouts.get(self.latest_epoch)
+
+    def gates(self) -> GateEvaluator:
+        """A fresh gate evaluator over these epochs (keep and :meth:`update` it)."""
+        return GateEvaluator(self.epochs)
+
+    def require_adopted(self) -> TopicRecord:
+        """Return the record of an adopted topic.
+
+        Raises:
+            NotAdoptedError: The topic is not adopted.
+        """
+        if self.record is None:
+            raise NotAdoptedError(f"topic {self.topic} is not adopted")
+        return self.record
+
+    @classmethod
+    def from_records(cls, record: TopicRecord | None, epochs: list[Any]) -> TopicHistory:
+        """Build from a topic record and its ``EpochRecord``s (any order).
+
+        Args:
+            record: The topic record, or ``None`` (not adopted).
+            epochs: The epoch records (ignored when ``record`` is ``None`` or the topic
+                is not ordered).
+        """
+        if record is None:
+            raise ValueError("from_records needs a record; use TopicHistory(topic, None)")
+        if not record.ordered:
+            return cls(record.topic, record)
+        infos = tuple(sorted((EpochInfo.from_record(e) for e in epochs), key=lambda e: e.epoch))
+        layouts = {
+            e.epoch: Layout(record.initial, e.to_active or record.initial, e.epoch) for e in infos
+        }
+        return cls(record.topic, record, infos, layouts)
+
+
+def load_history(store: LayoutStore, topic: str, *, sync: bool = True) -> TopicHistory:
+    """Read a topic's history from the store.
+
+    Args:
+        store: The layout store.
+        topic: The topic.
+        sync: Issue a ZooKeeper ``sync`` on the topic's path first, so the read sees
+            every write that completed before this call began (the server we read
+            from may otherwise lag the leader). Readers that must know every epoch a
+            record fetched earlier could carry (consumers, the Spark planner) sync.
+
+    Returns:
+        The snapshot; ``record`` is ``None`` when the topic is not adopted.
+
+    Raises:
+        StoreError: ZooKeeper is unreachable or a record fails its check.
+    """
+    if sync:
+        path = store_paths.topic_path(store.root, topic)
+        store._run(f"sync {path}", store.client.sync, path)
+    record = store.get_topic(topic)
+    if record is None:
+        return TopicHistory(topic, None)
+    if not record.ordered:
+        return TopicHistory(topic, record)
+    return TopicHistory.from_records(record, store.epochs(topic))
+
+
+class SessionState(enum.Enum):
+    """The ZooKeeper session as a watcher sees it (see the module doc)."""
+
+    CONNECTED = "connected"
+    SUSPENDED = "suspended"
+    LOST = "lost"
+    STOPPED = "stopped"
+
+
+_TRANSITIONS: dict[SessionState, frozenset[SessionState]] = {
+    SessionState.CONNECTED: frozenset({SessionState.SUSPENDED, SessionState.LOST}),
+    SessionState.SUSPENDED: frozenset({SessionState.CONNECTED, SessionState.LOST}),
+    SessionState.LOST: frozenset({SessionState.CONNECTED}),
+    SessionState.STOPPED: frozenset(),
+}
+
+
+class HistoryWatcher:
+    """Marks topics dirty when their record changes; tracks the session state.
+
+    Callbacks run on kazoo's thread and only set flags (never read ZooKeeper), so a
+    watcher never blocks kazoo's worker. The owner calls :meth:`take_dirty` on its own
+    thread and reloads those topics with :func:`load_history`.
+
+    Args:
+        store: The layout store whose client is watched.
+        on_change: Optional hook called (on kazoo's thread, must not block) after a
+            topic is marked dirty or the session state changes.
+    """
+
+    def __init__(self, store: LayoutStore, on_change: Callable[[], None] | None = None) -> None:
+        self._store = store
+        self._on_change = on_change
+        self._lock = threading.Lock()
+        self._dirty: set[str] = set()
+        self._watches: dict[str, Watch] = {}
+        self._state = SessionState.CONNECTED
+        self.generation = 0
+        """Incremented at every reconnect after a suspension or a lost session."""
+        store.client.add_listener(self._on_session)
+
+    @property
+    def state(self) -> SessionState:
+        """The session state now."""
+        return self._state
+
+    def _set_state(self, new: SessionState) -> None:
+        """The only writer of the state; ignores a repeat, rejects an unlisted move."""
+        with self._lock:
+            old = self._state
+            if new is old:
+                return
+            if new is not SessionState.STOPPED and new not in _TRANSITIONS[old]:
+                raise RuntimeError(f"session state {old.name} -> {new.name} is not a transition")
+            self._state = new
+            if new is SessionState.CONNECTED:
+                self.generation += 1
+                # Watches may have missed changes while away: everything is dirty.
+                self._dirty.update(self._watches)
+
+    def _on_session(self, state: Any) -> bool | None:
+        if self._state is SessionState.STOPPED:
+            return True  # removes the listener
+        new = {
+            KazooState.CONNECTED: SessionState.CONNECTED,
+            KazooState.SUSPENDED: SessionState.SUSPENDED,
+            KazooState.LOST: SessionState.LOST,
+        }[state]
+        self._set_state(new)
+        self._poke()
+        return None
+
+    def _poke(self) -> None:
+        if self._on_change is not None:
+            self._on_change()
+
+    def watch(self, topic: str) -> None:
+        """Start watching ``topic`` (idempotent); it starts out dirty.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        with self._lock:
+            if topic in self._watches:
+                return
+            self._dirty.add(topic)
+
+        def changed(_record: TopicRecord | None) -> None:
+            with self._lock:
+                self._dirty.add(topic)
+            self._poke()
+
+        watch = self._store.watch_topic(topic, changed, on_error=lambda _exc: changed(None))
+        with self._lock:
+            self._watches[topic] = watch
+
+    def take_dirty(self) -> set[str]:
+        """Return the topics changed since the last call, and clear the set."""
+        with self._lock:
+            dirty, self._dirty = self._dirty, set()
+        return dirty
+
+    def mark_dirty(self, topic: str) -> None:
+        """Mark ``topic`` for a reload (for example after a failed one)."""
+        with self._lock:
+            self._dirty.add(topic)
+
+    def stop(self) -> None:
+        """Stop every watch and the session listener; never blocks."""
+        with self._lock:
+            self._state = SessionState.STOPPED
+            watches = list(self._watches.values())
+            self._watches.clear()
+        for watch in watches:
+            watch.stop()
+        client: KazooClient = self._store.client
+        client.remove_listener(self._on_session)

@@ -1,0 +1,103 @@
+"""The one place that makes ZooKeeper clients: bounded retries, prompt exit.
+
+Every ``KazooClient`` of the project (the clients, the command line, the daemon, the
+Spark source, benchmarks and tests) comes from :func:`make_client` and is started by
+:func:`start_client`, so retry bounds and the connection error are the same everywhere.
+
+Why bounded: kazoo retries a command forever by default, and a watch callback that
+reads through such a retry blocks kazoo's worker thread, ``KazooClient.stop()`` and so
+interpreter exit, while ZooKeeper is away. A bounded ``command_retry`` makes every store
+call fail with :class:`~coordinator.errors.StoreUnavailableError` instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kazoo.client import KazooClient
+from kazoo.handlers.threading import KazooTimeoutError
+
+from coordinator.errors import StoreUnavailableError
+
+__all__ = ["COMMAND_RETRY", "close_client", "make_client", "start_client"]
+
+COMMAND_RETRY: dict[str, Any] = {"max_tries": 20, "delay": 0.05, "max_delay": 0.5, "deadline": 5.0}
+"""Default retry bounds of one store command: at most 20 tries within 5 s."""
+
+_CONNECTION_RETRY: dict[str, Any] = {"max_tries": -1, "delay": 0.1, "max_delay": 1.0}
+
+
+def make_client(
+    hosts: str,
+    *,
+    session_timeout_s: float = 10.0,
+    command_deadline_s: float | None = None,
+    reconnect: bool = True,
+) -> KazooClient:
+    """Create (not start) a ``KazooClient`` with the project's retry bounds.
+
+    Args:
+        hosts: The ZooKeeper connect string, optionally with a chroot.
+        session_timeout_s: The requested session timeout in seconds.
+        command_deadline_s: How long one store command may retry (default 5 s).
+        reconnect: Keep reconnecting after the connection drops (clients and the
+            daemon ride out outages); ``False`` gives up after a few tries.
+
+    Returns:
+        The client, not yet started.
+    """
+    command = dict(COMMAND_RETRY)
+    if command_deadline_s is not None:
+        command["deadline"] = command_deadline_s
+        command["max_tries"] = max(20, int(command_deadline_s * 4))
+    connection = dict(_CONNECTION_RETRY)
+    if not reconnect:
+        connection["max_tries"] = 3
+    # kazoo logs every refused connection; callers report one error instead.
+    logging.getLogger("kazoo.client").setLevel(logging.CRITICAL)
+    return KazooClient(
+        hosts=hosts,
+        timeout=session_timeout_s,
+        command_retry=command,
+        connection_retry=connection,
+    )
+
+
+def start_client(client: KazooClient, timeout_s: float, what: str = "") -> KazooClient:
+    """Start ``client`` within ``timeout_s`` or raise; a failed start is cleaned up.
+
+    Args:
+        client: A client from :func:`make_client`.
+        timeout_s: How long to wait for the first connection.
+        what: Where the connect string came from, for the message (for example
+            ``"ordered.zookeeper.connect"``).
+
+    Returns:
+        ``client``, connected.
+
+    Raises:
+        StoreUnavailableError: No connection within ``timeout_s``.
+    """
+    try:
+        client.start(timeout=timeout_s)
+    except (KazooTimeoutError, OSError) as exc:
+        close_client(client)
+        source = f" ({what})" if what else ""
+        hosts = ",".join(f"{host}:{port}" for host, port in client.hosts) + (client.chroot or "")
+        raise StoreUnavailableError(
+            f"cannot connect to ZooKeeper at {hosts}{source} within {timeout_s:g} s"
+        ) from exc
+    return client
+
+
+def close_client(client: KazooClient) -> None:
+    """Stop and close ``client``; never raises (for ``finally`` blocks and exit hooks)."""
+    try:
+        client.stop()
+    except Exception:  # best effort on the way out
+        logging.getLogger(__name__).debug("kazoo stop failed", exc_info=True)
+    try:
+        client.close()
+    except Exception:  # best effort on the way out
+        logging.getLogger(__name__).debug("kazoo close failed", exc_info=True)
