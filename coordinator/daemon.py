@@ -20,8 +20,6 @@ Leadership states (:class:`Role`; only :meth:`CoordinatorDaemon._set_role` chang
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -35,6 +33,7 @@ from kazoo.protocol.states import KazooState
 
 from coordinator.controller import BarrierTimeoutError, Controller
 from coordinator.errors import OrderedError, StoreError, TransitionInProgressError
+from coordinator.identity import process_identity
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.position_relay import PositionRelay
 from coordinator.store import LayoutStore, Watch, paths
@@ -103,13 +102,16 @@ class CoordinatorDaemon:
         self._controller = Controller(self._store, admin, self._progress, cancel=self._stop)
         self._scan_interval = scan_interval
         self._resume_timeout = resume_timeout
-        self._identifier = identifier or f"{socket.gethostname()}:{os.getpid()}"
+        self._identifier = identifier or process_identity()
         self._role = Role.FOLLOWER
         self._role_lock = threading.Lock()
         self._lost = threading.Event()
         self._wake = threading.Event()
         self._workers: dict[str, threading.Thread] = {}
         self._errors: dict[str, str] = {}
+        # The last failure of each topic's resume: a topic that fails the same way every
+        # scan (say, a layout of another topic id) is reported once, not every second.
+        self._failures: dict[str, str] = {}
         self._election: Any = None
         self._relay = (
             PositionRelay(client, admin, root, relay_interval, self._progress)
@@ -242,6 +244,7 @@ class CoordinatorDaemon:
 
     def _resume(self, topic: str) -> None:
         started = time.monotonic()
+        failed = False
         try:
             result = self._controller.resume(topic, timeout=self._resume_timeout)
         except TransitionInProgressError as exc:
@@ -251,14 +254,22 @@ class CoordinatorDaemon:
             self._progress(str(exc))
             return
         except OrderedError as exc:
-            self._progress(f"resume of {topic} failed: {exc}")
+            # Retried at the next periodic scan, not at once: a failure that repeats
+            # (a layout of another topic id, a deleted topic) must not spin.
+            failed = True
+            message = f"resume of {topic} failed: {exc}"
+            if self._failures.get(topic) != message:
+                self._progress(message)
+            self._failures[topic] = message
             return
         except (KazooException, KazooTimeoutError) as exc:
             self._progress(f"resume of {topic} failed: ZooKeeper: {exc!r}")
             return
         finally:
-            # Rescan soon: the epoch may be sealed, or need another round.
-            self._wake.set()
+            if not failed:
+                # Rescan soon: the epoch may be sealed, or need another round.
+                self._wake.set()
+        self._failures.pop(topic, None)
         if result is not None:
             self._progress(
                 f"sealed epoch {result.epoch} of {topic} ({result.from_active} -> "

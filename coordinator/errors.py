@@ -22,6 +22,7 @@ __all__ = [
     "RecordCorruptError",
     "StoreError",
     "StoreUnavailableError",
+    "TopicIdMismatchError",
     "TransitionInProgressError",
     "UsageError",
 ]
@@ -78,6 +79,37 @@ class LayoutUnavailableError(OrderedError, BufferError):
 
 class NotAdoptedError(UsageError):
     """The topic exists in Kafka but has not been adopted by the ordering layer."""
+
+
+class TopicIdMismatchError(UsageError):
+    """The layout in the store was adopted for another incarnation of the topic.
+
+    Kafka gives every topic a topic id at creation; a topic deleted and created again
+    under the same name gets a new one. A layout records the id of the topic it was
+    adopted for, and a client or command that finds Kafka's topic under another id
+    refuses the layout (``ordered adopt TOPIC --replace`` re-adopts the topic,
+    ``ordered unadopt TOPIC`` removes the layout).
+
+    Attributes:
+        topic: The topic name.
+        recorded_id: The topic id the layout was adopted for.
+        kafka_id: The topic id Kafka reports now.
+    """
+
+    def __init__(self, topic: str, recorded_id: str, kafka_id: str) -> None:
+        super().__init__(
+            f"topic {topic} was adopted as topic id {recorded_id}, but Kafka's topic "
+            f"{topic} now has topic id {kafka_id} (deleted and created again?): its layout "
+            f"does not apply; re-adopt it with `ordered adopt {topic} --replace` or remove "
+            f"the layout with `ordered unadopt {topic}`"
+        )
+        self.topic = topic
+        self.recorded_id = recorded_id
+        self.kafka_id = kafka_id
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickles (Spark ships exceptions between processes) with its three fields.
+        return (type(self), (self.topic, self.recorded_id, self.kafka_id))
 
 
 class TransitionInProgressError(OrderedError):

@@ -35,6 +35,7 @@ from kazoo.client import KazooClient, KazooState
 from coordinator.errors import NotAdoptedError
 from coordinator.store import LayoutStore, TopicRecord, Watch
 from coordinator.store import paths as store_paths
+from coordinator.topic_ids import TopicIds, check_topic_id
 from linear_hash import Layout
 from linear_hash.gating import EpochInfo, GateEvaluator
 
@@ -119,8 +120,15 @@ class TopicHistory:
         return cls(record.topic, record, infos, layouts)
 
 
-def load_history(store: LayoutStore, topic: str, *, sync: bool = True) -> TopicHistory:
-    """Read a topic's history from the store.
+def load_history(
+    store: LayoutStore,
+    topic: str,
+    *,
+    sync: bool = True,
+    topic_id: str | None = None,
+    ids: TopicIds | None = None,
+) -> TopicHistory:
+    """Read a topic's history from the store, refusing a layout of another topic id.
 
     Args:
         store: The layout store.
@@ -129,17 +137,27 @@ def load_history(store: LayoutStore, topic: str, *, sync: bool = True) -> TopicH
             every write that completed before this call began (the server we read
             from may otherwise lag the leader). Readers that must know every epoch a
             record fetched earlier could carry (consumers, the Spark planner) sync.
+        topic_id: Kafka's topic id of ``topic``, if the caller knows it: a record
+            bound to another id is refused.
+        ids: A :class:`~coordinator.topic_ids.TopicIds` that asks Kafka for the id
+            when the record is bound to one (readers that do not know it yet).
 
     Returns:
         The snapshot; ``record`` is ``None`` when the topic is not adopted.
 
     Raises:
+        TopicIdMismatchError: The record is bound to another topic id than Kafka's.
+        UnknownTopicError: ``ids`` found the topic gone from Kafka.
+        OrderedKafkaError: ``ids`` could not ask Kafka.
         StoreError: ZooKeeper is unreachable or a record fails its check.
     """
     if sync:
         path = store_paths.topic_path(store.root, topic)
         store._run(f"sync {path}", store.client.sync, path)
     record = store.get_topic(topic)
+    check_topic_id(record, topic_id)
+    if ids is not None:
+        ids.verify(record)
     if record is None:
         return TopicHistory(topic, None)
     if not record.ordered:

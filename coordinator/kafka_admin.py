@@ -1,10 +1,11 @@
 """Thin helpers over confluent-kafka's ``AdminClient`` for the controller.
 
-Partition counts, an idempotent CreatePartitions, end and start offsets (high and low
-watermarks), a group's committed offsets and the ``cleanup.policy`` of a topic. Every
-call is bounded by the helper's ``timeout`` so a Kafka that is down fails fast. Kafka
-errors become :class:`~coordinator.errors.OrderedKafkaError` keeping the original
-``KafkaError``; a topic that does not exist is an :class:`UnknownTopicError` (a usage error).
+Topic descriptions (partition count and Kafka's topic id), partition counts, an
+idempotent CreatePartitions, end and start offsets (high and low watermarks), a group's
+committed offsets and the ``cleanup.policy`` of a topic. Every call is bounded by the
+helper's ``timeout`` so a Kafka that is down fails fast. Kafka errors become
+:class:`~coordinator.errors.OrderedKafkaError` keeping the original ``KafkaError``; a
+topic that does not exist is an :class:`UnknownTopicError` (a usage error).
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ import threading
 import time
 from collections.abc import Iterable
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import ConfigResource
 from confluent_kafka.admin._listoffsets import OffsetSpec
@@ -25,7 +27,7 @@ from confluent_kafka.cimpl import NewPartitions
 
 from coordinator.errors import OrderedKafkaError, UsageError
 
-__all__ = ["KafkaAdmin", "UnknownTopicError"]
+__all__ = ["KafkaAdmin", "KafkaTopic", "UnknownTopicError"]
 
 # librdkafka logs every refused connection; the errors that matter reach the caller as
 # exceptions, so these logs go to the application's logging only if it configures it.
@@ -58,6 +60,22 @@ _EARLIEST: OffsetSpec = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
 
 class UnknownTopicError(UsageError):
     """The topic does not exist in Kafka."""
+
+
+@dataclass(frozen=True)
+class KafkaTopic:
+    """What Kafka says about one topic.
+
+    Attributes:
+        name: The topic name.
+        topic_id: Kafka's topic id (base64, as Kafka's tools print it); a topic
+            deleted and created again under the same name gets a new one.
+        partitions: The partition count.
+    """
+
+    name: str
+    topic_id: str
+    partitions: int
 
 
 def _kafka_error(exc: BaseException) -> KafkaError | None:
@@ -122,6 +140,32 @@ class KafkaAdmin:
                 info.error,
             )
         return len(info.partitions)
+
+    def describe_topic(self, topic: str) -> KafkaTopic:
+        """Return ``topic``'s id and partition count (one DescribeTopics request).
+
+        Raises:
+            UnknownTopicError: The topic does not exist.
+            OrderedKafkaError: Kafka did not answer in time or reported an error.
+        """
+        try:
+            futures = self._admin.describe_topics(
+                TopicCollection([topic]), request_timeout=self._timeout
+            )
+            description = futures[topic].result(timeout=self._timeout + 5)
+        except KafkaException as exc:
+            error = _kafka_error(exc)
+            if error is not None and error.code() in (
+                KafkaError.UNKNOWN_TOPIC_OR_PART,
+                KafkaError._UNKNOWN_TOPIC,
+            ):
+                raise UnknownTopicError(f"topic {topic} does not exist in Kafka") from None
+            raise self._fail(f"cannot describe topic {topic}", exc) from exc
+        return KafkaTopic(topic, str(description.topic_id), len(description.partitions))
+
+    def topic_id(self, topic: str) -> str:
+        """Return Kafka's topic id of ``topic`` (see :meth:`describe_topic`)."""
+        return self.describe_topic(topic).topic_id
 
     def create_partitions(self, topic: str, total: int) -> bool:
         """Make ``topic`` have at least ``total`` partitions (CreatePartitions).

@@ -20,6 +20,7 @@ from coordinator.errors import (
     RecordCorruptError,
     StoreError,
     StoreUnavailableError,
+    TopicIdMismatchError,
     TransitionInProgressError,
     UsageError,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "RecordCorruptError",
     "StoreError",
     "StoreUnavailableError",
+    "TopicIdMismatchError",
     "TopicState",
     "TransitionInProgressError",
     "UsageError",

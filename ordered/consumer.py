@@ -75,11 +75,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import os
-import socket
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -88,9 +85,11 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from kazoo.client import KazooClient, KazooState
 
-from coordinator.errors import OrderViolationError, StoreError
+from coordinator import identity  # issue 8: one identity builder
+from coordinator.errors import OrderedError, OrderViolationError, StoreError
 from coordinator.positions import PositionService, Progress
 from coordinator.store import LayoutStore, TopicRecord, Watch
+from coordinator.topic_ids import TopicIds  # issue 8: topic identity
 from linear_hash import Layout
 from linear_hash.gating import EpochInfo, GateEvaluator, Wait, epoch_range
 from ordered.compaction import is_tombstone_copy
@@ -294,6 +293,7 @@ class OrderedConsumer:
             raise StoreError(f"ZooKeeper unreachable at {settings.zookeeper_connect}") from exc
         self._zk.add_listener(self._on_zk_state)
         self._store = LayoutStore(self._zk, settings.zookeeper_root)
+        self._topic_ids = TopicIds.for_client(split.kafka)  # issue 8: topic identity
         self._lock = threading.Lock()  # guards the two sets the kazoo thread writes
         self._dirty: set[str] = set()
         self._zk_ok = True
@@ -309,7 +309,7 @@ class OrderedConsumer:
         self._user_on_lost: Callback | None = None
         self._next_check = 0.0
         self._poked = False  # set by a position-service watch: re-check gates now
-        self._member = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._member = identity.member_id()  # issue 8: one identity builder
         self._positions: PositionService | None = None
         if settings.positions and split.group_id:
             self._positions = PositionService(self._zk, settings.zookeeper_root, split.group_id)
@@ -739,12 +739,20 @@ class OrderedConsumer:
         if state is None:
             state = _Topic(name)
             self._topics[name] = state
-            self._load(state)
-            state.watch = self._store.watch_topic(name, self._on_topic_change(name))
+            try:  # issue 8: topic identity (a refused first load still gets its watch)
+                self._load(state)
+            finally:
+                state.watch = self._store.watch_topic(name, self._on_topic_change(name))
         return state
 
     def _load(self, state: _Topic) -> None:
         record = self._store.get_topic(state.name)
+        try:  # issue 8: topic identity (a layout of another topic id is refused)
+            self._topic_ids.verify(record)
+        except OrderedError:
+            with self._lock:
+                self._dirty.add(state.name)  # issue 8: refused again at every poll
+            raise
         self._metrics["layout_reloads"] += 1
         state.record = record
         if record is None or not record.ordered:
@@ -777,10 +785,16 @@ class OrderedConsumer:
         with self._lock:
             dirty = self._dirty
             self._dirty = set()
-        for name in dirty:
+        names = sorted(dirty)  # issue 8: topic identity (a refused load keeps the rest dirty)
+        for i, name in enumerate(names):
             state = self._topics.get(name)
             if state is not None:
-                self._load(state)
+                try:  # issue 8
+                    self._load(state)
+                except BaseException:  # issue 8
+                    with self._lock:  # issue 8
+                        self._dirty.update(names[i:])  # issue 8
+                    raise  # issue 8
 
     # --- per-partition state ---------------------------------------------------------
 

@@ -16,6 +16,7 @@ from coordinator.errors import (
     RecordCorruptError,
     StoreError,
     StoreUnavailableError,
+    TopicIdMismatchError,
     TransitionInProgressError,
     UsageError,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "RecordCorruptError",
     "StoreError",
     "StoreUnavailableError",
+    "TopicIdMismatchError",
     "TransitionInProgressError",
     "UsageError",
 ]

@@ -21,10 +21,8 @@ import itertools
 import logging
 import os
 import queue
-import socket
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
@@ -35,9 +33,11 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
-from coordinator.errors import LayoutUnavailableError, StoreError
+from coordinator import identity  # issue 8: one identity builder
+from coordinator.errors import LayoutUnavailableError, OrderedKafkaError, StoreError
 from coordinator.store import AckRecord, LayoutStore, ProducerRecord, TopicRecord, Watch
 from coordinator.store import paths as store_paths
+from coordinator.topic_ids import TopicIds  # issue 8: topic identity
 from linear_hash import DEFAULT_ALGORITHM, Layout
 from ordered.compaction import TOMBSTONE_HEADER, TombstoneMemo, ancestors
 from ordered.config import ProducerConfig, split_producer_config
@@ -291,7 +291,7 @@ class OrderedProducer:
         self._default_cb: DeliveryCallback | None = kafka.get("on_delivery")
         if self._only_error and self._default_cb is not None:
             kafka["on_delivery"] = _OnlyError(self._default_cb)
-        self.producer_id = f"p-{os.getpid()}-{uuid.uuid4().hex[:16]}"
+        self.producer_id = identity.producer_id()  # issue 8: one identity builder
         self._header_name = settings.epoch_header_name
         self._headers_on = settings.epoch_header
 
@@ -332,6 +332,7 @@ class OrderedProducer:
                 "(ordered.zookeeper.connect)"
             ) from exc
         self._store = LayoutStore(self._kz, settings.zookeeper_root)
+        self._topic_ids = TopicIds.for_client(kafka)  # issue 8: topic identity
         try:
             self._producer = confluent_kafka.Producer(kafka)
             # Bound once: the send path saves two attribute lookups per record.
@@ -712,7 +713,7 @@ class OrderedProducer:
     def _producer_record(self) -> ProducerRecord:
         return ProducerRecord(
             id=self.producer_id,
-            host=socket.gethostname(),
+            host=identity.host_name(),  # issue 8: one identity builder
             pid=os.getpid(),
             delivery_timeout_ms=self._split.delivery_timeout_ms,
             registered_at=time.time(),
@@ -739,12 +740,17 @@ class OrderedProducer:
             try:
                 self._store.register_producer(topic, self._producer_record())
                 record = self._store.get_topic(topic)
+                self._topic_ids.verify(record)  # issue 8: topic identity
             except StoreError as exc:
                 if _is_unreachable(exc):
                     raise LayoutUnavailableError(
                         f"cannot read the layout of {topic}: {exc}; poll() and retry"
                     ) from exc
                 raise
+            except OrderedKafkaError as exc:  # issue 8: topic identity (Kafka unreachable)
+                raise LayoutUnavailableError(
+                    f"cannot check the topic id of {topic}: {exc}; poll() and retry"
+                ) from exc
             with self._lock:
                 info = self._infos.setdefault(topic, _TopicInfo(topic))
             self._apply(info, record, first_use=True)

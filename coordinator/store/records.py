@@ -1,15 +1,22 @@
-"""The records of the layout store: frozen dataclasses stored as versioned JSON.
+"""The records of every znode: frozen dataclasses stored as versioned JSON.
 
-Every record serialises with :meth:`to_json` to UTF-8 JSON with sorted keys and
-``"version": 1``, and parses with ``from_json(data, path)``, which is strict: a record
-that is not JSON, has another ``version``, lacks a field, has an extra field, or has a
-field of the wrong type raises :class:`~coordinator.errors.StoreError` naming the znode path
-and the problem. The schema is in ``docs/protocol.md``.
+Every record serialises with :meth:`to_json` to UTF-8 JSON with sorted keys and a
+``"version"`` (the class's :attr:`VERSION`), and parses with ``from_json(data, path)``,
+which is strict: a record that is not JSON, has a ``version`` this code does not read,
+lacks a field, has an extra field, or has a field of the wrong type raises
+:class:`~coordinator.errors.RecordCorruptError` naming the znode path and the problem.
+The schema is in ``docs/protocol.md``.
 
-In Python, partition-keyed maps (``boundaries``, ``last_offsets``) use ``int`` keys; in
-JSON they are decimal strings. Constructors accept either and normalise to ``int``, and
-list fields (``edges``, ``producers``) are normalised to tuples, so records stay
-immutable.
+Versions: a class reads its own :attr:`VERSION` and every older version listed in its
+``_UPGRADES`` (each upgrade turns an older record into the current fields); a newer
+version is refused with a message saying which versions this code reads. Only
+:class:`TopicRecord` has more than one version so far (version 2 added ``topic_id``;
+version 1 records read as ``topic_id: null``, an adoption not bound to a topic id).
+
+In Python, partition-keyed maps (``boundaries``, ``last_offsets``, ``waits``) use
+``int`` keys; in JSON they are decimal strings. Constructors accept either and
+normalise to ``int``, and list fields (``edges``, ``producers``) are normalised to
+tuples, so records stay immutable.
 """
 
 from __future__ import annotations
@@ -27,12 +34,15 @@ __all__ = [
     "RECORD_VERSION",
     "AckRecord",
     "EpochRecord",
+    "Interest",
     "ProducerRecord",
+    "Progress",
     "TopicRecord",
 ]
 
 RECORD_VERSION: Final = 1
-"""The ``version`` every record is written with and the only one read."""
+"""The first schema version: the ``version`` of every record class that has not changed
+since (all but :class:`TopicRecord`, whose :attr:`TopicRecord.VERSION` is 2)."""
 
 EPOCH_STATES: Final = ("pending", "sealed")
 """The values of :attr:`EpochRecord.state`."""
@@ -139,6 +149,23 @@ def _timeouts(value: Any) -> dict[str, int]:
     return {_str(k): _nonneg(v) for k, v in sorted(value.items())}
 
 
+def _opt_topic_id(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = _str(value)
+    if not text:
+        raise _Bad("expected a Kafka topic id, got an empty string")
+    return text
+
+
+def _waits(value: Any) -> dict[int, int]:
+    offsets = _offsets(value)
+    for partition, offset in offsets.items():
+        if offset < 0:
+            raise _Bad(f"expected an offset >= 0 for partition {partition}, got {offset}")
+    return offsets
+
+
 def _algorithm(value: Any) -> str:
     name = _str(value)
     if name not in ALGORITHMS:
@@ -161,10 +188,19 @@ def _to_json_value(value: Any) -> Any:
     return value
 
 
-class _Record:
-    """Shared JSON handling: ``_CHECKS`` maps every field to its checker."""
+_Upgrade: TypeAlias = Callable[[dict[str, Any]], dict[str, Any]]
 
+
+class _Record:
+    """Shared JSON handling: ``_CHECKS`` maps every field to its checker.
+
+    ``VERSION`` is the version written; ``_UPGRADES`` maps each older version still
+    read to a function that turns its fields into the current ones.
+    """
+
+    VERSION: ClassVar[int] = RECORD_VERSION
     _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]]
+    _UPGRADES: ClassVar[dict[int, _Upgrade]] = {}
 
     def _normalise(self) -> None:
         for name, check in self._CHECKS.items():
@@ -181,11 +217,11 @@ class _Record:
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON-ready dict, with ``version``."""
         data = {f.name: _to_json_value(getattr(self, f.name)) for f in fields(self)}  # type: ignore[arg-type]
-        data["version"] = RECORD_VERSION
+        data["version"] = self.VERSION
         return data
 
     def to_json(self) -> bytes:
-        """Serialise to UTF-8 JSON with sorted keys and ``"version": 1``."""
+        """Serialise to UTF-8 JSON with sorted keys and ``"version"``."""
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":")).encode()
 
     @classmethod
@@ -212,11 +248,19 @@ class _Record:
         if "version" not in raw:
             raise RecordCorruptError(f"{path}: {name} record has no 'version'")
         version = raw.pop("version")
-        if version != RECORD_VERSION:
-            raise RecordCorruptError(
-                f"{path}: {name} record has version {version!r}; this ordered reads "
-                f"version {RECORD_VERSION}"
+        if version != cls.VERSION:
+            upgrade = (
+                None
+                if isinstance(version, bool) or not isinstance(version, int)
+                else cls._UPGRADES.get(version)
             )
+            if upgrade is None:
+                known = ", ".join(str(v) for v in sorted({*cls._UPGRADES, cls.VERSION}))
+                raise RecordCorruptError(
+                    f"{path}: {name} record has version {version!r}; this ordered reads "
+                    f"version {known}"
+                )
+            raw = upgrade(raw)
         expected = set(cls._CHECKS)
         missing = sorted(expected - set(raw))
         extra = sorted(set(raw) - expected)
@@ -248,7 +292,13 @@ class TopicRecord(_Record):
         ordered: KIP-253 ``enable.ordered.delivery``: route keys by the layout.
         compacted: The topic's ``cleanup.policy`` includes ``compact``.
         adopted_at: Unix time of the adoption.
+        topic_id: Kafka's topic id of the topic this layout was adopted for (base64,
+            as Kafka prints it); a topic deleted and created again under the same
+            name has another id, and the layout does not apply to it. ``None``: an
+            adoption by an older version (record version 1), not bound to an id.
     """
+
+    VERSION: ClassVar[int] = 2
 
     topic: str
     initial: int
@@ -260,9 +310,11 @@ class TopicRecord(_Record):
     ordered: bool
     compacted: bool
     adopted_at: float
+    topic_id: str | None = None
 
     _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
         "topic": _str,
+        "topic_id": _opt_topic_id,
         "initial": _nonneg,
         "active": _nonneg,
         "epoch": _nonneg,
@@ -273,6 +325,8 @@ class TopicRecord(_Record):
         "compacted": _bool,
         "adopted_at": _time,
     }
+    # Version 1 (before topic ids): the adoption is not bound to a topic id.
+    _UPGRADES: ClassVar[dict[int, _Upgrade]] = {1: lambda raw: {**raw, "topic_id": None}}
 
     def __post_init__(self) -> None:
         self._normalise()
@@ -417,6 +471,58 @@ class AckRecord(_Record):
         "epoch": _nonneg,
         "last_offsets": _offsets,
         "acked_at": _time,
+    }
+
+    def __post_init__(self) -> None:
+        self._normalise()
+
+
+@dataclass(frozen=True)
+class Interest(_Record):
+    """What one group member's closed gates wait on in one topic (position service).
+
+    At ``{root}/groups/{g}/interest/{topic}/{member}`` (ephemeral).
+
+    Attributes:
+        member: The member (consumer) id.
+        waits: Partition -> the committed offset it must reach.
+        at: Unix time of the declaration.
+    """
+
+    member: str
+    waits: dict[int, int]
+    at: float
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "member": _str,
+        "waits": _waits,
+        "at": _time,
+    }
+
+    def __post_init__(self) -> None:
+        self._normalise()
+
+
+@dataclass(frozen=True)
+class Progress(_Record):
+    """The committed offset a group member published for one partition.
+
+    At ``{root}/groups/{g}/progress/{topic}/{partition}``.
+
+    Attributes:
+        partition: The partition.
+        offset: The committed offset.
+        at: Unix time of the publication.
+    """
+
+    partition: int
+    offset: int
+    at: float
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "partition": _nonneg,
+        "offset": _nonneg,
+        "at": _time,
     }
 
     def __post_init__(self) -> None:

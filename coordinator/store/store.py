@@ -27,6 +27,7 @@ from kazoo.exceptions import (
     KazooException,
     NodeExistsError,
     NoNodeError,
+    NotEmptyError,
     RolledBackError,
     RuntimeInconsistency,
 )
@@ -35,9 +36,11 @@ from kazoo.recipe.lock import Lock
 
 from coordinator.errors import (
     LayoutError,
+    NotAdoptedError,
     RecordCorruptError,
     StoreError,
     StoreUnavailableError,
+    TopicIdMismatchError,
     TransitionInProgressError,
 )
 from coordinator.store import paths
@@ -207,6 +210,12 @@ class LayoutStore:
             if existing is not None:
                 if _same_adoption(existing, record):
                     return
+                if (
+                    existing.topic_id is not None
+                    and record.topic_id is not None
+                    and existing.topic_id != record.topic_id
+                ):
+                    raise TopicIdMismatchError(topic, existing.topic_id, record.topic_id)
                 raise LayoutError(
                     f"topic {topic} is already adopted (initial {existing.initial}, "
                     f"algorithm {existing.algorithm}, ordered {existing.ordered})"
@@ -235,6 +244,160 @@ class LayoutStore:
                 ) from None
 
         self._run(f"adopt topic {topic}", attempt)
+
+    def bind_topic_id(self, topic: str, topic_id: str, expected_version: int) -> TopicRecord:
+        """Bind an adoption made before topic ids (``topic_id`` unset) to ``topic_id``.
+
+        Only the ``topic_id`` field changes; the topic node must still be at
+        ``expected_version``. Idempotent: a record already bound to ``topic_id`` is
+        returned as it is.
+
+        Returns:
+            The bound record.
+
+        Raises:
+            NotAdoptedError: The topic is not adopted.
+            TopicIdMismatchError: The record is bound to another id.
+            TransitionInProgressError: The topic record changed since it was read.
+            StoreError: ZooKeeper is unreachable or the record fails its check.
+        """
+        path = paths.topic_path(self._root, topic)
+
+        def attempt() -> TopicRecord:
+            record, version = self._get_topic(topic)
+            if record is None:
+                raise NotAdoptedError(f"topic {topic} is not adopted")
+            if record.topic_id is not None:
+                if record.topic_id != topic_id:
+                    raise TopicIdMismatchError(topic, record.topic_id, topic_id)
+                return record
+            if version != expected_version:
+                raise TransitionInProgressError(
+                    f"topic {topic} changed while binding it to topic id {topic_id}; try again"
+                )
+            bound = replace(record, topic_id=topic_id)
+            try:
+                self._client.set(path, bound.to_json(), version=version)
+            except BadVersionError:
+                again, _ = self._get_topic(topic)
+                if again == bound:
+                    return bound
+                raise TransitionInProgressError(
+                    f"topic {topic} changed while binding it to topic id {topic_id}; try again"
+                ) from None
+            return bound
+
+        return self._run(f"bind topic {topic} to topic id {topic_id}", attempt)
+
+    def replace_topic(self, record: TopicRecord, epoch: EpochRecord, expected_version: int) -> None:
+        """Re-adopt a topic: drop every epoch, write ``record`` and its first ``epoch``.
+
+        One transaction: every epoch node (with its acks) is deleted, the topic record
+        set (the node must still be at ``expected_version``) and ``epoch`` (sealed,
+        numbered after the old last epoch, so an epoch number never names two layouts)
+        created with its ``acks`` node. Producer registrations and the lock stay.
+        Idempotent: a retry that finds exactly this state already written succeeds.
+
+        Raises:
+            TransitionInProgressError: The topic record changed since it was read.
+            StoreError: ZooKeeper is unreachable or a record fails its check.
+        """
+        topic = record.topic
+        if epoch.topic != topic or epoch.epoch != record.epoch or not epoch.sealed:
+            raise ValueError("replace_topic needs the sealed epoch the new record names")
+        tpath = paths.topic_path(self._root, topic)
+        epochs = paths.epochs_path(self._root, topic)
+        epath = paths.epoch_path(self._root, topic, epoch.epoch)
+
+        def attempt() -> None:
+            if self._state_is(topic, record, epoch):
+                return
+            for _ in range(5):
+                txn = self._client.transaction()
+                self._delete_epochs(txn, topic)
+                if self._client.exists(epochs) is None:
+                    txn.create(epochs, b"")
+                txn.set_data(tpath, record.to_json(), version=expected_version)
+                txn.create(epath, epoch.to_json())
+                txn.create(paths.acks_path(self._root, topic, epoch.epoch), b"")
+                try:
+                    _commit(txn)
+                    return
+                except (NotEmptyError, NoNodeError):
+                    continue  # an ack or epoch came or went while listing: list again
+                except (NodeExistsError, BadVersionError):
+                    if self._state_is(topic, record, epoch):
+                        return
+                    raise TransitionInProgressError(
+                        f"topic {topic} changed while re-adopting it: another change is in "
+                        "progress; try again"
+                    ) from None
+            raise TransitionInProgressError(
+                f"the epochs of topic {topic} kept changing while re-adopting it; try again"
+            )
+
+        self._run(f"re-adopt topic {topic}", attempt)
+
+    def remove_topic(self, topic: str, expected_version: int) -> None:
+        """Un-adopt a topic: delete its record and every epoch, in one transaction.
+
+        The topic node stays, empty (producers register under it whether or not the
+        topic is adopted), with its producer registrations and lock. The node must
+        still be at ``expected_version``. Idempotent: a topic not adopted is left alone.
+
+        Raises:
+            TransitionInProgressError: The topic record changed since it was read.
+            StoreError: ZooKeeper is unreachable.
+        """
+        tpath = paths.topic_path(self._root, topic)
+        epochs = paths.epochs_path(self._root, topic)
+
+        def attempt() -> None:
+            for _ in range(5):
+                got = self._read(tpath)
+                if got is None or not got[0]:
+                    return  # not adopted (any more)
+                txn = self._client.transaction()
+                self._delete_epochs(txn, topic)
+                if self._client.exists(epochs) is not None:
+                    txn.delete(epochs)
+                txn.set_data(tpath, b"", version=expected_version)
+                try:
+                    _commit(txn)
+                    return
+                except (NotEmptyError, NoNodeError):
+                    continue  # an ack or epoch came or went while listing: list again
+                except BadVersionError:
+                    raise TransitionInProgressError(
+                        f"topic {topic} changed while un-adopting it: another change is in "
+                        "progress; try again"
+                    ) from None
+            raise TransitionInProgressError(
+                f"the epochs of topic {topic} kept changing while un-adopting it; try again"
+            )
+
+        self._run(f"un-adopt topic {topic}", attempt)
+
+    def _delete_epochs(self, txn: Any, topic: str) -> None:
+        """Add to ``txn`` the deletion of every epoch node, acks first."""
+        parent = paths.epochs_path(self._root, topic)
+        try:
+            names = self._client.get_children(parent)
+        except NoNodeError:
+            return
+        for name in sorted(names):
+            epoch_path = f"{parent}/{name}"
+            try:
+                children = self._client.get_children(epoch_path)
+            except NoNodeError:
+                continue
+            for child in children:
+                sub = f"{epoch_path}/{child}"
+                with contextlib.suppress(NoNodeError):
+                    for grandchild in self._client.get_children(sub):
+                        txn.delete(f"{sub}/{grandchild}")
+                txn.delete(sub)
+            txn.delete(epoch_path)
 
     # --- epochs --------------------------------------------------------------------
 
