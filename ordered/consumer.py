@@ -86,7 +86,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from kazoo.client import KazooClient, KazooState
 
 from coordinator import identity  # issue 8: one identity builder
-from coordinator.errors import OrderedError, OrderViolationError, StoreError
+from coordinator.errors import OrderViolationError, StoreError
 from coordinator.positions import PositionService, Progress
 from coordinator.store import LayoutStore, TopicRecord, Watch
 from coordinator.topic_ids import TopicIds  # issue 8: topic identity
@@ -747,12 +747,7 @@ class OrderedConsumer:
 
     def _load(self, state: _Topic) -> None:
         record = self._store.get_topic(state.name)
-        try:  # issue 8: topic identity (a layout of another topic id is refused)
-            self._topic_ids.verify(record)
-        except OrderedError:
-            with self._lock:
-                self._dirty.add(state.name)  # issue 8: refused again at every poll
-            raise
+        self._topic_ids.verify(record)  # issue 8: topic identity (another topic id: refused)
         self._metrics["layout_reloads"] += 1
         state.record = record
         if record is None or not record.ordered:
