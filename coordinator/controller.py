@@ -291,7 +291,10 @@ class Controller:
             self._check_no_live_pending(existing, kafka, "re-adopt")
         compacted = self._admin.is_compacted(topic)
         now = time.time()
-        first = 0 if existing is None else existing.epoch + 1
+        # An epoch number never names two layouts of one topic name, so a new adoption
+        # continues after the old epochs (a client that missed the change still sees
+        # a newer record, and no cached gate of an old epoch matches a new one).
+        first = self._store.first_epoch(topic) if existing is None else existing.epoch + 1
         record = TopicRecord(
             topic=topic,
             topic_id=kafka.topic_id,

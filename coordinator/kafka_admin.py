@@ -160,6 +160,10 @@ class KafkaAdmin:
                 KafkaError._UNKNOWN_TOPIC,
             ):
                 raise UnknownTopicError(f"topic {topic} does not exist in Kafka") from None
+            if error is not None and error.code() == KafkaError._TIMED_OUT:
+                # DescribeTopics says only "timed out"; a metadata request names the
+                # cause (say, a transport failure) and raises it.
+                self.partition_count(topic)
             raise self._fail(f"cannot describe topic {topic}", exc) from exc
         return KafkaTopic(topic, str(description.topic_id), len(description.partitions))
 

@@ -10,6 +10,7 @@ from coordinator.store.records import (
     RECORD_VERSION,
     AckRecord,
     EpochRecord,
+    EpochsRecord,
     ProducerRecord,
     TopicRecord,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "RECORD_VERSION",
     "AckRecord",
     "EpochRecord",
+    "EpochsRecord",
     "LayoutStore",
     "ProducerRecord",
     "TopicRecord",

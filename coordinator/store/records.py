@@ -34,6 +34,7 @@ __all__ = [
     "RECORD_VERSION",
     "AckRecord",
     "EpochRecord",
+    "EpochsRecord",
     "Interest",
     "ProducerRecord",
     "Progress",
@@ -413,6 +414,34 @@ class EpochRecord(_Record):
     def sealed(self) -> bool:
         """Whether the epoch is sealed."""
         return self.state == "sealed"
+
+
+@dataclass(frozen=True)
+class EpochsRecord(_Record):
+    """What an un-adopted topic remembers, at ``{root}/topics/{topic}/epochs``.
+
+    ``ordered unadopt`` deletes every epoch but keeps their parent node with this
+    record, so that a later adoption of the same name numbers its first epoch after
+    every epoch ever published under it: an epoch number never names two layouts,
+    and a client that missed the un-adoption can tell the new record is newer.
+    While a topic is adopted the node's data is empty or a stale copy of this record
+    (only read when the topic is not adopted).
+
+    Attributes:
+        topic: The Kafka topic.
+        last_epoch: The last epoch of the removed layout.
+    """
+
+    topic: str
+    last_epoch: int
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "topic": _str,
+        "last_epoch": _nonneg,
+    }
+
+    def __post_init__(self) -> None:
+        self._normalise()
 
 
 @dataclass(frozen=True)

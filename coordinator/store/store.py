@@ -44,7 +44,13 @@ from coordinator.errors import (
     TransitionInProgressError,
 )
 from coordinator.store import paths
-from coordinator.store.records import AckRecord, EpochRecord, ProducerRecord, TopicRecord
+from coordinator.store.records import (
+    AckRecord,
+    EpochRecord,
+    EpochsRecord,
+    ProducerRecord,
+    TopicRecord,
+)
 
 __all__ = ["LayoutStore", "Watch"]
 
@@ -187,9 +193,26 @@ class LayoutStore:
 
         return self._run("list topics", attempt)
 
-    def create_topic(self, record: TopicRecord, epoch0: EpochRecord) -> None:
-        """Adopt a topic: write its record and epoch 0 in one transaction.
+    def first_epoch(self, topic: str) -> int:
+        """The number a new adoption of ``topic`` starts at: 0, or after an un-adopted layout.
 
+        Raises:
+            StoreError: ZooKeeper is unreachable or the record fails its check.
+        """
+        path = paths.epochs_path(self._root, topic)
+
+        def attempt() -> int:
+            got = self._read(path)
+            if got is None or not got[0]:
+                return 0
+            return EpochsRecord.from_json(got[0], path).last_epoch + 1
+
+        return self._run(f"read the epoch count of {topic}", attempt)
+
+    def create_topic(self, record: TopicRecord, epoch0: EpochRecord) -> None:
+        """Adopt a topic: write its record and first epoch in one transaction.
+
+        The first epoch is 0, or :meth:`first_epoch` for a name adopted before.
         Idempotent: if the topic is already adopted with the same record (ignoring
         ``adopted_at``) this does nothing.
 
@@ -198,11 +221,11 @@ class LayoutStore:
             StoreError: ZooKeeper is unreachable or a record fails its check.
         """
         topic = record.topic
-        if epoch0.topic != topic or epoch0.epoch != 0:
-            raise ValueError("epoch0 must be epoch 0 of the same topic")
+        if epoch0.topic != topic or epoch0.epoch != record.epoch:
+            raise ValueError("epoch0 must be the first epoch the topic record names")
         tpath = paths.topic_path(self._root, topic)
         epochs = paths.epochs_path(self._root, topic)
-        e0 = paths.epoch_path(self._root, topic, 0)
+        e0 = paths.epoch_path(self._root, topic, epoch0.epoch)
 
         def attempt() -> None:
             self._client.ensure_path(paths.topics_path(self._root))
@@ -228,7 +251,7 @@ class LayoutStore:
             if self._client.exists(epochs) is None:
                 txn.create(epochs, b"")
             txn.create(e0, epoch0.to_json())
-            txn.create(paths.acks_path(self._root, topic, 0), b"")
+            txn.create(paths.acks_path(self._root, topic, epoch0.epoch), b"")
             try:
                 _commit(txn)
             except (NodeExistsError, BadVersionError, NoNodeError):
@@ -240,7 +263,7 @@ class LayoutStore:
                 if again is not None:
                     raise LayoutError(f"topic {topic} is already adopted") from None
                 raise StoreError(
-                    f"{e0}: an epoch-0 node exists but {tpath} holds no topic record"
+                    f"{e0}: a first-epoch node exists but {tpath} holds no topic record"
                 ) from None
 
         self._run(f"adopt topic {topic}", attempt)
@@ -342,8 +365,9 @@ class LayoutStore:
         """Un-adopt a topic: delete its record and every epoch, in one transaction.
 
         The topic node stays, empty (producers register under it whether or not the
-        topic is adopted), with its producer registrations and lock. The node must
-        still be at ``expected_version``. Idempotent: a topic not adopted is left alone.
+        topic is adopted), with its producer registrations and lock; the ``epochs``
+        node stays with an :class:`EpochsRecord` of the last epoch. The node must still
+        be at ``expected_version``. Idempotent: a topic not adopted is left alone.
 
         Raises:
             TransitionInProgressError: The topic record changed since it was read.
@@ -354,13 +378,16 @@ class LayoutStore:
 
         def attempt() -> None:
             for _ in range(5):
-                got = self._read(tpath)
-                if got is None or not got[0]:
+                current, _version = self._get_topic(topic)
+                if current is None:
                     return  # not adopted (any more)
+                counter = EpochsRecord(topic=topic, last_epoch=current.epoch)
                 txn = self._client.transaction()
                 self._delete_epochs(txn, topic)
-                if self._client.exists(epochs) is not None:
-                    txn.delete(epochs)
+                if self._client.exists(epochs) is None:
+                    txn.create(epochs, counter.to_json())
+                else:
+                    txn.set_data(epochs, counter.to_json())
                 txn.set_data(tpath, b"", version=expected_version)
                 try:
                     _commit(txn)

@@ -363,3 +363,43 @@ def test_records_of_older_versions_load_unbound_and_adopt_binds_them(
     with pytest.raises(LayoutError, match="has 2 partitions in Kafka, fewer than the 3"):
         controller.adopt(other)
     assert snapshot(zk, zk_root) == before
+
+
+def test_cli_unadopt_and_replace(
+    cli: Callable[..., Any],
+    topic_factory: Callable[..., str],
+    zk: KazooClient,
+    zk_root: str,
+    bootstrap: str,
+) -> None:
+    topic = topic_factory(2)
+    nothing = cli("unadopt", topic, "--json")
+    assert nothing.returncode == 0, nothing.stderr
+    assert json.loads(nothing.stdout) == {"name": topic, "unadopted": False, "topic": None}
+    # --replace of a topic not adopted is a plain adoption.
+    adopted = cli("adopt", topic, "--replace", "--json")
+    assert adopted.returncode == 0, adopted.stderr
+    assert json.loads(adopted.stdout)["epoch"] == 0
+    assert cli("expand", topic, "--to", "3").returncode == 0
+    # Other settings without --replace: refused, naming the way out.
+    other = cli("adopt", topic, "--algorithm", "crc32")
+    assert other.returncode == 2 and "--replace" in other.stderr
+    # With --replace: a fresh layout of the same topic, numbered after epoch 1.
+    replaced = json.loads(cli("adopt", topic, "--algorithm", "crc32", "--replace", "--json").stdout)
+    assert (replaced["algorithm"], replaced["initial"], replaced["epoch"]) == ("crc32", 3, 2)
+    text = cli("describe", topic).stdout
+    assert f"topic id {KafkaAdmin(bootstrap).topic_id(topic)}" in text
+    assert "epoch 2 sealed: 3 -> 3" in text and "epoch 1" not in text
+
+    removed = cli("unadopt", topic)
+    assert removed.returncode == 0, removed.stderr
+    assert f"topic {topic}: unadopted (was: topic {topic}: initial 3" in removed.stdout
+    assert cli("describe", topic).stdout.startswith("not adopted; 3 partitions in Kafka")
+    assert zk.get(f"{zk_root}/topics/{topic}")[0] == b""
+    assert zk.get_children(f"{zk_root}/topics/{topic}/epochs") == []
+    again = cli("unadopt", topic)
+    assert again.returncode == 0 and "not adopted; nothing to do" in again.stdout
+    # Adoptable again, numbered after every epoch the name ever had.
+    readopted = cli("adopt", topic, "--json")
+    assert readopted.returncode == 0, readopted.stderr
+    assert json.loads(readopted.stdout)["epoch"] == 3

@@ -15,6 +15,7 @@ from coordinator.store.records import (
     RECORD_VERSION,
     AckRecord,
     EpochRecord,
+    EpochsRecord,
     ProducerRecord,
     TopicRecord,
 )
@@ -77,7 +78,13 @@ def ack_record(**over: Any) -> AckRecord:
     return AckRecord(**base)
 
 
-MAKERS = [topic_record, epoch_record, producer_record, ack_record]
+def epochs_record(**over: Any) -> EpochsRecord:
+    base: dict[str, Any] = {"topic": "t", "last_epoch": 4}
+    base.update(over)
+    return EpochsRecord(**base)
+
+
+MAKERS = [topic_record, epoch_record, producer_record, ack_record, epochs_record]
 
 
 @pytest.mark.parametrize("make", MAKERS)
@@ -139,6 +146,7 @@ def _mutate(record: Any, change: Any) -> bytes:
         (epoch_record, lambda r: r.update(created_at="now"), "unix time"),
         (producer_record, lambda r: r.update(pid=-1), ">= 0"),
         (ack_record, lambda r: r.update(last_offsets=[1]), "partition -> offset"),
+        (epochs_record, lambda r: r.update(last_epoch=-1), ">= 0"),
     ],
 )
 def test_bad_records_raise_store_error_naming_the_path(
