@@ -46,6 +46,7 @@ _ADMIN_PREFIXES: Final = (
     "ssl_",
     "enable.ssl",
     "oauthbearer_",
+    "oauth_cb",
     "client.id",
     "client.dns.lookup",
     "client.rack",

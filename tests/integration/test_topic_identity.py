@@ -23,8 +23,10 @@ from kazoo.client import KazooClient
 from coordinator.controller import BarrierTimeoutError, Controller
 from coordinator.daemon import CoordinatorDaemon
 from coordinator.errors import LayoutError, TopicIdMismatchError, TransitionInProgressError
+from coordinator.history import load_history
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore, ProducerRecord
+from coordinator.topic_ids import TopicIds
 from coordinator.zk import close_client, make_client, start_client
 from ordered import OrderedConsumer, OrderedProducer
 
@@ -403,3 +405,22 @@ def test_cli_unadopt_and_replace(
     readopted = cli("adopt", topic, "--json")
     assert readopted.returncode == 0, readopted.stderr
     assert json.loads(readopted.stdout)["epoch"] == 3
+
+
+def test_load_history_refuses_another_topic_id(
+    controller: Controller, store: LayoutStore, bootstrap: str, topic_factory: Callable[..., str]
+) -> None:
+    topic = topic_factory(2)
+    record = controller.adopt(topic)
+    assert record.topic_id is not None
+    assert load_history(store, topic, topic_id=record.topic_id).record == record
+    with pytest.raises(TopicIdMismatchError, match=f"adopted as topic id {record.topic_id}"):
+        load_history(store, topic, topic_id="AAAAAAAAAAAAAAAAAAAAAA")
+    ids = TopicIds.for_client({"bootstrap.servers": bootstrap, "group.id": "g"})
+    for _ in range(3):
+        assert load_history(store, topic, ids=ids).record == record
+    assert ids.requests == 1  # one request per topic, not per load
+    recreate(bootstrap, topic, 2)
+    ids.forget(topic)
+    with pytest.raises(TopicIdMismatchError):
+        load_history(store, topic, ids=ids)
