@@ -375,6 +375,12 @@ def test_cli_unadopt_and_replace(
     bootstrap: str,
 ) -> None:
     topic = topic_factory(2)
+    before = snapshot(zk, zk_root)
+    missing = cli("adopt", topic + "-missing", "--replace")
+    assert missing.returncode == 2 and "does not exist in Kafka" in missing.stderr
+    bad = cli("adopt", topic, "--replace", "--algorithm", "md5")
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr
+    assert snapshot(zk, zk_root) == before
     nothing = cli("unadopt", topic, "--json")
     assert nothing.returncode == 0, nothing.stderr
     assert json.loads(nothing.stdout) == {"name": topic, "unadopted": False, "topic": None}
