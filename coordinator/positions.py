@@ -10,8 +10,10 @@ offsets read from Kafka. A progress record only says "look again now", so a stal
 missing or wrong record can delay a gate (back to the fallback interval), never open
 one early.
 
-Znodes (JSON, sorted keys, ``"version": 1``, checked on read), with ``{g}`` the group
-id percent-encoded (``urllib.parse.quote(group, safe="")``):
+Znodes (paths from :mod:`coordinator.store.paths`, with ``{g}`` the group id
+percent-encoded), their records :class:`Interest` and :class:`Progress` from
+:mod:`coordinator.store.records` like every znode's (JSON, sorted keys,
+``"version": 1``, checked on read; re-exported here):
 
 * interest, ``{root}/groups/{g}/interest/{topic}/{member}`` (ephemeral): ``member``,
   ``waits`` (``{"partition": offset}``), ``at``;
