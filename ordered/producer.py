@@ -738,6 +738,8 @@ class OrderedProducer:
                     f"cannot read the layout of {topic}: ZooKeeper is unreachable; poll() and retry"
                 )
             try:
+                # issue 8: a refused topic must not register (its barrier would wait on us)
+                self._topic_ids.verify(self._store.get_topic(topic))  # issue 8
                 self._store.register_producer(topic, self._producer_record())
                 record = self._store.get_topic(topic)
                 self._topic_ids.verify(record)  # issue 8: topic identity
