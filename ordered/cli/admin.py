@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import signal
 import threading
@@ -221,6 +222,8 @@ def connect(args: argparse.Namespace, daemon: bool = False) -> Iterator[Connecti
         StoreError: ZooKeeper cannot be reached within ``--connect-timeout``.
     """
     zookeeper, bootstrap = _resolve(args)
+    # kazoo logs each refused connection; the failure reaches the user as one error.
+    logging.getLogger("kazoo").addHandler(logging.NullHandler())
     # The daemon rides out outages (its store calls retry for 30 s, its connection for
     # ever); a command's calls give up after the connect timeout.
     client = make_client(
