@@ -280,7 +280,7 @@ class Controller:
             raise LayoutError(
                 f"unknown algorithm {algorithm!r} (known: {', '.join(sorted(ALGORITHMS))})"
             )
-        kafka = self._admin.describe_topic(topic)
+        kafka = self._kafka_topic(topic)
         existing, version = self._store.get_topic_and_version(topic)
         if existing is not None:
             same = existing.algorithm == algorithm and existing.ordered == ordered
@@ -336,6 +336,19 @@ class Controller:
         if result is None:
             raise StoreError(f"topic {topic} vanished right after its adoption")
         return result
+
+    def _kafka_topic(self, topic: str) -> KafkaTopic:
+        """Kafka's description of ``topic``; a deleted adopted topic says what to do."""
+        try:
+            return self._admin.describe_topic(topic)
+        except UnknownTopicError:
+            if self._store.get_topic(topic) is None:
+                raise
+            raise UnknownTopicError(
+                f"topic {topic} does not exist in Kafka, but a layout of it is adopted (the "
+                f"topic was deleted?): remove the layout with `ordered unadopt {topic}`, or "
+                f"create the topic again and run `ordered adopt {topic} --replace`"
+            ) from None
 
     def _adopt_again(
         self, existing: TopicRecord, version: int, kafka: KafkaTopic, same: bool
@@ -476,7 +489,7 @@ class Controller:
             OrderedKafkaError: Kafka failed.
             StoreError: ZooKeeper failed or holds a bad record.
         """
-        kafka = self._admin.describe_topic(topic)
+        kafka = self._kafka_topic(topic)
         count = kafka.partitions
         record = self._store.get_topic(topic)
         check_topic_id(record, kafka.topic_id)
@@ -501,7 +514,7 @@ class Controller:
             The topic record, its znode version, Kafka's partition count, and whether
             the request resumes the pending epoch.
         """
-        kafka = self._admin.describe_topic(topic)
+        kafka = self._kafka_topic(topic)
         count = kafka.partitions
         record, version = self._store.get_topic_and_version(topic)
         if record is None:

@@ -111,11 +111,16 @@ def snapshot(client: KazooClient, root: str) -> dict[str, tuple[bytes, int]]:
     return out
 
 
-def recreate(bootstrap: str, topic: str, partitions: int) -> None:
-    """Delete ``topic`` in Kafka and create it again with ``partitions`` partitions."""
+def delete(bootstrap: str, topic: str) -> None:
+    """Delete ``topic`` in Kafka and wait until the metadata no longer lists it."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.delete_topics([topic], operation_timeout=30)[topic].result(timeout=60)
     wait_until(lambda: topic not in admin.list_topics(timeout=5).topics, what=f"{topic} deleted")
+
+
+def recreate(bootstrap: str, topic: str, partitions: int) -> None:
+    """Delete ``topic`` in Kafka and create it again with ``partitions`` partitions."""
+    delete(bootstrap, topic)
 
     def created() -> bool:
         try:
@@ -428,3 +433,21 @@ def test_load_history_refuses_another_topic_id(
     ids.forget(topic)
     with pytest.raises(TopicIdMismatchError):
         load_history(store, topic, ids=ids)
+
+
+def test_deleted_topic_points_to_unadopt(
+    cli: Callable[..., Any], topic_factory: Callable[..., str], bootstrap: str
+) -> None:
+    topic = topic_factory(2)
+    assert cli("adopt", topic).returncode == 0
+    delete(bootstrap, topic)
+    for args in (("describe", topic), ("expand", topic, "--to", "3"), ("adopt", topic)):
+        done = cli(*args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert "does not exist in Kafka, but a layout of it is adopted" in done.stderr
+        assert f"ordered unadopt {topic}" in done.stderr
+    removed = cli("unadopt", topic)
+    assert removed.returncode == 0, removed.stderr
+    plain = cli("describe", topic)
+    assert plain.returncode == 2
+    assert plain.stderr.endswith(f"topic {topic} does not exist in Kafka\n")
