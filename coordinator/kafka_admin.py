@@ -141,8 +141,14 @@ class KafkaAdmin:
             )
         return len(info.partitions)
 
-    def describe_topic(self, topic: str) -> KafkaTopic:
+    def describe_topic(self, topic: str, *, diagnose: bool = True) -> KafkaTopic:
         """Return ``topic``'s id and partition count (one DescribeTopics request).
+
+        Args:
+            topic: The topic.
+            diagnose: On a timeout, make a metadata request too, whose error names the
+                cause (a transport failure, say); ``False`` keeps the call within one
+                ``timeout`` (clients that only retry).
 
         Raises:
             UnknownTopicError: The topic does not exist.
@@ -160,7 +166,7 @@ class KafkaAdmin:
                 KafkaError._UNKNOWN_TOPIC,
             ):
                 raise UnknownTopicError(f"topic {topic} does not exist in Kafka") from None
-            if error is not None and error.code() == KafkaError._TIMED_OUT:
+            if diagnose and error is not None and error.code() == KafkaError._TIMED_OUT:
                 # DescribeTopics says only "timed out"; a metadata request names the
                 # cause (say, a transport failure) and raises it.
                 self.partition_count(topic)

@@ -105,13 +105,20 @@ class TopicIds:
         return cls(admin.topic_id)
 
     @classmethod
-    def for_client(cls, kafka_config: Mapping[str, Any], timeout_s: float = 10.0) -> TopicIds:
+    def for_client(cls, kafka_config: Mapping[str, Any], timeout_s: float = 5.0) -> TopicIds:
         """Ask Kafka as a producer or consumer with ``kafka_config`` reaches it.
 
         An admin client is made for each request and dropped after it (requests are
         rare: one per topic), from the address, security and network settings of
         ``kafka_config``. Nothing connects until the first request; a request without
         ``bootstrap.servers`` raises :class:`~coordinator.errors.ConfigError`.
+
+        Args:
+            kafka_config: The client's librdkafka settings.
+            timeout_s: How long one request may take. It runs on the caller's thread
+                (a producer's first record to a topic, a consumer's first load of it),
+                so it is short; a Kafka that does not answer is an
+                ``OrderedKafkaError`` the caller retries.
         """
         bootstrap = kafka_config.get("bootstrap.servers") or kafka_config.get(
             "metadata.broker.list"
@@ -130,7 +137,7 @@ class TopicIds:
                 )
             admin = KafkaAdmin(str(bootstrap), timeout=timeout_s, config=extra)
             try:
-                return admin.topic_id(topic)
+                return admin.describe_topic(topic, diagnose=False).topic_id
             finally:
                 admin.close()
 

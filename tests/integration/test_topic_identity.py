@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,7 +23,12 @@ from kazoo.client import KazooClient
 
 from coordinator.controller import BarrierTimeoutError, Controller
 from coordinator.daemon import CoordinatorDaemon
-from coordinator.errors import LayoutError, TopicIdMismatchError, TransitionInProgressError
+from coordinator.errors import (
+    LayoutError,
+    LayoutUnavailableError,
+    TopicIdMismatchError,
+    TransitionInProgressError,
+)
 from coordinator.history import load_history
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore, ProducerRecord
@@ -451,3 +457,41 @@ def test_deleted_topic_points_to_unadopt(
     plain = cli("describe", topic)
     assert plain.returncode == 2
     assert plain.stderr.endswith(f"topic {topic} does not exist in Kafka\n")
+
+
+def test_producer_that_cannot_ask_kafka_is_told_to_retry(
+    controller: Controller,
+    topic_factory: Callable[..., str],
+    zk_hosts: str,
+    zk: KazooClient,
+    zk_root: str,
+) -> None:
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    with socket_closed() as port:
+        producer = OrderedProducer(
+            {
+                "bootstrap.servers": f"127.0.0.1:{port}",
+                "ordered.zookeeper.connect": zk_hosts,
+                "ordered.zookeeper.root": zk_root,
+                "message.timeout.ms": 1000,
+            }
+        )
+        try:
+            before = snapshot(zk, zk_root)
+            started = time.monotonic()
+            with pytest.raises(LayoutUnavailableError, match="cannot check the topic id"):
+                producer.produce(topic, key="k", value="v")
+            assert time.monotonic() - started < 8  # one bounded request, no diagnosis
+            assert snapshot(zk, zk_root) == before  # not registered either
+        finally:
+            producer.close()
+
+
+@contextlib.contextmanager
+def socket_closed() -> Iterator[int]:
+    """A loopback port nothing listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    yield port

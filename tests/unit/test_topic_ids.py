@@ -104,10 +104,11 @@ def test_for_client_keeps_only_connection_settings() -> None:
 
     class Admin:
         def __init__(self, bootstrap: str, timeout: float, config: dict[str, Any]) -> None:
-            made.append({"bootstrap": bootstrap, **config})
+            made.append({"bootstrap": bootstrap, "timeout": timeout, **config})
 
-        def topic_id(self, topic: str) -> str:
-            return "A"
+        def describe_topic(self, topic: str, *, diagnose: bool) -> Any:
+            assert not diagnose  # a client's check stays within one timeout
+            return type("Described", (), {"topic_id": "A"})
 
         def close(self) -> None:
             pass
@@ -134,6 +135,7 @@ def test_for_client_keeps_only_connection_settings() -> None:
         module.KafkaAdmin = original  # type: ignore[misc]
     assert made == [
         {
+            "timeout": 5.0,
             "bootstrap": "127.0.0.1:1",
             "security.protocol": "SASL_SSL",
             "sasl.mechanism": "PLAIN",
