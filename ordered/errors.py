@@ -17,6 +17,8 @@ from coordinator.errors import (
     StoreError,
     StoreUnavailableError,
     TransitionInProgressError,
+    TrimError,
+    TrimRequestError,
     UsageError,
 )
 
@@ -33,5 +35,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailableError",
     "TransitionInProgressError",
+    "TrimError",
+    "TrimRequestError",
     "UsageError",
 ]

@@ -6,6 +6,7 @@ Every function takes the store root (``/ordered`` by default) first.
 from __future__ import annotations
 
 import re
+import urllib.parse
 from typing import Final
 
 __all__ = [
@@ -18,9 +19,16 @@ __all__ = [
     "epoch_node",
     "epoch_path",
     "epochs_path",
+    "group_node",
+    "group_registration_path",
+    "group_seen_path",
+    "groups_path",
     "lock_path",
     "producer_path",
     "producers_path",
+    "retention_path",
+    "retired_partition_path",
+    "retired_path",
     "topic_path",
     "topics_path",
 ]
@@ -121,3 +129,42 @@ def lock_path(root: str, topic: str) -> str:
 def election_path(root: str) -> str:
     """``{root}/coordinator/election``: the kazoo ``Election`` of daemons."""
     return _join(root, "coordinator", "election")
+
+
+def retired_path(root: str, topic: str) -> str:
+    """``{root}/topics/{topic}/retired``."""
+    return topic_path(root, topic) + "/retired"
+
+
+def retired_partition_path(root: str, topic: str, partition: int) -> str:
+    """``{root}/topics/{topic}/retired/{partition}``: a :class:`RetiredRecord`."""
+    if partition < 0:
+        raise ValueError(f"partition must be >= 0, got {partition}")
+    return retired_path(root, topic) + f"/{partition}"
+
+
+def retention_path(root: str, topic: str) -> str:
+    """``{root}/topics/{topic}/retention``: the :class:`RetentionRecord`, if set."""
+    return topic_path(root, topic) + "/retention"
+
+
+def groups_path(root: str) -> str:
+    """``{root}/groups`` (shared with the position service)."""
+    return _join(root, "groups")
+
+
+def group_node(group: str) -> str:
+    """The znode name of a consumer group: the id percent-encoded (as the positions)."""
+    if not group:
+        raise ValueError("a consumer group id must not be empty")
+    return urllib.parse.quote(group, safe="")
+
+
+def group_registration_path(root: str, group: str, topic: str) -> str:
+    """``{root}/groups/{g}/topics/{topic}``: a :class:`GroupRegistration`."""
+    return groups_path(root) + f"/{group_node(group)}/topics/{check_topic(topic)}"
+
+
+def group_seen_path(root: str, group: str, topic: str) -> str:
+    """``{root}/groups/{g}/seen/{topic}``: a :class:`GroupSeenRecord`."""
+    return groups_path(root) + f"/{group_node(group)}/seen/{check_topic(topic)}"
