@@ -114,6 +114,11 @@ ERROR_RULES: Final[Mapping[int, ErrorRule]] = {
         Outcome.RETRY,
         "the client's metadata does not know the partition yet",
     ),
+    KafkaError._NOENT: ErrorRule(
+        "UNKNOWN_TOPIC_OR_PARTITION",
+        Outcome.RETRY,
+        "no leader of the partition is known (librdkafka: no leaders found)",
+    ),
     KafkaError._UNKNOWN_TOPIC: ErrorRule(
         "UNKNOWN_TOPIC_OR_PARTITION",
         Outcome.RETRY,
