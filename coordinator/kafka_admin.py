@@ -256,10 +256,11 @@ class KafkaAdmin:
             raise self._fail("cannot list the consumer groups", exc) from exc
         if result.errors:
             first = result.errors[0]
+            error = first if isinstance(first, KafkaError) else _kafka_error(first)
             raise OrderedKafkaError(
                 f"Kafka at {self._bootstrap}: cannot list the consumer groups of every "
-                f"broker: {first}",
-                first.args[0] if first.args and isinstance(first.args[0], KafkaError) else None,
+                f"broker: {error.str() if error is not None else first}",
+                error,
             )
         out: dict[str, str] = {}
         for listing in result.valid:

@@ -7,15 +7,18 @@ test_trim_replicated.py on the three-broker cluster.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
-from helpers import run_cli
+from confluent_kafka import Consumer, Producer, TopicPartition
+from helpers import run_cli, unique
 
+from coordinator.interest import InterestSettings, topic_interest
 from coordinator.kafka_admin import KafkaAdmin
+from coordinator.store import LayoutStore
 from coordinator.trim import Trimmer, TrimStatus
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -139,3 +142,47 @@ def test_retention_setting(cli: Callable[..., Any], topic_factory: Callable[...,
     assert cli("retention", topic, "--consumed-ms", "0").returncode == 2
     assert cli("retention", topic, "--off").returncode == 0
     assert json.loads(cli("retention", topic, "--json").stdout)["consumed_ms"] is None
+
+
+def test_interested_groups(
+    store: LayoutStore, topic_factory: Callable[..., str], bootstrap: str
+) -> None:
+    topic = topic_factory(2)
+    fill(bootstrap, topic, 2, 10)
+    admin = KafkaAdmin(bootstrap)
+    ordered, other, idle = unique("ordered"), unique("other"), unique("idle")
+    for group, offsets in ((ordered, {0: 4, 1: 6}), (other, {0: 2})):
+        client = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+        client.commit(
+            offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False
+        )
+        client.close()
+    store.register_group(ordered, topic, 1.0)
+    store.register_group(idle, topic, 1.0)  # registered, never committed: holds nothing
+
+    now = time.time()
+    seen = topic_interest(store, admin, topic, [0, 1], observe=True, now=now)
+    assert {g.group for g in seen.holding} == {ordered, other}
+    assert {g.group: g.registered for g in seen.groups} == {ordered: True, other: False}
+    assert (seen.min_committed(0), seen.min_committed(1)) == (2, 0)
+
+    only = topic_interest(store, admin, topic, [0, 1], InterestSettings(registered_only=True))
+    assert [g.group for g in only.holding] == [ordered]
+    assert (only.min_committed(0), only.min_committed(1)) == (4, 6)
+
+    # Both groups are empty; after the stale time their commits hold nothing back.
+    stale = InterestSettings(stale_after_ms=60_000)
+    assert len(topic_interest(store, admin, topic, [0, 1], stale, now=now + 59).holding) == 2
+    late = topic_interest(store, admin, topic, [0, 1], stale, now=now + 61)
+    assert late.holding == () and late.min_committed(0) is None
+    # A new commit restarts the clock (first seen again by an observing read).
+    client = Consumer({"bootstrap.servers": bootstrap, "group.id": other})
+    client.commit(offsets=[TopicPartition(topic, 0, 3)], asynchronous=False)
+    client.close()
+    again = topic_interest(store, admin, topic, [0, 1], stale, observe=True, now=now + 62)
+    assert [g.group for g in again.holding] == [other]
+
+    # Unreadable offsets: nothing is trimmed on a guess.
+    broken = KafkaAdmin("127.0.0.1:1", timeout=1.0)
+    blind = topic_interest(store, broken, topic, [0, 1])
+    assert blind.unreadable and blind.min_committed(0) is None

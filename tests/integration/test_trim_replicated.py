@@ -33,7 +33,7 @@ from coordinator.trim import Trimmer, TrimStatus
 from linear_hash import Layout
 from ordered.consumer import OrderedConsumer
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.integration, pytest.mark.replicated, pytest.mark.timeout(240)]
 
 KEYS = [f"key-{i}" for i in range(40)]
 
@@ -284,10 +284,28 @@ def test_stopped_follower_default_times_out_leader_only_succeeds(
 
     os.kill(pid, signal.SIGSTOP)
     try:
-        [slow] = trimmer.trim({(topic, 0): 10}, timeout=2.0).results
-        assert slow.status is TrimStatus.FAILED and slow.error == "REQUEST_TIMED_OUT"
-        assert "the leader truncated" in slow.message and "--leader-only" in slow.message
-        assert slow.leader_log_start >= 10
+        done = run_cli(
+            "trim",
+            topic,
+            "--partition",
+            "0",
+            "--before",
+            "10",
+            "--timeout-ms",
+            "2500",
+            "--json",
+            "--zookeeper",
+            cluster3.zookeeper_connect,
+            "--bootstrap-servers",
+            bootstrap,
+        )
+        assert done.returncode == 1, (done.stdout, done.stderr)
+        [slow] = json.loads(done.stdout)["partitions"]
+        assert slow["status"] == "failed" and slow["error"] == "REQUEST_TIMED_OUT"
+        assert "the leader truncated" in slow["message"] and "--leader-only" in slow["message"]
+        assert slow["leader_log_start_offset"] >= 10 and slow["low_watermark"] == -1
+        assert "waiting for every live replica of 1 partition(s)" in done.stderr
+        assert "REQUEST_TIMED_OUT" in done.stderr and "Traceback" not in done.stderr
 
         started = time.monotonic()
         [fast] = trimmer.trim({(topic, 0): 20}, timeout=10.0, leader_only=True).results
@@ -317,10 +335,12 @@ def test_shrink_trim_expand_keeps_order(
     controller3.adopt(topic)
     controller3.expand(topic, 4)
     produce(bootstrap, topic, Layout(2, 4, 1), 0)
-    live = consumers3(unique("live"))
+    live_group = unique("live")
+    live = consumers3(live_group)
     live.subscribe([topic])
     delivered = read(live, 40)
     live.commit(asynchronous=False)
+    assert live_group in store3.registered_groups(topic)  # an ordered group registers
     shrunk = controller3.shrink(topic, 2)
     finals = {p: shrunk.boundaries[p] for p in (2, 3)}
     produce(bootstrap, topic, Layout(2, 2, 2), 1)
