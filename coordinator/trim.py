@@ -45,6 +45,7 @@ __all__ = [
     "TrimReport",
     "TrimStatus",
     "Trimmer",
+    "rule_for",
     "validate",
 ]
 
