@@ -26,7 +26,7 @@ from kazoo.client import KazooClient
 from coordinator.controller import Controller
 from coordinator.daemon import CoordinatorDaemon
 from coordinator.devcluster.cluster import ClusterState
-from coordinator.kafka_admin import KafkaAdmin
+from coordinator.kafka_admin import KafkaAdmin, UnknownTopicError
 from coordinator.retention import Sweeper, SweepSettings, retired_status
 from coordinator.store import LayoutStore, RetentionRecord
 from coordinator.trim import Trimmer, TrimStatus
@@ -103,7 +103,22 @@ def consumers3(cluster3: ClusterState, root3: str) -> Iterator[Callable[[str], O
 
 
 def new_topic(cluster3: ClusterState, partitions: int) -> str:
-    return create_topic(cluster3.bootstrap_servers, unique("t"), partitions, 3)
+    """A topic with replication factor 3 that the brokers' metadata lists."""
+    topic = create_topic(cluster3.bootstrap_servers, unique("t"), partitions, 3)
+    admin = KafkaAdmin(cluster3.bootstrap_servers, timeout=5.0)
+    seen = [0]
+
+    def listed() -> bool:
+        # Each broker learns of a new topic on its own and a metadata request goes to
+        # any of them: wait for several answers in a row.
+        try:
+            seen[0] = seen[0] + 1 if admin.partition_count(topic) == partitions else 0
+        except UnknownTopicError:
+            seen[0] = 0
+        return seen[0] >= 6
+
+    wait_until(listed, what=f"topic {topic} in every broker's metadata")
+    return topic
 
 
 def produce(bootstrap: str, topic: str, layout: Layout, seq: int, keys: list[str] = KEYS) -> None:

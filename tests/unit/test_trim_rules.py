@@ -3,7 +3,8 @@
 Kafka cannot be made to answer NOT_LEADER_FOR_PARTITION, KAFKA_STORAGE_EXCEPTION or
 TOPIC_AUTHORIZATION_FAILED on demand in a plain dev cluster; these tests script the
 answers and check what :class:`coordinator.trim.Trimmer` makes of each one. The real
-answers (POLICY_VIOLATION, timeouts, leader-only) are in tests/integration/test_trim.py and test_trim_replicated.py.
+answers (POLICY_VIOLATION, timeouts, leader-only) are in tests/integration/test_trim.py
+and tests/integration/test_trim_replicated.py.
 """
 
 from __future__ import annotations
