@@ -51,7 +51,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         default=None,
         help="the topic (optional with --offset-json-file)",
     )
-    trim.add_argument("--partition", type=nonneg_int, default=None, metavar="P")
+    trim.add_argument(
+        "--partition", type=nonneg_int, default=None, metavar="P", help="the partition to trim"
+    )
     trim.add_argument(
         "--before",
         type=int,
