@@ -161,6 +161,7 @@ def topic_interest(
     settings: InterestSettings | None = None,
     observe: bool = False,
     now: float | None = None,
+    listed: Mapping[str, str] | None = None,
 ) -> TopicInterest:
     """Read the interested groups of ``topic`` and their commits on ``partitions``.
 
@@ -176,6 +177,8 @@ def topic_interest(
         observe: Record offsets seen for the first time (:class:`GroupSeenRecord`);
             the daemon does, one-off commands only read.
         now: The current unix time (default ``time.time()``).
+        listed: The cluster's groups and states, if already listed this round
+            (:meth:`KafkaAdmin.list_groups`); listed here otherwise.
 
     Raises:
         StoreError: ZooKeeper failed (Kafka failures land in ``unreadable``).
@@ -185,11 +188,12 @@ def topic_interest(
     wanted = sorted(set(partitions))
     registered = store.registered_groups(topic)
     unreadable: dict[str, str] = {}
-    try:
-        listed = admin.list_groups()
-    except OrderedKafkaError as exc:
-        _log.warning("interest of %s: %s", topic, exc)
-        return TopicInterest(topic, (), {ALL_GROUPS: str(exc)})
+    if listed is None:
+        try:
+            listed = admin.list_groups()
+        except OrderedKafkaError as exc:
+            _log.warning("interest of %s: %s", topic, exc)
+            return TopicInterest(topic, (), {ALL_GROUPS: str(exc)})
     candidates = set(registered) if settings.registered_only else set(listed) | registered
     groups: list[GroupHold] = []
     for group in sorted(candidates):

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from coordinator.errors import NotAdoptedError, OrderedError
+from coordinator.errors import NotAdoptedError, OrderedError, OrderedKafkaError
 from coordinator.interest import GroupHold, InterestSettings, TopicInterest, topic_interest
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import EpochRecord, LayoutStore, RetiredRecord, TopicRecord
@@ -249,23 +249,32 @@ class Sweeper:
         self._progress: Progress = progress or (lambda _message: None)
         self._trimmer = Trimmer(admin)
         self._last_error: dict[str, str] = {}
+        self._listed: dict[str, str] | None = None
+        self._in_round = False
 
     def sweep(self) -> list[PartitionTrim]:
         """Sweep every adopted topic once; one topic's failure does not stop the others."""
         results: list[PartitionTrim] = []
-        for topic in self._store.list_topics():
-            try:
-                results += self.sweep_topic(topic)
-                self._last_error.pop(topic, None)
-            except OrderedError as exc:
-                message = f"sweep of {topic}: {exc}"
-                if self._last_error.get(topic) != message:
-                    self._progress(message)
-                self._last_error[topic] = message
+        self._in_round = True  # the group list is read once per round, when needed
+        try:
+            for topic in self._store.list_topics():
+                try:
+                    results += self.sweep_topic(topic)
+                    self._last_error.pop(topic, None)
+                except OrderedError as exc:
+                    message = f"sweep of {topic}: {exc}"
+                    if self._last_error.get(topic) != message:
+                        self._progress(message)
+                    self._last_error[topic] = message
+        finally:
+            self._in_round, self._listed = False, None
         return results
 
     def sweep_topic(self, topic: str, now: float | None = None) -> list[PartitionTrim]:
         """Drain-trim the retired partitions of ``topic`` and apply its retention.
+
+        The group list is read once per :meth:`sweep` round; a direct call reads it
+        afresh.
 
         Raises:
             OrderedError: Kafka or ZooKeeper failed.
@@ -285,8 +294,23 @@ class Sweeper:
         if not retired and retention is None:
             return []
         partitions = range(count)
+        listed = self._listed if self._in_round else None
+        if listed is None:
+            try:
+                listed = self._admin.list_groups()
+            except OrderedKafkaError as exc:
+                self._progress(f"sweep of {topic}: cannot list the groups, nothing trimmed: {exc}")
+                return []
+            if self._in_round:
+                self._listed = listed
         interest = topic_interest(
-            self._store, self._admin, topic, partitions, self._settings.interest, observe=True
+            self._store,
+            self._admin,
+            topic,
+            partitions,
+            self._settings.interest,
+            observe=True,
+            listed=listed,
         )
         if interest.unreadable:
             self._progress(
