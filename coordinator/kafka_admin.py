@@ -57,6 +57,9 @@ _TRANSIENT = frozenset(
         KafkaError.UNKNOWN_TOPIC_OR_PART,
         KafkaError._UNKNOWN_PARTITION,
         KafkaError._UNKNOWN_TOPIC,
+        # librdkafka's "No leaders found": its metadata does not name the leader of a
+        # just-created partition yet (seen on three brokers right after an expansion).
+        KafkaError._NOENT,
     }
 )
 
