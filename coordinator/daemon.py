@@ -5,7 +5,9 @@ one leader. The leader scans the adopted topics every ``scan_interval`` seconds 
 whenever a topic record or the topic list changes (kazoo watches), and runs
 :meth:`Controller.resume` on each topic with a pending epoch, one worker thread per
 topic. While it leads it also runs the position service's relay
-(:class:`~coordinator.position_relay.PositionRelay`) in a thread of its own. A
+(:class:`~coordinator.position_relay.PositionRelay`) in a thread of its own, and the
+drain monitor and consumed-retention sweep (:class:`~coordinator.retention.Sweeper`)
+every ``sweep_interval`` seconds in another. A
 transition that another controller runs (the topic lock is held) is left to it. The
 connection listener only sets flags; losing the session ends the leadership at once
 (the election node is gone), and the daemon contends again after reconnecting.
@@ -36,6 +38,7 @@ from coordinator.errors import OrderedError, StoreError, TransitionInProgressErr
 from coordinator.identity import process_identity
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.position_relay import PositionRelay
+from coordinator.retention import DEFAULT_SWEEP_INTERVAL_S, Sweeper, SweepSettings
 from coordinator.store import LayoutStore, Watch, paths
 
 __all__ = ["CoordinatorDaemon", "Role"]
@@ -82,6 +85,9 @@ class CoordinatorDaemon:
         identifier: This daemon's name in the election (default ``host:pid``).
         relay_interval: Seconds between position relay rounds; ``0`` turns the relay
             off.
+        sweep_interval: Seconds between rounds of the drain monitor and consumed-
+            retention sweep (:class:`~coordinator.retention.Sweeper`); ``0`` turns it off.
+        sweep_settings: Which groups count and how long a trim may wait.
     """
 
     def __init__(
@@ -94,6 +100,8 @@ class CoordinatorDaemon:
         resume_timeout: float = 10.0,
         identifier: str | None = None,
         relay_interval: float = 0.1,
+        sweep_interval: float = DEFAULT_SWEEP_INTERVAL_S,
+        sweep_settings: SweepSettings | None = None,
     ) -> None:
         self._client = client
         self._store = LayoutStore(client, root)
@@ -116,6 +124,12 @@ class CoordinatorDaemon:
         self._relay = (
             PositionRelay(client, admin, root, relay_interval, self._progress)
             if relay_interval > 0
+            else None
+        )
+        self._sweep_interval = sweep_interval
+        self._sweeper = (
+            Sweeper(self._store, admin, sweep_settings, self._progress)
+            if sweep_interval > 0
             else None
         )
 
@@ -193,6 +207,12 @@ class CoordinatorDaemon:
                 daemon=True,
             )
             relay.start()
+        sweeper: threading.Thread | None = None
+        if self._sweeper is not None:
+            sweeper = threading.Thread(
+                target=self._sweep_loop, args=(led,), name="sweeper", daemon=True
+            )
+            sweeper.start()
         try:
             self._client.ensure_path(paths.topics_path(self._store.root))
             watches[""] = self._store.watch_children(
@@ -211,12 +231,26 @@ class CoordinatorDaemon:
             led.set()
             if relay is not None:
                 relay.join()
+            if sweeper is not None:
+                sweeper.join()
             for watch in watches.values():
                 watch.stop()
             # A worker still in a barrier stops within a second (cancel or session loss);
             # waiting here keeps two leaders from resuming the same topic.
             if self._stop.is_set() or self._lost.is_set():
                 self._join_workers()
+
+    def _sweep_loop(self, led: threading.Event) -> None:
+        """Run the sweeper every ``sweep_interval`` seconds while this daemon leads."""
+        assert self._sweeper is not None
+        while not (led.is_set() or self._stop.is_set() or self._lost.is_set()):
+            try:
+                self._sweeper.sweep()
+            except OrderedError as exc:
+                self._progress(f"sweep failed: {exc}")
+            except (KazooException, KazooTimeoutError) as exc:
+                self._progress(f"sweep failed: ZooKeeper: {exc!r}")
+            led.wait(self._sweep_interval)
 
     def _scan(self, watches: dict[str, Watch]) -> None:
         for topic in self._store.list_topics():

@@ -24,6 +24,8 @@ __all__ = [
     "StoreUnavailableError",
     "TopicIdMismatchError",
     "TransitionInProgressError",
+    "TrimError",
+    "TrimRequestError",
     "UsageError",
 ]
 
@@ -132,6 +134,23 @@ class OrderedKafkaError(OrderedError):
         if self.kafka_error is None:
             return None
         return int(self.kafka_error.code())
+
+
+class TrimRequestError(UsageError):
+    """A trim request is malformed or cannot be done as asked; nothing was sent."""
+
+
+class TrimError(OrderedError):
+    """A trim (DeleteRecords) failed or timed out for at least one partition.
+
+    Attributes:
+        results: The per-partition results (``coordinator.trim.PartitionTrim``), the
+            failed ones included, so a caller can report every partition.
+    """
+
+    def __init__(self, message: str, results: tuple[Any, ...] = ()) -> None:
+        super().__init__(message)
+        self.results = results
 
 
 class OrderViolationError(OrderedError):

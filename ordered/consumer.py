@@ -743,7 +743,17 @@ class OrderedConsumer:
                 self._load(state)
             finally:
                 state.watch = self._store.watch_topic(name, self._on_topic_change(name))
+            if state.record is not None and state.record.ordered and self._config.group_id:
+                self._register_group(name)
         return state
+
+    def _register_group(self, topic: str) -> None:
+        """Register the group as an ordered group of ``topic`` (once; its trims wait for it)."""
+        try:
+            self._store.register_group(self._config.group_id, topic, time.time())
+        except StoreError as exc:
+            # Only the registered-groups-only trim setting reads it; commits still count.
+            _log.warning("cannot register group on %s: %s", topic, exc)
 
     def _load(self, state: _Topic) -> None:
         record = self._store.get_topic(state.name)

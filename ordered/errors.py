@@ -18,6 +18,8 @@ from coordinator.errors import (
     StoreUnavailableError,
     TopicIdMismatchError,
     TransitionInProgressError,
+    TrimError,
+    TrimRequestError,
     UsageError,
 )
 
@@ -35,5 +37,7 @@ __all__ = [
     "StoreUnavailableError",
     "TopicIdMismatchError",
     "TransitionInProgressError",
+    "TrimError",
+    "TrimRequestError",
     "UsageError",
 ]

@@ -22,7 +22,10 @@ __all__ = [
     "epoch_node",
     "epoch_path",
     "epochs_path",
+    "group_node",
     "group_path",
+    "group_registration_path",
+    "group_seen_path",
     "groups_path",
     "interest_member_path",
     "interest_path",
@@ -32,6 +35,9 @@ __all__ = [
     "producers_path",
     "progress_partition_path",
     "progress_path",
+    "retention_path",
+    "retired_partition_path",
+    "retired_path",
     "topic_path",
     "topics_path",
 ]
@@ -173,3 +179,35 @@ def progress_partition_path(root: str, group: str, topic: str, partition: int) -
     if partition < 0:
         raise ValueError(f"partition must be >= 0, got {partition}")
     return progress_path(root, group, topic) + f"/{partition}"
+
+
+def retired_path(root: str, topic: str) -> str:
+    """``{root}/topics/{topic}/retired``."""
+    return topic_path(root, topic) + "/retired"
+
+
+def retired_partition_path(root: str, topic: str, partition: int) -> str:
+    """``{root}/topics/{topic}/retired/{partition}``: a :class:`RetiredRecord`."""
+    if partition < 0:
+        raise ValueError(f"partition must be >= 0, got {partition}")
+    return retired_path(root, topic) + f"/{partition}"
+
+
+def retention_path(root: str, topic: str) -> str:
+    """``{root}/topics/{topic}/retention``: the :class:`RetentionRecord`, if set."""
+    return topic_path(root, topic) + "/retention"
+
+
+def group_node(group: str) -> str:
+    """The znode name of a consumer group: the id percent-encoded (as in :func:`group_path`)."""
+    return group_path("/", group).rsplit("/", 1)[1]
+
+
+def group_registration_path(root: str, group: str, topic: str) -> str:
+    """``{root}/groups/{g}/topics/{topic}``: a :class:`GroupRegistration`."""
+    return group_path(root, group) + f"/topics/{check_topic(topic)}"
+
+
+def group_seen_path(root: str, group: str, topic: str) -> str:
+    """``{root}/groups/{g}/seen/{topic}``: a :class:`GroupSeenRecord`."""
+    return group_path(root, group) + f"/seen/{check_topic(topic)}"

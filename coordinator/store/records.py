@@ -32,12 +32,17 @@ from linear_hash import ALGORITHMS
 __all__ = [
     "EPOCH_STATES",
     "RECORD_VERSION",
+    "RETIRED_STATES",
     "AckRecord",
     "EpochRecord",
     "EpochsRecord",
+    "GroupRegistration",
+    "GroupSeenRecord",
     "Interest",
     "ProducerRecord",
     "Progress",
+    "RetentionRecord",
+    "RetiredRecord",
     "TopicRecord",
 ]
 
@@ -49,6 +54,11 @@ EPOCH_STATES: Final = ("pending", "sealed")
 """The values of :attr:`EpochRecord.state`."""
 
 EpochState: TypeAlias = Literal["pending", "sealed"]
+
+RETIRED_STATES: Final = ("draining", "trimmed")
+"""The values of :attr:`RetiredRecord.state`."""
+
+RetiredState: TypeAlias = Literal["draining", "trimmed"]
 
 
 class _Bad(ValueError):
@@ -179,6 +189,20 @@ def _state(value: Any) -> str:
     if name not in EPOCH_STATES:
         raise _Bad(f"unknown epoch state {name!r} (known: {', '.join(EPOCH_STATES)})")
     return name
+
+
+def _retired_state(value: Any) -> str:
+    name = _str(value)
+    if name not in RETIRED_STATES:
+        raise _Bad(f"unknown retired state {name!r} (known: {', '.join(RETIRED_STATES)})")
+    return name
+
+
+def _positive(value: Any) -> int:
+    n = _int(value)
+    if n < 1:
+        raise _Bad(f"expected an integer >= 1, got {n}")
+    return n
 
 
 def _to_json_value(value: Any) -> Any:
@@ -552,6 +576,132 @@ class Progress(_Record):
         "partition": _nonneg,
         "offset": _nonneg,
         "at": _time,
+    }
+
+    def __post_init__(self) -> None:
+        self._normalise()
+
+
+@dataclass(frozen=True)
+class RetiredRecord(_Record):
+    """The trim state of one retired partition, at ``.../topics/{topic}/retired/{p}``.
+
+    Attributes:
+        topic: The Kafka topic.
+        partition: The retired partition (at or above the active count).
+        epoch: The (sealed) shrink epoch that retired it.
+        final_offset: Its boundary in that epoch: every record of the partition lies
+            below it, and the drain monitor trims it to exactly this offset.
+        state: ``draining`` (some interested group has not committed up to
+            ``final_offset``) or ``trimmed`` (DeleteRecords to ``final_offset`` done).
+        updated_at: Unix time of the last change.
+        trimmed_at: Unix time of the trim, ``None`` while draining.
+    """
+
+    topic: str
+    partition: int
+    epoch: int
+    final_offset: int
+    state: RetiredState
+    updated_at: float
+    trimmed_at: float | None
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "topic": _str,
+        "partition": _nonneg,
+        "epoch": _nonneg,
+        "final_offset": _nonneg,
+        "state": _retired_state,
+        "updated_at": _time,
+        "trimmed_at": _opt_time,
+    }
+
+    def __post_init__(self) -> None:
+        self._normalise()
+
+    def _check_invariants(self) -> None:
+        if (self.state == "trimmed") != (self.trimmed_at is not None):
+            raise ValueError(f"state {self.state!r} does not match trimmed_at {self.trimmed_at}")
+
+
+@dataclass(frozen=True)
+class RetentionRecord(_Record):
+    """A topic's consumed-retention setting (KIP-68), at ``.../topics/{topic}/retention``.
+
+    Attributes:
+        topic: The Kafka topic.
+        consumed_ms: Records that every interested group committed and that are older
+            than this many milliseconds are trimmed by the daemon's sweep.
+        updated_at: Unix time of the setting.
+    """
+
+    topic: str
+    consumed_ms: int
+    updated_at: float
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "topic": _str,
+        "consumed_ms": _positive,
+        "updated_at": _time,
+    }
+
+    def __post_init__(self) -> None:
+        self._normalise()
+
+
+@dataclass(frozen=True)
+class GroupRegistration(_Record):
+    """An ordered consumer group reading a topic, at ``{root}/groups/{g}/topics/{topic}``.
+
+    Written once (persistent) by an ``OrderedConsumer`` that loads an ordered topic;
+    the registered groups are the first set of a topic's interested groups.
+
+    Attributes:
+        group: The consumer group id.
+        topic: The Kafka topic.
+        registered_at: Unix time of the first registration.
+    """
+
+    group: str
+    topic: str
+    registered_at: float
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "group": _str,
+        "topic": _str,
+        "registered_at": _time,
+    }
+
+    def __post_init__(self) -> None:
+        self._normalise()
+
+
+@dataclass(frozen=True)
+class GroupSeenRecord(_Record):
+    """When the daemon last saw a group's committed offsets on a topic change.
+
+    At ``{root}/groups/{g}/seen/{topic}``. Kafka does not report when an offset was
+    committed, so the age of a group's commits is measured from the first time the
+    coordinator saw them as they are now: an empty group is stale once ``changed_at``
+    is older than the stale setting. Never seen means "changed now" (never stale).
+
+    Attributes:
+        group: The consumer group id.
+        topic: The Kafka topic.
+        offsets: Partition -> committed offset, as last seen.
+        changed_at: Unix time the offsets were first seen as they are.
+    """
+
+    group: str
+    topic: str
+    offsets: dict[int, int]
+    changed_at: float
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "group": _str,
+        "topic": _str,
+        "offsets": _offsets,
+        "changed_at": _time,
     }
 
     def __post_init__(self) -> None:

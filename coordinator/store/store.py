@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TypeVar
@@ -48,7 +49,11 @@ from coordinator.store.records import (
     AckRecord,
     EpochRecord,
     EpochsRecord,
+    GroupRegistration,
+    GroupSeenRecord,
     ProducerRecord,
+    RetentionRecord,
+    RetiredRecord,
     TopicRecord,
 )
 
@@ -723,6 +728,179 @@ class LayoutStore:
                 raise RecordCorruptError(f"{path}: ack names epoch {record.epoch}")
             out[name] = record
         return out
+
+    # --- retired partitions, retention, group registrations ------------------------
+
+    def retired(self, topic: str) -> dict[int, RetiredRecord]:
+        """Return the topic's retired-partition records by partition.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable or a record fails its check.
+        """
+        parent = paths.retired_path(self._root, topic)
+
+        def attempt() -> dict[int, RetiredRecord]:
+            try:
+                names = self._client.get_children(parent)
+            except NoNodeError:
+                return {}
+            out: dict[int, RetiredRecord] = {}
+            for name in sorted(names):
+                path = f"{parent}/{name}"
+                if not name.isascii() or not name.isdigit():
+                    raise RecordCorruptError(f"{path}: not a partition node name")
+                got = self._read(path)
+                if got is None:
+                    continue
+                record = RetiredRecord.from_json(got[0], path)
+                if record.topic != topic or record.partition != int(name):
+                    raise RecordCorruptError(
+                        f"{path}: RetiredRecord names {record.topic}[{record.partition}]"
+                    )
+                out[record.partition] = record
+            return out
+
+        return self._run(f"list retired partitions of {topic}", attempt)
+
+    def put_retired(self, record: RetiredRecord) -> None:
+        """Create or overwrite a retired partition's record (idempotent).
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        path = paths.retired_partition_path(self._root, record.topic, record.partition)
+        self._run(f"write {path}", self._put, path, record.to_json())
+
+    def delete_retired(self, topic: str, partition: int) -> None:
+        """Remove a retired partition's record (nothing if it is gone): it is active again.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        path = paths.retired_partition_path(self._root, topic, partition)
+        self._run(f"delete {path}", self._delete, path)
+
+    def get_retention(self, topic: str) -> RetentionRecord | None:
+        """Return the topic's consumed-retention setting, ``None`` when off.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable or the record fails its check.
+        """
+        path = paths.retention_path(self._root, topic)
+
+        def attempt() -> RetentionRecord | None:
+            got = self._read(path)
+            if got is None:
+                return None
+            record = RetentionRecord.from_json(got[0], path)
+            if record.topic != topic:
+                raise RecordCorruptError(f"{path}: RetentionRecord names topic {record.topic!r}")
+            return record
+
+        return self._run(f"read {path}", attempt)
+
+    def set_retention(self, record: RetentionRecord) -> None:
+        """Set the topic's consumed retention (idempotent; the topic must be adopted).
+
+        Raises:
+            NotAdoptedError: The topic is not adopted.
+            StoreError: ZooKeeper is unreachable.
+        """
+        if self.get_topic(record.topic) is None:
+            raise NotAdoptedError(
+                f"topic {record.topic} is not adopted (adopt it first: ordered adopt "
+                f"{record.topic})"
+            )
+        path = paths.retention_path(self._root, record.topic)
+        self._run(f"write {path}", self._put, path, record.to_json())
+
+    def clear_retention(self, topic: str) -> bool:
+        """Turn the topic's consumed retention off; return whether it was on.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        path = paths.retention_path(self._root, topic)
+        return self._run(f"delete {path}", self._delete, path)
+
+    def register_group(self, group: str, topic: str, at: float) -> None:
+        """Register ``group`` as an ordered consumer group of ``topic`` (idempotent).
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        path = paths.group_registration_path(self._root, group, topic)
+        data = GroupRegistration(group=group, topic=topic, registered_at=at).to_json()
+
+        def attempt() -> None:
+            with contextlib.suppress(NodeExistsError):
+                self._client.create(path, data, makepath=True)
+
+        self._run(f"register group {group} on {topic}", attempt)
+
+    def registered_groups(self, topic: str) -> set[str]:
+        """Return the ordered consumer groups registered on ``topic``.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        parent = paths.groups_path(self._root)
+
+        def attempt() -> set[str]:
+            try:
+                names = self._client.get_children(parent)
+            except NoNodeError:
+                return set()
+            out = set()
+            for name in names:
+                group = urllib.parse.unquote(name)
+                if not group:
+                    continue
+                path = paths.group_registration_path(self._root, group, topic)
+                if self._client.exists(path) is not None:
+                    out.add(group)
+            return out
+
+        return self._run(f"list registered groups of {topic}", attempt)
+
+    def group_seen(self, group: str, topic: str) -> GroupSeenRecord | None:
+        """Return when the daemon first saw ``group``'s offsets on ``topic`` as they are.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable or the record fails its check.
+        """
+        path = paths.group_seen_path(self._root, group, topic)
+
+        def attempt() -> GroupSeenRecord | None:
+            got = self._read(path)
+            return None if got is None else GroupSeenRecord.from_json(got[0], path)
+
+        return self._run(f"read {path}", attempt)
+
+    def put_group_seen(self, record: GroupSeenRecord) -> None:
+        """Create or overwrite a :class:`GroupSeenRecord`.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        path = paths.group_seen_path(self._root, record.group, record.topic)
+        self._run(f"write {path}", self._put, path, record.to_json())
+
+    def _put(self, path: str, data: bytes) -> None:
+        try:
+            self._client.set(path, data)
+        except NoNodeError:
+            try:
+                self._client.create(path, data, makepath=True)
+            except NodeExistsError:
+                self._client.set(path, data)
+
+    def _delete(self, path: str) -> bool:
+        try:
+            self._client.delete(path)
+        except NoNodeError:
+            return False
+        return True
 
     # --- watches and the lock ------------------------------------------------------
 

@@ -1,5 +1,8 @@
 """``ordered adopt|unadopt|expand|shrink|describe TOPIC`` and ``ordered coordinator``.
 
+``describe`` also lists each retired partition: draining or trimmed, its final offset,
+and the interested groups that hold it back with their committed offsets.
+
 Where the servers are: ``--zookeeper`` (else ``$ORDERED_ZOOKEEPER_CONNECT``, else the
 dev cluster of ``ordered cluster up``) and ``--bootstrap-servers`` (else
 ``$ORDERED_BOOTSTRAP_SERVERS``, else the dev cluster). Both fail fast when the server is
@@ -27,12 +30,19 @@ from coordinator.daemon import CoordinatorDaemon
 from coordinator.errors import StoreUnavailableError, UsageError
 from coordinator.group_status import GroupStatus, group_status
 from coordinator.kafka_admin import KafkaAdmin
+from coordinator.retention import (
+    DEFAULT_SWEEP_INTERVAL_S,
+    RetiredStatus,
+    SweepSettings,
+    retired_status,
+)
 from coordinator.store import DEFAULT_ROOT, LayoutStore, TopicRecord
 from coordinator.zk import close_client, make_client, start_client
 from linear_hash import ALGORITHMS, DEFAULT_ALGORITHM
+from ordered.cli.options import interest_arguments, interest_settings
 from ordered.cli.output import emit, progress
 
-__all__ = ["Connections", "add_parsers", "connect"]
+__all__ = ["Connections", "add_parsers", "common_arguments", "connect"]
 
 ZOOKEEPER_ENV = "ORDERED_ZOOKEEPER_CONNECT"
 BOOTSTRAP_ENV = "ORDERED_BOOTSTRAP_SERVERS"
@@ -100,6 +110,11 @@ def _common(p: argparse.ArgumentParser, timeout: float | None) -> None:
         )
 
 
+def common_arguments(p: argparse.ArgumentParser, timeout: float | None) -> None:
+    """Add the server, output and timeout flags every admin command takes."""
+    _common(p, timeout)
+
+
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``adopt``, ``unadopt``, ``expand``, ``shrink``, ``describe``, ``coordinator``."""
     adopt = sub.add_parser("adopt", help="adopt a topic: its partition count becomes initial")
@@ -151,6 +166,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         metavar="G",
         help="show, per partition, what consumer group G waits on at the gates",
     )
+    interest_arguments(describe)
     _common(describe, None)
     describe.set_defaults(func=_describe)
 
@@ -172,6 +188,20 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         default=0.1,
         help="seconds between position relay rounds (0: no relay; default 0.1)",
     )
+    daemon.add_argument(
+        "--sweep-interval",
+        type=_seconds_or_zero,
+        default=DEFAULT_SWEEP_INTERVAL_S,
+        help="seconds between rounds of the drain monitor and consumed-retention sweep "
+        f"(0: off; default {DEFAULT_SWEEP_INTERVAL_S:g})",
+    )
+    daemon.add_argument(
+        "--trim-timeout",
+        type=_seconds,
+        default=30.0,
+        help="seconds one sweep trim waits for every replica (default 30)",
+    )
+    interest_arguments(daemon)
     daemon.set_defaults(func=_coordinator)
 
 
@@ -378,9 +408,41 @@ def _describe(args: argparse.Namespace) -> int:
         return 0
     with connect(args) as conn:
         description = Controller(conn.store, conn.admin).describe(args.topic)
+        retired: list[RetiredStatus] = []
+        retention = None
+        if description.topic is not None:
+            retired = retired_status(conn.store, conn.admin, args.topic, interest_settings(args))
+            retention = conn.store.get_retention(args.topic)
     payload: dict[str, Any] = {"name": args.topic, **description.to_dict()}
-    emit(payload, _description_text(description), args.json)
+    payload["retired"] = [r.to_dict() for r in retired]
+    payload["consumed_retention_ms"] = None if retention is None else retention.consumed_ms
+    text = _description_text(description)
+    if description.topic is not None:
+        text += "\n" + _retired_text(retired, retention.consumed_ms if retention else None)
+    emit(payload, text, args.json)
     return 0
+
+
+def _retired_text(retired: list[RetiredStatus], retention_ms: int | None) -> str:
+    lines = [f"consumed retention {'off' if retention_ms is None else f'{retention_ms} ms'}"]
+    if not retired:
+        lines.append("retired partitions none")
+    for r in retired:
+        head = (
+            f"retired partition {r.partition} (epoch {r.epoch}): {r.state}, final offset "
+            f"{r.final_offset}, log {r.log_start}..{r.end}"
+        )
+        if r.state != "draining":
+            lines.append(head)
+            continue
+        held = ", ".join(
+            f"{g.group} ({g.state.lower()}) at {g.committed.get(r.partition, 'none')}"
+            for g in r.holders
+        )
+        lines.append(
+            f"{head}; held by {held or 'nobody'}" + (f" ({r.unknown})" if r.unknown else "")
+        )
+    return "\n".join(lines)
 
 
 def _coordinator(args: argparse.Namespace) -> int:
@@ -393,6 +455,8 @@ def _coordinator(args: argparse.Namespace) -> int:
             scan_interval=args.scan_interval,
             resume_timeout=args.resume_timeout,
             relay_interval=args.relay_interval,
+            sweep_interval=args.sweep_interval,
+            sweep_settings=SweepSettings(interest_settings(args), args.trim_timeout),
         )
 
         def on_signal(_signum: int, _frame: FrameType | None) -> None:
