@@ -41,7 +41,7 @@ CONSUMER_KEYS: Final[Mapping[str, str]] = {
     "ordered.zookeeper.root": "root znode of the layout store (default /ordered)",
     "ordered.zookeeper.session.timeout.ms": "ZooKeeper session timeout (default 10000)",
     "ordered.violation.policy": "what to do with a misplaced record: log or raise (default log)",
-    "ordered.epoch.header.audit": "check each record's epoch header (default true)",
+    "ordered.epoch.header.audit": "check each record's epoch header (default false)",
     "ordered.epoch.header.name": "name of the epoch header (default ordered.epoch)",
     "ordered.key.audit": "check each keyed record's partition against the layout (default true)",
     "ordered.gate.poll.interval.ms": "how often a closed gate is re-checked (default 100)",
@@ -116,7 +116,11 @@ class ConsumerSettings:
         zookeeper_root: ``ordered.zookeeper.root``.
         zookeeper_session_timeout_ms: ``ordered.zookeeper.session.timeout.ms``.
         violation_policy: ``log`` (count and log) or ``raise`` (``OrderViolationError``).
-        header_audit: ``ordered.epoch.header.audit``.
+        header_audit: ``ordered.epoch.header.audit`` (off by default): compare each
+            record's epoch header with the boundaries, for producers outside the
+            layer. Not needed for order: a new epoch is known before a batch fetched
+            after it is judged (the fetch check). Reading headers costs
+            confluent-kafka about half a microsecond per record.
         header_name: ``ordered.epoch.header.name``.
         key_audit: ``ordered.key.audit``.
         gate_poll_interval_ms: ``ordered.gate.poll.interval.ms``.
@@ -135,7 +139,7 @@ class ConsumerSettings:
     zookeeper_root: str = "/ordered"
     zookeeper_session_timeout_ms: int = 10_000
     violation_policy: str = "log"
-    header_audit: bool = True
+    header_audit: bool = False
     header_name: str = "ordered.epoch"
     key_audit: bool = True
     gate_poll_interval_ms: int = 100
@@ -184,7 +188,7 @@ class ConsumerSettings:
             ),
             violation_policy=policy.lower(),
             header_audit=parse_bool(
-                "ordered.epoch.header.audit", get("ordered.epoch.header.audit", True)
+                "ordered.epoch.header.audit", get("ordered.epoch.header.audit", False)
             ),
             header_name=_str(
                 "ordered.epoch.header.name", get("ordered.epoch.header.name", "ordered.epoch")

@@ -319,7 +319,9 @@ def test_misplaced_record_is_a_violation(
     )
     assert producer.flush(30) == 0
 
-    logging_consumer = make_consumer(group_factory())
+    # The header audit is opt-in (for producers outside the layer); the key audit is on.
+    audit = {"ordered.epoch.header.audit": True}
+    logging_consumer = make_consumer(group_factory(), **audit)
     logging_consumer.assign([TopicPartition(topic, 0, 0)])
     got = drain(logging_consumer, 10.0, until=3)
     assert [m.value() for m in got] == [b"ok", b"bad", b"hdr"]
@@ -332,7 +334,7 @@ def test_misplaced_record_is_a_violation(
     assert len(drain(quiet, 10.0, until=3)) == 3
     assert quiet.violations == 0
 
-    strict = make_consumer(group_factory(), **{"ordered.violation.policy": "raise"})
+    strict = make_consumer(group_factory(), **audit, **{"ordered.violation.policy": "raise"})
     strict.assign([TopicPartition(topic, 0, 0)])
     with pytest.raises(OrderViolationError) as info:
         drain(strict, 10.0, until=3)
