@@ -229,6 +229,10 @@ class LayoutTracker:
         ordered = [view for view in self.topics.values() if view.ordered]
         if not ordered:
             return None
+        if self.watcher.state is not SessionState.CONNECTED:
+            # kazoo would queue the requests until a reconnect: fail the check now.
+            self._check_failed = True
+            return None
         root = self.store.root
         try:
             sync = self.client.sync_async(store_paths.topic_path(root, ordered[0].name))
@@ -255,7 +259,7 @@ class LayoutTracker:
             (:attr:`usable` is ``False`` until a later :meth:`recover`).
         """
         if check is None:
-            return None if self._check_failed else []
+            return [] if self.usable else None
         changed = []
         try:
             check.sync.get(timeout=self._check_timeout)

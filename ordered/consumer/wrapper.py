@@ -124,7 +124,9 @@ class OrderedConsumer:
         self._zk = make_client(settings.zookeeper_connect, session_timeout_s=session_s)
         try:
             start_client(self._zk, 15.0, "ordered.zookeeper.connect")
-            layouts = LayoutTracker(self._zk, settings.zookeeper_root, check_timeout=session_s)
+            layouts = LayoutTracker(
+                self._zk, settings.zookeeper_root, check_timeout=min(session_s, 5.0)
+            )
         except Exception:
             close_client(self._zk)
             self._consumer.close()

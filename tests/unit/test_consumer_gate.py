@@ -58,9 +58,7 @@ def kwargs_for(event: GateEvent) -> dict[str, object]:
     return {}
 
 
-@pytest.mark.parametrize(
-    ("state", "event"), list(itertools.product(GateState, GateEvent)), ids=str
-)
+@pytest.mark.parametrize(("state", "event"), list(itertools.product(GateState, GateEvent)), ids=str)
 def test_every_state_event_pair_is_a_listed_transition_or_an_error(
     state: GateState, event: GateEvent
 ) -> None:
