@@ -263,9 +263,11 @@ class LayoutTracker:
         changed = []
         try:
             check.sync.get(timeout=self._check_timeout)
-            for name, read, version in check.reads:
+            for name, read, _sent_at in check.reads:
                 _data, stat = read.get(timeout=self._check_timeout)
-                if stat.version != version:
+                view = self.topics.get(name)
+                # Against the copy now: it may have been read again since the send.
+                if view is not None and stat.version != view.history.version:
                     changed.append(name)
         except Exception as exc:  # NoNode (deleted), connection loss, timeout
             if not self.usable or not isinstance(exc, NoNodeError):

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import KafkaException, TopicPartition
 
+from ordered.consumer.announce import AnnounceState
 from ordered.consumer.gate import GateEvent, GateState
 
 if TYPE_CHECKING:
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
 __all__ = ["NOTIFY_SLICE", "CommittedView", "GateChecker"]
 
 _log = logging.getLogger(__name__)
+
+IDLE = AnnounceState.IDLE
 
 NOTIFY_SLICE = 0.01
 """Longest inner poll while a gate waits on the position service (seconds)."""
@@ -209,7 +212,7 @@ class GateChecker:
     def slice(self, deadline: float | None, dirty: bool) -> float:
         """How long the next inner poll may wait: short while a gate needs re-checks."""
         core = self._core
-        busy = any(p.gate.paused or p.ann.state.value != "idle" for p in core.parts.values())
+        busy = any(p.gate.paused or p.ann.state is not IDLE for p in core.parts.values())
         step = self._interval if busy or dirty else 1.0
         if busy and self.positions is not None:
             # A progress notification is only seen between inner polls: keep them short.

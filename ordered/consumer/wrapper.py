@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
+import itertools
 import logging
 import os
 import socket
@@ -37,7 +38,7 @@ from ordered.consumer.gate import (
     GateStatus,
     PartitionGate,
 )
-from ordered.consumer.layouts import LayoutTracker, TopicView
+from ordered.consumer.layouts import FetchCheck, LayoutTracker, TopicView
 from ordered.consumer.probe import LogStartProbe
 from ordered.consumer.rebalance import Callback, RebalanceHooks
 from ordered.consumer.recheck import GateChecker
@@ -143,7 +144,11 @@ class OrderedConsumer:
         self._announcer = Announcer(core, positions)
         self._filter = BatchFilter(core, self._checker, self._announcer, self._reload_one)
         self._hooks = RebalanceHooks(self, self._track, self._drop, self._announce_only)
-        self._raw: collections.deque[Any] = collections.deque()  # checked, for poll()
+        # Records taken from librdkafka, checked but not yet judged (poll serves them
+        # one by one), and a batch fetched ahead whose check is still in flight.
+        self._raw: collections.deque[Any] = collections.deque()
+        self._pending: tuple[list[Any], FetchCheck | None] | None = None
+        self._pipeline = True
         self._stale = False  # the layouts were found unusable and holds applied
         self._closed = False
         self._exit_hook = _exit_hook_for(self)
@@ -266,12 +271,7 @@ class OrderedConsumer:
                     return out[0]
                 continue
             if not self._raw:
-                first = self._consumer.poll(self._slice(deadline))
-                if first is not None:
-                    batch = [first]
-                    if first.error() is None:
-                        batch += self._consumer.consume(POLL_BATCH - 1, 0)
-                    self._raw.extend(self._checked(batch))
+                self._raw.extend(self._next_batch(POLL_BATCH, deadline, single=True))
             while self._raw:
                 out = self._filter.filter([self._raw.popleft()])
                 if out:
@@ -304,15 +304,11 @@ class OrderedConsumer:
                 if out:
                     return out
                 continue
+            if not self._raw:
+                self._raw.extend(self._next_batch(num_messages, deadline, single=False))
             if self._raw:
                 count = min(num_messages, len(self._raw))
-                batch = [self._raw.popleft() for _ in range(count)]
-            else:
-                batch = self._consumer.consume(num_messages, self._slice(deadline))
-                if batch:
-                    batch = self._checked(batch)
-            if batch:
-                out = self._filter.filter(batch)
+                out = self._filter.filter([self._raw.popleft() for _ in range(count)])
                 if out:
                     return out
             if _expired(deadline):
@@ -370,10 +366,11 @@ class OrderedConsumer:
             part = self._core.parts.get((tp.topic, tp.partition))
             if part is None:
                 continue
+            taken = itertools.chain(self._raw, self._pending[0] if self._pending else ())
             first = next(
                 (
                     m.offset()
-                    for m in self._raw
+                    for m in taken
                     if m.error() is None and (m.topic(), m.partition()) == (tp.topic, tp.partition)
                 ),
                 None,
@@ -441,6 +438,7 @@ class OrderedConsumer:
         self._closed = True
         atexit.unregister(self._exit_hook)
         self._raw.clear()
+        self._pending = None
         try:
             self._consumer.close()
             self._probe.close()
@@ -566,7 +564,8 @@ class OrderedConsumer:
                 self._consumer.resume([TopicPartition(part.topic, part.partition)])
 
     def _drop_raw(self, key: tuple[str, int]) -> list[Any]:
-        """Remove (and return) the records of ``key`` taken by ``poll`` but not judged."""
+        """Remove (and return) the records of ``key`` taken from librdkafka, not judged."""
+        self._settle_pending()
         if not self._raw:
             return []
         mine: list[Any] = []
@@ -591,19 +590,67 @@ class OrderedConsumer:
 
     # --- layouts ------------------------------------------------------------------------
 
-    def _checked(self, batch: list[Any]) -> list[Any]:
-        """Make sure the layouts are at least as new as ``batch`` before it is judged.
+    def _next_batch(self, num: int, deadline: float | None, single: bool) -> list[Any]:
+        """The next fetched batch, once the layouts are known to be at least as new.
 
-        The fetch check of :mod:`ordered.consumer.layouts`: one ZooKeeper round trip
-        (``sync``, then the topic znodes) per batch; a changed topic is read again.
+        The fetch check of :mod:`ordered.consumer.layouts` (``sync``, then the topic
+        znodes: one ZooKeeper round trip) is pipelined: the batch returned now was
+        usually fetched and its check sent during the previous call, and before
+        waiting for that check this call takes what librdkafka already holds (never
+        waiting for more) and sends its check. The round trip then overlaps the
+        application's work on the previous batch: it costs latency, not throughput.
+
+        Args:
+            num: The most records to take from librdkafka at once.
+            deadline: When the calling ``poll``/``consume`` must return.
+            single: Fetch as ``poll`` does: wait for one message, then take only
+                what is already there.
         """
+        if self._pending is None:
+            if single:
+                first = self._consumer.poll(self._slice(deadline))
+                batch = [] if first is None else [first]
+                if first is not None and first.error() is None and num > 1:
+                    batch += self._consumer.consume(num - 1, 0)
+            else:
+                batch = self._consumer.consume(num, self._slice(deadline))
+            if not batch:
+                return []
+            self._pending = (batch, self._begin_check(batch))
+        pending = self._pending
+        # Stays in _pending while librdkafka runs: a rebalance callback in there
+        # settles it into _raw and drops the records of revoked partitions.
+        ahead = self._consumer.consume(num, 0) if self._pipeline else []
+        out: list[Any] = []
+        if self._pending is pending:
+            batch, check = pending
+            self._pending = None
+            self._finish_check(check)
+            out = batch
+        if ahead:
+            self._pending = (ahead, self._begin_check(ahead))
+        return out
+
+    def _begin_check(self, batch: list[Any]) -> FetchCheck | None:
+        if not any(m.error() is None for m in batch):
+            return None  # events only: nothing to judge by a layout
         self._core.metrics["layout_checks"] += 1
-        reloaded = self._layouts.finish_check(self._layouts.begin_check())
+        return self._layouts.begin_check()
+
+    def _finish_check(self, check: FetchCheck | None) -> None:
+        reloaded = self._layouts.finish_check(check)
         if reloaded is None:
             self._apply_stale()
         elif reloaded:
             self._after_reload(reloaded)
-        return batch
+
+    def _settle_pending(self) -> None:
+        """Finish the check of the batch fetched ahead and queue it as checked."""
+        if self._pending is not None:
+            batch, check = self._pending
+            self._pending = None
+            self._finish_check(check)
+            self._raw.extend(batch)
 
     def _reload_one(self, topic: str) -> None:
         try:
