@@ -44,6 +44,7 @@ The parts, one concern each:
 * :mod:`~ordered.consumer.wrapper`: the confluent API surface;
 * :mod:`~ordered.consumer.rebalance`: ``on_assign``/``on_revoke``/``on_lost``;
 * :mod:`~ordered.consumer.layouts`: histories, their watcher, the fetch check;
+* :mod:`~ordered.consumer.fetch`: batches from librdkafka, released once checked;
 * :mod:`~ordered.consumer.gate`: the per-partition gate, pause and stash (pure);
 * :mod:`~ordered.consumer.recheck`: gate decisions, re-checks, interest;
 * :mod:`~ordered.consumer.announce`: boundary announcements and stored offsets;

@@ -10,9 +10,7 @@ fails until it is listed here.
 from __future__ import annotations
 
 import atexit
-import collections
 import contextlib
-import itertools
 import logging
 import os
 import socket
@@ -31,6 +29,7 @@ from coordinator.positions import PositionService
 from coordinator.zk import close_client, make_client, start_client
 from ordered.consumer.announce import Announcer
 from ordered.consumer.batch import BatchFilter
+from ordered.consumer.fetch import Fetcher
 from ordered.consumer.gate import (
     NO_LIMIT,
     GateEvent,
@@ -38,7 +37,7 @@ from ordered.consumer.gate import (
     GateStatus,
     PartitionGate,
 )
-from ordered.consumer.layouts import FetchCheck, LayoutTracker, TopicView
+from ordered.consumer.layouts import LayoutTracker, TopicView
 from ordered.consumer.probe import LogStartProbe
 from ordered.consumer.rebalance import Callback, RebalanceHooks
 from ordered.consumer.recheck import GateChecker
@@ -144,11 +143,9 @@ class OrderedConsumer:
         self._announcer = Announcer(core, positions)
         self._filter = BatchFilter(core, self._checker, self._announcer, self._reload_one)
         self._hooks = RebalanceHooks(self, self._track, self._drop, self._announce_only)
-        # Records taken from librdkafka, checked but not yet judged (poll serves them
-        # one by one), and a batch fetched ahead whose check is still in flight.
-        self._raw: collections.deque[Any] = collections.deque()
-        self._pending: tuple[list[Any], FetchCheck | None] | None = None
-        self._pipeline = True
+        self._fetcher = Fetcher(
+            self._consumer, layouts, core.metrics, self._after_reload, self._apply_stale
+        )
         self._stale = False  # the layouts were found unusable and holds applied
         self._closed = False
         self._exit_hook = _exit_hook_for(self)
@@ -270,10 +267,11 @@ class OrderedConsumer:
                 if out:
                     return out[0]
                 continue
-            if not self._raw:
-                self._raw.extend(self._next_batch(POLL_BATCH, deadline, single=True))
-            while self._raw:
-                out = self._filter.filter([self._raw.popleft()])
+            fetcher = self._fetcher
+            if not fetcher.ready:
+                fetcher.fetch(POLL_BATCH, self._slice(deadline), single=True)
+            while fetcher.ready:
+                out = self._filter.filter([fetcher.ready.popleft()])
                 if out:
                     return out[0]
             if _expired(deadline):
@@ -304,11 +302,11 @@ class OrderedConsumer:
                 if out:
                     return out
                 continue
-            if not self._raw:
-                self._raw.extend(self._next_batch(num_messages, deadline, single=False))
-            if self._raw:
-                count = min(num_messages, len(self._raw))
-                out = self._filter.filter([self._raw.popleft() for _ in range(count)])
+            if not self._fetcher.ready:
+                self._fetcher.fetch(num_messages, self._slice(deadline), single=False)
+            batch = self._fetcher.take(num_messages)
+            if batch:
+                out = self._filter.filter(batch)
                 if out:
                     return out
             if _expired(deadline):
@@ -366,15 +364,7 @@ class OrderedConsumer:
             part = self._core.parts.get((tp.topic, tp.partition))
             if part is None:
                 continue
-            taken = itertools.chain(self._raw, self._pending[0] if self._pending else ())
-            first = next(
-                (
-                    m.offset()
-                    for m in taken
-                    if m.error() is None and (m.topic(), m.partition()) == (tp.topic, tp.partition)
-                ),
-                None,
-            )
+            first = self._fetcher.first_offset((tp.topic, tp.partition))
             if part.gate.stash:
                 tp.offset = part.gate.stash[0].offset()
             elif part.position is not None:
@@ -393,7 +383,7 @@ class OrderedConsumer:
         key = (partition.topic, partition.partition)
         part = self._core.parts.get(key)
         self._consumer.seek(partition)
-        self._drop_raw(key)
+        self._fetcher.take_partition(key)
         if part is not None:
             part.start = None
             part.position = partition.offset if partition.offset >= 0 else None
@@ -409,7 +399,7 @@ class OrderedConsumer:
             if part is not None:
                 part.gate.user_paused = True
                 # Taken from librdkafka but not delivered: kept for after the resume.
-                kept = self._drop_raw(key)
+                kept = self._fetcher.take_partition(key)
                 if kept:
                     self._core.fire(part, GateEvent.STASHED, records=kept)
 
@@ -437,8 +427,7 @@ class OrderedConsumer:
             return
         self._closed = True
         atexit.unregister(self._exit_hook)
-        self._raw.clear()
-        self._pending = None
+        self._fetcher.clear()
         try:
             self._consumer.close()
             self._probe.close()
@@ -556,25 +545,12 @@ class OrderedConsumer:
     def _drop(self, key: tuple[str, int]) -> None:
         part = self._core.parts.pop(key, None)
         self._filter.update_single()
-        self._drop_raw(key)
+        self._fetcher.take_partition(key)
         if part is not None and part.gate.paused and not part.gate.user_paused:
             # librdkafka keeps an application pause across a reassignment: a partition
             # that comes back must not stay paused by a gate we no longer track.
             with contextlib.suppress(KafkaException, RuntimeError):
                 self._consumer.resume([TopicPartition(part.topic, part.partition)])
-
-    def _drop_raw(self, key: tuple[str, int]) -> list[Any]:
-        """Remove (and return) the records of ``key`` taken from librdkafka, not judged."""
-        self._settle_pending()
-        if not self._raw:
-            return []
-        mine: list[Any] = []
-        rest: collections.deque[Any] = collections.deque()
-        for m in self._raw:
-            ours = m.error() is None and (m.topic(), m.partition()) == key
-            (mine if ours else rest).append(m)
-        self._raw = rest
-        return mine
 
     def _take_stash(self, limit: int) -> list[Any]:
         """Stashed records of partitions whose gate is open, oldest first, up to ``limit``."""
@@ -589,68 +565,6 @@ class OrderedConsumer:
         return self._announcer.run(only=keys)
 
     # --- layouts ------------------------------------------------------------------------
-
-    def _next_batch(self, num: int, deadline: float | None, single: bool) -> list[Any]:
-        """The next fetched batch, once the layouts are known to be at least as new.
-
-        The fetch check of :mod:`ordered.consumer.layouts` (``sync``, then the topic
-        znodes: one ZooKeeper round trip) is pipelined: the batch returned now was
-        usually fetched and its check sent during the previous call, and before
-        waiting for that check this call takes what librdkafka already holds (never
-        waiting for more) and sends its check. The round trip then overlaps the
-        application's work on the previous batch: it costs latency, not throughput.
-
-        Args:
-            num: The most records to take from librdkafka at once.
-            deadline: When the calling ``poll``/``consume`` must return.
-            single: Fetch as ``poll`` does: wait for one message, then take only
-                what is already there.
-        """
-        if self._pending is None:
-            if single:
-                first = self._consumer.poll(self._slice(deadline))
-                batch = [] if first is None else [first]
-                if first is not None and first.error() is None and num > 1:
-                    batch += self._consumer.consume(num - 1, 0)
-            else:
-                batch = self._consumer.consume(num, self._slice(deadline))
-            if not batch:
-                return []
-            self._pending = (batch, self._begin_check(batch))
-        pending = self._pending
-        # Stays in _pending while librdkafka runs: a rebalance callback in there
-        # settles it into _raw and drops the records of revoked partitions.
-        ahead = self._consumer.consume(num, 0) if self._pipeline else []
-        out: list[Any] = []
-        if self._pending is pending:
-            batch, check = pending
-            self._pending = None
-            self._finish_check(check)
-            out = batch
-        if ahead:
-            self._pending = (ahead, self._begin_check(ahead))
-        return out
-
-    def _begin_check(self, batch: list[Any]) -> FetchCheck | None:
-        if not any(m.error() is None for m in batch):
-            return None  # events only: nothing to judge by a layout
-        self._core.metrics["layout_checks"] += 1
-        return self._layouts.begin_check()
-
-    def _finish_check(self, check: FetchCheck | None) -> None:
-        reloaded = self._layouts.finish_check(check)
-        if reloaded is None:
-            self._apply_stale()
-        elif reloaded:
-            self._after_reload(reloaded)
-
-    def _settle_pending(self) -> None:
-        """Finish the check of the batch fetched ahead and queue it as checked."""
-        if self._pending is not None:
-            batch, check = self._pending
-            self._pending = None
-            self._finish_check(check)
-            self._raw.extend(batch)
 
     def _reload_one(self, topic: str) -> None:
         try:
