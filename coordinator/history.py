@@ -24,7 +24,6 @@ reconnect so it can tell.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import threading
 from collections.abc import Callable, Mapping
@@ -52,16 +51,12 @@ class TopicHistory:
         epochs: Every epoch, ascending, as the gate rule sees it (empty when not
             adopted or not ordered).
         layouts: Epoch -> the layout it routes by.
-        version: The topic znode's version when it was read (-1: unknown or no
-            node). Every publish and seal writes the topic znode, so a reader that
-            sees another version knows its copy is out of date.
     """
 
     topic: str
     record: TopicRecord | None
     epochs: tuple[EpochInfo, ...] = ()
     layouts: Mapping[int, Layout] = field(default_factory=dict)
-    version: int = -1
 
     @property
     def adopted(self) -> bool:
@@ -144,14 +139,12 @@ def load_history(store: LayoutStore, topic: str, *, sync: bool = True) -> TopicH
     if sync:
         path = store_paths.topic_path(store.root, topic)
         store._run(f"sync {path}", store.client.sync, path)
-    record, version = store.get_topic_and_version(topic)
+    record = store.get_topic(topic)
     if record is None:
-        return TopicHistory(topic, None, version=version)
+        return TopicHistory(topic, None)
     if not record.ordered:
-        return TopicHistory(topic, record, version=version)
-    return dataclasses.replace(
-        TopicHistory.from_records(record, store.epochs(topic)), version=version
-    )
+        return TopicHistory(topic, record)
+    return TopicHistory.from_records(record, store.epochs(topic))
 
 
 class SessionState(enum.Enum):

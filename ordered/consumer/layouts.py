@@ -13,10 +13,10 @@ history, such a record could pass a gate that ``e`` puts in its way. So after ev
 fetch (time ``t``), before any record of it is judged, :meth:`LayoutTracker.begin_check`
 sends a ZooKeeper ``sync`` followed by a read of each ordered topic's znode, issued
 asynchronously on the one connection (one round trip for the batch, whatever its
-size), and :meth:`LayoutTracker.finish_check` compares the znode versions with the
-copies: a publish or a seal that completed before ``t`` changed the version, and the
-history is read again before the batch is judged. Records are never inspected for
-this: no header is needed.
+size), and :meth:`LayoutTracker.finish_check` compares each znode's last-write zxid
+with the one seen before the copy was read: a publish or a seal that completed before
+``t`` changed it, and the history is read again before the batch is judged. Records
+are never inspected for this: no header is needed.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
 
 from coordinator.errors import StoreError
 from coordinator.history import HistoryWatcher, SessionState, TopicHistory, load_history
@@ -66,6 +65,7 @@ class TopicView:
     name: str
     history: TopicHistory
     gates: GateEvaluator | None = None
+    zxid: int = -1  # the topic znode's mzxid before the history was read (-1: no node)
     # partition -> the span of the last audited offset (a cache, cleared on reload)
     audit: dict[int, AuditSpan] = field(default_factory=dict)
 
@@ -112,15 +112,20 @@ class TopicView:
 
 
 class FetchCheck(NamedTuple):
-    """A fetch check in flight: the ZooKeeper requests and the versions they test.
+    """A fetch check in flight: the ZooKeeper requests.
 
     Attributes:
         sync: The async result of the ``sync``.
-        reads: ``(topic, async result of the topic znode read, version of our copy)``.
+        reads: ``(topic, async result of an exists() on the topic znode)``.
     """
 
     sync: Any
-    reads: tuple[tuple[str, Any, int], ...]
+    reads: tuple[tuple[str, Any], ...]
+
+
+def _zxid(stat: Any) -> int:
+    """The last-write zxid of a znode's stat (-1: no node)."""
+    return -1 if stat is None else int(stat.mzxid)
 
 
 class LayoutTracker:
@@ -169,7 +174,14 @@ class LayoutTracker:
         return view
 
     def _load(self, view: TopicView) -> None:
+        # The znode's last-write zxid, read *before* the history: if a write lands in
+        # between, the copy is newer than the zxid says and the next check reads it
+        # again (harmless); the other order could miss a write. A zxid, unlike the
+        # znode version, never repeats when a topic is deleted and adopted again.
+        path = store_paths.topic_path(self.store.root, view.name)
+        zxid = _zxid(self.store._run(f"check {path}", self.client.exists, path))
         history = load_history(self.store, view.name)
+        view.zxid = zxid
         self.reloads += 1
         view.history = history
         if not history.adopted:
@@ -219,30 +231,27 @@ class LayoutTracker:
     # --- the fetch check ---------------------------------------------------------------
 
     def begin_check(self) -> FetchCheck | None:
-        """Send ``sync`` and a read of each ordered topic's znode (no waiting).
+        """Send ``sync`` and a read of each topic's znode (no waiting).
+
+        Every topic this consumer reads is checked, adopted or not: a topic adopted
+        and expanded since our copy must not be taken for a plain one either.
 
         Returns:
             The check in flight, or ``None`` when there is nothing to check.
         """
-        if not self.verify_fetch:
-            return None
-        ordered = [view for view in self.topics.values() if view.ordered]
-        if not ordered:
+        if not self.verify_fetch or not self.topics:
             return None
         if self.watcher.state is not SessionState.CONNECTED:
             # kazoo would queue the requests until a reconnect: fail the check now.
             self._check_failed = True
             return None
         root = self.store.root
+        names = list(self.topics)
         try:
-            sync = self.client.sync_async(store_paths.topic_path(root, ordered[0].name))
+            sync = self.client.sync_async(store_paths.topic_path(root, names[0]))
             reads = tuple(
-                (
-                    view.name,
-                    self.client.get_async(store_paths.topic_path(root, view.name)),
-                    view.history.version,
-                )
-                for view in ordered
+                (name, self.client.exists_async(store_paths.topic_path(root, name)))
+                for name in names
             )
         except Exception as exc:  # the connection is closing: the check fails
             _log.debug("fetch check not sent: %s", exc)
@@ -263,18 +272,16 @@ class LayoutTracker:
         changed = []
         try:
             check.sync.get(timeout=self._check_timeout)
-            for name, read, _sent_at in check.reads:
-                _data, stat = read.get(timeout=self._check_timeout)
+            for name, read in check.reads:
+                stat = read.get(timeout=self._check_timeout)
                 view = self.topics.get(name)
                 # Against the copy now: it may have been read again since the send.
-                if view is not None and stat.version != view.history.version:
+                if view is not None and _zxid(stat) != view.zxid:
                     changed.append(name)
-        except Exception as exc:  # NoNode (deleted), connection loss, timeout
-            if not self.usable or not isinstance(exc, NoNodeError):
-                _log.warning("layout check failed (records held until it succeeds): %s", exc)
-                self._check_failed = True
-                return None
-            changed = [name for name, _read, _version in check.reads]
+        except Exception as exc:  # connection loss, timeout
+            _log.warning("layout check failed (records held until it succeeds): %s", exc)
+            self._check_failed = True
+            return None
         if not changed:
             return []
         try:
