@@ -134,8 +134,9 @@ def read_all(consumer: Any, count: int, touch: bool) -> tuple[float, float]:
     outer = 0.0
     timed = None
     if isinstance(consumer, OrderedConsumer):
-        timed = TimedInner(consumer._consumer)
-        consumer._consumer = timed
+        # The fetch path is what calls librdkafka's consume.
+        timed = TimedInner(consumer._fetcher._consumer)
+        consumer._fetcher._consumer = timed
     deadline = time.monotonic() + 300
     while got < count:
         if time.monotonic() > deadline:
@@ -155,7 +156,7 @@ def read_all(consumer: Any, count: int, touch: bool) -> tuple[float, float]:
                 m.value()
         got += len(batch)
     if timed is not None:
-        consumer._consumer = timed.inner
+        consumer._fetcher._consumer = timed.inner
     return count / (time.perf_counter() - started), outer / count * 1e9
 
 
