@@ -15,7 +15,8 @@ Measured, all in one run against one broker:
    fast path, header audit off, the per-batch layout check on) against a plain
    ``Consumer`` (counts the batch only). Then: a plain ``Consumer`` that reads each
    record's value (what any application does at least), the default without the
-   per-batch layout check (a test-only switch: what the check costs), no audit, and
+   per-batch layout check (a test-only switch: what the check costs), the default
+   without fetching ahead (each check's round trip waited for in turn), no audit, and
    the opt-in audits: the key audit on every record, the header audit sampled (1 in
    16), and the full audit (both on every record). For the wrapper, the time it
    spends per record outside librdkafka's ``consume`` is measured too: it does not
@@ -185,7 +186,7 @@ def throughput(
         return run
 
     def ordered(
-        settings: dict[str, Any], fetch_check: bool = True
+        settings: dict[str, Any], fetch_check: bool = True, pipeline: bool = True
     ) -> Callable[[], tuple[float, float]]:
         def run() -> tuple[float, float]:
             consumer = OrderedConsumer(
@@ -198,6 +199,7 @@ def throughput(
                 }
             )
             consumer._layouts.verify_fetch = fetch_check
+            consumer._fetcher.pipeline = pipeline
             try:
                 consumer.subscribe([topic])
                 rate = read_all(consumer, args.records, False)
@@ -216,6 +218,7 @@ def throughput(
         "ordered_default": ordered({}),
         "plain_touch_value": plain(True),
         "ordered_default_without_layout_check": ordered({}, fetch_check=False),
+        "ordered_default_without_fetch_ahead": ordered({}, pipeline=False),
         "ordered_no_audit": ordered({"ordered.key.audit": False}),
         "ordered_key_audit_every_record": ordered(every_record),
         "ordered_header_audit_every_16": ordered(header),

@@ -6,7 +6,10 @@ trip) says the consumer's layouts are at least as new as the batch. The check is
 pipelined: the batch returned now was usually fetched, and its check sent, during the
 previous call; before waiting for that check, this call takes what librdkafka already
 holds (never waiting for more) and sends its check. The round trip then overlaps the
-application's work on the previous batch: it costs latency, not throughput.
+application's work on the previous batch: it costs latency, not throughput. This
+fetch ahead runs while there is a backlog (the last batch filled the request); a
+consumer that has caught up waits for its batches as a plain one does and pays the
+round trip once per batch.
 
 Records taken from librdkafka but not yet judged (the batch fetched ahead, and what
 ``poll()`` serves one by one) belong to partitions librdkafka considers consumed up to
@@ -78,9 +81,14 @@ class Fetcher:
                 return
             self._pending = (batch, self._begin(batch))
         pending = self._pending
+        # Fetch ahead only from a backlog (the batch filled the request): then
+        # librdkafka holds more, and taking it now hides the next check's round trip.
+        # A consumer that has caught up waits for full batches instead, as a plain
+        # one does, and pays the round trip once per batch.
+        backlog = len(pending[0]) >= num
         # It stays in _pending while librdkafka runs: a rebalance callback in there
         # settles it into `ready` and drops the records of revoked partitions.
-        ahead = self._consumer.consume(num, 0) if self.pipeline else []
+        ahead = self._consumer.consume(num, 0) if self.pipeline and backlog else []
         if self._pending is pending:
             self.settle()
         if ahead:

@@ -71,18 +71,23 @@ def make(batches: list[list[Msg]]) -> tuple[Fetcher, FakeConsumer, list[str]]:
 
 
 def test_a_batch_is_released_only_after_its_check_and_the_next_check_is_already_sent() -> None:
-    b1, b2, b3 = [Msg(0, 0), Msg(0, 1)], [Msg(0, 2)], [Msg(0, 3)]
-    fetcher, _consumer, log = make([b1, b2, b3])
-    fetcher.fetch(10, 1.0, single=False)
+    b1, b2, b3 = [Msg(0, 0), Msg(0, 1)], [Msg(0, 2), Msg(0, 3)], [Msg(0, 4)]
+    fetcher, _consumer, log = make([b1, b2, b3, []])
+    fetcher.fetch(2, 1.0, single=False)
     assert list(fetcher.ready) == b1
     # b1 was checked before release; b2 was taken ahead and its check sent before
     # the wait for b1's: the round trip overlaps.
-    assert log == ["fetch [0, 1]", "send 1", "fetch [2]", "wait 1", "send 2"]
+    assert log == ["fetch [0, 1]", "send 1", "fetch [2, 3]", "wait 1", "send 2"]
     assert fetcher.take(10) == b1
     log.clear()
-    fetcher.fetch(10, 1.0, single=False)
+    fetcher.fetch(2, 1.0, single=False)
     assert list(fetcher.ready) == b2
-    assert log == ["fetch [3]", "wait 2", "send 3"]
+    assert log == ["fetch [4]", "wait 2", "send 3"]
+    fetcher.take(10)
+    log.clear()
+    # b3 did not fill the request (caught up): no fetch ahead of the next batch.
+    fetcher.fetch(2, 1.0, single=False)
+    assert log == ["wait 3"]
 
 
 def test_without_the_pipeline_each_batch_waits_for_its_own_check() -> None:
@@ -96,7 +101,7 @@ def test_without_the_pipeline_each_batch_waits_for_its_own_check() -> None:
 
 def test_taking_a_partition_settles_the_batch_fetched_ahead() -> None:
     fetcher, _consumer, log = make([[Msg(0, 0), Msg(1, 0)], [Msg(0, 1), Msg(1, 1)]])
-    fetcher.fetch(10, 1.0, single=False)
+    fetcher.fetch(2, 1.0, single=False)
     assert fetcher.first_offset(("t", 1)) == 0
     mine = fetcher.take_partition(("t", 0))
     assert [(m.partition(), m.offset()) for m in mine] == [(0, 0), (0, 1)]
@@ -112,15 +117,15 @@ def test_a_rebalance_inside_the_fetch_ahead_does_not_deliver_twice() -> None:
     fetcher.fetch(10, 1.0, single=False)  # b1 ready
     fetcher.take(10)
     fetcher.pipeline = True
-    consumer.batches = [[Msg(0, 1), Msg(1, 2)], [Msg(1, 3)]]
-    fetcher.fetch(10, 1.0, single=False)  # [0@1, 1@2] ready, [1@3] ahead
+    consumer.batches = [[Msg(0, 1), Msg(1, 2)], [Msg(1, 3), Msg(1, 4)]]
+    fetcher.fetch(2, 1.0, single=False)  # [0@1, 1@2] ready, [1@3, 1@4] ahead
     fetcher.take(10)
     revoked: list[Any] = []
     consumer.during = lambda: revoked.extend(fetcher.take_partition(("t", 1)))
     consumer.batches = [[Msg(0, 2)]]
-    fetcher.fetch(10, 1.0, single=False)
+    fetcher.fetch(2, 1.0, single=False)
     # The revocation (inside librdkafka's consume) took the pending 1@3 away.
-    assert [(m.partition(), m.offset()) for m in revoked] == [(1, 3)]
+    assert [(m.partition(), m.offset()) for m in revoked] == [(1, 3), (1, 4)]
     assert [(m.partition(), m.offset()) for m in fetcher.ready] == []
-    fetcher.fetch(10, 1.0, single=False)
+    fetcher.fetch(2, 1.0, single=False)
     assert [(m.partition(), m.offset()) for m in fetcher.ready] == [(0, 2)]
