@@ -163,7 +163,7 @@ class PartitionGate:
         open_limit: The partition's next gate not known to be open (``inf``: none).
 
     Attributes:
-        state: The :class:`GateState`; written only by :meth:`fire`.
+        state: The :class:`GateState`; written only by ``_set_state`` (from :meth:`fire`).
         limit: Records at or past it consult the gate rule (see the module doc).
         held: The offset of the record held back while ``BLOCKED``.
         stash: Undelivered records, by offset.
@@ -198,7 +198,7 @@ class PartitionGate:
         records: Sequence[Any] = (),
         reason: str = "",
     ) -> Change:
-        """Apply ``event``: the only writer of :attr:`state`.
+        """Apply ``event``: the new state, limit, held offset and stash.
 
         Args:
             event: What happened.
@@ -217,8 +217,7 @@ class PartitionGate:
             StateTransitionError: ``event`` is not allowed in the current state.
         """
         old = self.state
-        allowed = TRANSITIONS.get((old, event))
-        if allowed is None:
+        if (old, event) not in TRANSITIONS:
             raise StateTransitionError(
                 f"gate of {self.topic}[{self.partition}]: event {event.name} "
                 f"is not allowed in state {old.name}"
@@ -249,8 +248,7 @@ class PartitionGate:
             new = opened
         else:
             new = _D if self.stash else opened
-        if new not in allowed:  # a guard of the table itself
-            raise StateTransitionError(f"{old.name} --{event.name}--> {new.name} is not listed")
+        self._set_state(event, new)
         if new is _B:
             if held is not None:
                 self.held = held
@@ -258,7 +256,6 @@ class PartitionGate:
         else:
             self.held = None
             self.limit = limit if cap is None else min(limit, cap)
-        self.state = new
         self.reason = reason or event.value
         pause: bool | None = None
         if new in PAUSED and old not in PAUSED:
@@ -266,6 +263,16 @@ class PartitionGate:
         elif new not in PAUSED and old in PAUSED and not self.user_paused:
             pause = False
         return Change(old, new, pause)
+
+    def _set_state(self, event: GateEvent, new: GateState) -> None:
+        """The only writer of :attr:`state`: ``new`` must be listed for the event."""
+        allowed = TRANSITIONS.get((self.state, event), frozenset())
+        if new not in allowed:
+            raise StateTransitionError(
+                f"gate of {self.topic}[{self.partition}]: "
+                f"{self.state.name} --{event.name}--> {new.name} is not listed"
+            )
+        self.state = new
 
     def take(self, limit: int) -> list[Any]:
         """Remove and return up to ``limit`` stashed records of a ``DRAINING`` gate.

@@ -183,3 +183,10 @@ def test_stored_offset_stays_below_an_unannounced_boundary() -> None:
     ann.committed(12)
     assert (ann.state, ann.announced, ann.mark) == (AnnounceState.IDLE, 12, None)
     assert ann.store_for(13, pending_giver=False) == 13
+
+
+def test_the_state_writer_refuses_a_target_the_table_does_not_list() -> None:
+    gate = gate_in(GateState.FREE)
+    with pytest.raises(StateTransitionError, match="FREE --GATE_CLOSED--> DRAINING"):
+        gate._set_state(GateEvent.GATE_CLOSED, GateState.DRAINING)
+    assert gate.state is GateState.FREE
