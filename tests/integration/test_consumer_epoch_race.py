@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import TopicPartition
-from helpers import transient_error
+from helpers import expire_session, transient_error
 
 from coordinator.controller import Controller
 from linear_hash import Layout
@@ -157,3 +157,54 @@ def test_without_the_fetch_check_the_same_scenario_breaks_order(
     # expansion's tail is in partition 0, the shrink's in partition 2.
     assert any("(partition 0)" in b for b in broken), broken
     assert any("(partition 2)" in b for b in broken), broken
+
+
+def test_an_expired_session_in_the_middle_holds_then_recovers_in_order(
+    topic_factory: Callable[..., str],
+    group_factory: Callable[[], str],
+    controller: Controller,
+    bootstrap: str,
+    zk_hosts: str,
+    zk_root: str,
+) -> None:
+    """The consumer's session expires around an expansion: it reads every history again
+    and keeps each key in order (its watch reports nothing, as above)."""
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    ordered = {"ordered.zookeeper.connect": zk_hosts, "ordered.zookeeper.root": zk_root}
+    keys = moving_keys(5)
+    producer = OrderedProducer(
+        {"bootstrap.servers": bootstrap, "ordered.epoch.header": False, **ordered}
+    )
+    consumer = OrderedConsumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group_factory(),
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "ordered.gate.poll.interval.ms": 50,
+            **ordered,
+        }
+    )
+    try:
+        for n in range(10):
+            producer.produce(topic, key=keys[n % 5], value=str(n).encode())
+        assert producer.flush(30) == 0
+        consumer.assign([TopicPartition(topic, p, 0) for p in (0, 1)])
+        run = Run(consumer, topic)
+        consumer.pause([run.tp(0)])
+        expire_session(consumer._zk, zk_hosts)
+        controller.expand(topic, 3)
+        for n in range(10, 20):
+            producer.produce(topic, key=keys[n % 5], value=str(n).encode())
+        assert producer.flush(30) == 0
+        consumer.incremental_assign([TopicPartition(topic, 2, 0)])
+        run.consume_for(3.0)
+        assert all(partition != 2 for _k, _s, partition in run.seen)  # held at the gate
+        consumer.resume([run.tp(0)])
+        run.consume_for(20.0, until=20)
+        assert len(run.seen) == 20
+        assert run.out_of_order() == []
+    finally:
+        consumer.close()
+        producer.close()
