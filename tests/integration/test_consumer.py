@@ -576,3 +576,16 @@ def test_a_source_commits_nothing_past_a_pending_boundary(
     )
     assert listener.events == [("maybe_revoked", 0, 7)]
     assert committed(bootstrap, group, topic, 0) == 7
+
+
+def test_consume_zero_messages_returns_at_once(
+    topic_factory: Callable[..., str],
+    group_factory: Callable[[], str],
+    make_consumer: Callable[..., OrderedConsumer],
+) -> None:
+    """``consume(0, -1)`` returns ``[]`` at once, as confluent's does."""
+    consumer = make_consumer(group_factory())
+    consumer.assign([TopicPartition(topic_factory(1), 0, 0)])
+    started = time.monotonic()
+    assert consumer.consume(0, -1) == []
+    assert time.monotonic() - started < 1.0
