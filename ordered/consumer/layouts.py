@@ -169,8 +169,9 @@ class LayoutTracker:
             view = TopicView(name, TopicHistory(name, None))
             self._load(view)
             self.topics[name] = view
+            # The watch starts out dirty: the next service step reads the topic once
+            # more, which covers a change between the read above and the arming.
             self.watcher.watch(name)
-            self.watcher.take_dirty()  # just read: the watch's first mark is stale
         return view
 
     def _load(self, view: TopicView) -> None:
