@@ -153,8 +153,12 @@ class OrderedConsumer:
 
     @property
     def violations(self) -> int:
-        """The number of records found to contradict the layout."""
+        """The number of records found to contradict the layout (settable, as before)."""
         return self._core.violations
+
+    @violations.setter
+    def violations(self, value: int) -> None:
+        self._core.violations = value
 
     # --- public API: subscription and assignment ------------------------------------
 
