@@ -20,6 +20,7 @@ __all__ = [
     "OrderedError",
     "OrderedKafkaError",
     "RecordCorruptError",
+    "StateTransitionError",
     "StoreError",
     "StoreUnavailableError",
     "TopicIdMismatchError",
@@ -173,3 +174,11 @@ class OrderViolationError(OrderedError):
         self.partition = partition
         self.offset = offset
         self.reason = reason
+
+
+class StateTransitionError(OrderedError, RuntimeError):
+    """A state machine was asked for a move its transition table does not list.
+
+    Always a bug in the caller (an event in a state where it cannot happen), never a
+    condition of the servers: the message names the machine, the state and the event.
+    """

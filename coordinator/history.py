@@ -200,6 +200,7 @@ class HistoryWatcher:
         self._on_change = on_change
         self._lock = threading.Lock()
         self._dirty: set[str] = set()
+        self._unarmed: set[str] = set()
         self._watches: dict[str, Watch] = {}
         self._state = SessionState.CONNECTED
         self.generation = 0
@@ -222,8 +223,10 @@ class HistoryWatcher:
             self._state = new
             if new is SessionState.CONNECTED:
                 self.generation += 1
-                # Watches may have missed changes while away: everything is dirty.
+                # Watches may have missed changes while away (and a new session has
+                # none): everything is dirty and armed again.
                 self._dirty.update(self._watches)
+                self._unarmed.update(self._watches)
 
     def _on_session(self, state: Any) -> bool | None:
         if self._state is SessionState.STOPPED:
@@ -244,6 +247,12 @@ class HistoryWatcher:
     def watch(self, topic: str) -> None:
         """Start watching ``topic`` (idempotent); it starts out dirty.
 
+        The watch is a one-shot ZooKeeper watch armed on the caller's thread; when it
+        fires (kazoo's thread) it only marks the topic, and :meth:`take_dirty` arms
+        it again on the owner's thread. Nothing ever reads on kazoo's thread, so a
+        ZooKeeper that went away cannot stall kazoo's worker (kazoo's ``DataWatch``
+        re-reads there with unbounded retries, which blocks interpreter exit).
+
         Raises:
             StoreError: ZooKeeper is unreachable.
         """
@@ -251,20 +260,48 @@ class HistoryWatcher:
             if topic in self._watches:
                 return
             self._dirty.add(topic)
+            self._watches[topic] = Watch()
+        self._arm(topic)
 
-        def changed(_record: TopicRecord | None) -> None:
+    def _arm(self, topic: str) -> None:
+        path = store_paths.topic_path(self._store.root, topic)
+        handle = self._watches.get(topic)
+        if handle is None or handle.stopped:
+            return
+
+        def fired(_event: Any) -> None:
+            # kazoo's thread: flags only.
+            if handle.stopped:
+                return
             with self._lock:
                 self._dirty.add(topic)
+                self._unarmed.add(topic)
             self._poke()
 
-        watch = self._store.watch_topic(topic, changed, on_error=lambda _exc: changed(None))
-        with self._lock:
-            self._watches[topic] = watch
+        try:
+            self._store._run(f"watch {path}", self._store.client.exists, path, fired)
+        except Exception:
+            with self._lock:
+                self._unarmed.add(topic)
+                self._dirty.add(topic)
+            raise
 
     def take_dirty(self) -> set[str]:
-        """Return the topics changed since the last call, and clear the set."""
+        """Return the topics changed since the last call, and clear the set.
+
+        Re-arms the watches that fired (or could not be armed), on this thread; one
+        that still cannot be armed stays marked, so the owner tries again. Never raises.
+        """
         with self._lock:
             dirty, self._dirty = self._dirty, set()
+            unarmed, self._unarmed = self._unarmed, set()
+            if self._state is SessionState.STOPPED:
+                return dirty
+        for topic in unarmed:
+            try:
+                self._arm(topic)
+            except Exception:  # marked again by _arm: the next call retries
+                dirty.add(topic)
         return dirty
 
     def mark_dirty(self, topic: str) -> None:
@@ -279,6 +316,6 @@ class HistoryWatcher:
             watches = list(self._watches.values())
             self._watches.clear()
         for watch in watches:
-            watch.stop()
+            watch.stop()  # a one-shot watch that fires later finds it stopped
         client: KazooClient = self._store.client
         client.remove_listener(self._on_session)
