@@ -52,8 +52,10 @@ _CONSUMER_ONLY = frozenset(
 )
 
 
-def _rdkafka_log(*_args: Any) -> None:
-    """librdkafka's log lines (``%3|...``) would go to stderr; Spark's logs suffice."""
+# librdkafka's log lines (``%3|...``) go to this logger (quiet unless configured), not
+# to the task's stderr.
+_rdkafka_log = logging.getLogger("spark_source.rdkafka")
+_rdkafka_log.addHandler(logging.NullHandler())
 
 
 def client_settings(options: SourceOptions, *, admin: bool) -> dict[str, Any]:

@@ -10,13 +10,14 @@ Spark keeps its Kafka consumers in a per-executor pool.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from coordinator.errors import DataLossError, OrderedKafkaError
 from spark_source.planner import OffsetRange
@@ -24,13 +25,23 @@ from spark_source.planner import OffsetRange
 __all__ = ["consumer_settings", "read_range"]
 
 _POOL_LOCK = threading.Lock()
-_POOL: dict[tuple[tuple[str, str], ...], list[Any]] = {}
+_POOL: dict[tuple[tuple[str, str], ...], list[_Pooled]] = {}
 
 _LOSS_CODES = frozenset({KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE})
+_UNKNOWN = frozenset(
+    {
+        KafkaError._UNKNOWN_PARTITION,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+    }
+)
 
 
-def _rdkafka_log(*_args: Any) -> None:
-    """Keep librdkafka's log lines out of the task's stderr."""
+# librdkafka's log lines (``%3|...``) go to this logger (quiet unless configured), not
+# to the task's stderr.
+_rdkafka_log = logging.getLogger("spark_source.rdkafka")
+_rdkafka_log.addHandler(logging.NullHandler())
 
 
 def consumer_settings(kafka: Mapping[str, str], group_prefix: str = "") -> dict[str, str]:
@@ -57,7 +68,36 @@ def _key(settings: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((k, v) for k, v in settings.items() if k != "group.id"))
 
 
-def _borrow(settings: Mapping[str, str]) -> Any:
+class _Pooled:
+    """A consumer and the partitions its metadata is known to hold."""
+
+    def __init__(self, consumer: Any) -> None:
+        self.consumer = consumer
+        self.known: set[tuple[str, int]] = set()
+
+    def learn(self, topic: str, partition: int, timeout_s: float) -> None:
+        """Refresh the metadata of ``topic`` unless ``partition`` is known.
+
+        librdkafka fetches from a partition only once its metadata lists it, and it
+        refreshes metadata every 5 minutes by default: a partition created since the
+        last refresh would be waited for that long.
+        """
+        if (topic, partition) in self.known:
+            return
+        deadline = time.monotonic() + timeout_s
+        while True:
+            metadata = self.consumer.list_topics(topic, timeout=min(10.0, timeout_s))
+            info = metadata.topics.get(topic)
+            if info is not None and info.error is None:
+                self.known.update((topic, p) for p in info.partitions)
+            if (topic, partition) in self.known:
+                return
+            if time.monotonic() > deadline:
+                raise OrderedKafkaError(f"Kafka's metadata does not list {topic}-{partition}")
+            time.sleep(0.1)
+
+
+def _borrow(settings: Mapping[str, str]) -> _Pooled:
     key = _key(settings)
     with _POOL_LOCK:
         free = _POOL.get(key)
@@ -65,17 +105,41 @@ def _borrow(settings: Mapping[str, str]) -> Any:
             return free.pop()
     conf: dict[str, Any] = dict(settings)
     conf["logger"] = _rdkafka_log
-    return Consumer(conf)
+    return _Pooled(Consumer(conf))
 
 
-def _give_back(settings: Mapping[str, str], consumer: Any) -> None:
+def _give_back(settings: Mapping[str, str], pooled: _Pooled) -> None:
     try:
-        consumer.unassign()
+        pooled.consumer.unassign()
     except Exception:
-        consumer.close()
+        pooled.consumer.close()
         return
     with _POOL_LOCK:
-        _POOL.setdefault(_key(settings), []).append(consumer)
+        _POOL.setdefault(_key(settings), []).append(pooled)
+
+
+def _log_start(consumer: Any, topic: str, partition: int, timeout_s: float) -> int:
+    """The partition's log start offset, asking again while its metadata is unknown.
+
+    A pooled consumer learns of a partition created since its last metadata refresh
+    only when asked (librdkafka refreshes every 5 minutes by default).
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            low, _high = consumer.get_watermark_offsets(
+                TopicPartition(topic, partition), timeout=timeout_s
+            )
+            return int(low)
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            code = error.code() if isinstance(error, KafkaError) else None
+            if code not in _UNKNOWN or time.monotonic() > deadline:
+                raise OrderedKafkaError(
+                    f"cannot read the log start offset of {topic}-{partition}: {exc}", error
+                ) from exc
+            consumer.list_topics(topic, timeout=min(10.0, timeout_s))
+            time.sleep(0.05)
 
 
 def _arrow_batch(messages: list[Any], topic: str, partition: int, schema: Any) -> Any:
@@ -134,13 +198,13 @@ def read_range(
     if part.end <= part.start:
         return
     topic, partition = part.topic, part.partition
-    consumer = _borrow(kafka)
+    pooled = _borrow(kafka)
+    consumer = pooled.consumer
     healthy = False
     try:
+        pooled.learn(topic, partition, poll_timeout_s)
         pos = part.start
-        low, _high = consumer.get_watermark_offsets(
-            TopicPartition(topic, partition), timeout=poll_timeout_s
-        )
+        low = _log_start(consumer, topic, partition, poll_timeout_s)
         if pos < low:
             if fail_on_data_loss:
                 raise DataLossError(topic, partition, pos, f"the log now starts at {low}")
@@ -174,9 +238,7 @@ def read_range(
                             break
                         continue
                     if code in _LOSS_CODES:
-                        low, _high = consumer.get_watermark_offsets(
-                            TopicPartition(topic, partition), timeout=poll_timeout_s
-                        )
+                        low = _log_start(consumer, topic, partition, poll_timeout_s)
                         if fail_on_data_loss:
                             raise DataLossError(topic, partition, pos, err.str())
                         pos = max(pos, low)
@@ -198,6 +260,6 @@ def read_range(
         healthy = True
     finally:
         if healthy:
-            _give_back(kafka, consumer)
+            _give_back(kafka, pooled)
         else:
             consumer.close()

@@ -61,6 +61,13 @@ COMPONENTS: dict[str, Component] = {
     "zookeeper": Component(
         "zookeeper", "zookeeper-pom.xml", "zookeeper.version", "org.apache.zookeeper:zookeeper"
     ),
+    # Spark's own Kafka connector, the yardstick of the Spark benchmark (not a server).
+    "spark-kafka": Component(
+        "spark-kafka",
+        "spark-kafka-pom.xml",
+        "spark-kafka.version",
+        "org.apache.spark:spark-sql-kafka-0-10_2.13",
+    ),
 }
 
 
