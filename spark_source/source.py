@@ -85,6 +85,19 @@ class KafkaRangePartition(InputPartition):
         self.part = part
 
 
+def _range_of(partition: InputPartition) -> OffsetRange | None:
+    """The range a task reads; ``None`` for the empty task of a batch with no data.
+
+    PySpark plans a batch read without ranges as one ``InputPartition(None)``.
+    """
+    part = getattr(partition, "value", None)
+    if part is None:
+        return None
+    if not isinstance(part, OffsetRange):
+        raise TypeError(f"not an ordered-kafka partition: {partition!r}")
+    return part
+
+
 def _resolve(
     wanted: str | Mapping[str, Mapping[int, int]],
     partitions: Mapping[str, Sequence[int]],
@@ -305,10 +318,12 @@ class OrderedKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Read one range on an executor: Arrow record batches of Spark's Kafka schema."""
-        assert isinstance(partition, KafkaRangePartition)
+        part = _range_of(partition)
+        if part is None:
+            return iter(())
         return read_range(
             self._consumer,
-            partition.part,
+            part,
             fail_on_data_loss=self.options.fail_on_data_loss,
             schema=arrow_schema(self.options.include_headers),
             poll_timeout_s=self.options.poll_timeout_ms / 1000.0,
@@ -352,10 +367,12 @@ class OrderedKafkaBatchReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Read one range on an executor."""
-        assert isinstance(partition, KafkaRangePartition)
+        part = _range_of(partition)
+        if part is None:
+            return iter(())
         return read_range(
             self._consumer,
-            partition.part,
+            part,
             fail_on_data_loss=self.options.fail_on_data_loss,
             schema=arrow_schema(self.options.include_headers),
             poll_timeout_s=self.options.poll_timeout_ms / 1000.0,

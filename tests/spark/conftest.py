@@ -15,6 +15,24 @@ from typing import Any
 import pytest
 
 import spark_source
+from coordinator.devcluster import jars
+
+# Spark's own Kafka connector (scripts/setup.sh fetches it): only these of its jars;
+# the rest ship with pyspark.
+_CONNECTOR_JARS = (
+    "spark-sql-kafka",
+    "spark-token-provider-kafka",
+    "kafka-clients",
+    "commons-pool2",
+)
+
+
+def connector_jars() -> list[str]:
+    """The cached jars of Spark's Kafka connector, empty when not fetched."""
+    directory = jars.cache_dir() / f"spark-kafka-{jars.pinned_version('spark-kafka')}"
+    if not (directory / ".complete").is_file():
+        return []
+    return sorted(str(p) for p in directory.glob("*.jar") if p.name.startswith(_CONNECTOR_JARS))
 
 
 @pytest.fixture(scope="session")
@@ -32,11 +50,13 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.warehouse.dir", str(warehouse))
         .config("spark.sql.streaming.stopTimeout", "30s")
+        .config("spark.jars", ",".join(connector_jars()))
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
     # py4j logs every callback at INFO.
     logging.getLogger("py4j").setLevel(logging.WARNING)
     spark_source.register(session)
+    session.kafka_connector = bool(connector_jars())  # type: ignore[attr-defined]
     yield session
     session.stop()

@@ -6,6 +6,7 @@ Real Spark (``local[2]``), real Kafka, real ZooKeeper (issue 9, "Must show").
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -287,3 +288,57 @@ def test_fail_on_data_loss_true_and_false_no_alarm_for_a_retired_partition(
     assert on_0 and on_0[0] == cut and on_0[-1] == ends[0] - 1
     assert not [r for r in rows if r[2] == 2]
     assert sum(1 for r in rows if r[2] == 1) == ends[1] - read_to_end[1]
+
+
+def test_a_plain_topic_reads_exactly_as_sparks_kafka_source(
+    spark: Any, topic_factory: Callable[..., str], bootstrap: str, tmp_path: Path
+) -> None:
+    if not getattr(spark, "kafka_connector", False):
+        pytest.skip("Spark's Kafka connector is not in the cache (scripts/setup.sh fetches it)")
+    from confluent_kafka import Producer
+
+    topic = topic_factory(3)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    now_ms = int(time.time() * 1000) - 60_000  # recent: older records would be retention-deleted
+    for i in range(300):
+        producer.produce(
+            topic,
+            None if i % 50 == 7 else f"v{i}".encode(),
+            None if i % 10 == 3 else f"k{i % 17}".encode(),
+            partition=i % 3,
+            timestamp=now_ms + i,
+            headers=[("h", f"{i}".encode()), ("n", None)] if i % 4 == 0 else None,
+        )
+    assert producer.flush(30) == 0
+
+    def rows(fmt: str) -> tuple[list[Any], Any]:
+        frame = (
+            spark.read.format(fmt)
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", topic)
+            .option("includeHeaders", "true")
+            .load()
+        )
+        return frame.orderBy("partition", "offset").collect(), frame.schema
+
+    ours, our_schema = rows("ordered-kafka")
+    theirs, their_schema = rows("kafka")
+    assert our_schema == their_schema
+    assert len(ours) == 300 and ours == theirs
+    # And the same through a stream, from earliest, in one AvailableNow run.
+    streamed: list[Any] = []
+    options = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic}
+    query = (
+        spark.readStream.format("ordered-kafka")
+        .options(**options, startingOffsets="earliest", includeHeaders="true")
+        .load()
+        .writeStream.foreachBatch(lambda frame, _id: streamed.extend(frame.collect()))
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        assert query.awaitTermination(60)
+    finally:
+        query.stop()
+    assert sorted(streamed, key=lambda r: (r.partition, r.offset)) == theirs
