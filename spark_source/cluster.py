@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -56,6 +57,16 @@ _CONSUMER_ONLY = frozenset(
 # to the task's stderr.
 _rdkafka_log = logging.getLogger("spark_source.rdkafka")
 _rdkafka_log.addHandler(logging.NullHandler())
+
+
+_TRANSIENT = frozenset(
+    {
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError._UNKNOWN_PARTITION,
+    }
+)
 
 
 def client_settings(options: SourceOptions, *, admin: bool) -> dict[str, Any]:
@@ -144,21 +155,61 @@ class Cluster:
         Raises:
             OrderedKafkaError: Kafka reported an error or did not answer in time.
         """
-        spec = OffsetSpec.latest() if latest else OffsetSpec.earliest()  # type: ignore[no-untyped-call]
-        request = {TopicPartition(t, p): spec for t, ps in partitions.items() for p in ps}
-        out: dict[str, dict[int, int]] = {t: {} for t in partitions}
-        if not request:
-            return out
-        what = "end" if latest else "start"
+        ends, starts = self.offsets(partitions, ends=latest, starts=not latest)
+        return ends if latest else starts
+
+    def offsets(
+        self, partitions: dict[str, list[int]], *, ends: bool = True, starts: bool = True
+    ) -> tuple[dict[str, dict[int, int]], dict[str, dict[int, int]]]:
+        """Kafka's end and log start offsets of ``partitions``, both requests in flight at once.
+
+        Both answers are in before this returns, so a layout read afterwards comes after
+        the end offsets (what the gates need).
+
+        Returns:
+            ``(end offsets, log start offsets)``; a dict not asked for is empty.
+
+        Raises:
+            OrderedKafkaError: Kafka reported an error or did not answer in time.
+        """
+        deadline = time.monotonic() + self._timeout
+        while True:
+            try:
+                return self._offsets_once(partitions, ends, starts)
+            except OrderedKafkaError as exc:
+                error = exc.kafka_error
+                transient = error is not None and (error.retriable() or error.code() in _TRANSIENT)
+                if not transient or time.monotonic() > deadline:
+                    raise
+                # A partition created a moment ago may have no leader yet.
+                time.sleep(0.1)
+
+    def _offsets_once(
+        self, partitions: dict[str, list[int]], ends: bool, starts: bool
+    ) -> tuple[dict[str, dict[int, int]], dict[str, dict[int, int]]]:
+        specs: list[tuple[str, Any]] = []
+        if ends:
+            specs.append(("end", OffsetSpec.latest()))  # type: ignore[no-untyped-call]
+        if starts:
+            specs.append(("start", OffsetSpec.earliest()))  # type: ignore[no-untyped-call]
+        found: dict[str, dict[str, dict[int, int]]] = {"end": {}, "start": {}}
+        pending: list[tuple[str, Any]] = []
         try:
-            futures = self._admin.list_offsets(
-                request, isolation_level=self._isolation, request_timeout=self._timeout
-            )
-            for tp, future in futures.items():
-                out[tp.topic][tp.partition] = int(future.result(timeout=self._timeout).offset)
+            for what, spec in specs:
+                found[what] = {t: {} for t in partitions}
+                request = {TopicPartition(t, p): spec for t, ps in partitions.items() for p in ps}
+                if request:
+                    futures = self._admin.list_offsets(
+                        request, isolation_level=self._isolation, request_timeout=self._timeout
+                    )
+                    pending.append((what, futures))
+            for what, futures in pending:
+                for tp, future in futures.items():
+                    offset = future.result(timeout=self._timeout).offset
+                    found[what][tp.topic][tp.partition] = int(offset)
         except KafkaException as exc:
-            raise self._fail(f"cannot list the {what} offsets", exc) from exc
-        return out
+            raise self._fail("cannot list the partitions' offsets", exc) from exc
+        return found["end"], found["start"]
 
     # --- the layout store -------------------------------------------------------------
 

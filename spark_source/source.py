@@ -181,8 +181,7 @@ class OrderedKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         if self._initial is None:
             cluster = self.cluster
             parts = cluster.partitions()
-            ends = cluster.list_offsets(parts, latest=True)
-            starts = cluster.list_offsets(parts, latest=False)
+            ends, starts = cluster.offsets(parts)
             offsets = _resolve(self.options.starting, parts, starts, ends, "startingOffsets")
             self._initial = to_spark(offsets)
         return self._initial
@@ -240,9 +239,9 @@ class OrderedKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         """
         cluster = self.cluster
         parts = cluster.partitions()
-        ends = cluster.list_offsets(parts, latest=True)
+        # Both offset requests fly together; both answers are in before the layout read.
+        ends, log_starts = cluster.offsets(parts)
         histories = cluster.histories(parts)
-        log_starts = cluster.list_offsets(parts, latest=False)
         self._latest = ends
         self._check_loss(begin, parts, ends, log_starts)
         target = ends
@@ -356,8 +355,7 @@ class OrderedKafkaBatchReader(DataSourceReader):
         cluster = Cluster(self.options)
         try:
             parts = cluster.partitions()
-            ends = cluster.list_offsets(parts, latest=True)
-            starts = cluster.list_offsets(parts, latest=False)
+            ends, starts = cluster.offsets(parts)
         finally:
             cluster.close()
         first = _resolve(self.options.starting, parts, starts, ends, "startingOffsets")
