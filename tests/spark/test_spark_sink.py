@@ -122,3 +122,39 @@ def test_pipeline_keeps_key_order_while_the_output_topic_grows(
         items.sort()
         seqs = [s for *_, s in items]
         assert seqs == sorted(writer.delivered[key]), (key, seqs[:20])
+
+
+def test_a_delivery_error_fails_the_write_naming_the_kafka_error(
+    spark: Any, bootstrap: str, zk_hosts: str, zk_root: str
+) -> None:
+    frame = spark.createDataFrame([("k1", "v1"), ("k2", "v2")], "key string, value string")
+    with pytest.raises(Exception) as info:
+        (
+            frame.write.format("ordered-kafka")
+            .mode("append")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("kafka.message.timeout.ms", "3000")
+            .option("ordered.zookeeper.connect", zk_hosts)
+            .option("ordered.zookeeper.root", zk_root)
+            .option("topic", "no-such-topic-" + zk_root.strip("/"))  # auto-create is off
+            .save()
+        )
+    message = str(info.value)
+    # librdkafka reports a missing topic as unknown, or as timed out waiting for it.
+    assert "was not delivered" in message, message
+    assert "_MSG_TIMED_OUT" in message or "UNKNOWN_TOPIC" in message, message
+
+
+def test_missing_value_column_is_refused_before_any_task(
+    spark: Any, bootstrap: str, zk_hosts: str
+) -> None:
+    frame = spark.createDataFrame([("k1",)], "key string")
+    with pytest.raises(Exception, match="Required attribute 'value' not found"):
+        (
+            frame.write.format("ordered-kafka")
+            .mode("append")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("ordered.zookeeper.connect", zk_hosts)
+            .option("topic", "t")
+            .save()
+        )
