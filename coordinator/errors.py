@@ -13,6 +13,7 @@ from typing import Any
 __all__ = [
     "ClusterError",
     "ConfigError",
+    "DataLossError",
     "LayoutError",
     "LayoutUnavailableError",
     "NotAdoptedError",
@@ -182,3 +183,27 @@ class StateTransitionError(OrderedError, RuntimeError):
     Always a bug in the caller (an event in a state where it cannot happen), never a
     condition of the servers: the message names the machine, the state and the event.
     """
+
+
+class DataLossError(OrderedError):
+    """Records a reader had to read are gone from Kafka (trimmed, aged out or deleted).
+
+    Raised by the Spark source when ``failOnDataLoss`` is true (Spark's default).
+
+    Attributes:
+        topic: The topic.
+        partition: The partition.
+        offset: The first offset that could not be read.
+    """
+
+    def __init__(self, topic: str, partition: int, offset: int, detail: str) -> None:
+        super().__init__(
+            f"Cannot fetch offset {offset} of {topic}-{partition}: {detail}. Some data may have "
+            "been lost because they are not available in Kafka any more; either the data was "
+            "aged out by Kafka or the topic may have been deleted before all the data in the "
+            "topic was processed. If you don't want your streaming query to fail on such "
+            'cases, set the source option "failOnDataLoss" to "false".'
+        )
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset

@@ -32,4 +32,6 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
 fi
 # Resolve the pinned Kafka and ZooKeeper jars (a no-op when the cache holds them).
 .venv/bin/ordered cluster fetch
+# Spark's own Kafka connector, the yardstick of benchmarks/bench_spark.py (same cache).
+.venv/bin/python -c "from coordinator.devcluster import jars; jars.resolve('spark-kafka', progress=print)"
 echo "setup: done in $(( $(date +%s) - start )) s"

@@ -1,4 +1,4 @@
-"""Resolve the pinned Kafka and ZooKeeper jars from Maven Central into a cache.
+"""Resolve the pinned Kafka and ZooKeeper jars (and Spark's Kafka connector) into a cache.
 
 Each component has a small POM in ``resources/``; ``mvn dependency:copy-dependencies``
 copies the artifact and its runtime dependencies into ``<cache>/<component>-<version>``.
@@ -61,6 +61,13 @@ COMPONENTS: dict[str, Component] = {
     "zookeeper": Component(
         "zookeeper", "zookeeper-pom.xml", "zookeeper.version", "org.apache.zookeeper:zookeeper"
     ),
+    # Spark's own Kafka connector, the yardstick of the Spark benchmark (not a server).
+    "spark-kafka": Component(
+        "spark-kafka",
+        "spark-kafka-pom.xml",
+        "spark-kafka.version",
+        "org.apache.spark:spark-sql-kafka-0-10_2.13",
+    ),
 }
 
 
@@ -69,7 +76,7 @@ class ResolvedJars:
     """A component's classpath in the cache.
 
     Attributes:
-        component: The component name (``kafka`` or ``zookeeper``).
+        component: The component name (``kafka``, ``zookeeper`` or ``spark-kafka``).
         version: The pinned version.
         directory: The directory holding every jar of the classpath.
         fetched: Whether this call downloaded them (False: found in the cache).
@@ -102,7 +109,7 @@ def pinned_version(name: str) -> str:
     """Return the version pinned in the POM of component ``name``.
 
     Raises:
-        ValueError: ``name`` is not ``kafka`` or ``zookeeper``.
+        ValueError: ``name`` is not a key of :data:`COMPONENTS`.
     """
     component = _component(name)
     prop = re.escape(component.version_property)
@@ -136,7 +143,7 @@ def resolve(
     """Return the cached classpath of ``name``, fetching it with Maven when missing.
 
     Args:
-        name: ``kafka`` or ``zookeeper``.
+        name: ``kafka``, ``zookeeper`` or ``spark-kafka``.
         cache: The cache directory (default :func:`cache_dir`).
         progress: Called with a line of text for each step worth telling a user.
 

@@ -1,0 +1,271 @@
+"""Benchmark: the ``ordered-kafka`` Spark source and sink against Spark's own Kafka connector.
+
+Not a test. Run as ``.venv/bin/python benchmarks/bench_spark.py`` (starts its own cluster
+in a temporary directory) or with ``--bootstrap``/``--zookeeper`` to use a running one.
+Needs Spark's Kafka connector in the cache (``scripts/setup.sh`` fetches it). Prints a
+table and writes ``benchmarks/results/spark.json``.
+
+Measured, all in one run, one SparkSession (``local[2]``), one broker:
+
+1. Source rows/s: one pre-filled adopted topic (keyed 100-byte records written by the
+   layout, with one expansion in its history, so the gates are live) is read whole by a
+   streaming query with ``Trigger.AvailableNow`` into the ``noop`` sink, from query start
+   to termination; ``format("ordered-kafka")`` and ``format("kafka")`` on the same topic,
+   interleaved and repeated (best and median kept).
+2. Planning time per micro-batch: ``latestOffset`` + ``partitions`` of the reader, called
+   directly (what Spark's driver-side Python runner calls), and ``durationMs.latestOffset``
+   as Spark reported it for the queries of (1).
+3. Sink rows/s: a batch DataFrame of keyed 100-byte rows written with
+   ``df.write.format(...)`` into an adopted topic (``ordered-kafka``, through
+   ``OrderedProducer``) and into a plain topic (``kafka``), interleaved and repeated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from _common import environment, scratch_root, servers
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from coordinator.controller import Controller
+from coordinator.devcluster import jars
+from coordinator.kafka_admin import KafkaAdmin
+from coordinator.store import LayoutStore
+from ordered.producer import OrderedProducer
+
+RESULTS = Path(__file__).resolve().parent / "results" / "spark.json"
+VALUE = b"x" * 100
+# Spark's connector needs only these of its dependencies: the rest ship with pyspark.
+CONNECTOR_JARS = ("spark-sql-kafka", "spark-token-provider-kafka", "kafka-clients", "commons-pool2")
+
+
+def create_topic(admin: AdminClient, name: str, partitions: int) -> None:
+    futures = admin.create_topics([NewTopic(name, partitions, 1)], operation_timeout=30)
+    futures[name].result(timeout=60)
+    time.sleep(0.5)
+
+
+def fill(config: dict[str, Any], topic: str, count: int, keys: int = 10_000) -> None:
+    producer = OrderedProducer(config)
+    try:
+        for i in range(count):
+            while True:
+                try:
+                    producer.produce(topic, VALUE, f"k{i % keys}")
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+            if i % 10_000 == 0:
+                producer.poll(0)
+        assert producer.flush(60) == 0
+    finally:
+        producer.close()
+
+
+def session(cache: Path) -> Any:
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    resolved = jars.resolve("spark-kafka", cache=cache)
+    connector = sorted(
+        str(p) for p in resolved.directory.glob("*.jar") if p.name.startswith(CONNECTOR_JARS)
+    )
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("bench-spark")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.jars", ",".join(connector))
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    import spark_source
+
+    spark_source.register(spark)
+    return spark
+
+
+def read_once(spark: Any, fmt: str, options: dict[str, str], tmp: Path) -> tuple[float, int, Any]:
+    checkpoint = tmp / f"ck-{uuid.uuid4().hex[:8]}"
+    started = time.perf_counter()
+    query = (
+        spark.readStream.format(fmt)
+        .options(**options)
+        .load()
+        .writeStream.format("noop")
+        .trigger(availableNow=True)
+        .option("checkpointLocation", str(checkpoint))
+        .start()
+    )
+    query.awaitTermination()
+    seconds = time.perf_counter() - started
+    progress = query.recentProgress
+    rows = sum(int(p["numInputRows"]) for p in progress)
+    latest_ms = [p["durationMs"].get("latestOffset", 0) for p in progress if p["numInputRows"]]
+    return seconds, rows, latest_ms
+
+
+def write_once(spark: Any, fmt: str, options: dict[str, str], rows: int) -> float:
+    frame = spark.range(rows).selectExpr(
+        "cast(id % 10000 as string) as key", "repeat('x', 100) as value"
+    )
+    frame = frame.cache()
+    frame.count()
+    started = time.perf_counter()
+    frame.write.format(fmt).options(**options).mode("append").save()
+    seconds = time.perf_counter() - started
+    frame.unpersist()
+    return seconds
+
+
+def planning(options: dict[str, str], samples: int) -> dict[str, float]:
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from spark_source.options import parse_source_options
+    from spark_source.source import OrderedKafkaStreamReader
+
+    reader = OrderedKafkaStreamReader(parse_source_options(options, streaming=True))
+    start = reader.initialOffset()
+    times: list[float] = []
+    for _ in range(samples):
+        t0 = time.perf_counter()
+        end = reader.latestOffset(start, ReadAllAvailable())
+        reader.partitions(start, end)
+        times.append((time.perf_counter() - t0) * 1000)
+    reader.stop()
+    times.sort()
+    return {
+        "median_ms": round(statistics.median(times), 2),
+        "p95_ms": round(times[int(len(times) * 0.95) - 1], 2),
+        "max_ms": round(times[-1], 2),
+    }
+
+
+def main() -> None:
+    """Run the benchmark, print the results, write the JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser.add_argument("--bootstrap", help="bootstrap.servers of a running Kafka")
+    parser.add_argument("--zookeeper", help="ZooKeeper connect string of a running ZooKeeper")
+    parser.add_argument("--records", type=int, default=400_000)
+    parser.add_argument("--sink-records", type=int, default=200_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--planning-samples", type=int, default=100)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    tmp = Path(f"/tmp/bench-spark-{uuid.uuid4().hex[:8]}")
+    tmp.mkdir()
+    with servers(args, "spark") as (bootstrap, zookeeper), scratch_root(zookeeper) as (kz, root):
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        store = LayoutStore(kz, root)
+        controller = Controller(store, KafkaAdmin(bootstrap))
+        config = {
+            "bootstrap.servers": bootstrap,
+            "ordered.zookeeper.connect": zookeeper,
+            "ordered.zookeeper.root": root,
+            "linger.ms": 20,
+        }
+        topic = f"bench-spark-{uuid.uuid4().hex[:8]}"
+        create_topic(admin, topic, 4)
+        controller.adopt(topic)
+        fill(config, topic, args.records // 2)
+        controller.expand(topic, 6, timeout=60)
+        fill(config, topic, args.records - args.records // 2)
+        print(f"filled {topic}: {args.records} records", flush=True)
+
+        spark = session(jars.cache_dir())
+        kafka_options = {
+            "kafka.bootstrap.servers": bootstrap,
+            "subscribe": topic,
+            "startingOffsets": "earliest",
+        }
+        ordered_options = dict(
+            kafka_options,
+            **{"ordered.zookeeper.connect": zookeeper, "ordered.zookeeper.root": root},
+        )
+        variants = {
+            "kafka": ("kafka", kafka_options),
+            "ordered-kafka": ("ordered-kafka", ordered_options),
+        }
+        for fmt, options in variants.values():  # warm-up: JVM, Python workers, consumers
+            read_once(spark, fmt, options, tmp)
+        reads: dict[str, list[float]] = {name: [] for name in variants}
+        latest: dict[str, list[float]] = {name: [] for name in variants}
+        for _ in range(args.repeats):
+            for name, (fmt, options) in variants.items():
+                seconds, rows, latest_ms = read_once(spark, fmt, options, tmp)
+                assert rows == args.records, (name, rows)
+                reads[name].append(rows / seconds)
+                latest[name].extend(latest_ms)
+                print(f"read {name}: {rows / seconds:,.0f} rows/s", flush=True)
+        plan = planning(ordered_options, args.planning_samples)
+        print(f"planning: {plan}", flush=True)
+
+        out_ordered = f"bench-spark-out-{uuid.uuid4().hex[:8]}"
+        out_plain = f"bench-spark-plain-{uuid.uuid4().hex[:8]}"
+        create_topic(admin, out_ordered, 4)
+        create_topic(admin, out_plain, 4)
+        controller.adopt(out_ordered)
+        sinks = {
+            "kafka": ("kafka", {"kafka.bootstrap.servers": bootstrap, "topic": out_plain}),
+            "ordered-kafka": (
+                "ordered-kafka",
+                {
+                    "kafka.bootstrap.servers": bootstrap,
+                    "topic": out_ordered,
+                    "ordered.zookeeper.connect": zookeeper,
+                    "ordered.zookeeper.root": root,
+                },
+            ),
+        }
+        for fmt, options in sinks.values():
+            write_once(spark, fmt, options, 10_000)
+        writes: dict[str, list[float]] = {name: [] for name in sinks}
+        for _ in range(args.repeats):
+            for name, (fmt, options) in sinks.items():
+                seconds = write_once(spark, fmt, options, args.sink_records)
+                writes[name].append(args.sink_records / seconds)
+                print(f"write {name}: {args.sink_records / seconds:,.0f} rows/s", flush=True)
+        spark.stop()
+
+    def summary(rates: list[float]) -> dict[str, float]:
+        return {"best": round(max(rates)), "median": round(statistics.median(rates))}
+
+    read_summary = {name: summary(rates) for name, rates in reads.items()}
+    write_summary = {name: summary(rates) for name, rates in writes.items()}
+    results = {
+        **environment("spark"),
+        "pyspark": __import__("pyspark").__version__,
+        "connector": "org.apache.spark:spark-sql-kafka-0-10_2.13:"
+        + jars.pinned_version("spark-kafka"),
+        "records": args.records,
+        "sink_records": args.sink_records,
+        "repeats": args.repeats,
+        "source_rows_per_s": read_summary,
+        "source_ratio_median": round(
+            read_summary["ordered-kafka"]["median"] / read_summary["kafka"]["median"], 2
+        ),
+        "planning_ms_direct": plan,
+        "spark_latest_offset_ms_median": {
+            name: round(statistics.median(values), 1) if values else None
+            for name, values in latest.items()
+        },
+        "sink_rows_per_s": write_summary,
+        "sink_ratio_median": round(
+            write_summary["ordered-kafka"]["median"] / write_summary["kafka"]["median"], 2
+        ),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    print(json.dumps(results, indent=2, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

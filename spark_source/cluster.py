@@ -1,0 +1,256 @@
+"""The driver's view of Kafka and of the layout store: partitions, offsets, histories.
+
+One :class:`Cluster` per stream reader, created lazily on the driver (the reader is
+pickled to the executors, and neither a librdkafka handle nor a kazoo client pickles).
+Every call is bounded by a timeout and fails with an :class:`OrderedError` that says
+what could not be read.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
+
+from coordinator.errors import OrderedKafkaError
+from coordinator.history import TopicHistory, load_history
+from coordinator.store import LayoutStore
+from coordinator.zk import close_client, make_client, start_client
+from spark_source.options import SourceOptions
+
+__all__ = ["Cluster", "client_settings"]
+
+_log = logging.getLogger(__name__)
+
+# librdkafka settings that only make sense for a consumer: an admin client rejects them.
+_CONSUMER_ONLY = frozenset(
+    {
+        "group.id",
+        "isolation.level",
+        "auto.commit.interval.ms",
+        "enable.auto.offset.store",
+        "fetch.min.bytes",
+        "fetch.max.bytes",
+        "fetch.wait.max.ms",
+        "fetch.message.max.bytes",
+        "max.partition.fetch.bytes",
+        "queued.min.messages",
+        "queued.max.messages.kbytes",
+        "session.timeout.ms",
+        "heartbeat.interval.ms",
+        "max.poll.interval.ms",
+        "partition.assignment.strategy",
+        "check.crcs",
+        "enable.partition.eof",
+        "group.instance.id",
+    }
+)
+
+
+# librdkafka's log lines (``%3|...``) go to this logger (quiet unless configured), not
+# to the task's stderr.
+_rdkafka_log = logging.getLogger("spark_source.rdkafka")
+_rdkafka_log.addHandler(logging.NullHandler())
+
+
+_TRANSIENT = frozenset(
+    {
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError._UNKNOWN_PARTITION,
+    }
+)
+
+
+def client_settings(options: SourceOptions, *, admin: bool) -> dict[str, Any]:
+    """librdkafka settings from the ``kafka.*`` options.
+
+    Args:
+        options: The source's options.
+        admin: ``True`` for the driver's admin client (consumer-only settings dropped).
+    """
+    settings: dict[str, Any] = dict(options.kafka)
+    if admin:
+        for key in _CONSUMER_ONLY:
+            settings.pop(key, None)
+    return settings
+
+
+def _isolation(options: SourceOptions) -> Any:
+    # Spark's Java consumer reads uncommitted by default; so do we (librdkafka's own
+    # default is read_committed).
+    level = options.kafka.get("isolation.level", "read_uncommitted").strip().lower()
+    if level == "read_committed":
+        return IsolationLevel.READ_COMMITTED
+    return IsolationLevel.READ_UNCOMMITTED
+
+
+class Cluster:
+    """Kafka metadata and offsets, and layout histories, for one source.
+
+    Args:
+        options: The source's options.
+        timeout: Seconds one request may take.
+    """
+
+    def __init__(self, options: SourceOptions, timeout: float = 30.0) -> None:
+        self._options = options
+        self._timeout = timeout
+        settings = client_settings(options, admin=True)
+        settings.setdefault("client.id", f"ordered-kafka-driver-{uuid.uuid4().hex[:8]}")
+        settings["logger"] = _rdkafka_log
+        self._admin = AdminClient(settings)
+        self._isolation = _isolation(options)
+        self._kazoo: Any = None
+        self._store: LayoutStore | None = None
+
+    # --- Kafka ------------------------------------------------------------------------
+
+    def _fail(self, what: str, exc: BaseException) -> OrderedKafkaError:
+        error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+        detail = error.str() if isinstance(error, KafkaError) else str(exc)
+        return OrderedKafkaError(
+            f"Kafka at {self._options.bootstrap_servers}: {what}: {detail}",
+            error if isinstance(error, KafkaError) else None,
+        )
+
+    def partitions(self) -> dict[str, list[int]]:
+        """The topic partitions the options name, as Kafka's metadata lists them now.
+
+        ``subscribe``: the listed topics that exist; ``subscribePattern``: every topic
+        whose whole name matches; ``assign``: the assigned partitions (as given).
+        """
+        options = self._options
+        if options.strategy == "assign":
+            return {t: list(ps) for t, ps in options.assigned.items()}
+        try:
+            metadata = self._admin.list_topics(timeout=self._timeout)
+        except KafkaException as exc:
+            raise self._fail("cannot read the topic metadata", exc) from exc
+        out: dict[str, list[int]] = {}
+        if options.strategy == "subscribe":
+            names: Iterable[str] = options.topics
+        else:
+            pattern = re.compile(options.pattern)
+            names = sorted(t for t in metadata.topics if pattern.fullmatch(t))
+        for name in names:
+            info = metadata.topics.get(name)
+            if info is None or info.error is not None:
+                continue
+            out[name] = sorted(info.partitions)
+        return out
+
+    def list_offsets(
+        self, partitions: dict[str, list[int]], latest: bool
+    ) -> dict[str, dict[int, int]]:
+        """Kafka's end (``latest``) or log start offsets of ``partitions``, in one request.
+
+        Raises:
+            OrderedKafkaError: Kafka reported an error or did not answer in time.
+        """
+        ends, starts = self.offsets(partitions, ends=latest, starts=not latest)
+        return ends if latest else starts
+
+    def offsets(
+        self, partitions: dict[str, list[int]], *, ends: bool = True, starts: bool = True
+    ) -> tuple[dict[str, dict[int, int]], dict[str, dict[int, int]]]:
+        """Kafka's end and log start offsets of ``partitions``, both requests in flight at once.
+
+        Both answers are in before this returns, so a layout read afterwards comes after
+        the end offsets (what the gates need).
+
+        Returns:
+            ``(end offsets, log start offsets)``; a dict not asked for is empty.
+
+        Raises:
+            OrderedKafkaError: Kafka reported an error or did not answer in time.
+        """
+        deadline = time.monotonic() + self._timeout
+        while True:
+            try:
+                return self._offsets_once(partitions, ends, starts)
+            except OrderedKafkaError as exc:
+                error = exc.kafka_error
+                transient = error is not None and (error.retriable() or error.code() in _TRANSIENT)
+                if not transient or time.monotonic() > deadline:
+                    raise
+                # A partition created a moment ago may have no leader yet.
+                time.sleep(0.1)
+
+    def _offsets_once(
+        self, partitions: dict[str, list[int]], ends: bool, starts: bool
+    ) -> tuple[dict[str, dict[int, int]], dict[str, dict[int, int]]]:
+        specs: list[tuple[str, Any]] = []
+        if ends:
+            specs.append(("end", OffsetSpec.latest()))  # type: ignore[no-untyped-call]
+        if starts:
+            specs.append(("start", OffsetSpec.earliest()))  # type: ignore[no-untyped-call]
+        found: dict[str, dict[str, dict[int, int]]] = {"end": {}, "start": {}}
+        pending: list[tuple[str, Any]] = []
+        try:
+            for what, spec in specs:
+                found[what] = {t: {} for t in partitions}
+                request = {TopicPartition(t, p): spec for t, ps in partitions.items() for p in ps}
+                if request:
+                    futures = self._admin.list_offsets(
+                        request, isolation_level=self._isolation, request_timeout=self._timeout
+                    )
+                    pending.append((what, futures))
+            for what, futures in pending:
+                for tp, future in futures.items():
+                    offset = future.result(timeout=self._timeout).offset
+                    found[what][tp.topic][tp.partition] = int(offset)
+        except KafkaException as exc:
+            raise self._fail("cannot list the partitions' offsets", exc) from exc
+        return found["end"], found["start"]
+
+    # --- the layout store -------------------------------------------------------------
+
+    def _layout_store(self) -> LayoutStore | None:
+        options = self._options
+        if options.zookeeper_connect is None:
+            return None
+        if self._store is None:
+            client = make_client(
+                options.zookeeper_connect,
+                session_timeout_s=options.zookeeper_session_timeout_ms / 1000.0,
+            )
+            start_client(
+                client,
+                max(10.0, options.zookeeper_session_timeout_ms / 1000.0),
+                "ordered.zookeeper.connect",
+            )
+            self._kazoo = client
+            self._store = LayoutStore(client, options.zookeeper_root)
+        return self._store
+
+    def histories(self, topics: Iterable[str]) -> dict[str, TopicHistory]:
+        """Each topic's layout history, read after a ZooKeeper ``sync``.
+
+        Without ``ordered.zookeeper.connect`` every topic is plain (not adopted).
+
+        Raises:
+            StoreError: ZooKeeper is unreachable or holds a corrupt record.
+        """
+        store = self._layout_store()
+        out: dict[str, TopicHistory] = {}
+        for topic in topics:
+            if store is None:
+                out[topic] = TopicHistory(topic, None)
+                continue
+            out[topic] = load_history(store, topic, sync=True)
+        return out
+
+    def close(self) -> None:
+        """Close the ZooKeeper session (the admin client needs no closing)."""
+        if self._kazoo is not None:
+            close_client(self._kazoo)
+            self._kazoo = None
+            self._store = None

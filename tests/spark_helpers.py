@@ -1,0 +1,231 @@
+"""Helpers of the Spark tests: keyed writers, a batch collector, the checkpoint's offset log.
+
+Records are ``value = "<key>:<seq>"`` with a sequence number per key, so per-key order
+and completeness can be checked from what Spark hands to ``foreachBatch``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ordered.producer import OrderedProducer
+
+__all__ = [
+    "BackgroundWriter",
+    "Collector",
+    "KeyedWriter",
+    "check_batches",
+    "offset_log",
+    "source_options",
+    "start",
+]
+
+
+def source_options(
+    bootstrap: str, zk_hosts: str, zk_root: str, topic: str, **extra: Any
+) -> dict[str, str]:
+    """Options of an ``ordered-kafka`` read of ``topic`` from earliest."""
+    options = {
+        "kafka.bootstrap.servers": bootstrap,
+        "subscribe": topic,
+        "startingOffsets": "earliest",
+        "ordered.zookeeper.connect": zk_hosts,
+        "ordered.zookeeper.root": zk_root,
+    }
+    options.update({k: str(v) for k, v in extra.items()})
+    return options
+
+
+def start(spark: Any, options: dict[str, str], checkpoint: Path, sink: Any, **trigger: Any) -> Any:
+    """Start an ``ordered-kafka`` query into ``foreachBatch(sink)``."""
+    writer = (
+        spark.readStream.format("ordered-kafka")
+        .options(**options)
+        .load()
+        .writeStream.foreachBatch(sink)
+        .option("checkpointLocation", str(checkpoint))
+    )
+    if trigger:
+        writer = writer.trigger(**trigger)
+    return writer.start()
+
+
+class KeyedWriter:
+    """An ``OrderedProducer`` writing ``key:seq`` records; remembers what was delivered."""
+
+    def __init__(self, bootstrap: str, zk_hosts: str, zk_root: str, keys: int = 20) -> None:
+        self.keys = keys
+        self.seq = [0] * keys
+        self.delivered: dict[str, set[int]] = defaultdict(set)
+        self.failed = 0
+        self.producer = OrderedProducer(
+            {
+                "bootstrap.servers": bootstrap,
+                "ordered.zookeeper.connect": zk_hosts,
+                "ordered.zookeeper.root": zk_root,
+                "linger.ms": 5,
+            }
+        )
+        self._i = 0
+
+    def _report(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            self.failed += 1
+            return
+        key, seq = msg.value().decode().split(":")
+        self.delivered[key].add(int(seq))
+
+    def write(self, topic: str, count: int) -> None:
+        """Write ``count`` records round-robin over the keys (no flush)."""
+        for _ in range(count):
+            j = self._i % self.keys
+            key = f"k{j}"
+            while True:
+                try:
+                    self.producer.produce(
+                        topic, f"{key}:{self.seq[j]}".encode(), key, on_delivery=self._report
+                    )
+                    break
+                except BufferError:
+                    self.producer.poll(0.02)
+            self.seq[j] += 1
+            self._i += 1
+        self.producer.poll(0)
+
+    def flush(self) -> int:
+        """Flush; return the number of delivered records so far."""
+        assert self.producer.flush(30) == 0
+        assert self.failed == 0
+        return sum(len(s) for s in self.delivered.values())
+
+    def close(self) -> None:
+        """Flush and close the producer."""
+        self.producer.close()
+
+
+class BackgroundWriter:
+    """A :class:`KeyedWriter` writing small bursts in a thread until stopped."""
+
+    def __init__(self, writer: KeyedWriter, topic: str, burst: int = 20, pause: float = 0.05):
+        self.writer = writer
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(topic, burst, pause), daemon=True)
+        self._thread.start()
+
+    def _run(self, topic: str, burst: int, pause: float) -> None:
+        try:
+            while not self._stop.is_set():
+                self.writer.write(topic, burst)
+                time.sleep(pause)
+        except BaseException as exc:
+            self._error = exc
+
+    def stop(self) -> int:
+        """Stop, flush; return the number of delivered records."""
+        self._stop.set()
+        self._thread.join(30)
+        if self._error is not None:
+            raise self._error
+        return self.writer.flush()
+
+
+@dataclass
+class Collector:
+    """A ``foreachBatch`` function that keeps every batch's rows (driver side)."""
+
+    batches: dict[int, list[tuple[str, int, int, int]]] = field(default_factory=dict)
+    runs: list[int] = field(default_factory=list)
+    changed: list[int] = field(default_factory=list)
+    fail_at: int | None = None
+    on_batch: Any = None
+
+    def __call__(self, frame: Any, batch_id: int) -> None:
+        rows = frame.select("key", "value", "partition", "offset").collect()
+        got = []
+        for row in rows:
+            key, seq = bytes(row.value).decode().split(":")
+            assert bytes(row.key).decode() == key
+            got.append((key, int(seq), int(row.partition), int(row.offset)))
+        got.sort(key=lambda r: (r[2], r[3]))
+        if batch_id in self.batches and self.batches[batch_id] != got:
+            # A batch Spark runs again must return exactly the same rows.
+            self.changed.append(batch_id)
+        self.batches[batch_id] = got
+        self.runs.append(batch_id)
+        if self.on_batch is not None:
+            self.on_batch(batch_id)
+        if self.fail_at is not None and batch_id == self.fail_at:
+            self.fail_at = None
+            raise RuntimeError(f"crash injected in batch {batch_id}")
+
+    def total(self) -> int:
+        """Rows over all distinct batches."""
+        return sum(len(rows) for rows in self.batches.values())
+
+
+def check_batches(batches: dict[int, list[tuple[str, int, int, int]]]) -> dict[str, list[int]]:
+    """Check the order guarantee; return each key's sequence numbers in delivery order.
+
+    Within a batch every key comes from one partition; ordered by (batch, partition,
+    offset), each key's sequence numbers strictly increase.
+    """
+    per_key: dict[str, list[int]] = defaultdict(list)
+    for batch_id in sorted(batches):
+        partitions: dict[str, set[int]] = defaultdict(set)
+        for key, seq, partition, _offset in batches[batch_id]:
+            partitions[key].add(partition)
+            per_key[key].append(seq)
+        split = {k: sorted(p) for k, p in partitions.items() if len(p) > 1}
+        assert not split, f"batch {batch_id}: keys from two partitions: {split}"
+    for key, seqs in per_key.items():
+        assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs), (key, seqs[:50])
+    return dict(per_key)
+
+
+def offset_log(checkpoint: Path | str) -> dict[int, dict[str, dict[int, int]]]:
+    """The source offsets of every batch in ``checkpoint/offsets`` (one source)."""
+    out: dict[int, dict[str, dict[int, int]]] = {}
+    directory = Path(checkpoint) / "offsets"
+    for path in directory.iterdir():
+        if not path.name.isdigit():
+            continue
+        lines = path.read_text().splitlines()
+        # v1, the batch metadata, then one line per source.
+        offsets = json.loads(lines[2])
+        out[int(path.name)] = {t: {int(p): o for p, o in ps.items()} for t, ps in offsets.items()}
+    return dict(sorted(out.items()))
+
+
+def gate_violations(
+    log: dict[int, dict[str, dict[int, int]]],
+    topic: str,
+    epochs: Iterable[Any],
+    first: dict[int, int],
+) -> list[str]:
+    """Batches that read a receiving partition ``b`` past ``B_b(e)`` before its sources.
+
+    For every sealed epoch ``e`` with edge ``a -> b``: a batch whose end has ``b`` past
+    ``B_b(e)`` must start (the previous batch's end) with ``a`` at ``B_a(e)`` or more.
+    """
+    problems: list[str] = []
+    previous = dict(first)
+    for batch_id, offsets in log.items():
+        end = offsets.get(topic, {})
+        for epoch in epochs:
+            for a, b in epoch.edges:
+                if end.get(b, 0) > epoch.boundaries[b] and previous.get(a, 0) < epoch.boundaries[a]:
+                    problems.append(
+                        f"batch {batch_id}: {b} read to {end[b]} past B_{b}({epoch.epoch}) = "
+                        f"{epoch.boundaries[b]} while {a} started at {previous.get(a, 0)} < "
+                        f"B_{a}({epoch.epoch}) = {epoch.boundaries[a]}"
+                    )
+        previous = dict(end)
+    return problems
