@@ -21,7 +21,14 @@ import os
 import socket
 import uuid
 
-__all__ = ["host_name", "make_identity", "member_id", "process_identity", "producer_id"]
+__all__ = [
+    "host_name",
+    "make_identity",
+    "member_id",
+    "process_identity",
+    "producer_id",
+    "random_token",
+]
 
 
 def host_name() -> str:
@@ -53,7 +60,7 @@ def make_identity(
         parts.append(host_name())
     parts.append(str(os.getpid()))
     if random_hex:
-        parts.append(uuid.uuid4().hex[:random_hex])
+        parts.append(random_token(random_hex))
     return sep.join(parts)
 
 
@@ -70,3 +77,14 @@ def member_id() -> str:
 def producer_id() -> str:
     """``p-{pid}-{16 hex}``: a producer's registration id (a znode name)."""
     return make_identity(prefix="p", host=False, sep="-", random_hex=16)
+
+
+def random_token(digits: int = 8) -> str:
+    """``digits`` random hex digits (at most 32): a unique suffix for client and group ids.
+
+    Raises:
+        ValueError: ``digits`` is not between 1 and 32.
+    """
+    if not 1 <= digits <= 32:
+        raise ValueError(f"digits must be between 1 and 32, got {digits}")
+    return uuid.uuid4().hex[:digits]

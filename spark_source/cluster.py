@@ -11,13 +11,13 @@ from __future__ import annotations
 import logging
 import re
 import time
-import uuid
 from collections.abc import Iterable
 from typing import Any
 
 from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 
+from coordinator import identity
 from coordinator.errors import OrderedKafkaError
 from coordinator.history import TopicHistory, load_history
 from coordinator.store import LayoutStore
@@ -104,7 +104,7 @@ class Cluster:
         self._options = options
         self._timeout = timeout
         settings = client_settings(options, admin=True)
-        settings.setdefault("client.id", f"ordered-kafka-driver-{uuid.uuid4().hex[:8]}")
+        settings.setdefault("client.id", f"ordered-kafka-driver-{identity.random_token(8)}")
         settings["logger"] = _rdkafka_log
         self._admin = AdminClient(settings)
         self._isolation = _isolation(options)

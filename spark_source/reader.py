@@ -13,12 +13,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from coordinator import identity
 from coordinator.errors import DataLossError, OrderedKafkaError
 from spark_source.planner import OffsetRange
 
@@ -53,7 +53,8 @@ def consumer_settings(kafka: Mapping[str, str], group_prefix: str = "") -> dict[
     """
     settings = dict(kafka)
     settings.setdefault(
-        "group.id", f"{group_prefix or 'spark-kafka-source'}-ordered-{uuid.uuid4().hex}-executor"
+        "group.id",
+        f"{group_prefix or 'spark-kafka-source'}-ordered-{identity.random_token(32)}-executor",
     )
     settings["enable.auto.commit"] = "false"
     settings["enable.auto.offset.store"] = "false"
