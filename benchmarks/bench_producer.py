@@ -4,13 +4,17 @@ Not a test. Run as ``.venv/bin/python benchmarks/bench_producer.py`` (starts its
 cluster in a temporary directory) or with ``--bootstrap``/``--zookeeper`` to use a
 running one. Prints a table and writes ``benchmarks/results/producer.json``.
 
-Measured, all in one run against one broker:
+Measured, all in one run against one broker. The first figure printed (and the
+``headline`` of the JSON) is the default configuration (only ``ordered.zookeeper.*`` set:
+epoch header off, the compiled send path when it is built) against plain confluent in
+the same run, then what the opt-in epoch header costs.
 
 1. Throughput on keyed 100-byte records, best of ``--repeats``, variants interleaved:
    plain ``Producer`` (librdkafka's partitioner), plain ``Producer`` with the linear-hash
    partition computed in Python (the floor for any client-side router), and
-   ``OrderedProducer`` on an unadopted topic, on an adopted topic with the epoch header
-   off, and with it on. Two rates per variant: ``produce()`` calls per second (the
+   ``OrderedProducer`` on an unadopted topic, on an adopted topic in the default
+   configuration, the same with the pure-Python send path forced, and with the epoch
+   header turned on (opt-in). Two rates per variant: ``produce()`` calls per second (the
    client-side cost; the send loop only) and records per second including the final
    ``flush()`` (end to end, broker included).
 2. Client-side cost: ns per ``produce()`` call with no broker reachable (records only
@@ -43,6 +47,7 @@ from coordinator.controller import Controller
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore
 from linear_hash import Layout
+from ordered import producer as producer_module
 from ordered.producer import OrderedProducer
 
 RESULTS = Path(__file__).resolve().parent / "results" / "producer.json"
@@ -121,15 +126,16 @@ def throughput(
     def routed() -> Any:
         return Routed(confluent_kafka.Producer(base), layout)
 
-    def ordered(header: bool) -> Callable[[], Any]:
-        return lambda: OrderedProducer({**ordered_base, "ordered.epoch.header": header})
-
     variants: dict[str, tuple[Callable[[], Any], str]] = {
         "plain": (plain, plain_topic),
+        "ordered_default": (lambda: OrderedProducer(ordered_base), ordered_topic),
+        "ordered_header_on": (
+            lambda: OrderedProducer({**ordered_base, "ordered.epoch.header": True}),
+            ordered_topic,
+        ),
+        "ordered_python_path": (lambda: python_path(ordered_base), ordered_topic),
+        "ordered_unadopted": (lambda: OrderedProducer(ordered_base), unadopted_topic),
         "plain_python_route": (routed, plain_topic),
-        "ordered_unadopted": (ordered(True), unadopted_topic),
-        "ordered_header_off": (ordered(False), ordered_topic),
-        "ordered_header_on": (ordered(True), ordered_topic),
     }
     calls: dict[str, list[float]] = {name: [] for name in variants}
     e2e: dict[str, list[float]] = {name: [] for name in variants}
@@ -164,10 +170,26 @@ def throughput(
             "produce_calls_per_s_all": [round(x) for x in calls[name]],
             "end_to_end_per_s_all": [round(x) for x in e2e[name]],
         }
-    for name in ("ordered_unadopted", "ordered_header_off", "ordered_header_on"):
+    for name in variants:
+        if name == "plain":
+            continue
         for metric in ("produce_calls_per_s", "end_to_end_per_s", "end_to_end_per_s_median"):
             out[name][f"ratio_{metric}"] = round(out[name][metric] / out["plain"][metric], 3)
+        # The ratio within each round (plain measured just before, same broker state).
+        out[name]["ratio_end_to_end_per_round"] = [
+            round(o / p, 3) for o, p in zip(e2e[name], e2e["plain"], strict=True)
+        ]
     return out
+
+
+def python_path(config: dict[str, Any]) -> OrderedProducer:
+    """An OrderedProducer with the pure-Python send path (as without a C compiler)."""
+    saved = producer_module._FAST
+    producer_module._FAST = None
+    try:
+        return OrderedProducer(config)
+    finally:
+        producer_module._FAST = saved
 
 
 def client_cost(
@@ -197,12 +219,13 @@ def client_cost(
     }
     variants: dict[str, tuple[Callable[[], Any], str]] = {
         "plain": (lambda: confluent_kafka.Producer(offline), topic),
-        "ordered_unadopted": (lambda: OrderedProducer(ordered_conf), "not-adopted"),
-        "ordered_header_off": (
-            lambda: OrderedProducer({**ordered_conf, "ordered.epoch.header": False}),
+        "ordered_default": (lambda: OrderedProducer(ordered_conf), topic),
+        "ordered_header_on": (
+            lambda: OrderedProducer({**ordered_conf, "ordered.epoch.header": True}),
             topic,
         ),
-        "ordered_header_on": (lambda: OrderedProducer(ordered_conf), topic),
+        "ordered_python_path": (lambda: python_path(ordered_conf), topic),
+        "ordered_unadopted": (lambda: OrderedProducer(ordered_conf), "not-adopted"),
     }
     count = args.client_records
     best: dict[str, float] = {}
@@ -459,8 +482,25 @@ def main(argv: list[str] | None = None) -> int:
         print("seal time ...", flush=True)
         seal = seal_time(bootstrap, zookeeper, root, controller, store, args)
 
+    default = rates["ordered_default"]
+    header = rates["ordered_header_on"]
+    headline = {
+        "default_vs_plain_end_to_end_best": default["ratio_end_to_end_per_s"],
+        "default_vs_plain_end_to_end_median": default["ratio_end_to_end_per_s_median"],
+        "default_vs_plain_end_to_end_per_round": default["ratio_end_to_end_per_round"],
+        "default_vs_plain_produce_calls_best": default["ratio_produce_calls_per_s"],
+        "header_on_vs_plain_end_to_end_best": header["ratio_end_to_end_per_s"],
+        "header_on_vs_plain_end_to_end_median": header["ratio_end_to_end_per_s_median"],
+        "header_on_vs_plain_end_to_end_per_round": header["ratio_end_to_end_per_round"],
+        "header_on_vs_default_end_to_end_median": round(
+            header["end_to_end_per_s_median"] / default["end_to_end_per_s_median"], 3
+        ),
+        "compiled_send_path": producer_module.COMPILED,
+        "note": "machine shared with other work: compare ranges over rounds",
+    }
     results = {
         **environment("producer"),
+        "headline": headline,
         "records": args.records,
         "repeats": args.repeats,
         "partitions": args.partitions,
@@ -474,6 +514,21 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
 
+    print()
+    print(
+        "DEFAULT CONFIGURATION vs plain confluent, same run: "
+        f"{headline['default_vs_plain_end_to_end_median']:.3f} median, "
+        f"{headline['default_vs_plain_end_to_end_best']:.3f} best "
+        f"(per round {headline['default_vs_plain_end_to_end_per_round']}; "
+        f"compiled send path: {producer_module.COMPILED})"
+    )
+    print(
+        "opt-in epoch header vs plain: "
+        f"{headline['header_on_vs_plain_end_to_end_median']:.3f} median, "
+        f"{headline['header_on_vs_plain_end_to_end_best']:.3f} best "
+        f"(per round {headline['header_on_vs_plain_end_to_end_per_round']}); "
+        f"vs the default: {headline['header_on_vs_default_end_to_end_median']:.3f}"
+    )
     print()
     print(
         f"{'variant (best of ' + str(args.repeats) + ')':22s} {'produce()/s':>12s} {'ratio':>6s} "
