@@ -117,6 +117,15 @@ class ProducerConfig:
     client_id: str
 
 
+def _linger_ms(kafka: Mapping[str, Any]) -> int:
+    """``linger.ms`` (alias ``queue.buffering.max.ms``), 0 when unset or unreadable."""
+    value = kafka.get("linger.ms", kafka.get("queue.buffering.max.ms", 0))
+    try:
+        return int(float(value))
+    except (TypeError, ValueError):
+        return 0  # librdkafka reports the bad value itself
+
+
 def split_producer_config(
     config: Mapping[str, Any] | None, overrides: Mapping[str, Any] | None = None
 ) -> ProducerConfig:
@@ -154,7 +163,14 @@ def split_producer_config(
         timeout_key = "message.timeout.ms"
     else:
         timeout_key = "delivery.timeout.ms"
-        kafka[timeout_key] = DEFAULT_DELIVERY_TIMEOUT_MS
+        # librdkafka requires the delivery timeout above linger.ms: a very long linger
+        # keeps its own margin rather than failing on a default the user never set.
+        linger = _linger_ms(kafka)
+        kafka[timeout_key] = (
+            DEFAULT_DELIVERY_TIMEOUT_MS
+            if linger < DEFAULT_DELIVERY_TIMEOUT_MS
+            else linger + DEFAULT_DELIVERY_TIMEOUT_MS
+        )
     delivery_timeout = parse_int(timeout_key, kafka[timeout_key], minimum=0)
     if delivery_timeout == 0:
         # librdkafka's 0 means "no timeout": an expired producer's records could arrive

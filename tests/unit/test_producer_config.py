@@ -124,6 +124,14 @@ def test_delivery_timeout_and_alias() -> None:
         split_producer_config(dict(BASE, **{"delivery.timeout.ms": 0}))
 
 
+def test_default_delivery_timeout_stays_above_a_long_linger() -> None:
+    split = split_producer_config(dict(BASE, **{"linger.ms": "60000"}))
+    assert split.delivery_timeout_ms == 60_000 + DEFAULT_DELIVERY_TIMEOUT_MS
+    assert split_producer_config(dict(BASE, **{"linger.ms": 5})).delivery_timeout_ms == (
+        DEFAULT_DELIVERY_TIMEOUT_MS
+    )
+
+
 def test_only_error_is_taken_out_for_emulation() -> None:
     split = split_producer_config(dict(BASE, **{"delivery.report.only.error": "true"}))
     assert split.only_error is True
