@@ -94,16 +94,17 @@ class ProducerSession:
         """Incremented at every lost session (registrations must be re-created)."""
         self._synced = 0
         self._registered = 0
+        self.usable = True
+        """Connected, and re-synchronised since the last reconnect (a plain attribute:
+        the send path reads it for every keyed record; written under the lock)."""
 
     @property
     def state(self) -> SessionState:
         """The session state now."""
         return self._state
 
-    @property
-    def usable(self) -> bool:
-        """Connected, and re-synchronised since the last reconnect."""
-        return self._state is _C and self._synced == self.generation
+    def _update(self) -> None:
+        self.usable = self._state is _C and self._synced == self.generation
 
     @property
     def needs_resync(self) -> bool:
@@ -128,6 +129,7 @@ class ProducerSession:
                 self.losses += 1
             elif new is _C:
                 self.generation += 1
+            self._update()
             return True
 
     def on_kazoo(self, state: str) -> bool:
@@ -152,4 +154,5 @@ class ProducerSession:
                 return False
             self._synced = generation
             self._registered = losses
+            self._update()
             return self.losses == losses
