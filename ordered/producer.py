@@ -9,13 +9,15 @@ boundaries.
 
 The producer by concern:
 
-- this module: the confluent API surface, the send path, first use, the worker thread
-  and the lifecycle (close, context manager, interpreter exit);
+- this module: the confluent API surface, the send path, first use and the lifecycle
+  (close, context manager, interpreter exit);
 - :mod:`ordered.producer_routes`: routes and topic states (the topic state machine);
 - :mod:`ordered.producer_tracking`: delivery tracking (which records a switch must
   wait for) and the delivery callbacks;
 - :mod:`ordered.producer_session`: the ZooKeeper session state machine and the typed
   worker events;
+- :mod:`ordered.producer_worker`: the worker thread (re-reads, re-syncs, ack writes
+  through ``LayoutStore.ack``, the idle drain check);
 - ``ordered._fastproduce`` (optional, compiled): the send path of the common call,
   with a pure-Python fallback (:data:`COMPILED` says which one runs; set
   ``ORDERED_PURE_PYTHON=1`` to force the fallback).
@@ -65,6 +67,7 @@ from ordered.producer_tracking import (
     Tracked,
     ignore_report,
 )
+from ordered.producer_worker import ProducerWorker
 
 
 def _compiled() -> type[Any] | None:
@@ -94,9 +97,6 @@ fall-through, so a method added by a later confluent-kafka cannot bypass the rou
 ``tests/unit/test_producer_surface.py`` fails until it is wrapped or listed here.
 """
 
-_IDLE_CHECK_S: Final = 0.01
-_WORKER_TICK_S: Final = 0.5
-_RETRY_S: Final = 0.2
 _METADATA_TIMEOUT_S: Final = 5.0
 _EXIT_FLUSH_S: Final = 5.0
 """At interpreter exit, flush for at most this long ..."""
@@ -179,8 +179,6 @@ class OrderedProducer:
         self._routes = self._table.routes
         self._session = ProducerSession()
         self._events: queue.SimpleQueue[Event] = queue.SimpleQueue()
-        self._dirty: set[str] = set()
-        self._ack_retries: list[tuple[float, str, AckRecord]] = []
         self._watchers: dict[str, Callable[[Any], None]] = {}
         self._direct = not self._only_error
         self._closed = False
@@ -199,8 +197,11 @@ class OrderedProducer:
         self._acquire = self._lock.acquire
         self._release = self._lock.release
         self._kz.add_listener(self._on_session)
+        worker = ProducerWorker(
+            self, self._store, self._session, self._table, self._lock, self._events
+        )
         self._worker = threading.Thread(
-            target=self._run_worker, name=f"ordered-producer-{self.producer_id}", daemon=True
+            target=worker.run, name=f"ordered-producer-{self.producer_id}", daemon=True
         )
         self._worker.start()
         if _FAST is not None:
@@ -714,6 +715,14 @@ class OrderedProducer:
         for ack in acks:
             self._queue_ack(ack)
 
+    @property
+    def _is_closed(self) -> bool:
+        return self._closed
+
+    def _update_tracking_locked(self) -> None:
+        with self._lock:
+            self._update_tracking()
+
     def _update_tracking(self) -> None:
         # Under _lock. Tracking stops once no switch waits for its ack; the compiled
         # path runs only while nothing is tracked and the session is usable.
@@ -748,15 +757,6 @@ class OrderedProducer:
         # The worker writes it: the send path never waits for a ZooKeeper round trip.
         self._events.put(Event(EventKind.ACK_DUE, ack.topic, self._ack_record(ack)))
 
-    def _write_ack(self, topic: str, record: AckRecord) -> None:
-        try:
-            self._store.ack(topic, record.epoch, record)
-        except StoreUnavailableError as exc:
-            _log.info("ack of epoch %d of %s failed (%s); retrying", record.epoch, topic, exc)
-            self._ack_retries.append((time.monotonic() + _RETRY_S, topic, record))
-        except StoreError as exc:
-            _log.warning("ack of epoch %d of %s dropped: %s", record.epoch, topic, exc)
-
     # --- ZooKeeper session and the worker ---------------------------------------------
 
     def _on_session(self, state: str) -> None:
@@ -768,95 +768,3 @@ class OrderedProducer:
                 self._table.enable_fast(False)
                 self._table.suspend_all()
         self._events.put(Event(EventKind.SESSION_CHANGED))
-
-    def _resync(self) -> None:
-        """Re-register if the session was lost, re-read every topic, then route again."""
-        session = self._session
-        generation, losses = session.generation, session.losses
-        with self._lock:
-            infos = [i for i in self._table.infos.values() if i.valid]
-        records: list[tuple[TopicInfo, TopicRecord | None]] = []
-        try:
-            for info in infos:
-                if session.needs_register:
-                    self._store.register_producer(info.topic, self._producer_record())
-                records.append(
-                    (info, self._store.get_topic_and_watch(info.topic, self._watcher(info.topic)))
-                )
-        except StoreError as exc:
-            _log.info("re-sync with the layout store failed (%s); retrying", exc)
-            return
-        if not session.synced(generation, losses):
-            return  # the session changed again meanwhile: start over
-        for info, record in records:
-            self._apply(info, record)
-        with self._lock:
-            self._update_tracking()
-
-    def _run_worker(self) -> None:
-        """Serve watch events, session changes, acks, re-syncs and the idle drain check."""
-        while True:
-            if self._table.switches:
-                wait = _IDLE_CHECK_S
-            elif (
-                self._session.needs_resync
-                or self._ack_retries
-                or self._dirty
-                or any(i.deferred for i in list(self._table.infos.values()))
-            ):
-                wait = _RETRY_S
-            else:
-                wait = _WORKER_TICK_S
-            try:
-                event: Event | None = self._events.get(timeout=wait)
-            except queue.Empty:
-                event = None
-            if event is not None and event.kind is EventKind.STOP:
-                return
-            try:
-                if event is not None:
-                    self._handle(event)
-                self._step()
-            except Exception:
-                _log.exception("ordered producer worker: unexpected error")
-                time.sleep(_RETRY_S)
-
-    def _handle(self, event: Event) -> None:
-        if event.kind is EventKind.TOPIC_CHANGED:
-            self._dirty.add(event.topic)
-        elif event.kind is EventKind.ACK_DUE:
-            assert event.ack is not None
-            if not self._closed:
-                self._write_ack(event.topic, event.ack)
-        # SESSION_CHANGED: the kazoo listener already suspended; _step re-syncs.
-
-    def _step(self) -> None:
-        session = self._session
-        if session.needs_resync:
-            self._dirty.clear()  # the re-sync reads every topic
-            self._resync()
-        elif self._dirty and session.usable:
-            for topic in sorted(self._dirty):
-                self._dirty.discard(topic)
-                info = self._table.infos.get(topic)
-                if info is None:
-                    continue
-                try:
-                    record = self._store.get_topic_and_watch(topic, self._watcher(topic))
-                except StoreError as exc:
-                    _log.info("reading %s failed (%s); retrying", topic, exc)
-                    self._dirty.add(topic)
-                    return
-                self._apply(info, record)
-        if session.usable:
-            for info in list(self._table.infos.values()):
-                if info.deferred is not None:
-                    self._apply(info, info.deferred)
-        if self._table.switches:
-            self._check_drained(idle_only=True)
-        if self._ack_retries and not self._closed:
-            now = time.monotonic()
-            due = [r for r in self._ack_retries if r[0] <= now]
-            self._ack_retries = [r for r in self._ack_retries if r[0] > now]
-            for _at, topic, ack in due:
-                self._write_ack(topic, ack)
