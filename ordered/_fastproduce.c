@@ -17,8 +17,9 @@
  *
  * Why it is safe without the producer's lock (docs/protocol.md, "Fencing the route
  * switch"): from the table lookup to the return of rd_produce (confluent's produce,
- * which neither releases the GIL nor runs Python code) this function holds the GIL
- * and runs no Python code, so the Python side's switch, which removes the entry
+ * which neither releases the GIL nor runs Python code; exact argument types and the
+ * cyclic GC held off keep it so) this function holds the GIL and runs no Python code,
+ * so the Python side's switch, which removes the entry
  * before it starts a drain, happens entirely before or entirely after it: a record
  * routed by an old entry is already in librdkafka's queue when the switch ends.
  */
@@ -101,6 +102,17 @@ typedef struct {
 
 static PyObject *str_value, *str_key;
 
+/* Call confluent's produce with the cyclic GC held off: the call allocates (its argument
+ * tuple), and an automatic collection there could run finalizers, i.e. Python code, in
+ * the middle of the fenced section. Collection resumes at a later allocation. */
+static PyObject *fenced_call(PyObject *produce, PyObject *const *call, size_t n) {
+    int enabled = PyGC_Disable();
+    PyObject *result = PyObject_Vectorcall(produce, call, n, NULL);
+    if (enabled)
+        PyGC_Enable();
+    return result;
+}
+
 static PyObject *fast_slow(FastProduce *self, PyObject *const *args, size_t nargsf,
                            PyObject *kwnames) {
     return PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
@@ -133,7 +145,10 @@ static PyObject *fast_call(PyObject *callable, PyObject *const *args, size_t nar
         else
             return fast_slow(self, args, nargsf, kwnames);
     }
-    if (!PyUnicode_CheckExact(topic))
+    /* Exact types only: a subclass, or (3.12+) a Python-level buffer, could run Python
+     * code inside confluent's argument parsing, and so let another thread switch. */
+    if (!PyUnicode_CheckExact(topic) ||
+        !(value == Py_None || PyBytes_CheckExact(value) || PyUnicode_CheckExact(value)))
         return fast_slow(self, args, nargsf, kwnames);
     /* An exact str key: the lookup runs no Python code. */
     PyObject *entry = PyDict_GetItemWithError(self->table, topic);
@@ -147,7 +162,7 @@ static PyObject *fast_call(PyObject *callable, PyObject *const *args, size_t nar
     call[1] = value;
     call[2] = key;
     if (entry == Py_None)
-        return PyObject_Vectorcall(self->rd_produce, call, 3, NULL);
+        return fenced_call(self->rd_produce, call, 3);
     if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 3)
         return fast_slow(self, args, nargsf, kwnames);
     const unsigned char *data;
@@ -168,7 +183,7 @@ static PyObject *fast_call(PyObject *callable, PyObject *const *args, size_t nar
     if (partition == NULL)
         return NULL;
     call[3] = partition;
-    PyObject *result = PyObject_Vectorcall(self->rd_produce, call, 4, NULL);
+    PyObject *result = fenced_call(self->rd_produce, call, 4);
     Py_DECREF(partition);
     return result;
 }

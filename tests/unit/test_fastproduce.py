@@ -65,6 +65,7 @@ def test_routed_plain_and_fallbacks() -> None:
     produce("t", b"v", b"k", 2)  # explicit partition
     produce("t", b"v", b"k", on_delivery=print)  # a callback
     produce("t", b"v", b"k", headers=[("a", b"1")])
+    produce("t", bytearray(b"v"), b"k")  # a value of another type: parsed by Python rules
     assert len(rd.calls) == 5
     assert slow.calls == [
         (("unknown", b"v", b"k"), {}),
@@ -74,6 +75,7 @@ def test_routed_plain_and_fallbacks() -> None:
         (("t", b"v", b"k", 2), {}),
         (("t", b"v", b"k"), {"on_delivery": print}),
         (("t", b"v", b"k"), {"headers": [("a", b"1")]}),
+        (("t", bytearray(b"v"), b"k"), {}),
     ]
 
 
