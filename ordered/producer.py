@@ -100,6 +100,8 @@ fall-through, so a method added by a later confluent-kafka cannot bypass the rou
 _METADATA_TIMEOUT_S: Final = 5.0
 _EXIT_FLUSH_S: Final = 5.0
 """At interpreter exit, flush for at most this long ..."""
+_LEAVE_S: Final = 3.0
+"""How long close waits for its final acks and unregistrations."""
 _EXIT_STALL_S: Final = 1.0
 """... and give up sooner when nothing was delivered for this long (Kafka is gone)."""
 
@@ -561,7 +563,15 @@ class OrderedProducer:
                 acks = self._table.close_all() if drained else []
                 topics = [i.topic for i in self._table.infos.values() if i.valid]
             if drained and self._kz.state == KazooState.CONNECTED:
-                self._leave(topics, acks)
+                # In a thread of its own, waited for a bounded time: a kazoo call made
+                # just as ZooKeeper goes away blocks until the session resolves.
+                leaver = threading.Thread(
+                    target=self._leave, args=(topics, acks), name="ordered-leave", daemon=True
+                )
+                leaver.start()
+                leaver.join(_LEAVE_S)
+                if leaver.is_alive():
+                    _log.warning("leaving the layout store timed out after %.0f s", _LEAVE_S)
             # The worker may use the librdkafka handle (a metadata refresh): stop it first.
             self._events.put(Event(EventKind.STOP))
             # A daemon thread: at exit, do not wait long for one stuck in a store call.

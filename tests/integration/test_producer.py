@@ -656,6 +656,26 @@ def test_first_use_without_zookeeper_raises_buffer_error(
     assert producer.flush(10) == 0
 
 
+def test_close_is_bounded_while_zookeeper_is_unreachable(
+    make_producer: Callable[..., OrderedProducer],
+    topic_factory: Callable[..., str],
+    controller: Controller,
+    proxy: Proxy,
+) -> None:
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    producer = make_producer(**{"ordered.zookeeper.connect": f"127.0.0.1:{proxy.port}"})
+    assert keyed_produce_works(producer, topic)
+    proxy.cut()
+    wait_until(lambda: producer.zookeeper.state != "CONNECTED", timeout=15)
+    producer.produce(topic, b"unkeyed")  # still goes: no key order to keep
+    started = time.monotonic()
+    assert producer.close() is True
+    # Flushed (Kafka is up); no ZooKeeper write is tried while it is unreachable.
+    assert time.monotonic() - started < 3.0
+    assert producer.zookeeper.state == "LOST"
+
+
 def test_compacted_topic_gets_tombstone_copies_that_ordered_consumers_skip(
     make_producer: Callable[..., OrderedProducer],
     controller: Controller,
