@@ -17,6 +17,7 @@ import confluent_kafka
 from kazoo.client import KazooClient
 
 from coordinator import devcluster
+from coordinator.zk import close_client, make_client, start_client
 
 __all__ = ["environment", "scratch_root", "servers"]
 
@@ -39,15 +40,13 @@ def servers(args: argparse.Namespace, name: str) -> Iterator[tuple[str, str]]:
 def scratch_root(zookeeper: str) -> Iterator[tuple[KazooClient, str]]:
     """Yield a started kazoo client and a fresh store root, deleted afterwards."""
     root = f"/bench-{uuid.uuid4().hex[:8]}"
-    client = KazooClient(hosts=zookeeper, timeout=10.0, command_retry={"deadline": 10.0})
-    client.start(timeout=15)
+    client = start_client(make_client(zookeeper, command_deadline_s=10.0), 15.0, "--zookeeper")
     try:
         yield client, root
     finally:
         with contextlib.suppress(Exception):
             client.delete(root, recursive=True)
-        client.stop()
-        client.close()
+        close_client(client)
 
 
 def environment(benchmark: str) -> dict[str, Any]:

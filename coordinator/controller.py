@@ -9,8 +9,6 @@ controller that dies anywhere leaves a state that :meth:`Controller.resume` (the
 from __future__ import annotations
 
 import contextlib
-import os
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -29,8 +27,10 @@ from coordinator.errors import (
     StoreError,
     TransitionInProgressError,
 )
-from coordinator.kafka_admin import KafkaAdmin
+from coordinator.identity import process_identity
+from coordinator.kafka_admin import KafkaAdmin, KafkaTopic, UnknownTopicError
 from coordinator.store import EpochRecord, LayoutStore, ProducerRecord, TopicRecord
+from coordinator.topic_ids import check_topic_id
 from linear_hash import ALGORITHMS, key_flow
 
 __all__ = [
@@ -181,6 +181,7 @@ class Description:
         epochs: Every epoch, ascending.
         producers: Registered producers by id.
         acks: Producer ids that acked the pending epoch (empty if none is pending).
+        kafka_topic_id: Kafka's topic id of the topic.
     """
 
     topic: TopicRecord | None
@@ -188,6 +189,7 @@ class Description:
     epochs: tuple[EpochRecord, ...]
     producers: dict[str, ProducerRecord]
     acks: tuple[str, ...]
+    kafka_topic_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict."""
@@ -195,6 +197,7 @@ class Description:
             "adopted": self.topic is not None,
             "topic": None if self.topic is None else self.topic.to_dict(),
             "kafka_partitions": self.kafka_partitions,
+            "kafka_topic_id": self.kafka_topic_id,
             "epochs": [e.to_dict() for e in self.epochs],
             "producers": {k: v.to_dict() for k, v in self.producers.items()},
             "pending_acks": list(self.acks),
@@ -225,7 +228,7 @@ class Controller:
         self._admin = admin
         self._progress: Progress = progress or (lambda _message: None)
         self._cancel = cancel or threading.Event()
-        self._identity = f"{socket.gethostname()}:{os.getpid()}"
+        self._identity = process_identity()
         self._handlers: dict[Step, Callable[[_Transition], None]] = {
             Step.PARTITIONS: self._step_partitions,
             Step.PUBLISH: self._step_publish,
@@ -241,14 +244,34 @@ class Controller:
 
     # --- adoption ------------------------------------------------------------------
 
-    def adopt(self, topic: str, algorithm: str = "murmur3", ordered: bool = True) -> TopicRecord:
+    def adopt(
+        self,
+        topic: str,
+        algorithm: str = "murmur3",
+        ordered: bool = True,
+        replace_existing: bool = False,
+    ) -> TopicRecord:
         """Adopt ``topic`` with its current partition count as ``initial``.
 
-        Idempotent: adopting again with the same algorithm and ``ordered`` returns the
-        existing record.
+        The layout is bound to Kafka's topic id of ``topic``
+        (:attr:`TopicRecord.topic_id`). Idempotent: adopting again with the same
+        algorithm and ``ordered`` returns the existing record. A record of an older
+        version (no topic id) with the same settings is bound to the topic's current
+        id, unless Kafka's topic has fewer partitions than the layout (then it cannot
+        be the adopted topic).
+
+        With ``replace_existing`` (``ordered adopt --replace``), an existing layout of
+        another topic id or other settings is replaced: every epoch is dropped and
+        the topic adopted afresh, with an epoch numbered after the old last one.
+        Refused while an epoch of the adopted topic is pending; a pending epoch of a
+        topic that was deleted (another id in Kafka now) does not hold it up.
 
         Raises:
             LayoutError: Unknown algorithm, or adopted already with other settings.
+            TopicIdMismatchError: Adopted for another topic id (without
+                ``replace_existing``).
+            TransitionInProgressError: An epoch is pending (``replace_existing``), or
+                the record changed meanwhile.
             UnknownTopicError: The topic does not exist in Kafka.
             OrderedKafkaError: Kafka failed.
             StoreError: ZooKeeper failed or holds a bad record.
@@ -257,35 +280,40 @@ class Controller:
             raise LayoutError(
                 f"unknown algorithm {algorithm!r} (known: {', '.join(sorted(ALGORITHMS))})"
             )
-        count = self._admin.partition_count(topic)
-        existing = self._store.get_topic(topic)
+        kafka = self._kafka_topic(topic)
+        existing, version = self._store.get_topic_and_version(topic)
         if existing is not None:
-            if existing.algorithm == algorithm and existing.ordered == ordered:
+            same = existing.algorithm == algorithm and existing.ordered == ordered
+            if same and existing.topic_id == kafka.topic_id:
                 return existing
-            raise LayoutError(
-                f"topic {topic} is already adopted with algorithm {existing.algorithm}, "
-                f"ordered {str(existing.ordered).lower()}"
-            )
+            if not replace_existing:
+                return self._adopt_again(existing, version, kafka, same)
+            self._check_no_live_pending(existing, kafka, "re-adopt")
         compacted = self._admin.is_compacted(topic)
         now = time.time()
+        # An epoch number never names two layouts of one topic name, so a new adoption
+        # continues after the old epochs (a client that missed the change still sees
+        # a newer record, and no cached gate of an old epoch matches a new one).
+        first = self._store.first_epoch(topic) if existing is None else existing.epoch + 1
         record = TopicRecord(
             topic=topic,
-            initial=count,
-            active=count,
-            epoch=0,
+            topic_id=kafka.topic_id,
+            initial=kafka.partitions,
+            active=kafka.partitions,
+            epoch=first,
             pending=None,
-            physical=count,
+            physical=kafka.partitions,
             algorithm=algorithm,
             ordered=ordered,
             compacted=compacted,
             adopted_at=now,
         )
-        epoch0 = EpochRecord(
+        epoch = EpochRecord(
             topic=topic,
-            epoch=0,
-            initial=count,
-            from_active=count,
-            to_active=count,
+            epoch=first,
+            initial=kafka.partitions,
+            from_active=kafka.partitions,
+            to_active=kafka.partitions,
             state="sealed",
             edges=(),
             boundaries={},
@@ -294,12 +322,105 @@ class Controller:
             created_at=now,
             sealed_at=now,
         )
-        self._store.create_topic(record, epoch0)
-        self._progress(f"adopted {topic}: {count} partitions, {algorithm}")
+        if existing is None:
+            self._store.create_topic(record, epoch)
+            self._progress(f"adopted {topic}: {kafka.partitions} partitions, {algorithm}")
+        else:
+            self._store.replace_topic(record, epoch, version)
+            self._progress(
+                f"re-adopted {topic} (topic id {kafka.topic_id}): {kafka.partitions} "
+                f"partitions, {algorithm}, from epoch {first}; the layout of "
+                f"{_id_text(existing.topic_id)} is gone"
+            )
         result = self._store.get_topic(topic)
         if result is None:
             raise StoreError(f"topic {topic} vanished right after its adoption")
         return result
+
+    def _kafka_topic(self, topic: str) -> KafkaTopic:
+        """Kafka's description of ``topic``; a deleted adopted topic says what to do."""
+        try:
+            return self._admin.describe_topic(topic)
+        except UnknownTopicError:
+            if self._store.get_topic(topic) is None:
+                raise
+            raise UnknownTopicError(
+                f"topic {topic} does not exist in Kafka, but a layout of it is adopted (the "
+                f"topic was deleted?): remove the layout with `ordered unadopt {topic}`, or "
+                f"create the topic again and run `ordered adopt {topic} --replace`"
+            ) from None
+
+    def _adopt_again(
+        self, existing: TopicRecord, version: int, kafka: KafkaTopic, same: bool
+    ) -> TopicRecord:
+        """``adopt`` of an adopted topic without ``--replace``: bind, or refuse."""
+        topic = existing.topic
+        check_topic_id(existing, kafka.topic_id)
+        if not same:
+            raise LayoutError(
+                f"topic {topic} is already adopted with algorithm {existing.algorithm}, "
+                f"ordered {str(existing.ordered).lower()} (re-adopt it with other settings: "
+                f"ordered adopt {topic} --replace)"
+            )
+        # A record of an older version: bind it to the topic Kafka has now, if it can be
+        # the adopted one (Kafka never takes partitions away).
+        if kafka.partitions < existing.physical:
+            raise LayoutError(
+                f"topic {topic} has {kafka.partitions} partitions in Kafka, fewer than the "
+                f"{existing.physical} of its layout: it is not the topic that was adopted "
+                f"(deleted and created again?); re-adopt it with `ordered adopt {topic} "
+                f"--replace` or remove the layout with `ordered unadopt {topic}`"
+            )
+        bound = self._store.bind_topic_id(topic, kafka.topic_id, version)
+        self._progress(f"bound the layout of {topic} to topic id {kafka.topic_id}")
+        return bound
+
+    def _check_no_live_pending(
+        self, record: TopicRecord, kafka: KafkaTopic | None, what: str
+    ) -> None:
+        """Refuse to ``what`` a topic whose pending epoch belongs to the live topic."""
+        if record.pending is None:
+            return
+        gone = kafka is None or (record.topic_id is not None and record.topic_id != kafka.topic_id)
+        if gone:
+            return  # the pending epoch's topic was deleted: nothing to wait for
+        raise TransitionInProgressError(
+            f"cannot {what} {record.topic}: epoch {record.pending} (to {record.active} "
+            f"partitions) is pending; it completes with `ordered coordinator` running, or "
+            f"run `ordered expand {record.topic} --to {record.active}` (or shrink) to "
+            "complete it first"
+        )
+
+    def unadopt(self, topic: str) -> TopicRecord | None:
+        """Remove ``topic``'s layout: its record and every epoch (``ordered unadopt``).
+
+        Producers then route the topic as plain Kafka does and consumers read it
+        without gates. Idempotent: a topic not adopted is left alone. Refused while an
+        epoch of the adopted topic is pending; Kafka is asked only then, and a topic
+        gone from Kafka (or created again, with another id) does not hold it up.
+
+        Returns:
+            The record removed, ``None`` when the topic was not adopted.
+
+        Raises:
+            TransitionInProgressError: An epoch is pending, or the record changed
+                meanwhile.
+            OrderedKafkaError: Kafka failed (asked only when an epoch is pending).
+            StoreError: ZooKeeper failed or holds a bad record.
+        """
+        existing, version = self._store.get_topic_and_version(topic)
+        if existing is None:
+            return None
+        if existing.pending is not None:
+            kafka: KafkaTopic | None
+            try:
+                kafka = self._admin.describe_topic(topic)
+            except UnknownTopicError:
+                kafka = None
+            self._check_no_live_pending(existing, kafka, "unadopt")
+        self._store.remove_topic(topic, version)
+        self._progress(f"unadopted {topic}: its layout (up to epoch {existing.epoch}) is gone")
+        return existing
 
     # --- transitions ---------------------------------------------------------------
 
@@ -309,6 +430,7 @@ class Controller:
         Raises:
             LayoutError: ``to`` is not above the active count.
             NotAdoptedError: The topic is not adopted.
+            TopicIdMismatchError: The layout was adopted for another topic id.
             UnknownTopicError: The topic does not exist in Kafka.
             TransitionInProgressError: Another transition is pending or running.
             BarrierTimeoutError: The barrier did not pass within ``timeout``; the epoch
@@ -324,6 +446,7 @@ class Controller:
         Raises:
             LayoutError: ``to`` is not below the active count, or below ``initial``.
             NotAdoptedError: The topic is not adopted.
+            TopicIdMismatchError: The layout was adopted for another topic id.
             UnknownTopicError: The topic does not exist in Kafka.
             TransitionInProgressError: Another transition is pending or running.
             BarrierTimeoutError: The barrier did not pass within ``timeout``; the epoch
@@ -341,6 +464,7 @@ class Controller:
 
         Raises:
             NotAdoptedError: The topic is not adopted.
+            TopicIdMismatchError: The layout was adopted for another topic id.
             TransitionInProgressError: Another controller holds the topic's lock.
             BarrierTimeoutError: The barrier did not pass within ``timeout``.
             OrderedKafkaError: Kafka failed.
@@ -360,14 +484,17 @@ class Controller:
         """Describe ``topic``: its record, epochs, producers and Kafka partition count.
 
         Raises:
+            TopicIdMismatchError: The layout was adopted for another topic id.
             UnknownTopicError: The topic does not exist in Kafka.
             OrderedKafkaError: Kafka failed.
             StoreError: ZooKeeper failed or holds a bad record.
         """
-        count = self._admin.partition_count(topic)
+        kafka = self._kafka_topic(topic)
+        count = kafka.partitions
         record = self._store.get_topic(topic)
+        check_topic_id(record, kafka.topic_id)
         if record is None:
-            return Description(None, count, (), self._store.producers(topic), ())
+            return Description(None, count, (), self._store.producers(topic), (), kafka.topic_id)
         acks: tuple[str, ...] = ()
         if record.pending is not None:
             acks = tuple(sorted(self._store.acks(topic, record.pending)))
@@ -377,6 +504,7 @@ class Controller:
             tuple(self._store.epochs(topic)),
             self._store.producers(topic),
             acks,
+            kafka.topic_id,
         )
 
     def _validate(self, topic: str, to: int, kind: str) -> tuple[TopicRecord, int, int, bool]:
@@ -386,12 +514,14 @@ class Controller:
             The topic record, its znode version, Kafka's partition count, and whether
             the request resumes the pending epoch.
         """
-        count = self._admin.partition_count(topic)
+        kafka = self._kafka_topic(topic)
+        count = kafka.partitions
         record, version = self._store.get_topic_and_version(topic)
         if record is None:
             raise NotAdoptedError(
                 f"topic {topic} is not adopted (adopt it first: ordered adopt {topic})"
             )
+        check_topic_id(record, kafka.topic_id)
         if record.pending is not None:
             if kind == "resume" or to == record.active:
                 return record, version, count, True
@@ -720,6 +850,10 @@ def barrier_status(
 
 class _NothingPending(OrderedError):
     """Internal: a resume found the epoch sealed by someone else meanwhile."""
+
+
+def _id_text(topic_id: str | None) -> str:
+    return "the unbound adoption" if topic_id is None else f"topic id {topic_id}"
 
 
 def _edges_text(edges: list[tuple[int, int]]) -> str:

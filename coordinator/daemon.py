@@ -5,7 +5,9 @@ one leader. The leader scans the adopted topics every ``scan_interval`` seconds 
 whenever a topic record or the topic list changes (kazoo watches), and runs
 :meth:`Controller.resume` on each topic with a pending epoch, one worker thread per
 topic. While it leads it also runs the position service's relay
-(:class:`~coordinator.position_relay.PositionRelay`) in a thread of its own. A
+(:class:`~coordinator.position_relay.PositionRelay`) in a thread of its own, and the
+drain monitor and consumed-retention sweep (:class:`~coordinator.retention.Sweeper`)
+every ``sweep_interval`` seconds in another. A
 transition that another controller runs (the topic lock is held) is left to it. The
 connection listener only sets flags; losing the session ends the leadership at once
 (the election node is gone), and the daemon contends again after reconnecting.
@@ -20,8 +22,6 @@ Leadership states (:class:`Role`; only :meth:`CoordinatorDaemon._set_role` chang
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -35,8 +35,10 @@ from kazoo.protocol.states import KazooState
 
 from coordinator.controller import BarrierTimeoutError, Controller
 from coordinator.errors import OrderedError, StoreError, TransitionInProgressError
+from coordinator.identity import process_identity
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.position_relay import PositionRelay
+from coordinator.retention import DEFAULT_SWEEP_INTERVAL_S, Sweeper, SweepSettings
 from coordinator.store import LayoutStore, Watch, paths
 
 __all__ = ["CoordinatorDaemon", "Role"]
@@ -83,6 +85,9 @@ class CoordinatorDaemon:
         identifier: This daemon's name in the election (default ``host:pid``).
         relay_interval: Seconds between position relay rounds; ``0`` turns the relay
             off.
+        sweep_interval: Seconds between rounds of the drain monitor and consumed-
+            retention sweep (:class:`~coordinator.retention.Sweeper`); ``0`` turns it off.
+        sweep_settings: Which groups count and how long a trim may wait.
     """
 
     def __init__(
@@ -95,6 +100,8 @@ class CoordinatorDaemon:
         resume_timeout: float = 10.0,
         identifier: str | None = None,
         relay_interval: float = 0.1,
+        sweep_interval: float = DEFAULT_SWEEP_INTERVAL_S,
+        sweep_settings: SweepSettings | None = None,
     ) -> None:
         self._client = client
         self._store = LayoutStore(client, root)
@@ -103,17 +110,26 @@ class CoordinatorDaemon:
         self._controller = Controller(self._store, admin, self._progress, cancel=self._stop)
         self._scan_interval = scan_interval
         self._resume_timeout = resume_timeout
-        self._identifier = identifier or f"{socket.gethostname()}:{os.getpid()}"
+        self._identifier = identifier or process_identity()
         self._role = Role.FOLLOWER
         self._role_lock = threading.Lock()
         self._lost = threading.Event()
         self._wake = threading.Event()
         self._workers: dict[str, threading.Thread] = {}
         self._errors: dict[str, str] = {}
+        # The last failure of each topic's resume: a topic that fails the same way every
+        # scan (say, a layout of another topic id) is reported once, not every second.
+        self._failures: dict[str, str] = {}
         self._election: Any = None
         self._relay = (
             PositionRelay(client, admin, root, relay_interval, self._progress)
             if relay_interval > 0
+            else None
+        )
+        self._sweep_interval = sweep_interval
+        self._sweeper = (
+            Sweeper(self._store, admin, sweep_settings, self._progress)
+            if sweep_interval > 0
             else None
         )
 
@@ -191,6 +207,12 @@ class CoordinatorDaemon:
                 daemon=True,
             )
             relay.start()
+        sweeper: threading.Thread | None = None
+        if self._sweeper is not None:
+            sweeper = threading.Thread(
+                target=self._sweep_loop, args=(led,), name="sweeper", daemon=True
+            )
+            sweeper.start()
         try:
             self._client.ensure_path(paths.topics_path(self._store.root))
             watches[""] = self._store.watch_children(
@@ -209,12 +231,26 @@ class CoordinatorDaemon:
             led.set()
             if relay is not None:
                 relay.join()
+            if sweeper is not None:
+                sweeper.join()
             for watch in watches.values():
                 watch.stop()
             # A worker still in a barrier stops within a second (cancel or session loss);
             # waiting here keeps two leaders from resuming the same topic.
             if self._stop.is_set() or self._lost.is_set():
                 self._join_workers()
+
+    def _sweep_loop(self, led: threading.Event) -> None:
+        """Run the sweeper every ``sweep_interval`` seconds while this daemon leads."""
+        assert self._sweeper is not None
+        while not (led.is_set() or self._stop.is_set() or self._lost.is_set()):
+            try:
+                self._sweeper.sweep()
+            except OrderedError as exc:
+                self._progress(f"sweep failed: {exc}")
+            except (KazooException, KazooTimeoutError) as exc:
+                self._progress(f"sweep failed: ZooKeeper: {exc!r}")
+            led.wait(self._sweep_interval)
 
     def _scan(self, watches: dict[str, Watch]) -> None:
         for topic in self._store.list_topics():
@@ -242,6 +278,7 @@ class CoordinatorDaemon:
 
     def _resume(self, topic: str) -> None:
         started = time.monotonic()
+        failed = False
         try:
             result = self._controller.resume(topic, timeout=self._resume_timeout)
         except TransitionInProgressError as exc:
@@ -251,14 +288,22 @@ class CoordinatorDaemon:
             self._progress(str(exc))
             return
         except OrderedError as exc:
-            self._progress(f"resume of {topic} failed: {exc}")
+            # Retried at the next periodic scan, not at once: a failure that repeats
+            # (a layout of another topic id, a deleted topic) must not spin.
+            failed = True
+            message = f"resume of {topic} failed: {exc}"
+            if self._failures.get(topic) != message:
+                self._progress(message)
+            self._failures[topic] = message
             return
         except (KazooException, KazooTimeoutError) as exc:
             self._progress(f"resume of {topic} failed: ZooKeeper: {exc!r}")
             return
         finally:
-            # Rescan soon: the epoch may be sealed, or need another round.
-            self._wake.set()
+            if not failed:
+                # Rescan soon: the epoch may be sealed, or need another round.
+                self._wake.set()
+        self._failures.pop(topic, None)
         if result is not None:
             self._progress(
                 f"sealed epoch {result.epoch} of {topic} ({result.from_active} -> "

@@ -20,9 +20,13 @@ __all__ = [
     "OrderedError",
     "OrderedKafkaError",
     "RecordCorruptError",
+    "StateTransitionError",
     "StoreError",
     "StoreUnavailableError",
+    "TopicIdMismatchError",
     "TransitionInProgressError",
+    "TrimError",
+    "TrimRequestError",
     "UsageError",
 ]
 
@@ -80,6 +84,37 @@ class NotAdoptedError(UsageError):
     """The topic exists in Kafka but has not been adopted by the ordering layer."""
 
 
+class TopicIdMismatchError(UsageError):
+    """The layout in the store was adopted for another incarnation of the topic.
+
+    Kafka gives every topic a topic id at creation; a topic deleted and created again
+    under the same name gets a new one. A layout records the id of the topic it was
+    adopted for, and a client or command that finds Kafka's topic under another id
+    refuses the layout (``ordered adopt TOPIC --replace`` re-adopts the topic,
+    ``ordered unadopt TOPIC`` removes the layout).
+
+    Attributes:
+        topic: The topic name.
+        recorded_id: The topic id the layout was adopted for.
+        kafka_id: The topic id Kafka reports now.
+    """
+
+    def __init__(self, topic: str, recorded_id: str, kafka_id: str) -> None:
+        super().__init__(
+            f"topic {topic} was adopted as topic id {recorded_id}, but Kafka's topic "
+            f"{topic} now has topic id {kafka_id} (deleted and created again?): its layout "
+            f"does not apply; re-adopt it with `ordered adopt {topic} --replace` or remove "
+            f"the layout with `ordered unadopt {topic}`"
+        )
+        self.topic = topic
+        self.recorded_id = recorded_id
+        self.kafka_id = kafka_id
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickles (Spark ships exceptions between processes) with its three fields.
+        return (type(self), (self.topic, self.recorded_id, self.kafka_id))
+
+
 class TransitionInProgressError(OrderedError):
     """Another layout transition of the same topic is running; retry when it ends."""
 
@@ -102,6 +137,23 @@ class OrderedKafkaError(OrderedError):
         return int(self.kafka_error.code())
 
 
+class TrimRequestError(UsageError):
+    """A trim request is malformed or cannot be done as asked; nothing was sent."""
+
+
+class TrimError(OrderedError):
+    """A trim (DeleteRecords) failed or timed out for at least one partition.
+
+    Attributes:
+        results: The per-partition results (``coordinator.trim.PartitionTrim``), the
+            failed ones included, so a caller can report every partition.
+    """
+
+    def __init__(self, message: str, results: tuple[Any, ...] = ()) -> None:
+        super().__init__(message)
+        self.results = results
+
+
 class OrderViolationError(OrderedError):
     """A consumed record contradicts the layout (``ordered.violation.policy=raise``).
 
@@ -122,3 +174,11 @@ class OrderViolationError(OrderedError):
         self.partition = partition
         self.offset = offset
         self.reason = reason
+
+
+class StateTransitionError(OrderedError, RuntimeError):
+    """A state machine was asked for a move its transition table does not list.
+
+    Always a bug in the caller (an event in a state where it cannot happen), never a
+    condition of the servers: the message names the machine, the state and the event.
+    """

@@ -29,6 +29,7 @@ from coordinator.history import TopicHistory
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.positions import Interest, PositionService
 from coordinator.store import EpochRecord, LayoutStore
+from coordinator.topic_ids import check_topic_id
 from linear_hash.gating import GateEvaluator, Wait
 
 __all__ = ["GateWait", "GroupStatus", "PartitionStatus", "group_status"]
@@ -155,15 +156,18 @@ def group_status(store: LayoutStore, admin: KafkaAdmin, topic: str, group: str) 
     Raises:
         UnknownTopicError: The topic does not exist in Kafka.
         NotAdoptedError: The topic is not adopted.
+        TopicIdMismatchError: The layout was adopted for another topic id.
         OrderedKafkaError: Kafka failed.
         StoreError: ZooKeeper failed or holds a bad record.
     """
-    count = admin.partition_count(topic)
+    kafka = admin.describe_topic(topic)
+    count = kafka.partitions
     record = store.get_topic(topic)
     if record is None:
         raise NotAdoptedError(
             f"topic {topic} is not adopted (adopt it first: ordered adopt {topic})"
         )
+    check_topic_id(record, kafka.topic_id)
     epochs = {e.epoch: e for e in store.epochs(topic)}
     gates = TopicHistory.from_records(record, list(epochs.values())).gates()
     partitions = range(count)

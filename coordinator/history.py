@@ -35,6 +35,7 @@ from kazoo.client import KazooClient, KazooState
 from coordinator.errors import NotAdoptedError
 from coordinator.store import LayoutStore, TopicRecord, Watch
 from coordinator.store import paths as store_paths
+from coordinator.topic_ids import TopicIds, check_topic_id
 from linear_hash import Layout
 from linear_hash.gating import EpochInfo, GateEvaluator
 
@@ -119,8 +120,15 @@ class TopicHistory:
         return cls(record.topic, record, infos, layouts)
 
 
-def load_history(store: LayoutStore, topic: str, *, sync: bool = True) -> TopicHistory:
-    """Read a topic's history from the store.
+def load_history(
+    store: LayoutStore,
+    topic: str,
+    *,
+    sync: bool = True,
+    topic_id: str | None = None,
+    ids: TopicIds | None = None,
+) -> TopicHistory:
+    """Read a topic's history from the store, refusing a layout of another topic id.
 
     Args:
         store: The layout store.
@@ -129,17 +137,27 @@ def load_history(store: LayoutStore, topic: str, *, sync: bool = True) -> TopicH
             every write that completed before this call began (the server we read
             from may otherwise lag the leader). Readers that must know every epoch a
             record fetched earlier could carry (consumers, the Spark planner) sync.
+        topic_id: Kafka's topic id of ``topic``, if the caller knows it: a record
+            bound to another id is refused.
+        ids: A :class:`~coordinator.topic_ids.TopicIds` that asks Kafka for the id
+            when the record is bound to one (readers that do not know it yet).
 
     Returns:
         The snapshot; ``record`` is ``None`` when the topic is not adopted.
 
     Raises:
+        TopicIdMismatchError: The record is bound to another topic id than Kafka's.
+        UnknownTopicError: ``ids`` found the topic gone from Kafka.
+        OrderedKafkaError: ``ids`` could not ask Kafka.
         StoreError: ZooKeeper is unreachable or a record fails its check.
     """
     if sync:
         path = store_paths.topic_path(store.root, topic)
         store._run(f"sync {path}", store.client.sync, path)
     record = store.get_topic(topic)
+    check_topic_id(record, topic_id)
+    if ids is not None:
+        ids.verify(record)
     if record is None:
         return TopicHistory(topic, None)
     if not record.ordered:
@@ -182,6 +200,7 @@ class HistoryWatcher:
         self._on_change = on_change
         self._lock = threading.Lock()
         self._dirty: set[str] = set()
+        self._unarmed: set[str] = set()
         self._watches: dict[str, Watch] = {}
         self._state = SessionState.CONNECTED
         self.generation = 0
@@ -204,8 +223,10 @@ class HistoryWatcher:
             self._state = new
             if new is SessionState.CONNECTED:
                 self.generation += 1
-                # Watches may have missed changes while away: everything is dirty.
+                # Watches may have missed changes while away (and a new session has
+                # none): everything is dirty and armed again.
                 self._dirty.update(self._watches)
+                self._unarmed.update(self._watches)
 
     def _on_session(self, state: Any) -> bool | None:
         if self._state is SessionState.STOPPED:
@@ -226,6 +247,12 @@ class HistoryWatcher:
     def watch(self, topic: str) -> None:
         """Start watching ``topic`` (idempotent); it starts out dirty.
 
+        The watch is a one-shot ZooKeeper watch armed on the caller's thread; when it
+        fires (kazoo's thread) it only marks the topic, and :meth:`take_dirty` arms
+        it again on the owner's thread. Nothing ever reads on kazoo's thread, so a
+        ZooKeeper that went away cannot stall kazoo's worker (kazoo's ``DataWatch``
+        re-reads there with unbounded retries, which blocks interpreter exit).
+
         Raises:
             StoreError: ZooKeeper is unreachable.
         """
@@ -233,20 +260,48 @@ class HistoryWatcher:
             if topic in self._watches:
                 return
             self._dirty.add(topic)
+            self._watches[topic] = Watch()
+        self._arm(topic)
 
-        def changed(_record: TopicRecord | None) -> None:
+    def _arm(self, topic: str) -> None:
+        path = store_paths.topic_path(self._store.root, topic)
+        handle = self._watches.get(topic)
+        if handle is None or handle.stopped:
+            return
+
+        def fired(_event: Any) -> None:
+            # kazoo's thread: flags only.
+            if handle.stopped:
+                return
             with self._lock:
                 self._dirty.add(topic)
+                self._unarmed.add(topic)
             self._poke()
 
-        watch = self._store.watch_topic(topic, changed, on_error=lambda _exc: changed(None))
-        with self._lock:
-            self._watches[topic] = watch
+        try:
+            self._store._run(f"watch {path}", self._store.client.exists, path, fired)
+        except Exception:
+            with self._lock:
+                self._unarmed.add(topic)
+                self._dirty.add(topic)
+            raise
 
     def take_dirty(self) -> set[str]:
-        """Return the topics changed since the last call, and clear the set."""
+        """Return the topics changed since the last call, and clear the set.
+
+        Re-arms the watches that fired (or could not be armed), on this thread; one
+        that still cannot be armed stays marked, so the owner tries again. Never raises.
+        """
         with self._lock:
             dirty, self._dirty = self._dirty, set()
+            unarmed, self._unarmed = self._unarmed, set()
+            if self._state is SessionState.STOPPED:
+                return dirty
+        for topic in unarmed:
+            try:
+                self._arm(topic)
+            except Exception:  # marked again by _arm: the next call retries
+                dirty.add(topic)
         return dirty
 
     def mark_dirty(self, topic: str) -> None:
@@ -261,6 +316,6 @@ class HistoryWatcher:
             watches = list(self._watches.values())
             self._watches.clear()
         for watch in watches:
-            watch.stop()
+            watch.stop()  # a one-shot watch that fires later finds it stopped
         client: KazooClient = self._store.client
         client.remove_listener(self._on_session)

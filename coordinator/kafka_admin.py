@@ -1,22 +1,33 @@
 """Thin helpers over confluent-kafka's ``AdminClient`` for the controller.
 
-Partition counts, an idempotent CreatePartitions, end and start offsets (high and low
-watermarks), a group's committed offsets and the ``cleanup.policy`` of a topic. Every
-call is bounded by the helper's ``timeout`` so a Kafka that is down fails fast. Kafka
-errors become :class:`~coordinator.errors.OrderedKafkaError` keeping the original
-``KafkaError``; a topic that does not exist is an :class:`UnknownTopicError` (a usage error).
+Topic descriptions (partition count and Kafka's topic id), partition counts, an
+idempotent CreatePartitions, end and start offsets (high and low watermarks), a group's
+committed offsets and the ``cleanup.policy`` of a topic. Every call is bounded by the
+helper's ``timeout`` so a Kafka that is down fails fast. Kafka errors become
+:class:`~coordinator.errors.OrderedKafkaError` keeping the original ``KafkaError``; a
+topic that does not exist is an :class:`UnknownTopicError` (a usage error).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    TopicCollection,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import ConfigResource
 from confluent_kafka.admin._listoffsets import OffsetSpec
@@ -25,7 +36,10 @@ from confluent_kafka.cimpl import NewPartitions
 
 from coordinator.errors import OrderedKafkaError, UsageError
 
-__all__ = ["KafkaAdmin", "UnknownTopicError"]
+__all__ = ["DeleteOutcome", "KafkaAdmin", "KafkaTopic", "UnknownTopicError", "WaitReport"]
+
+WaitReport = Callable[[int, float], None]
+"""Progress of a DeleteRecords: called with (partitions still waiting, seconds so far)."""
 
 # librdkafka logs every refused connection; the errors that matter reach the caller as
 # exceptions, so these logs go to the application's logging only if it configures it.
@@ -45,6 +59,9 @@ _TRANSIENT = frozenset(
         KafkaError.UNKNOWN_TOPIC_OR_PART,
         KafkaError._UNKNOWN_PARTITION,
         KafkaError._UNKNOWN_TOPIC,
+        # librdkafka's "No leaders found": its metadata does not name the leader of a
+        # just-created partition yet (seen on three brokers right after an expansion).
+        KafkaError._NOENT,
     }
 )
 
@@ -58,6 +75,36 @@ _EARLIEST: OffsetSpec = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
 
 class UnknownTopicError(UsageError):
     """The topic does not exist in Kafka."""
+
+
+@dataclass(frozen=True)
+class KafkaTopic:
+    """What Kafka says about one topic.
+
+    Attributes:
+        name: The topic name.
+        topic_id: Kafka's topic id (base64, as Kafka's tools print it); a topic
+            deleted and created again under the same name gets a new one.
+        partitions: The partition count.
+    """
+
+    name: str
+    topic_id: str
+    partitions: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOutcome:
+    """What DeleteRecords answered for one partition.
+
+    Attributes:
+        low_watermark: The partition's low watermark (minimum log start offset over its
+            live replicas), ``-1`` when the answer is an error.
+        error: The ``KafkaError`` of the partition, ``None`` on success.
+    """
+
+    low_watermark: int
+    error: KafkaError | None
 
 
 def _kafka_error(exc: BaseException) -> KafkaError | None:
@@ -122,6 +169,42 @@ class KafkaAdmin:
                 info.error,
             )
         return len(info.partitions)
+
+    def describe_topic(self, topic: str, *, diagnose: bool = True) -> KafkaTopic:
+        """Return ``topic``'s id and partition count (one DescribeTopics request).
+
+        Args:
+            topic: The topic.
+            diagnose: On a timeout, make a metadata request too, whose error names the
+                cause (a transport failure, say); ``False`` keeps the call within one
+                ``timeout`` (clients that only retry).
+
+        Raises:
+            UnknownTopicError: The topic does not exist.
+            OrderedKafkaError: Kafka did not answer in time or reported an error.
+        """
+        try:
+            futures = self._admin.describe_topics(
+                TopicCollection([topic]), request_timeout=self._timeout
+            )
+            description = futures[topic].result(timeout=self._timeout + 5)
+        except KafkaException as exc:
+            error = _kafka_error(exc)
+            if error is not None and error.code() in (
+                KafkaError.UNKNOWN_TOPIC_OR_PART,
+                KafkaError._UNKNOWN_TOPIC,
+            ):
+                raise UnknownTopicError(f"topic {topic} does not exist in Kafka") from None
+            if diagnose and error is not None and error.code() == KafkaError._TIMED_OUT:
+                # DescribeTopics says only "timed out"; a metadata request names the
+                # cause (say, a transport failure) and raises it.
+                self.partition_count(topic)
+            raise self._fail(f"cannot describe topic {topic}", exc) from exc
+        return KafkaTopic(topic, str(description.topic_id), len(description.partitions))
+
+    def topic_id(self, topic: str) -> str:
+        """Return Kafka's topic id of ``topic`` (see :meth:`describe_topic`)."""
+        return self.describe_topic(topic).topic_id
 
     def create_partitions(self, topic: str, total: int) -> bool:
         """Make ``topic`` have at least ``total`` partitions (CreatePartitions).
@@ -213,6 +296,137 @@ class KafkaAdmin:
                 )
             if tp.offset >= 0:
                 out[tp.partition] = int(tp.offset)
+        return out
+
+    def list_groups(self) -> dict[str, str]:
+        """Return every consumer group of the cluster and its state (``EMPTY``, ``STABLE``...).
+
+        Raises:
+            OrderedKafkaError: Kafka failed, or some broker's groups could not be listed
+                (a partial list would let a group's commits go unseen).
+        """
+        try:
+            result = self._admin.list_consumer_groups(request_timeout=self._timeout).result(
+                timeout=self._timeout + 5
+            )
+        except KafkaException as exc:
+            raise self._fail("cannot list the consumer groups", exc) from exc
+        if result.errors:
+            first = result.errors[0]
+            error = first if isinstance(first, KafkaError) else _kafka_error(first)
+            raise OrderedKafkaError(
+                f"Kafka at {self._bootstrap}: cannot list the consumer groups of every "
+                f"broker: {error.str() if error is not None else first}",
+                error,
+            )
+        out: dict[str, str] = {}
+        for listing in result.valid:
+            state = listing.state
+            out[str(listing.group_id)] = (
+                state.name if isinstance(state, ConsumerGroupState) else str(state)
+            )
+        return out
+
+    def group_offsets(self, group: str, topic: str, partitions: Iterable[int]) -> dict[int, int]:
+        """Return ``group``'s committed offsets on ``partitions`` of ``topic`` (admin API).
+
+        Partitions without a commit are left out. Unlike :meth:`committed_offsets` this
+        uses ``list_consumer_group_offsets`` and keeps no client per group, for scans
+        over every group of the cluster.
+
+        Raises:
+            OrderedKafkaError: Kafka failed or reported an error for a partition.
+        """
+        wanted = sorted(set(partitions))
+        if not wanted:
+            return {}
+        request = [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in wanted])]
+        try:
+            futures = self._admin.list_consumer_group_offsets(
+                request, request_timeout=self._timeout
+            )
+            got = futures[group].result(timeout=self._timeout + 5)
+        except KafkaException as exc:
+            what = f"cannot read the offsets group {group} committed on {topic}"
+            raise self._fail(what, exc) from exc
+        out: dict[int, int] = {}
+        for tp in got.topic_partitions or ():
+            if tp.error is not None:
+                raise OrderedKafkaError(
+                    f"Kafka at {self._bootstrap}: offset of group {group} on "
+                    f"{topic}[{tp.partition}]: {tp.error.str()}",
+                    tp.error,
+                )
+            if tp.topic == topic and tp.offset >= 0:
+                out[tp.partition] = int(tp.offset)
+        return out
+
+    def offsets_for_time(
+        self, topic: str, partitions: Iterable[int], timestamp_ms: int
+    ) -> dict[int, int]:
+        """Return, per partition, the offset of the first record at or after ``timestamp_ms``.
+
+        ListOffsets by timestamp; a partition with no such record gets its end offset
+        (every record in it is older).
+
+        Raises:
+            OrderedKafkaError: Kafka reported an error or did not answer in time.
+        """
+        spec: OffsetSpec = OffsetSpec.for_timestamp(timestamp_ms)
+        wanted = sorted(set(partitions))
+        found = self._list_offsets(topic, wanted, spec, "time")
+        missing = [p for p in wanted if found.get(p, -1) < 0]
+        if missing:
+            found.update(self.end_offsets(topic, missing))
+        return found
+
+    def delete_records(
+        self,
+        offsets: Mapping[tuple[str, int], int],
+        operation_timeout: float,
+        request_timeout: float,
+        on_wait: WaitReport | None = None,
+    ) -> dict[tuple[str, int], DeleteOutcome]:
+        """Send DeleteRecords for each ``(topic, partition) -> offset``; one answer each.
+
+        ``operation_timeout`` is the request's ``TimeoutMs``: how long the leader waits
+        for every live replica's log start offset to reach the offset. Errors are
+        returned per partition (never raised), so the caller decides each one.
+        ``on_wait`` is called about once a second while answers are outstanding.
+
+        Raises:
+            OrderedKafkaError: The request could not be sent at all.
+        """
+        if not offsets:
+            return {}
+        request = [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
+        started = time.monotonic()
+        try:
+            futures: dict[TopicPartition, Future[Any]] = self._admin.delete_records(
+                request, request_timeout=request_timeout, operation_timeout=operation_timeout
+            )
+        except KafkaException as exc:
+            raise self._fail("cannot send DeleteRecords", exc) from exc
+        by_future = {f: (tp.topic, tp.partition) for tp, f in futures.items()}
+        pending = set(by_future)
+        limit = started + request_timeout + 10
+        while pending:
+            _done, pending = concurrent.futures.wait(pending, timeout=1.0)
+            if pending and on_wait is not None:
+                on_wait(len(pending), time.monotonic() - started)
+            if pending and time.monotonic() > limit:
+                break  # librdkafka fails each future by request_timeout; a safety net
+        out: dict[tuple[str, int], DeleteOutcome] = {}
+        for future, key in by_future.items():
+            if future in pending:
+                out[key] = DeleteOutcome(-1, KafkaError(KafkaError._TIMED_OUT))
+                continue
+            try:
+                deleted = future.result(timeout=0)
+                out[key] = DeleteOutcome(int(deleted.low_watermark), None)
+            except KafkaException as exc:
+                error = _kafka_error(exc) or KafkaError(KafkaError._FAIL, str(exc))
+                out[key] = DeleteOutcome(-1, error)
         return out
 
     def _probe(self, group: str) -> Any:

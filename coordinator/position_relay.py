@@ -57,7 +57,7 @@ class PositionRelay:
     ) -> None:
         self._client = client
         self._admin = admin
-        self._root = paths.check_root(root).rstrip("/")
+        self._root = paths.check_root(root)
         self._interval = interval
         self._progress = progress or (lambda _message: None)
         self._services: dict[str, PositionService] = {}
@@ -90,7 +90,7 @@ class PositionRelay:
 
     def _groups(self) -> list[str]:
         try:
-            names = self._client.get_children(f"{self._root}/groups")
+            names = self._client.get_children(paths.groups_path(self._root))
         except NoNodeError:
             return []
         return sorted(urllib.parse.unquote(name) for name in names)
@@ -99,7 +99,7 @@ class PositionRelay:
         service = self._services.get(group)
         if service is None:
             service = self._services[group] = PositionService(self._client, self._root, group)
-        base = f"{self._root}/groups/{urllib.parse.quote(group, safe='')}/interest"
+        base = paths.interest_topics_path(self._root, group)
         try:
             topics = self._client.get_children(base)
         except NoNodeError:

@@ -10,8 +10,10 @@ offsets read from Kafka. A progress record only says "look again now", so a stal
 missing or wrong record can delay a gate (back to the fallback interval), never open
 one early.
 
-Znodes (JSON, sorted keys, ``"version": 1``, checked on read), with ``{g}`` the group
-id percent-encoded (``urllib.parse.quote(group, safe="")``):
+Znodes (paths from :mod:`coordinator.store.paths`, with ``{g}`` the group id
+percent-encoded), their records :class:`Interest` and :class:`Progress` from
+:mod:`coordinator.store.records` like every znode's (JSON, sorted keys,
+``"version": 1``, checked on read; re-exported here):
 
 * interest, ``{root}/groups/{g}/interest/{topic}/{member}`` (ephemeral): ``member``,
   ``waits`` (``{"partition": offset}``), ``at``;
@@ -25,20 +27,18 @@ only call the given callback, which must not block.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-import urllib.parse
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.protocol.states import ZnodeStat
 
-from coordinator.errors import RecordCorruptError, StoreError
-from coordinator.store.paths import check_root, check_topic
+from coordinator.errors import StoreError
+from coordinator.store import paths
+from coordinator.store.records import RECORD_VERSION, Interest, Progress
 
 __all__ = [
     "POSITIONS_VERSION",
@@ -47,123 +47,10 @@ __all__ = [
     "Progress",
 ]
 
-POSITIONS_VERSION: Final = 1
-"""The ``version`` of interest and progress records."""
+POSITIONS_VERSION: Final = RECORD_VERSION
+"""The ``version`` of interest and progress records (:data:`Interest.VERSION`)."""
 
 _log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Interest:
-    """What one group member's closed gates wait on in one topic.
-
-    Attributes:
-        member: The member (consumer) id.
-        waits: Partition -> the committed offset it must reach.
-        at: Unix time of the declaration.
-    """
-
-    member: str
-    waits: Mapping[int, int]
-    at: float
-
-    def to_json(self) -> bytes:
-        """Serialise (sorted keys, ``version``)."""
-        return _dump(
-            {
-                "member": self.member,
-                "waits": {str(p): o for p, o in sorted(self.waits.items())},
-                "at": self.at,
-            }
-        )
-
-    @classmethod
-    def from_json(cls, data: bytes, path: str) -> Interest:
-        """Parse and check a record.
-
-        Raises:
-            StoreError: Malformed, wrong version, missing/extra or mistyped fields.
-        """
-        record = _load(data, path, {"member", "waits", "at"})
-        waits = record["waits"]
-        if not isinstance(record["member"], str) or not isinstance(waits, dict):
-            raise RecordCorruptError(f"{path}: member must be a string and waits an object")
-        try:
-            parsed = {int(p): _offset(o) for p, o in waits.items()}
-        except (TypeError, ValueError) as exc:
-            raise RecordCorruptError(f"{path}: bad waits {waits!r}: {exc}") from None
-        return cls(record["member"], parsed, _time(record["at"], path))
-
-
-@dataclass(frozen=True, slots=True)
-class Progress:
-    """The committed offset a group member published for one partition.
-
-    Attributes:
-        partition: The partition.
-        offset: The committed offset.
-        at: Unix time of the publication.
-    """
-
-    partition: int
-    offset: int
-    at: float
-
-    def to_json(self) -> bytes:
-        """Serialise (sorted keys, ``version``)."""
-        return _dump({"partition": self.partition, "offset": self.offset, "at": self.at})
-
-    @classmethod
-    def from_json(cls, data: bytes, path: str) -> Progress:
-        """Parse and check a record.
-
-        Raises:
-            StoreError: Malformed, wrong version, missing/extra or mistyped fields.
-        """
-        record = _load(data, path, {"partition", "offset", "at"})
-        try:
-            return cls(
-                _offset(record["partition"]),
-                _offset(record["offset"]),
-                _time(record["at"], path),
-            )
-        except (TypeError, ValueError) as exc:
-            raise RecordCorruptError(f"{path}: {exc}") from None
-
-
-def _dump(fields: dict[str, Any]) -> bytes:
-    return json.dumps(
-        {"version": POSITIONS_VERSION, **fields}, sort_keys=True, separators=(",", ":")
-    ).encode()
-
-
-def _load(data: bytes, path: str, fields: set[str]) -> dict[str, Any]:
-    try:
-        record = json.loads(data)
-    except ValueError:
-        raise RecordCorruptError(f"{path}: not JSON") from None
-    if not isinstance(record, dict):
-        raise RecordCorruptError(f"{path}: expected an object")
-    if record.get("version") != POSITIONS_VERSION:
-        raise RecordCorruptError(f"{path}: unsupported version {record.get('version')!r}")
-    keys = set(record) - {"version"}
-    if keys != fields:
-        raise RecordCorruptError(
-            f"{path}: fields {sorted(keys)} differ from the expected {sorted(fields)}"
-        )
-    return record
-
-
-def _offset(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"expected a non-negative integer, got {value!r}")
-    return value
-
-
-def _time(value: Any, path: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise RecordCorruptError(f"{path}: at must be a number, got {value!r}")
-    return float(value)
 
 
 class PositionService:
@@ -180,17 +67,19 @@ class PositionService:
 
     def __init__(self, client: KazooClient, root: str, group: str) -> None:
         self._client = client
-        self._base = f"{check_root(root).rstrip('/')}/groups/{urllib.parse.quote(group, safe='')}"
+        self._root = paths.check_root(root)
+        self._group = group
+        paths.group_path(self._root, group)  # checks the group id early
         self._watched: set[tuple[str, int]] = set()
         self._last_published: dict[tuple[str, int], int] = {}
 
     def progress_path(self, topic: str, partition: int) -> str:
         """The progress znode of ``topic``/``partition``."""
-        return f"{self._base}/progress/{check_topic(topic)}/{partition}"
+        return paths.progress_partition_path(self._root, self._group, topic, partition)
 
     def interest_path(self, topic: str, member: str) -> str:
         """The interest znode of ``member`` in ``topic``."""
-        return f"{self._base}/interest/{check_topic(topic)}/{urllib.parse.quote(member, safe='')}"
+        return paths.interest_member_path(self._root, self._group, topic, member)
 
     # --- writes (asynchronous: never block a poll thread) ----------------------------------
 
@@ -214,7 +103,7 @@ class PositionService:
         """
         if offset <= self._last_published.get((topic, partition), -1):
             return
-        parent = f"{self._base}/interest/{check_topic(topic)}"
+        parent = paths.interest_path(self._root, self._group, topic)
 
         def on_member(result: Any) -> None:
             try:
@@ -298,7 +187,7 @@ class PositionService:
         Raises:
             StoreError: A record fails its check.
         """
-        parent = f"{self._base}/progress/{check_topic(topic)}"
+        parent = paths.progress_path(self._root, self._group, topic)
         return {record.partition: record for record in self._children(parent, Progress.from_json)}
 
     def interest(self, topic: str) -> dict[str, Interest]:
@@ -307,7 +196,7 @@ class PositionService:
         Raises:
             StoreError: A record fails its check.
         """
-        parent = f"{self._base}/interest/{check_topic(topic)}"
+        parent = paths.interest_path(self._root, self._group, topic)
         return {record.member: record for record in self._children(parent, Interest.from_json)}
 
     def _children(self, parent: str, parse: Callable[[bytes, str], Any]) -> list[Any]:

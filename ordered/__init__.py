@@ -18,9 +18,13 @@ from coordinator.errors import (
     OrderedKafkaError,
     OrderViolationError,
     RecordCorruptError,
+    StateTransitionError,
     StoreError,
     StoreUnavailableError,
+    TopicIdMismatchError,
     TransitionInProgressError,
+    TrimError,
+    TrimRequestError,
     UsageError,
 )
 from ordered.config import OrderedSettings, ProducerConfig, split_producer_config
@@ -43,10 +47,14 @@ __all__ = [
     "PartitionKeyRebalanceListener",
     "ProducerConfig",
     "RecordCorruptError",
+    "StateTransitionError",
     "StoreError",
     "StoreUnavailableError",
+    "TopicIdMismatchError",
     "TopicState",
     "TransitionInProgressError",
+    "TrimError",
+    "TrimRequestError",
     "UsageError",
     "split_producer_config",
 ]

@@ -14,9 +14,13 @@ from coordinator.errors import (
     OrderedKafkaError,
     OrderViolationError,
     RecordCorruptError,
+    StateTransitionError,
     StoreError,
     StoreUnavailableError,
+    TopicIdMismatchError,
     TransitionInProgressError,
+    TrimError,
+    TrimRequestError,
     UsageError,
 )
 
@@ -30,8 +34,12 @@ __all__ = [
     "OrderedError",
     "OrderedKafkaError",
     "RecordCorruptError",
+    "StateTransitionError",
     "StoreError",
     "StoreUnavailableError",
+    "TopicIdMismatchError",
     "TransitionInProgressError",
+    "TrimError",
+    "TrimRequestError",
     "UsageError",
 ]

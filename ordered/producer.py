@@ -32,10 +32,8 @@ import functools
 import logging
 import os
 import queue
-import socket
 import threading
 import time
-import uuid
 import weakref
 from collections.abc import Callable
 from typing import Any, Final
@@ -43,9 +41,16 @@ from typing import Any, Final
 import confluent_kafka
 from kazoo.client import KazooClient, KazooState
 
-from coordinator.errors import LayoutUnavailableError, StoreError, StoreUnavailableError
+from coordinator import identity
+from coordinator.errors import (
+    LayoutUnavailableError,
+    OrderedKafkaError,
+    StoreError,
+    StoreUnavailableError,
+)
 from coordinator.store import AckRecord, LayoutStore, ProducerRecord, TopicRecord
 from coordinator.store import paths as store_paths
+from coordinator.topic_ids import TopicIds
 from coordinator.zk import close_client, make_client, start_client
 from linear_hash import Layout
 from ordered.compaction import TOMBSTONE_HEADER, ancestors
@@ -167,7 +172,7 @@ class OrderedProducer:
         self._default_cb: DeliveryCallback | None = kafka.get("on_delivery")
         if self._only_error and self._default_cb is not None:
             kafka["on_delivery"] = OnlyError(self._default_cb)
-        self.producer_id = f"p-{os.getpid()}-{uuid.uuid4().hex[:16]}"
+        self.producer_id = identity.producer_id()
         self.tombstone_copies = 0
         """Tombstone copies sent for compacted topics (KIP-253 section 9)."""
 
@@ -189,6 +194,7 @@ class OrderedProducer:
         self._kz = make_client(settings.zookeeper_connect, session_timeout_s=session_s)
         start_client(self._kz, max(session_s, 10.0), "ordered.zookeeper.connect")
         self._store = LayoutStore(self._kz, settings.zookeeper_root)
+        self._topic_ids = TopicIds.for_client(kafka)
         try:
             self._producer = confluent_kafka.Producer(kafka)
         except BaseException:
@@ -625,7 +631,7 @@ class OrderedProducer:
     def _producer_record(self) -> ProducerRecord:
         return ProducerRecord(
             id=self.producer_id,
-            host=socket.gethostname(),
+            host=identity.host_name(),
             pid=os.getpid(),
             delivery_timeout_ms=self._split.delivery_timeout_ms,
             registered_at=time.time(),
@@ -670,11 +676,21 @@ class OrderedProducer:
                     f"cannot read the layout of {topic}: ZooKeeper is unreachable; poll() and retry"
                 )
             try:
+                # A layout of another topic id (the topic was deleted and created again)
+                # is refused before registering: a refused producer must not hold up
+                # that topic's barrier.
+                self._topic_ids.verify(self._store.get_topic(topic))
                 self._store.register_producer(topic, self._producer_record())
-                record = self._store.get_topic_and_watch(topic, self._watcher(topic))
+                record = self._topic_ids.verify(
+                    self._store.get_topic_and_watch(topic, self._watcher(topic))
+                )
             except StoreUnavailableError as exc:
                 raise LayoutUnavailableError(
                     f"cannot read the layout of {topic}: {exc}; poll() and retry"
+                ) from exc
+            except OrderedKafkaError as exc:  # Kafka did not answer the topic-id check
+                raise LayoutUnavailableError(
+                    f"cannot check the topic id of {topic}: {exc}; poll() and retry"
                 ) from exc
             with self._lock:
                 info = self._table.info(topic)

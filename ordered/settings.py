@@ -195,7 +195,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     Setting(
         "ordered.epoch.header.audit",
         "header_audit",
-        True,
+        False,
         parse_bool,
         "check each record's epoch header",
         Role.CONSUMER,
@@ -219,7 +219,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     Setting(
         "ordered.audit.every",
         "audit_every",
-        1,
+        16,
         _positive,
         "audit one record in N on the fast path (1: every record)",
         Role.CONSUMER,

@@ -23,6 +23,7 @@ from coordinator.controller import Controller
 from coordinator.devcluster.cluster import ClusterState
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore
+from coordinator.zk import close_client, make_client, start_client
 
 _capture: Any = None
 
@@ -93,48 +94,42 @@ def zk_root(zk_hosts: str) -> Iterator[str]:
     """A fresh ZooKeeper root path for this test, deleted afterwards."""
     root = "/" + unique("test")
     yield root
-    client = KazooClient(hosts=zk_hosts)
-    client.start(timeout=15)
+    client = start_client(make_client(zk_hosts), 15.0)
     try:
         client.delete(root, recursive=True)
     finally:
-        client.stop()
-        client.close()
+        close_client(client)
 
 
 @pytest.fixture
 def zk_connect(zk_hosts: str, zk_root: str) -> str:
     """A connect string chrooted at this test's fresh root (the root node exists)."""
-    client = KazooClient(hosts=zk_hosts)
-    client.start(timeout=15)
+    client = start_client(make_client(zk_hosts), 15.0)
     try:
         client.ensure_path(zk_root)
     finally:
-        client.stop()
-        client.close()
+        close_client(client)
     return zk_hosts + zk_root
 
 
 @pytest.fixture
 def kazoo(zk_connect: str) -> Iterator[KazooClient]:
     """A started kazoo client chrooted at this test's root."""
-    client = KazooClient(hosts=zk_connect)
-    client.start(timeout=15)
+    client = start_client(make_client(zk_connect), 15.0)
     yield client
-    client.stop()
-    client.close()
+    close_client(client)
 
 
 @pytest.fixture
 def store(zk_hosts: str, zk_root: str) -> Iterator[LayoutStore]:
     """A layout store under this test's root, over its own kazoo client."""
-    client = KazooClient(hosts=zk_hosts, timeout=6.0, command_retry={"deadline": 10.0})
-    client.start(timeout=10)
+    client = start_client(
+        make_client(zk_hosts, session_timeout_s=6.0, command_deadline_s=10.0), 10.0
+    )
     try:
         yield LayoutStore(client, zk_root)
     finally:
-        client.stop()
-        client.close()
+        close_client(client)
 
 
 @pytest.fixture

@@ -8,9 +8,15 @@ from coordinator.store.paths import DEFAULT_ROOT
 from coordinator.store.records import (
     EPOCH_STATES,
     RECORD_VERSION,
+    RETIRED_STATES,
     AckRecord,
     EpochRecord,
+    EpochsRecord,
+    GroupRegistration,
+    GroupSeenRecord,
     ProducerRecord,
+    RetentionRecord,
+    RetiredRecord,
     TopicRecord,
 )
 from coordinator.store.store import LayoutStore, Watch
@@ -19,10 +25,16 @@ __all__ = [
     "DEFAULT_ROOT",
     "EPOCH_STATES",
     "RECORD_VERSION",
+    "RETIRED_STATES",
     "AckRecord",
     "EpochRecord",
+    "EpochsRecord",
+    "GroupRegistration",
+    "GroupSeenRecord",
     "LayoutStore",
     "ProducerRecord",
+    "RetentionRecord",
+    "RetiredRecord",
     "TopicRecord",
     "Watch",
 ]

@@ -1,11 +1,15 @@
-"""The znode paths of the layout store (schema in ``docs/protocol.md``).
+"""Every znode path of the ordering layer (schema in ``docs/protocol.md``).
 
-Every function takes the store root (``/ordered`` by default) first.
+Every function takes the store root (``/ordered`` by default) first. The layout store
+lives under ``{root}/topics``, the position service under ``{root}/groups`` (group ids
+and member ids are percent-encoded, ``urllib.parse.quote(name, safe="")``, so any id
+is one znode name), the daemons' election under ``{root}/coordinator``.
 """
 
 from __future__ import annotations
 
 import re
+import urllib.parse
 from typing import Final
 
 __all__ = [
@@ -18,9 +22,22 @@ __all__ = [
     "epoch_node",
     "epoch_path",
     "epochs_path",
+    "group_node",
+    "group_path",
+    "group_registration_path",
+    "group_seen_path",
+    "groups_path",
+    "interest_member_path",
+    "interest_path",
+    "interest_topics_path",
     "lock_path",
     "producer_path",
     "producers_path",
+    "progress_partition_path",
+    "progress_path",
+    "retention_path",
+    "retired_partition_path",
+    "retired_path",
     "topic_path",
     "topics_path",
 ]
@@ -121,3 +138,76 @@ def lock_path(root: str, topic: str) -> str:
 def election_path(root: str) -> str:
     """``{root}/coordinator/election``: the kazoo ``Election`` of daemons."""
     return _join(root, "coordinator", "election")
+
+
+def groups_path(root: str) -> str:
+    """``{root}/groups``: the position service, one child per consumer group."""
+    return _join(root, "groups")
+
+
+def group_path(root: str, group: str) -> str:
+    """``{root}/groups/{g}``, ``{g}`` the percent-encoded group id."""
+    if not group:
+        raise ValueError("a consumer group id must not be empty")
+    return groups_path(root) + "/" + urllib.parse.quote(group, safe="")
+
+
+def interest_topics_path(root: str, group: str) -> str:
+    """``{root}/groups/{g}/interest``: one child per topic some member waits in."""
+    return group_path(root, group) + "/interest"
+
+
+def interest_path(root: str, group: str, topic: str) -> str:
+    """``{root}/groups/{g}/interest/{topic}``: one child per waiting member."""
+    return interest_topics_path(root, group) + "/" + check_topic(topic)
+
+
+def interest_member_path(root: str, group: str, topic: str, member: str) -> str:
+    """``.../interest/{topic}/{member}`` (member percent-encoded): an ``Interest``."""
+    if not member:
+        raise ValueError("a member id must not be empty")
+    return interest_path(root, group, topic) + "/" + urllib.parse.quote(member, safe="")
+
+
+def progress_path(root: str, group: str, topic: str) -> str:
+    """``{root}/groups/{g}/progress/{topic}``: one child per partition."""
+    return group_path(root, group) + "/progress/" + check_topic(topic)
+
+
+def progress_partition_path(root: str, group: str, topic: str, partition: int) -> str:
+    """``.../progress/{topic}/{partition}``: a ``Progress`` record."""
+    if partition < 0:
+        raise ValueError(f"partition must be >= 0, got {partition}")
+    return progress_path(root, group, topic) + f"/{partition}"
+
+
+def retired_path(root: str, topic: str) -> str:
+    """``{root}/topics/{topic}/retired``."""
+    return topic_path(root, topic) + "/retired"
+
+
+def retired_partition_path(root: str, topic: str, partition: int) -> str:
+    """``{root}/topics/{topic}/retired/{partition}``: a :class:`RetiredRecord`."""
+    if partition < 0:
+        raise ValueError(f"partition must be >= 0, got {partition}")
+    return retired_path(root, topic) + f"/{partition}"
+
+
+def retention_path(root: str, topic: str) -> str:
+    """``{root}/topics/{topic}/retention``: the :class:`RetentionRecord`, if set."""
+    return topic_path(root, topic) + "/retention"
+
+
+def group_node(group: str) -> str:
+    """The znode name of a consumer group: the id percent-encoded (as in :func:`group_path`)."""
+    return group_path("/", group).rsplit("/", 1)[1]
+
+
+def group_registration_path(root: str, group: str, topic: str) -> str:
+    """``{root}/groups/{g}/topics/{topic}``: a :class:`GroupRegistration`."""
+    return group_path(root, group) + f"/topics/{check_topic(topic)}"
+
+
+def group_seen_path(root: str, group: str, topic: str) -> str:
+    """``{root}/groups/{g}/seen/{topic}``: a :class:`GroupSeenRecord`."""
+    return group_path(root, group) + f"/seen/{check_topic(topic)}"

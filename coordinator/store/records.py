@@ -1,15 +1,22 @@
-"""The records of the layout store: frozen dataclasses stored as versioned JSON.
+"""The records of every znode: frozen dataclasses stored as versioned JSON.
 
-Every record serialises with :meth:`to_json` to UTF-8 JSON with sorted keys and
-``"version": 1``, and parses with ``from_json(data, path)``, which is strict: a record
-that is not JSON, has another ``version``, lacks a field, has an extra field, or has a
-field of the wrong type raises :class:`~coordinator.errors.StoreError` naming the znode path
-and the problem. The schema is in ``docs/protocol.md``.
+Every record serialises with :meth:`to_json` to UTF-8 JSON with sorted keys and a
+``"version"`` (the class's :attr:`VERSION`), and parses with ``from_json(data, path)``,
+which is strict: a record that is not JSON, has a ``version`` this code does not read,
+lacks a field, has an extra field, or has a field of the wrong type raises
+:class:`~coordinator.errors.RecordCorruptError` naming the znode path and the problem.
+The schema is in ``docs/protocol.md``.
 
-In Python, partition-keyed maps (``boundaries``, ``last_offsets``) use ``int`` keys; in
-JSON they are decimal strings. Constructors accept either and normalise to ``int``, and
-list fields (``edges``, ``producers``) are normalised to tuples, so records stay
-immutable.
+Versions: a class reads its own :attr:`VERSION` and every older version listed in its
+``_UPGRADES`` (each upgrade turns an older record into the current fields); a newer
+version is refused with a message saying which versions this code reads. Only
+:class:`TopicRecord` has more than one version so far (version 2 added ``topic_id``;
+version 1 records read as ``topic_id: null``, an adoption not bound to a topic id).
+
+In Python, partition-keyed maps (``boundaries``, ``last_offsets``, ``waits``) use
+``int`` keys; in JSON they are decimal strings. Constructors accept either and
+normalise to ``int``, and list fields (``edges``, ``producers``) are normalised to
+tuples, so records stay immutable.
 """
 
 from __future__ import annotations
@@ -25,19 +32,33 @@ from linear_hash import ALGORITHMS
 __all__ = [
     "EPOCH_STATES",
     "RECORD_VERSION",
+    "RETIRED_STATES",
     "AckRecord",
     "EpochRecord",
+    "EpochsRecord",
+    "GroupRegistration",
+    "GroupSeenRecord",
+    "Interest",
     "ProducerRecord",
+    "Progress",
+    "RetentionRecord",
+    "RetiredRecord",
     "TopicRecord",
 ]
 
 RECORD_VERSION: Final = 1
-"""The ``version`` every record is written with and the only one read."""
+"""The first schema version: the ``version`` of every record class that has not changed
+since (all but :class:`TopicRecord`, whose :attr:`TopicRecord.VERSION` is 2)."""
 
 EPOCH_STATES: Final = ("pending", "sealed")
 """The values of :attr:`EpochRecord.state`."""
 
 EpochState: TypeAlias = Literal["pending", "sealed"]
+
+RETIRED_STATES: Final = ("draining", "trimmed")
+"""The values of :attr:`RetiredRecord.state`."""
+
+RetiredState: TypeAlias = Literal["draining", "trimmed"]
 
 
 class _Bad(ValueError):
@@ -139,6 +160,23 @@ def _timeouts(value: Any) -> dict[str, int]:
     return {_str(k): _nonneg(v) for k, v in sorted(value.items())}
 
 
+def _opt_topic_id(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = _str(value)
+    if not text:
+        raise _Bad("expected a Kafka topic id, got an empty string")
+    return text
+
+
+def _waits(value: Any) -> dict[int, int]:
+    offsets = _offsets(value)
+    for partition, offset in offsets.items():
+        if offset < 0:
+            raise _Bad(f"expected an offset >= 0 for partition {partition}, got {offset}")
+    return offsets
+
+
 def _algorithm(value: Any) -> str:
     name = _str(value)
     if name not in ALGORITHMS:
@@ -153,6 +191,20 @@ def _state(value: Any) -> str:
     return name
 
 
+def _retired_state(value: Any) -> str:
+    name = _str(value)
+    if name not in RETIRED_STATES:
+        raise _Bad(f"unknown retired state {name!r} (known: {', '.join(RETIRED_STATES)})")
+    return name
+
+
+def _positive(value: Any) -> int:
+    n = _int(value)
+    if n < 1:
+        raise _Bad(f"expected an integer >= 1, got {n}")
+    return n
+
+
 def _to_json_value(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): _to_json_value(v) for k, v in value.items()}
@@ -161,10 +213,19 @@ def _to_json_value(value: Any) -> Any:
     return value
 
 
-class _Record:
-    """Shared JSON handling: ``_CHECKS`` maps every field to its checker."""
+_Upgrade: TypeAlias = Callable[[dict[str, Any]], dict[str, Any]]
 
+
+class _Record:
+    """Shared JSON handling: ``_CHECKS`` maps every field to its checker.
+
+    ``VERSION`` is the version written; ``_UPGRADES`` maps each older version still
+    read to a function that turns its fields into the current ones.
+    """
+
+    VERSION: ClassVar[int] = RECORD_VERSION
     _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]]
+    _UPGRADES: ClassVar[dict[int, _Upgrade]] = {}
 
     def _normalise(self) -> None:
         for name, check in self._CHECKS.items():
@@ -181,11 +242,11 @@ class _Record:
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON-ready dict, with ``version``."""
         data = {f.name: _to_json_value(getattr(self, f.name)) for f in fields(self)}  # type: ignore[arg-type]
-        data["version"] = RECORD_VERSION
+        data["version"] = self.VERSION
         return data
 
     def to_json(self) -> bytes:
-        """Serialise to UTF-8 JSON with sorted keys and ``"version": 1``."""
+        """Serialise to UTF-8 JSON with sorted keys and ``"version"``."""
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":")).encode()
 
     @classmethod
@@ -212,11 +273,19 @@ class _Record:
         if "version" not in raw:
             raise RecordCorruptError(f"{path}: {name} record has no 'version'")
         version = raw.pop("version")
-        if version != RECORD_VERSION:
-            raise RecordCorruptError(
-                f"{path}: {name} record has version {version!r}; this ordered reads "
-                f"version {RECORD_VERSION}"
+        if version != cls.VERSION:
+            upgrade = (
+                None
+                if isinstance(version, bool) or not isinstance(version, int)
+                else cls._UPGRADES.get(version)
             )
+            if upgrade is None:
+                known = ", ".join(str(v) for v in sorted({*cls._UPGRADES, cls.VERSION}))
+                raise RecordCorruptError(
+                    f"{path}: {name} record has version {version!r}; this ordered reads "
+                    f"version {known}"
+                )
+            raw = upgrade(raw)
         expected = set(cls._CHECKS)
         missing = sorted(expected - set(raw))
         extra = sorted(set(raw) - expected)
@@ -248,7 +317,13 @@ class TopicRecord(_Record):
         ordered: KIP-253 ``enable.ordered.delivery``: route keys by the layout.
         compacted: The topic's ``cleanup.policy`` includes ``compact``.
         adopted_at: Unix time of the adoption.
+        topic_id: Kafka's topic id of the topic this layout was adopted for (base64,
+            as Kafka prints it); a topic deleted and created again under the same
+            name has another id, and the layout does not apply to it. ``None``: an
+            adoption by an older version (record version 1), not bound to an id.
     """
+
+    VERSION: ClassVar[int] = 2
 
     topic: str
     initial: int
@@ -260,9 +335,11 @@ class TopicRecord(_Record):
     ordered: bool
     compacted: bool
     adopted_at: float
+    topic_id: str | None = None
 
     _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
         "topic": _str,
+        "topic_id": _opt_topic_id,
         "initial": _nonneg,
         "active": _nonneg,
         "epoch": _nonneg,
@@ -273,6 +350,8 @@ class TopicRecord(_Record):
         "compacted": _bool,
         "adopted_at": _time,
     }
+    # Version 1 (before topic ids): the adoption is not bound to a topic id.
+    _UPGRADES: ClassVar[dict[int, _Upgrade]] = {1: lambda raw: {**raw, "topic_id": None}}
 
     def __post_init__(self) -> None:
         self._normalise()
@@ -362,6 +441,34 @@ class EpochRecord(_Record):
 
 
 @dataclass(frozen=True)
+class EpochsRecord(_Record):
+    """What an un-adopted topic remembers, at ``{root}/topics/{topic}/epochs``.
+
+    ``ordered unadopt`` deletes every epoch but keeps their parent node with this
+    record, so that a later adoption of the same name numbers its first epoch after
+    every epoch ever published under it: an epoch number never names two layouts,
+    and a client that missed the un-adoption can tell the new record is newer.
+    While a topic is adopted the node's data is empty or a stale copy of this record
+    (only read when the topic is not adopted).
+
+    Attributes:
+        topic: The Kafka topic.
+        last_epoch: The last epoch of the removed layout.
+    """
+
+    topic: str
+    last_epoch: int
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "topic": _str,
+        "last_epoch": _nonneg,
+    }
+
+    def __post_init__(self) -> None:
+        self._normalise()
+
+
+@dataclass(frozen=True)
 class ProducerRecord(_Record):
     """A live producer, at ``{root}/topics/{topic}/producers/{id}`` (ephemeral).
 
@@ -417,6 +524,184 @@ class AckRecord(_Record):
         "epoch": _nonneg,
         "last_offsets": _offsets,
         "acked_at": _time,
+    }
+
+    def __post_init__(self) -> None:
+        self._normalise()
+
+
+@dataclass(frozen=True)
+class Interest(_Record):
+    """What one group member's closed gates wait on in one topic (position service).
+
+    At ``{root}/groups/{g}/interest/{topic}/{member}`` (ephemeral).
+
+    Attributes:
+        member: The member (consumer) id.
+        waits: Partition -> the committed offset it must reach.
+        at: Unix time of the declaration.
+    """
+
+    member: str
+    waits: dict[int, int]
+    at: float
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "member": _str,
+        "waits": _waits,
+        "at": _time,
+    }
+
+    def __post_init__(self) -> None:
+        self._normalise()
+
+
+@dataclass(frozen=True)
+class Progress(_Record):
+    """The committed offset a group member published for one partition.
+
+    At ``{root}/groups/{g}/progress/{topic}/{partition}``.
+
+    Attributes:
+        partition: The partition.
+        offset: The committed offset.
+        at: Unix time of the publication.
+    """
+
+    partition: int
+    offset: int
+    at: float
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "partition": _nonneg,
+        "offset": _nonneg,
+        "at": _time,
+    }
+
+    def __post_init__(self) -> None:
+        self._normalise()
+
+
+@dataclass(frozen=True)
+class RetiredRecord(_Record):
+    """The trim state of one retired partition, at ``.../topics/{topic}/retired/{p}``.
+
+    Attributes:
+        topic: The Kafka topic.
+        partition: The retired partition (at or above the active count).
+        epoch: The (sealed) shrink epoch that retired it.
+        final_offset: Its boundary in that epoch: every record of the partition lies
+            below it, and the drain monitor trims it to exactly this offset.
+        state: ``draining`` (some interested group has not committed up to
+            ``final_offset``) or ``trimmed`` (DeleteRecords to ``final_offset`` done).
+        updated_at: Unix time of the last change.
+        trimmed_at: Unix time of the trim, ``None`` while draining.
+    """
+
+    topic: str
+    partition: int
+    epoch: int
+    final_offset: int
+    state: RetiredState
+    updated_at: float
+    trimmed_at: float | None
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "topic": _str,
+        "partition": _nonneg,
+        "epoch": _nonneg,
+        "final_offset": _nonneg,
+        "state": _retired_state,
+        "updated_at": _time,
+        "trimmed_at": _opt_time,
+    }
+
+    def __post_init__(self) -> None:
+        self._normalise()
+
+    def _check_invariants(self) -> None:
+        if (self.state == "trimmed") != (self.trimmed_at is not None):
+            raise ValueError(f"state {self.state!r} does not match trimmed_at {self.trimmed_at}")
+
+
+@dataclass(frozen=True)
+class RetentionRecord(_Record):
+    """A topic's consumed-retention setting (KIP-68), at ``.../topics/{topic}/retention``.
+
+    Attributes:
+        topic: The Kafka topic.
+        consumed_ms: Records that every interested group committed and that are older
+            than this many milliseconds are trimmed by the daemon's sweep.
+        updated_at: Unix time of the setting.
+    """
+
+    topic: str
+    consumed_ms: int
+    updated_at: float
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "topic": _str,
+        "consumed_ms": _positive,
+        "updated_at": _time,
+    }
+
+    def __post_init__(self) -> None:
+        self._normalise()
+
+
+@dataclass(frozen=True)
+class GroupRegistration(_Record):
+    """An ordered consumer group reading a topic, at ``{root}/groups/{g}/topics/{topic}``.
+
+    Written once (persistent) by an ``OrderedConsumer`` that loads an ordered topic;
+    the registered groups are the first set of a topic's interested groups.
+
+    Attributes:
+        group: The consumer group id.
+        topic: The Kafka topic.
+        registered_at: Unix time of the first registration.
+    """
+
+    group: str
+    topic: str
+    registered_at: float
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "group": _str,
+        "topic": _str,
+        "registered_at": _time,
+    }
+
+    def __post_init__(self) -> None:
+        self._normalise()
+
+
+@dataclass(frozen=True)
+class GroupSeenRecord(_Record):
+    """When the daemon last saw a group's committed offsets on a topic change.
+
+    At ``{root}/groups/{g}/seen/{topic}``. Kafka does not report when an offset was
+    committed, so the age of a group's commits is measured from the first time the
+    coordinator saw them as they are now: an empty group is stale once ``changed_at``
+    is older than the stale setting. Never seen means "changed now" (never stale).
+
+    Attributes:
+        group: The consumer group id.
+        topic: The Kafka topic.
+        offsets: Partition -> committed offset, as last seen.
+        changed_at: Unix time the offsets were first seen as they are.
+    """
+
+    group: str
+    topic: str
+    offsets: dict[int, int]
+    changed_at: float
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "group": _str,
+        "topic": _str,
+        "offsets": _offsets,
+        "changed_at": _time,
     }
 
     def __post_init__(self) -> None:

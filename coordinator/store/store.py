@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TypeVar
@@ -27,6 +28,7 @@ from kazoo.exceptions import (
     KazooException,
     NodeExistsError,
     NoNodeError,
+    NotEmptyError,
     RolledBackError,
     RuntimeInconsistency,
 )
@@ -35,13 +37,25 @@ from kazoo.recipe.lock import Lock
 
 from coordinator.errors import (
     LayoutError,
+    NotAdoptedError,
     RecordCorruptError,
     StoreError,
     StoreUnavailableError,
+    TopicIdMismatchError,
     TransitionInProgressError,
 )
 from coordinator.store import paths
-from coordinator.store.records import AckRecord, EpochRecord, ProducerRecord, TopicRecord
+from coordinator.store.records import (
+    AckRecord,
+    EpochRecord,
+    EpochsRecord,
+    GroupRegistration,
+    GroupSeenRecord,
+    ProducerRecord,
+    RetentionRecord,
+    RetiredRecord,
+    TopicRecord,
+)
 
 __all__ = ["LayoutStore", "Watch"]
 
@@ -207,9 +221,26 @@ class LayoutStore:
 
         return self._run("list topics", attempt)
 
-    def create_topic(self, record: TopicRecord, epoch0: EpochRecord) -> None:
-        """Adopt a topic: write its record and epoch 0 in one transaction.
+    def first_epoch(self, topic: str) -> int:
+        """The number a new adoption of ``topic`` starts at: 0, or after an un-adopted layout.
 
+        Raises:
+            StoreError: ZooKeeper is unreachable or the record fails its check.
+        """
+        path = paths.epochs_path(self._root, topic)
+
+        def attempt() -> int:
+            got = self._read(path)
+            if got is None or not got[0]:
+                return 0
+            return EpochsRecord.from_json(got[0], path).last_epoch + 1
+
+        return self._run(f"read the epoch count of {topic}", attempt)
+
+    def create_topic(self, record: TopicRecord, epoch0: EpochRecord) -> None:
+        """Adopt a topic: write its record and first epoch in one transaction.
+
+        The first epoch is 0, or :meth:`first_epoch` for a name adopted before.
         Idempotent: if the topic is already adopted with the same record (ignoring
         ``adopted_at``) this does nothing.
 
@@ -218,11 +249,11 @@ class LayoutStore:
             StoreError: ZooKeeper is unreachable or a record fails its check.
         """
         topic = record.topic
-        if epoch0.topic != topic or epoch0.epoch != 0:
-            raise ValueError("epoch0 must be epoch 0 of the same topic")
+        if epoch0.topic != topic or epoch0.epoch != record.epoch:
+            raise ValueError("epoch0 must be the first epoch the topic record names")
         tpath = paths.topic_path(self._root, topic)
         epochs = paths.epochs_path(self._root, topic)
-        e0 = paths.epoch_path(self._root, topic, 0)
+        e0 = paths.epoch_path(self._root, topic, epoch0.epoch)
 
         def attempt() -> None:
             self._client.ensure_path(paths.topics_path(self._root))
@@ -230,6 +261,12 @@ class LayoutStore:
             if existing is not None:
                 if _same_adoption(existing, record):
                     return
+                if (
+                    existing.topic_id is not None
+                    and record.topic_id is not None
+                    and existing.topic_id != record.topic_id
+                ):
+                    raise TopicIdMismatchError(topic, existing.topic_id, record.topic_id)
                 raise LayoutError(
                     f"topic {topic} is already adopted (initial {existing.initial}, "
                     f"algorithm {existing.algorithm}, ordered {existing.ordered})"
@@ -242,7 +279,7 @@ class LayoutStore:
             if self._client.exists(epochs) is None:
                 txn.create(epochs, b"")
             txn.create(e0, epoch0.to_json())
-            txn.create(paths.acks_path(self._root, topic, 0), b"")
+            txn.create(paths.acks_path(self._root, topic, epoch0.epoch), b"")
             try:
                 _commit(txn)
             except (NodeExistsError, BadVersionError, NoNodeError):
@@ -254,10 +291,168 @@ class LayoutStore:
                 if again is not None:
                     raise LayoutError(f"topic {topic} is already adopted") from None
                 raise StoreError(
-                    f"{e0}: an epoch-0 node exists but {tpath} holds no topic record"
+                    f"{e0}: a first-epoch node exists but {tpath} holds no topic record"
                 ) from None
 
         self._run(f"adopt topic {topic}", attempt)
+
+    def bind_topic_id(self, topic: str, topic_id: str, expected_version: int) -> TopicRecord:
+        """Bind an adoption made before topic ids (``topic_id`` unset) to ``topic_id``.
+
+        Only the ``topic_id`` field changes; the topic node must still be at
+        ``expected_version``. Idempotent: a record already bound to ``topic_id`` is
+        returned as it is.
+
+        Returns:
+            The bound record.
+
+        Raises:
+            NotAdoptedError: The topic is not adopted.
+            TopicIdMismatchError: The record is bound to another id.
+            TransitionInProgressError: The topic record changed since it was read.
+            StoreError: ZooKeeper is unreachable or the record fails its check.
+        """
+        path = paths.topic_path(self._root, topic)
+
+        def attempt() -> TopicRecord:
+            record, version = self._get_topic(topic)
+            if record is None:
+                raise NotAdoptedError(f"topic {topic} is not adopted")
+            if record.topic_id is not None:
+                if record.topic_id != topic_id:
+                    raise TopicIdMismatchError(topic, record.topic_id, topic_id)
+                return record
+            if version != expected_version:
+                raise TransitionInProgressError(
+                    f"topic {topic} changed while binding it to topic id {topic_id}; try again"
+                )
+            bound = replace(record, topic_id=topic_id)
+            try:
+                self._client.set(path, bound.to_json(), version=version)
+            except BadVersionError:
+                again, _ = self._get_topic(topic)
+                if again == bound:
+                    return bound
+                raise TransitionInProgressError(
+                    f"topic {topic} changed while binding it to topic id {topic_id}; try again"
+                ) from None
+            return bound
+
+        return self._run(f"bind topic {topic} to topic id {topic_id}", attempt)
+
+    def replace_topic(self, record: TopicRecord, epoch: EpochRecord, expected_version: int) -> None:
+        """Re-adopt a topic: drop every epoch, write ``record`` and its first ``epoch``.
+
+        One transaction: every epoch node (with its acks) is deleted, the topic record
+        set (the node must still be at ``expected_version``) and ``epoch`` (sealed,
+        numbered after the old last epoch, so an epoch number never names two layouts)
+        created with its ``acks`` node. Producer registrations and the lock stay.
+        Idempotent: a retry that finds exactly this state already written succeeds.
+
+        Raises:
+            TransitionInProgressError: The topic record changed since it was read.
+            StoreError: ZooKeeper is unreachable or a record fails its check.
+        """
+        topic = record.topic
+        if epoch.topic != topic or epoch.epoch != record.epoch or not epoch.sealed:
+            raise ValueError("replace_topic needs the sealed epoch the new record names")
+        tpath = paths.topic_path(self._root, topic)
+        epochs = paths.epochs_path(self._root, topic)
+        epath = paths.epoch_path(self._root, topic, epoch.epoch)
+
+        def attempt() -> None:
+            if self._state_is(topic, record, epoch):
+                return
+            for _ in range(5):
+                txn = self._client.transaction()
+                self._delete_epochs(txn, topic)
+                if self._client.exists(epochs) is None:
+                    txn.create(epochs, b"")
+                txn.set_data(tpath, record.to_json(), version=expected_version)
+                txn.create(epath, epoch.to_json())
+                txn.create(paths.acks_path(self._root, topic, epoch.epoch), b"")
+                try:
+                    _commit(txn)
+                    return
+                except (NotEmptyError, NoNodeError):
+                    continue  # an ack or epoch came or went while listing: list again
+                except (NodeExistsError, BadVersionError):
+                    if self._state_is(topic, record, epoch):
+                        return
+                    raise TransitionInProgressError(
+                        f"topic {topic} changed while re-adopting it: another change is in "
+                        "progress; try again"
+                    ) from None
+            raise TransitionInProgressError(
+                f"the epochs of topic {topic} kept changing while re-adopting it; try again"
+            )
+
+        self._run(f"re-adopt topic {topic}", attempt)
+
+    def remove_topic(self, topic: str, expected_version: int) -> None:
+        """Un-adopt a topic: delete its record and every epoch, in one transaction.
+
+        The topic node stays, empty (producers register under it whether or not the
+        topic is adopted), with its producer registrations and lock; the ``epochs``
+        node stays with an :class:`EpochsRecord` of the last epoch. The node must still
+        be at ``expected_version``. Idempotent: a topic not adopted is left alone.
+
+        Raises:
+            TransitionInProgressError: The topic record changed since it was read.
+            StoreError: ZooKeeper is unreachable.
+        """
+        tpath = paths.topic_path(self._root, topic)
+        epochs = paths.epochs_path(self._root, topic)
+
+        def attempt() -> None:
+            for _ in range(5):
+                current, _version = self._get_topic(topic)
+                if current is None:
+                    return  # not adopted (any more)
+                counter = EpochsRecord(topic=topic, last_epoch=current.epoch)
+                txn = self._client.transaction()
+                self._delete_epochs(txn, topic)
+                if self._client.exists(epochs) is None:
+                    txn.create(epochs, counter.to_json())
+                else:
+                    txn.set_data(epochs, counter.to_json())
+                txn.set_data(tpath, b"", version=expected_version)
+                try:
+                    _commit(txn)
+                    return
+                except (NotEmptyError, NoNodeError):
+                    continue  # an ack or epoch came or went while listing: list again
+                except BadVersionError:
+                    raise TransitionInProgressError(
+                        f"topic {topic} changed while un-adopting it: another change is in "
+                        "progress; try again"
+                    ) from None
+            raise TransitionInProgressError(
+                f"the epochs of topic {topic} kept changing while un-adopting it; try again"
+            )
+
+        self._run(f"un-adopt topic {topic}", attempt)
+
+    def _delete_epochs(self, txn: Any, topic: str) -> None:
+        """Add to ``txn`` the deletion of every epoch node, acks first."""
+        parent = paths.epochs_path(self._root, topic)
+        try:
+            names = self._client.get_children(parent)
+        except NoNodeError:
+            return
+        for name in sorted(names):
+            epoch_path = f"{parent}/{name}"
+            try:
+                children = self._client.get_children(epoch_path)
+            except NoNodeError:
+                continue
+            for child in children:
+                sub = f"{epoch_path}/{child}"
+                with contextlib.suppress(NoNodeError):
+                    for grandchild in self._client.get_children(sub):
+                        txn.delete(f"{sub}/{grandchild}")
+                txn.delete(sub)
+            txn.delete(epoch_path)
 
     # --- epochs --------------------------------------------------------------------
 
@@ -556,6 +751,179 @@ class LayoutStore:
                 raise RecordCorruptError(f"{path}: ack names epoch {record.epoch}")
             out[name] = record
         return out
+
+    # --- retired partitions, retention, group registrations ------------------------
+
+    def retired(self, topic: str) -> dict[int, RetiredRecord]:
+        """Return the topic's retired-partition records by partition.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable or a record fails its check.
+        """
+        parent = paths.retired_path(self._root, topic)
+
+        def attempt() -> dict[int, RetiredRecord]:
+            try:
+                names = self._client.get_children(parent)
+            except NoNodeError:
+                return {}
+            out: dict[int, RetiredRecord] = {}
+            for name in sorted(names):
+                path = f"{parent}/{name}"
+                if not name.isascii() or not name.isdigit():
+                    raise RecordCorruptError(f"{path}: not a partition node name")
+                got = self._read(path)
+                if got is None:
+                    continue
+                record = RetiredRecord.from_json(got[0], path)
+                if record.topic != topic or record.partition != int(name):
+                    raise RecordCorruptError(
+                        f"{path}: RetiredRecord names {record.topic}[{record.partition}]"
+                    )
+                out[record.partition] = record
+            return out
+
+        return self._run(f"list retired partitions of {topic}", attempt)
+
+    def put_retired(self, record: RetiredRecord) -> None:
+        """Create or overwrite a retired partition's record (idempotent).
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        path = paths.retired_partition_path(self._root, record.topic, record.partition)
+        self._run(f"write {path}", self._put, path, record.to_json())
+
+    def delete_retired(self, topic: str, partition: int) -> None:
+        """Remove a retired partition's record (nothing if it is gone): it is active again.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        path = paths.retired_partition_path(self._root, topic, partition)
+        self._run(f"delete {path}", self._delete, path)
+
+    def get_retention(self, topic: str) -> RetentionRecord | None:
+        """Return the topic's consumed-retention setting, ``None`` when off.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable or the record fails its check.
+        """
+        path = paths.retention_path(self._root, topic)
+
+        def attempt() -> RetentionRecord | None:
+            got = self._read(path)
+            if got is None:
+                return None
+            record = RetentionRecord.from_json(got[0], path)
+            if record.topic != topic:
+                raise RecordCorruptError(f"{path}: RetentionRecord names topic {record.topic!r}")
+            return record
+
+        return self._run(f"read {path}", attempt)
+
+    def set_retention(self, record: RetentionRecord) -> None:
+        """Set the topic's consumed retention (idempotent; the topic must be adopted).
+
+        Raises:
+            NotAdoptedError: The topic is not adopted.
+            StoreError: ZooKeeper is unreachable.
+        """
+        if self.get_topic(record.topic) is None:
+            raise NotAdoptedError(
+                f"topic {record.topic} is not adopted (adopt it first: ordered adopt "
+                f"{record.topic})"
+            )
+        path = paths.retention_path(self._root, record.topic)
+        self._run(f"write {path}", self._put, path, record.to_json())
+
+    def clear_retention(self, topic: str) -> bool:
+        """Turn the topic's consumed retention off; return whether it was on.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        path = paths.retention_path(self._root, topic)
+        return self._run(f"delete {path}", self._delete, path)
+
+    def register_group(self, group: str, topic: str, at: float) -> None:
+        """Register ``group`` as an ordered consumer group of ``topic`` (idempotent).
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        path = paths.group_registration_path(self._root, group, topic)
+        data = GroupRegistration(group=group, topic=topic, registered_at=at).to_json()
+
+        def attempt() -> None:
+            with contextlib.suppress(NodeExistsError):
+                self._client.create(path, data, makepath=True)
+
+        self._run(f"register group {group} on {topic}", attempt)
+
+    def registered_groups(self, topic: str) -> set[str]:
+        """Return the ordered consumer groups registered on ``topic``.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        parent = paths.groups_path(self._root)
+
+        def attempt() -> set[str]:
+            try:
+                names = self._client.get_children(parent)
+            except NoNodeError:
+                return set()
+            out = set()
+            for name in names:
+                group = urllib.parse.unquote(name)
+                if not group:
+                    continue
+                path = paths.group_registration_path(self._root, group, topic)
+                if self._client.exists(path) is not None:
+                    out.add(group)
+            return out
+
+        return self._run(f"list registered groups of {topic}", attempt)
+
+    def group_seen(self, group: str, topic: str) -> GroupSeenRecord | None:
+        """Return when the daemon first saw ``group``'s offsets on ``topic`` as they are.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable or the record fails its check.
+        """
+        path = paths.group_seen_path(self._root, group, topic)
+
+        def attempt() -> GroupSeenRecord | None:
+            got = self._read(path)
+            return None if got is None else GroupSeenRecord.from_json(got[0], path)
+
+        return self._run(f"read {path}", attempt)
+
+    def put_group_seen(self, record: GroupSeenRecord) -> None:
+        """Create or overwrite a :class:`GroupSeenRecord`.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        path = paths.group_seen_path(self._root, record.group, record.topic)
+        self._run(f"write {path}", self._put, path, record.to_json())
+
+    def _put(self, path: str, data: bytes) -> None:
+        try:
+            self._client.set(path, data)
+        except NoNodeError:
+            try:
+                self._client.create(path, data, makepath=True)
+            except NodeExistsError:
+                self._client.set(path, data)
+
+    def _delete(self, path: str) -> bool:
+        try:
+            self._client.delete(path)
+        except NoNodeError:
+            return False
+        return True
 
     # --- watches and the lock ------------------------------------------------------
 

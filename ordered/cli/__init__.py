@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from coordinator.errors import OrderedError, UsageError
-from ordered.cli import admin, cluster
+from ordered.cli import admin, cluster, trim
 from ordered.cli.output import error
 
 __all__ = ["build_parser", "main"]
@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     cluster.add_parser(sub)
     admin.add_parsers(sub)
+    trim.add_parsers(sub)
     return parser
 
 

@@ -1,4 +1,7 @@
-"""``ordered adopt|expand|shrink|describe TOPIC`` and ``ordered coordinator``.
+"""``ordered adopt|unadopt|expand|shrink|describe TOPIC`` and ``ordered coordinator``.
+
+``describe`` also lists each retired partition: draining or trimmed, its final offset,
+and the interested groups that hold it back with their committed offsets.
 
 Where the servers are: ``--zookeeper`` (else ``$ORDERED_ZOOKEEPER_CONNECT``, else the
 dev cluster of ``ordered cluster up``) and ``--bootstrap-servers`` (else
@@ -21,20 +24,25 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
-from kazoo.client import KazooClient
-from kazoo.handlers.threading import KazooTimeoutError
-
 from coordinator import devcluster
 from coordinator.controller import Controller, Description, TransitionResult
 from coordinator.daemon import CoordinatorDaemon
-from coordinator.errors import StoreError, UsageError
+from coordinator.errors import StoreUnavailableError, UsageError
 from coordinator.group_status import GroupStatus, group_status
 from coordinator.kafka_admin import KafkaAdmin
+from coordinator.retention import (
+    DEFAULT_SWEEP_INTERVAL_S,
+    RetiredStatus,
+    SweepSettings,
+    retired_status,
+)
 from coordinator.store import DEFAULT_ROOT, LayoutStore, TopicRecord
+from coordinator.zk import close_client, make_client, start_client
 from linear_hash import ALGORITHMS, DEFAULT_ALGORITHM
+from ordered.cli.options import interest_arguments, interest_settings
 from ordered.cli.output import emit, progress
 
-__all__ = ["Connections", "add_parsers", "connect"]
+__all__ = ["Connections", "add_parsers", "common_arguments", "connect"]
 
 ZOOKEEPER_ENV = "ORDERED_ZOOKEEPER_CONNECT"
 BOOTSTRAP_ENV = "ORDERED_BOOTSTRAP_SERVERS"
@@ -102,8 +110,13 @@ def _common(p: argparse.ArgumentParser, timeout: float | None) -> None:
         )
 
 
+def common_arguments(p: argparse.ArgumentParser, timeout: float | None) -> None:
+    """Add the server, output and timeout flags every admin command takes."""
+    _common(p, timeout)
+
+
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``adopt``, ``expand``, ``shrink``, ``describe`` and ``coordinator``."""
+    """Register ``adopt``, ``unadopt``, ``expand``, ``shrink``, ``describe``, ``coordinator``."""
     adopt = sub.add_parser("adopt", help="adopt a topic: its partition count becomes initial")
     adopt.add_argument("topic", metavar="TOPIC")
     adopt.add_argument(
@@ -114,8 +127,23 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         action="store_true",
         help="adopt with ordered delivery off (producers route as plain Kafka)",
     )
+    adopt.add_argument(
+        "--replace",
+        action="store_true",
+        help="re-adopt: replace an existing layout (of a deleted and re-created topic, or "
+        "with other settings) by a fresh adoption; refused while an epoch is pending",
+    )
     _common(adopt, None)
     adopt.set_defaults(func=_adopt)
+
+    unadopt = sub.add_parser(
+        "unadopt",
+        help="remove a topic's layout (producers route it as plain Kafka); refused while "
+        "an epoch is pending",
+    )
+    unadopt.add_argument("topic", metavar="TOPIC")
+    _common(unadopt, None)
+    unadopt.set_defaults(func=_unadopt)
 
     for name, text in (
         ("expand", "grow the active partition count, keeping each key's order"),
@@ -138,6 +166,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         metavar="G",
         help="show, per partition, what consumer group G waits on at the gates",
     )
+    interest_arguments(describe)
     _common(describe, None)
     describe.set_defaults(func=_describe)
 
@@ -159,6 +188,20 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         default=0.1,
         help="seconds between position relay rounds (0: no relay; default 0.1)",
     )
+    daemon.add_argument(
+        "--sweep-interval",
+        type=_seconds_or_zero,
+        default=DEFAULT_SWEEP_INTERVAL_S,
+        help="seconds between rounds of the drain monitor and consumed-retention sweep "
+        f"(0: off; default {DEFAULT_SWEEP_INTERVAL_S:g})",
+    )
+    daemon.add_argument(
+        "--trim-timeout",
+        type=_seconds,
+        default=30.0,
+        help="seconds one sweep trim waits for every replica (default 30)",
+    )
+    interest_arguments(daemon)
     daemon.set_defaults(func=_coordinator)
 
 
@@ -211,19 +254,17 @@ def connect(args: argparse.Namespace, daemon: bool = False) -> Iterator[Connecti
     zookeeper, bootstrap = _resolve(args)
     # kazoo logs each refused connection; the failure reaches the user as one error.
     logging.getLogger("kazoo").addHandler(logging.NullHandler())
-    client = KazooClient(
-        hosts=zookeeper,
-        timeout=args.session_timeout,
-        # The daemon rides out outages; a command gives up after the connect timeout.
-        connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 2.0},
-        command_retry={"deadline": 30.0 if daemon else args.connect_timeout, "max_delay": 1.0},
+    # The daemon rides out outages (its store calls retry for 30 s, its connection for
+    # ever); a command's calls give up after the connect timeout.
+    client = make_client(
+        zookeeper,
+        session_timeout_s=args.session_timeout,
+        command_deadline_s=30.0 if daemon else args.connect_timeout,
     )
     try:
-        client.start(timeout=args.connect_timeout)
-    except KazooTimeoutError:
-        client.stop()
-        client.close()
-        raise StoreError(
+        start_client(client, args.connect_timeout)
+    except StoreUnavailableError:
+        raise StoreUnavailableError(
             f"cannot connect to ZooKeeper at {zookeeper} within {args.connect_timeout:g} s"
         ) from None
     try:
@@ -237,8 +278,7 @@ def connect(args: argparse.Namespace, daemon: bool = False) -> Iterator[Connecti
         finally:
             admin.close()
     finally:
-        client.stop()
-        client.close()
+        close_client(client)
 
 
 def _topic_text(record: TopicRecord) -> str:
@@ -247,15 +287,37 @@ def _topic_text(record: TopicRecord) -> str:
         f"topic {record.topic}: initial {record.initial}, active {record.active}, "
         f"epoch {record.epoch}, pending {pending}, physical {record.physical}, "
         f"algorithm {record.algorithm}, ordered {str(record.ordered).lower()}, "
-        f"compacted {str(record.compacted).lower()}"
+        f"compacted {str(record.compacted).lower()}, topic id {record.topic_id or 'unbound'}"
     )
 
 
 def _adopt(args: argparse.Namespace) -> int:
     with connect(args) as conn:
         controller = Controller(conn.store, conn.admin, progress=progress)
-        record = controller.adopt(args.topic, args.algorithm, ordered=not args.unordered)
+        record = controller.adopt(
+            args.topic,
+            args.algorithm,
+            ordered=not args.unordered,
+            replace_existing=args.replace,
+        )
     emit(record.to_dict(), _topic_text(record), args.json)
+    return 0
+
+
+def _unadopt(args: argparse.Namespace) -> int:
+    with connect(args) as conn:
+        removed = Controller(conn.store, conn.admin, progress=progress).unadopt(args.topic)
+    payload: dict[str, Any] = {
+        "name": args.topic,
+        "unadopted": removed is not None,
+        "topic": None if removed is None else removed.to_dict(),
+    }
+    text = (
+        f"topic {args.topic}: not adopted; nothing to do"
+        if removed is None
+        else f"topic {args.topic}: unadopted (was: {_topic_text(removed)})"
+    )
+    emit(payload, text, args.json)
     return 0
 
 
@@ -283,7 +345,10 @@ def _transition(args: argparse.Namespace) -> int:
 def _description_text(d: Description) -> str:
     if d.topic is None:
         return f"not adopted; {d.kafka_partitions} partitions in Kafka"
-    lines = [_topic_text(d.topic), f"kafka partitions {d.kafka_partitions}"]
+    lines = [
+        _topic_text(d.topic),
+        f"kafka partitions {d.kafka_partitions}, kafka topic id {d.kafka_topic_id}",
+    ]
     for e in d.epochs:
         boundaries = ", ".join(f"{p}@{o}" for p, o in e.boundaries.items())
         edges = ", ".join(f"{a}->{b}" for a, b in e.edges)
@@ -343,9 +408,41 @@ def _describe(args: argparse.Namespace) -> int:
         return 0
     with connect(args) as conn:
         description = Controller(conn.store, conn.admin).describe(args.topic)
+        retired: list[RetiredStatus] = []
+        retention = None
+        if description.topic is not None:
+            retired = retired_status(conn.store, conn.admin, args.topic, interest_settings(args))
+            retention = conn.store.get_retention(args.topic)
     payload: dict[str, Any] = {"name": args.topic, **description.to_dict()}
-    emit(payload, _description_text(description), args.json)
+    payload["retired"] = [r.to_dict() for r in retired]
+    payload["consumed_retention_ms"] = None if retention is None else retention.consumed_ms
+    text = _description_text(description)
+    if description.topic is not None:
+        text += "\n" + _retired_text(retired, retention.consumed_ms if retention else None)
+    emit(payload, text, args.json)
     return 0
+
+
+def _retired_text(retired: list[RetiredStatus], retention_ms: int | None) -> str:
+    lines = [f"consumed retention {'off' if retention_ms is None else f'{retention_ms} ms'}"]
+    if not retired:
+        lines.append("retired partitions none")
+    for r in retired:
+        head = (
+            f"retired partition {r.partition} (epoch {r.epoch}): {r.state}, final offset "
+            f"{r.final_offset}, log {r.log_start}..{r.end}"
+        )
+        if r.state != "draining":
+            lines.append(head)
+            continue
+        held = ", ".join(
+            f"{g.group} ({g.state.lower()}) at {g.committed.get(r.partition, 'none')}"
+            for g in r.holders
+        )
+        lines.append(
+            f"{head}; held by {held or 'nobody'}" + (f" ({r.unknown})" if r.unknown else "")
+        )
+    return "\n".join(lines)
 
 
 def _coordinator(args: argparse.Namespace) -> int:
@@ -358,6 +455,8 @@ def _coordinator(args: argparse.Namespace) -> int:
             scan_interval=args.scan_interval,
             resume_timeout=args.resume_timeout,
             relay_interval=args.relay_interval,
+            sweep_interval=args.sweep_interval,
+            sweep_settings=SweepSettings(interest_settings(args), args.trim_timeout),
         )
 
         def on_signal(_signum: int, _frame: FrameType | None) -> None:

@@ -193,9 +193,9 @@ def test_corrupted_topic_record_exits_1_naming_the_znode(
         done = cli(*args)
         assert done.returncode == 1, done.stderr
         assert f"{path}: not a JSON TopicRecord record" in done.stderr
-    zk.set(path, json.dumps({"version": 2, "topic": topic}).encode())
+    zk.set(path, json.dumps({"version": 3, "topic": topic}).encode())
     done = cli("expand", topic, "--to", "4")
-    assert done.returncode == 1 and "version 2" in done.stderr
+    assert done.returncode == 1 and "version 3" in done.stderr
     zk.set(path, b"{not json")
     assert snapshot(zk, zk_root) == {**before, path: (b"{not json", before[path][1] + 2)}
     assert KafkaAdmin(bootstrap).partition_count(topic) == 3

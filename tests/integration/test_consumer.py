@@ -319,7 +319,10 @@ def test_misplaced_record_is_a_violation(
     )
     assert producer.flush(30) == 0
 
-    logging_consumer = make_consumer(group_factory())
+    # The full audit is opt-in (for producers outside the layer): the header audit,
+    # and every record rather than one in 16 on the fast path.
+    audit = {"ordered.epoch.header.audit": True, "ordered.audit.every": 1}
+    logging_consumer = make_consumer(group_factory(), **audit)
     logging_consumer.assign([TopicPartition(topic, 0, 0)])
     got = drain(logging_consumer, 10.0, until=3)
     assert [m.value() for m in got] == [b"ok", b"bad", b"hdr"]
@@ -332,7 +335,7 @@ def test_misplaced_record_is_a_violation(
     assert len(drain(quiet, 10.0, until=3)) == 3
     assert quiet.violations == 0
 
-    strict = make_consumer(group_factory(), **{"ordered.violation.policy": "raise"})
+    strict = make_consumer(group_factory(), **audit, **{"ordered.violation.policy": "raise"})
     strict.assign([TopicPartition(topic, 0, 0)])
     with pytest.raises(OrderViolationError) as info:
         drain(strict, 10.0, until=3)
@@ -573,3 +576,16 @@ def test_a_source_commits_nothing_past_a_pending_boundary(
     )
     assert listener.events == [("maybe_revoked", 0, 7)]
     assert committed(bootstrap, group, topic, 0) == 7
+
+
+def test_consume_zero_messages_returns_at_once(
+    topic_factory: Callable[..., str],
+    group_factory: Callable[[], str],
+    make_consumer: Callable[..., OrderedConsumer],
+) -> None:
+    """``consume(0, -1)`` returns ``[]`` at once, as confluent's does."""
+    consumer = make_consumer(group_factory())
+    consumer.assign([TopicPartition(topic_factory(1), 0, 0)])
+    started = time.monotonic()
+    assert consumer.consume(0, -1) == []
+    assert time.monotonic() - started < 1.0

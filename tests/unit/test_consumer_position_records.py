@@ -1,4 +1,8 @@
-"""Position service records (pure): round trips and strict checks on read."""
+"""Position service records (pure): round trips and strict checks on read.
+
+They are records of :mod:`coordinator.store.records` like every znode's, with the same
+strict reading; the on-disk format is the one they had before (version 1).
+"""
 
 from __future__ import annotations
 
@@ -19,14 +23,17 @@ def test_round_trips() -> None:
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        (b"nope", "not JSON"),
-        (b"[]", "expected an object"),
-        (b'{"version":2,"partition":1,"offset":2,"at":1}', "unsupported version"),
-        (b'{"version":1,"partition":1,"at":1}', "differ from the expected"),
-        (b'{"version":1,"partition":1,"offset":2,"at":1,"x":0}', "differ from the expected"),
-        (b'{"version":1,"partition":1,"offset":-2,"at":1}', "non-negative"),
-        (b'{"version":1,"partition":true,"offset":2,"at":1}', "non-negative"),
-        (b'{"version":1,"partition":1,"offset":2,"at":"now"}', "at must be a number"),
+        (b"nope", "not a JSON Progress record"),
+        (b"[]", "not an object"),
+        (
+            b'{"version":2,"partition":1,"offset":2,"at":1}',
+            "version 2; this ordered reads version 1",
+        ),
+        (b'{"version":1,"partition":1,"at":1}', r"missing field\(s\) offset"),
+        (b'{"version":1,"partition":1,"offset":2,"at":1,"x":0}', r"unknown field\(s\) x"),
+        (b'{"version":1,"partition":1,"offset":-2,"at":1}', "offset: expected an integer >= 0"),
+        (b'{"version":1,"partition":true,"offset":2,"at":1}', "partition: expected an integer"),
+        (b'{"version":1,"partition":1,"offset":2,"at":"now"}', "at: expected a unix time"),
     ],
 )
 def test_progress_checked(data: bytes, message: str) -> None:
@@ -36,7 +43,17 @@ def test_progress_checked(data: bytes, message: str) -> None:
 
 
 def test_interest_checked() -> None:
-    with pytest.raises(StoreError, match="bad waits"):
+    with pytest.raises(StoreError, match="waits: expected a partition number"):
         Interest.from_json(b'{"version":1,"member":"m","waits":{"x":1},"at":1}', "/i")
-    with pytest.raises(StoreError, match="member must be a string"):
+    with pytest.raises(StoreError, match="waits: expected an offset >= 0"):
+        Interest.from_json(b'{"version":1,"member":"m","waits":{"1":-1},"at":1}', "/i")
+    with pytest.raises(StoreError, match="member: expected a string"):
         Interest.from_json(b'{"version":1,"member":3,"waits":{},"at":1}', "/i")
+
+
+def test_same_bytes_as_the_former_format() -> None:
+    # Written by the position service before it moved onto the records module.
+    old = b'{"at":1.5,"offset":9,"partition":0,"version":1}'
+    assert Progress.from_json(old, "/p") == Progress(0, 9, 1.5)
+    assert Progress(0, 9, 1.5).to_json() == old
+    assert Interest("m", {"2": 3}, 2.0).waits == {2: 3}

@@ -15,6 +15,7 @@ from coordinator.store.records import (
     RECORD_VERSION,
     AckRecord,
     EpochRecord,
+    EpochsRecord,
     ProducerRecord,
     TopicRecord,
 )
@@ -77,7 +78,13 @@ def ack_record(**over: Any) -> AckRecord:
     return AckRecord(**base)
 
 
-MAKERS = [topic_record, epoch_record, producer_record, ack_record]
+def epochs_record(**over: Any) -> EpochsRecord:
+    base: dict[str, Any] = {"topic": "t", "last_epoch": 4}
+    base.update(over)
+    return EpochsRecord(**base)
+
+
+MAKERS = [topic_record, epoch_record, producer_record, ack_record, epochs_record]
 
 
 @pytest.mark.parametrize("make", MAKERS)
@@ -93,7 +100,7 @@ def test_sorted_keys_and_version(make: Any) -> None:
     data = make().to_json()
     raw = json.loads(data)
     assert list(raw) == sorted(raw)
-    assert raw["version"] == RECORD_VERSION
+    assert raw["version"] == type(make()).VERSION
     assert data == json.dumps(raw, sort_keys=True, separators=(",", ":")).encode()
 
 
@@ -115,7 +122,11 @@ def _mutate(record: Any, change: Any) -> bytes:
 @pytest.mark.parametrize(
     ("make", "change", "message"),
     [
-        (topic_record, lambda r: r.update(version=2), "version 2"),
+        (topic_record, lambda r: r.update(version=3), "version 3; this ordered reads version 1, 2"),
+        (topic_record, lambda r: r.update(version="2"), "version '2'"),
+        (topic_record, lambda r: r.update(topic_id=""), "topic id"),
+        (topic_record, lambda r: r.update(topic_id=7), "topic_id"),
+        (topic_record, lambda r: r.pop("topic_id"), "missing field(s) topic_id"),
         (topic_record, lambda r: r.pop("version"), "no 'version'"),
         (topic_record, lambda r: r.pop("active"), "missing field(s) active"),
         (topic_record, lambda r: r.update(extra=1), "unknown field(s) extra"),
@@ -135,6 +146,7 @@ def _mutate(record: Any, change: Any) -> bytes:
         (epoch_record, lambda r: r.update(created_at="now"), "unix time"),
         (producer_record, lambda r: r.update(pid=-1), ">= 0"),
         (ack_record, lambda r: r.update(last_offsets=[1]), "partition -> offset"),
+        (epochs_record, lambda r: r.update(last_epoch=-1), ">= 0"),
     ],
 )
 def test_bad_records_raise_store_error_naming_the_path(
@@ -151,6 +163,39 @@ def test_bad_records_raise_store_error_naming_the_path(
 def test_garbage_raises_store_error(data: bytes) -> None:
     with pytest.raises(StoreError, match=PATH):
         TopicRecord.from_json(data, PATH)
+
+
+def test_record_versions() -> None:
+    # Unchanged records are at the first version; TopicRecord added topic_id in 2.
+    for make in (epoch_record, producer_record, ack_record):
+        assert json.loads(make().to_json())["version"] == RECORD_VERSION == 1
+    bound = topic_record(topic_id="q1w2e3r4t5y6u7i8o9p0aa")
+    raw = json.loads(bound.to_json())
+    assert raw["version"] == TopicRecord.VERSION == 2
+    assert raw["topic_id"] == "q1w2e3r4t5y6u7i8o9p0aa"
+    assert TopicRecord.from_json(bound.to_json(), PATH) == bound
+
+
+def test_version_1_topic_record_reads_as_unbound() -> None:
+    # What an older ordered wrote: version 1, no topic_id.
+    raw = json.loads(topic_record().to_json())
+    raw.pop("topic_id")
+    raw["version"] = 1
+    old = TopicRecord.from_json(json.dumps(raw).encode(), PATH)
+    assert old.topic_id is None
+    assert old == topic_record()
+    # Written back at the current version, still unbound.
+    assert json.loads(old.to_json())["version"] == 2
+    assert json.loads(old.to_json())["topic_id"] is None
+    # A version 1 record with any extra field is still refused.
+    raw["extra"] = 1
+    with pytest.raises(StoreError, match="unknown field"):
+        TopicRecord.from_json(json.dumps(raw).encode(), PATH)
+    # Other records have no older version to read.
+    ack = json.loads(ack_record().to_json())
+    ack["version"] = 0
+    with pytest.raises(StoreError, match="version 0; this ordered reads version 1"):
+        AckRecord.from_json(json.dumps(ack).encode(), PATH)
 
 
 def test_constructor_checks_fields() -> None:
@@ -180,6 +225,21 @@ def test_paths() -> None:
     assert paths.producer_path("/r", "t", "p") == "/r/topics/t/producers/p"
     assert paths.lock_path("/r", "t") == "/r/topics/t/lock"
     assert paths.election_path("/r") == "/r/coordinator/election"
+    assert paths.groups_path("/r") == "/r/groups"
+    assert paths.group_path("/", "g 1/x") == "/groups/g%201%2Fx"
+    assert paths.interest_topics_path("/r", "g") == "/r/groups/g/interest"
+    assert paths.interest_path("/r", "g", "t") == "/r/groups/g/interest/t"
+    assert paths.interest_member_path("/r", "g", "t", "h-1/2") == "/r/groups/g/interest/t/h-1%2F2"
+    assert paths.progress_path("/r/", "g", "t") == "/r/groups/g/progress/t"
+    assert paths.progress_partition_path("/r", "g", "t", 3) == "/r/groups/g/progress/t/3"
+    for bad_call in (
+        lambda: paths.group_path("/r", ""),
+        lambda: paths.interest_member_path("/r", "g", "t", ""),
+        lambda: paths.progress_partition_path("/r", "g", "t", -1),
+        lambda: paths.progress_path("/r", "g", "a/b"),
+    ):
+        with pytest.raises(ValueError):
+            bad_call()
     for bad in ("a/b", "", "..", "x" * 250):
         with pytest.raises(ValueError):
             paths.topic_path("/r", bad)

@@ -1,0 +1,279 @@
+"""``ordered trim`` and ``ordered retention``: DeleteRecords and consumed retention.
+
+``ordered trim TOPIC`` takes one target: ``--partition P --before OFFSET``,
+``--consumed`` (every partition to the minimum committed offset over the interested
+groups, never past the high watermark) or ``--offset-json-file F`` (the format of
+Kafka's ``kafka-delete-records`` tool). Everything is validated before anything is
+sent. Per partition it prints the requested offset, the low watermark and the leader's
+log start offset (``-1``: unknown). Exit code 1 when a partition is not trimmed.
+
+``ordered retention TOPIC --consumed-ms MS`` sets the topic's consumed retention (the
+coordinator daemon's sweep applies it); ``--off`` clears it; neither shows it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from coordinator.errors import NotAdoptedError, TrimRequestError
+from coordinator.interest import topic_interest
+from coordinator.retention import consumed_targets
+from coordinator.store import RetentionRecord
+from coordinator.trim import Trimmer, TrimReport, validate
+from ordered.cli.admin import Connections, common_arguments, connect
+from ordered.cli.options import interest_arguments, interest_settings, nonneg_int
+from ordered.cli.output import emit, error, progress
+
+__all__ = ["add_parsers", "read_offset_file"]
+
+
+def _positive_ms(text: str) -> int:
+    value = nonneg_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"milliseconds must be >= 1, got {value}")
+    return value
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``trim`` and ``retention``."""
+    trim = sub.add_parser(
+        "trim",
+        help="delete records below an offset (DeleteRecords), per partition or as consumed",
+    )
+    trim.add_argument(
+        "topic",
+        metavar="TOPIC",
+        nargs="?",
+        default=None,
+        help="the topic (optional with --offset-json-file)",
+    )
+    trim.add_argument(
+        "--partition", type=nonneg_int, default=None, metavar="P", help="the partition to trim"
+    )
+    trim.add_argument(
+        "--before",
+        type=int,
+        default=None,
+        metavar="OFFSET",
+        help="with --partition: delete the records below OFFSET",
+    )
+    trim.add_argument(
+        "--consumed",
+        action="store_true",
+        help="trim every partition to the minimum committed offset of the interested groups",
+    )
+    trim.add_argument(
+        "--offset-json-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help='kafka-delete-records format: {"partitions": [{"topic": T, "partition": P, '
+        '"offset": O}], "version": 1} (offset -1: the high watermark)',
+    )
+    trim.add_argument(
+        "--leader-only",
+        action="store_true",
+        help="succeed once the leader truncated, even while a follower lags",
+    )
+    trim.add_argument(
+        "--timeout-ms",
+        type=_positive_ms,
+        default=30_000,
+        help="how long to wait for the replicas (default 30000)",
+    )
+    trim.add_argument("--dry-run", action="store_true", help="validate and report; send nothing")
+    interest_arguments(trim)
+    common_arguments(trim, None)
+    trim.set_defaults(func=_trim)
+
+    retention = sub.add_parser(
+        "retention", help="show or set a topic's consumed retention (KIP-68, run by the daemon)"
+    )
+    retention.add_argument("topic", metavar="TOPIC")
+    group = retention.add_mutually_exclusive_group()
+    group.add_argument(
+        "--consumed-ms",
+        type=_positive_ms,
+        default=None,
+        metavar="MS",
+        help="trim records every interested group committed and older than MS milliseconds",
+    )
+    group.add_argument("--off", action="store_true", help="turn consumed retention off")
+    common_arguments(retention, None)
+    retention.set_defaults(func=_retention)
+
+
+def read_offset_file(path: Path) -> dict[tuple[str, int], int]:
+    """Read a ``kafka-delete-records`` offset file.
+
+    Raises:
+        TrimRequestError: The file is unreadable, not JSON, or not in the format.
+    """
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise TrimRequestError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise TrimRequestError(f"{path} is not JSON: {exc}") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("partitions"), list):
+        raise TrimRequestError(
+            f'{path}: expected {{"partitions": [{{"topic": .., "partition": .., "offset": ..}}], '
+            '"version": 1}'
+        )
+    version = raw.get("version", 1)
+    if version != 1 or isinstance(version, bool):
+        raise TrimRequestError(f"{path}: unsupported version {version!r} (expected 1)")
+    extra = set(raw) - {"partitions", "version"}
+    if extra:
+        raise TrimRequestError(f"{path}: unknown field(s) {', '.join(sorted(extra))}")
+    out: dict[tuple[str, int], int] = {}
+    for i, entry in enumerate(raw["partitions"]):
+        where = f"{path}: partitions[{i}]"
+        if not isinstance(entry, dict) or set(entry) != {"topic", "partition", "offset"}:
+            raise TrimRequestError(f"{where}: expected exactly topic, partition and offset")
+        topic, partition, offset = entry["topic"], entry["partition"], entry["offset"]
+        if not isinstance(topic, str) or not topic:
+            raise TrimRequestError(f"{where}: topic must be a non-empty string")
+        for name, value in (("partition", partition), ("offset", offset)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TrimRequestError(f"{where}: {name} must be an integer, got {value!r}")
+        if (topic, partition) in out:
+            raise TrimRequestError(f"{where}: {topic}[{partition}] is listed twice")
+        out[(topic, partition)] = offset
+    if not out:
+        raise TrimRequestError(f"{path}: no partitions")
+    return out
+
+
+def _requests(
+    args: argparse.Namespace, conn: Connections
+) -> tuple[dict[tuple[str, int], int], bool]:
+    """The validated ``(topic, partition) -> offset`` of the command line; nothing sent."""
+    chosen = [
+        name
+        for name, on in (
+            ("--partition/--before", args.partition is not None or args.before is not None),
+            ("--consumed", args.consumed),
+            ("--offset-json-file", args.offset_json_file is not None),
+        )
+        if on
+    ]
+    if len(chosen) != 1:
+        raise TrimRequestError(
+            "name exactly one target: --partition P --before OFFSET, --consumed or "
+            "--offset-json-file FILE" + (f" (got {', '.join(chosen)})" if chosen else "")
+        )
+    if args.offset_json_file is not None:
+        requests = read_offset_file(args.offset_json_file)
+        if args.topic is not None:
+            others = sorted({t for t, _ in requests if t != args.topic})
+            if others:
+                raise TrimRequestError(
+                    f"{args.offset_json_file} names other topics than {args.topic}: "
+                    + ", ".join(others)
+                )
+        return validate(conn.admin, requests, allow_end=True), False
+    if args.topic is None:
+        raise TrimRequestError("TOPIC is required unless --offset-json-file is given")
+    if args.consumed:
+        if conn.store.get_topic(args.topic) is None:
+            raise NotAdoptedError(
+                f"topic {args.topic} is not adopted: --consumed needs its interested groups "
+                f"(adopt it, or name offsets with --partition/--offset-json-file)"
+            )
+        return _consumed(args, conn), True
+    if args.partition is None or args.before is None:
+        raise TrimRequestError("--partition and --before go together")
+    return validate(conn.admin, {(args.topic, args.partition): args.before}), False
+
+
+def _consumed(args: argparse.Namespace, conn: Connections) -> dict[tuple[str, int], int]:
+    topic = args.topic
+    count = conn.admin.partition_count(topic)
+    interest = topic_interest(conn.store, conn.admin, topic, range(count), interest_settings(args))
+    if interest.unreadable:
+        progress(
+            "offsets unreadable, no partition trimmed: "
+            + "; ".join(f"{g}: {m}" for g, m in sorted(interest.unreadable.items()))
+        )
+        return {}
+    if not interest.holding:
+        progress(f"no interested group has committed on {topic}: nothing is known to be consumed")
+        return {}
+    starts = conn.admin.start_offsets(topic, range(count))
+    ends = conn.admin.end_offsets(topic, range(count))
+    for p in range(count):
+        low = interest.min_committed(p)
+        progress(f"{topic}[{p}]: log {starts[p]}..{ends[p]}, minimum committed {low}")
+    return {(topic, p): o for p, o in consumed_targets(interest, starts, ends).items()}
+
+
+def _report_text(report: TrimReport) -> str:
+    mode = "leader-only" if report.leader_only else "all replicas"
+    lines = [
+        f"trim ({mode}{', dry run' if report.dry_run else ''}): "
+        f"{len(report.results)} partition(s) in {report.seconds:.2f} s"
+    ]
+    for r in report.results:
+        lines.append(
+            f"{r.topic}[{r.partition}]: {r.status.value}, requested {r.requested}, "
+            f"low watermark {r.low_watermark}, leader log start {r.leader_log_start}"
+            + ("" if r.error is None else f": {r.message}")
+        )
+    return "\n".join(lines)
+
+
+def _trim(args: argparse.Namespace) -> int:
+    with connect(args) as conn:
+        requests, consumed = _requests(args, conn)
+        if not requests:
+            report = TrimReport((), args.leader_only, args.dry_run, 0.0)
+        else:
+            trimmer = Trimmer(conn.admin, progress=progress)
+            report = trimmer.trim(
+                requests,
+                timeout=args.timeout_ms / 1000.0,
+                leader_only=args.leader_only,
+                dry_run=args.dry_run,
+            )
+    payload: dict[str, Any] = report.to_dict()
+    payload["consumed"] = consumed
+    emit(payload, _report_text(report), args.json)
+    if not report.ok:
+        error(report.summary(), False, "TrimError")
+        return 1
+    return 0
+
+
+def _retention(args: argparse.Namespace) -> int:
+    with connect(args) as conn:
+        if conn.store.get_topic(args.topic) is None:
+            raise NotAdoptedError(
+                f"topic {args.topic} is not adopted (adopt it first: ordered adopt {args.topic})"
+            )
+        if args.off:
+            was = conn.store.clear_retention(args.topic)
+            record = None
+            text = f"consumed retention of {args.topic}: off" + ("" if was else " (was off)")
+        elif args.consumed_ms is not None:
+            record = RetentionRecord(args.topic, args.consumed_ms, time.time())
+            conn.store.set_retention(record)
+            text = f"consumed retention of {args.topic}: {args.consumed_ms} ms"
+        else:
+            record = conn.store.get_retention(args.topic)
+            text = f"consumed retention of {args.topic}: " + (
+                "off" if record is None else f"{record.consumed_ms} ms"
+            )
+    emit(
+        {
+            "topic": args.topic,
+            "consumed_ms": None if record is None else record.consumed_ms,
+        },
+        text,
+        args.json,
+    )
+    return 0

@@ -1,0 +1,286 @@
+"""The gate state of one assigned partition: an explicit, pure state machine.
+
+No I/O here: :meth:`PartitionGate.fire` changes the state, the limit, the held offset
+and the stash, and returns a :class:`Change` that says whether the owner must pause or
+resume the partition in librdkafka. The consumer applies that; unit tests drive the
+machine with fake messages (anything with an ``offset()`` method).
+
+A partition is paused (confluent ``pause``) exactly while it is ``BLOCKED`` or
+``DRAINING``. Pausing makes librdkafka drop what it pre-fetched for the partition and
+restart, on resume, right after the last record it handed to the wrapper; the records
+of the current batch that could not be delivered are kept in the partition's *stash*
+(at most one batch: nothing more is fetched while paused) and delivered first. The
+stash saves the refetch after a seek, which librdkafka only starts at its next fetch
+cycle (up to a second).
+
+The *limit* is the lowest offset at which a record must consult the gate rule: the
+next boundary of the partition not known to be open (``inf``: none), or ``-1`` (every
+record) while the partition is ``BLOCKED`` or the layout is unavailable.
+
+Transitions (``state --event--> targets``; "open" is ``FREE`` when no gate lies ahead
+of the partition, else ``GATED``; "unheld" is ``DRAINING`` while the stash holds
+records, else open)::
+
+    FREE/GATED/DRAINING --HISTORY--> unheld         a new layout history
+    BLOCKED             --HISTORY--> BLOCKED        (the owner re-checks it at once)
+    FREE/GATED/DRAINING --GATE_OPEN--> unheld       a record reached an open gate
+    FREE/GATED/DRAINING --GATE_CLOSED--> BLOCKED    a record reached a closed gate
+    FREE/GATED/DRAINING --UNAVAILABLE--> BLOCKED    ZooKeeper session away at a record
+    BLOCKED             --RECHECK_OPEN--> unheld    a re-check found the gate open
+    FREE/GATED          --STASHED--> DRAINING       a batch could not be delivered
+    DRAINING/BLOCKED    --STASHED--> (same)         more records join the stash
+    DRAINING            --STASH_DELIVERED--> open   the stash is empty again
+    FREE/GATED/DRAINING --LAYOUT_LOST--> (same)     limit -1: every record is checked
+    FREE/GATED/DRAINING --LAYOUT_BACK--> unheld     the layout is readable again
+    any                 --SOUGHT--> open            the application sought: stash dropped
+
+Every other (state, event) pair is a :class:`~coordinator.errors.StateTransitionError`.
+A revoked, lost or unassigned partition's gate is simply dropped.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from coordinator.errors import StateTransitionError
+from linear_hash.gating import Wait
+
+__all__ = [
+    "HOLD_ALL",
+    "NO_LIMIT",
+    "PAUSED",
+    "TRANSITIONS",
+    "Change",
+    "GateEvent",
+    "GateState",
+    "GateStatus",
+    "PartitionGate",
+]
+
+NO_LIMIT = math.inf
+"""The limit of a partition with no gate ahead."""
+
+HOLD_ALL = -1.0
+"""A limit below every offset: every record takes the checked path."""
+
+
+class GateState(enum.Enum):
+    """The gate state of one assigned partition (see the module doc)."""
+
+    FREE = "free"
+    GATED = "gated"
+    BLOCKED = "blocked"
+    DRAINING = "draining"
+
+
+class GateEvent(enum.Enum):
+    """What happened to a partition's gate (see the module doc)."""
+
+    HISTORY = "history"
+    GATE_OPEN = "gate open"
+    GATE_CLOSED = "gate closed"
+    UNAVAILABLE = "layout unavailable"
+    RECHECK_OPEN = "gate opened"
+    STASHED = "stashed"
+    STASH_DELIVERED = "stash delivered"
+    LAYOUT_LOST = "layout lost"
+    LAYOUT_BACK = "layout available"
+    SOUGHT = "sought"
+
+
+@dataclass(frozen=True, slots=True)
+class GateStatus:
+    """What ``OrderedConsumer.gate_status`` reports for one assigned partition.
+
+    Attributes:
+        topic: The topic.
+        partition: The partition.
+        state: Its :class:`GateState`.
+        limit: The lowest boundary of a gate not known to be open (``None``: none).
+        held: The offset it is paused at while ``BLOCKED``.
+        waits: What the gate waits for (progress of other partitions, pending epochs).
+    """
+
+    topic: str
+    partition: int
+    state: GateState
+    limit: int | None
+    held: int | None
+    waits: tuple[Wait, ...] = ()
+
+
+PAUSED = frozenset({GateState.BLOCKED, GateState.DRAINING})
+"""The states in which librdkafka has the partition paused."""
+
+_F, _G, _B, _D = GateState.FREE, GateState.GATED, GateState.BLOCKED, GateState.DRAINING
+_OPEN = frozenset({_F, _G})
+_UNHELD = frozenset({_F, _G, _D})
+
+TRANSITIONS: dict[tuple[GateState, GateEvent], frozenset[GateState]] = {
+    **{(s, GateEvent.HISTORY): _UNHELD for s in _UNHELD},
+    (_B, GateEvent.HISTORY): frozenset({_B}),
+    **{(s, GateEvent.GATE_OPEN): _UNHELD for s in _UNHELD},
+    **{(s, GateEvent.GATE_CLOSED): frozenset({_B}) for s in _UNHELD},
+    **{(s, GateEvent.UNAVAILABLE): frozenset({_B}) for s in _UNHELD},
+    (_B, GateEvent.RECHECK_OPEN): _UNHELD,
+    (_F, GateEvent.STASHED): frozenset({_D}),
+    (_G, GateEvent.STASHED): frozenset({_D}),
+    (_D, GateEvent.STASHED): frozenset({_D}),
+    (_B, GateEvent.STASHED): frozenset({_B}),
+    (_D, GateEvent.STASH_DELIVERED): _OPEN,
+    **{(s, GateEvent.LAYOUT_LOST): frozenset({s}) for s in _UNHELD},
+    **{(s, GateEvent.LAYOUT_BACK): _UNHELD for s in _UNHELD},
+    **{(s, GateEvent.SOUGHT): _OPEN for s in GateState},
+}
+"""Every allowed (state, event) pair and the states it may lead to."""
+
+
+class Change(NamedTuple):
+    """The result of one event.
+
+    Attributes:
+        old: The state before.
+        new: The state after.
+        pause: ``True``: pause the partition in librdkafka; ``False``: resume it;
+            ``None``: leave it as it is.
+    """
+
+    old: GateState
+    new: GateState
+    pause: bool | None
+
+
+class PartitionGate:
+    """Gate state, limit, held offset and stash of one partition; pure.
+
+    Args:
+        topic: The topic.
+        partition: The partition.
+        open_limit: The partition's next gate not known to be open (``inf``: none).
+
+    Attributes:
+        state: The :class:`GateState`; written only by ``_set_state`` (from :meth:`fire`).
+        limit: Records at or past it consult the gate rule (see the module doc).
+        held: The offset of the record held back while ``BLOCKED``.
+        stash: Undelivered records, by offset.
+        user_paused: The application paused the partition: never resumed by a gate.
+        reason: Why the last event happened (for logs and ``gate_status``).
+    """
+
+    __slots__ = ("held", "limit", "partition", "reason", "stash", "state", "topic", "user_paused")
+
+    def __init__(self, topic: str, partition: int, open_limit: float = NO_LIMIT) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.state = _F if open_limit == NO_LIMIT else _G
+        self.limit: float = open_limit
+        self.held: int | None = None
+        self.stash: list[Any] = []
+        self.user_paused = False
+        self.reason = "assigned"
+
+    @property
+    def paused(self) -> bool:
+        """Whether the gate keeps the partition paused."""
+        return self.state in PAUSED
+
+    def fire(
+        self,
+        event: GateEvent,
+        open_limit: float,
+        *,
+        held: int | None = None,
+        cap: float | None = None,
+        records: Sequence[Any] = (),
+        reason: str = "",
+    ) -> Change:
+        """Apply ``event``: the new state, limit, held offset and stash.
+
+        Args:
+            event: What happened.
+            open_limit: The partition's next gate not known to be open, from the
+                topic's history (``inf``: none).
+            held: ``GATE_CLOSED``/``UNAVAILABLE``: the offset of the record held back.
+            cap: Lower the limit of an open state to this, so the record at ``cap``
+                runs the gate crossing again (``RECHECK_OPEN``, ``STASHED``).
+            records: ``STASHED``: the records to keep (merged by offset).
+            reason: For the log; defaults to the event's name.
+
+        Returns:
+            The :class:`Change` (what to do with the librdkafka pause).
+
+        Raises:
+            StateTransitionError: ``event`` is not allowed in the current state.
+        """
+        old = self.state
+        if (old, event) not in TRANSITIONS:
+            raise StateTransitionError(
+                f"gate of {self.topic}[{self.partition}]: event {event.name} "
+                f"is not allowed in state {old.name}"
+            )
+        opened = _F if open_limit == NO_LIMIT else _G
+        limit = open_limit
+        if event in (GateEvent.GATE_CLOSED, GateEvent.UNAVAILABLE):
+            if held is None:
+                raise StateTransitionError(f"{event.name} needs the held offset")
+            new = _B
+        elif event is GateEvent.STASHED:
+            merged = {m.offset(): m for m in self.stash}
+            merged.update((m.offset(), m) for m in records)
+            self.stash = [merged[o] for o in sorted(merged)]
+            new = old if old in PAUSED else _D
+            # Keep a lowered limit (a crossing still to run, the layout away).
+            limit = min(self.limit, open_limit)
+        elif event is GateEvent.HISTORY and old is _B:
+            new, limit = _B, self.limit
+        elif event is GateEvent.LAYOUT_LOST:
+            new, limit = old, HOLD_ALL
+        elif event is GateEvent.SOUGHT:
+            self.stash = []
+            new = opened
+        elif event is GateEvent.STASH_DELIVERED:
+            if self.stash:
+                raise StateTransitionError(f"{event.name} with {len(self.stash)} records left")
+            new = opened
+        else:
+            new = _D if self.stash else opened
+        self._set_state(event, new)
+        if new is _B:
+            if held is not None:
+                self.held = held
+            self.limit = HOLD_ALL
+        else:
+            self.held = None
+            self.limit = limit if cap is None else min(limit, cap)
+        self.reason = reason or event.value
+        pause: bool | None = None
+        if new in PAUSED and old not in PAUSED:
+            pause = True
+        elif new not in PAUSED and old in PAUSED and not self.user_paused:
+            pause = False
+        return Change(old, new, pause)
+
+    def _set_state(self, event: GateEvent, new: GateState) -> None:
+        """The only writer of :attr:`state`: ``new`` must be listed for the event."""
+        allowed = TRANSITIONS.get((self.state, event), frozenset())
+        if new not in allowed:
+            raise StateTransitionError(
+                f"gate of {self.topic}[{self.partition}]: "
+                f"{self.state.name} --{event.name}--> {new.name} is not listed"
+            )
+        self.state = new
+
+    def take(self, limit: int) -> list[Any]:
+        """Remove and return up to ``limit`` stashed records of a ``DRAINING`` gate.
+
+        Returns nothing while the gate is not draining or the application paused it.
+        """
+        if self.state is not _D or self.user_paused or not self.stash:
+            return []
+        out = self.stash[:limit]
+        del self.stash[: len(out)]
+        return out

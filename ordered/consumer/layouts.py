@@ -1,0 +1,330 @@
+"""Layout loading for the consumer: topic histories, their watcher, the fetch check.
+
+Each subscribed or assigned topic has a :class:`TopicView`: its
+:class:`~coordinator.history.TopicHistory` (read with :func:`load_history`, which syncs
+ZooKeeper first) and a :class:`~linear_hash.gating.GateEvaluator` kept across reloads
+(it caches satisfied gates). A :class:`~coordinator.history.HistoryWatcher` marks
+topics dirty from kazoo's thread; they are reloaded on the poll thread.
+
+**The fetch check** (``docs/protocol.md``, "Consumers and a new epoch"): a producer may
+write a record under epoch ``e`` as soon as ``e`` is published, and the consumer may
+fetch that record before its watch has shown it ``e``. Delivered under the older
+history, such a record could pass a gate that ``e`` puts in its way. So after every
+fetch (time ``t``), before any record of it is judged, :meth:`LayoutTracker.begin_check`
+sends a ZooKeeper ``sync`` followed by a read of each ordered topic's znode, issued
+asynchronously on the one connection (one round trip for the batch, whatever its
+size), and :meth:`LayoutTracker.finish_check` compares each znode's last-write zxid
+with the one seen before the copy was read: a publish or a seal that completed before
+``t`` changed it, and the history is read again before the batch is judged. Records
+are never inspected for this: no header is needed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from kazoo.client import KazooClient
+
+from coordinator.errors import StoreError, TopicIdMismatchError
+from coordinator.history import HistoryWatcher, SessionState, TopicHistory, load_history
+from coordinator.store import LayoutStore, TopicRecord
+from coordinator.store import paths as store_paths
+from coordinator.topic_ids import TopicIds
+from linear_hash import Layout
+from linear_hash.gating import EpochInfo, GateEvaluator
+
+__all__ = ["AuditSpan", "FetchCheck", "LayoutTracker", "TopicView"]
+
+_log = logging.getLogger(__name__)
+
+
+class AuditSpan(NamedTuple):
+    """The offsets of one partition around an offset where the same epochs may write.
+
+    Attributes:
+        first: The first offset of the span.
+        end: The first offset past it (``inf``: open-ended).
+        layouts: The layouts of the epochs that may have placed a record here.
+        lo: The lowest such epoch.
+        hi: The highest such epoch.
+    """
+
+    first: int
+    end: float
+    layouts: tuple[Layout, ...]
+    lo: int
+    hi: int
+
+
+@dataclass(slots=True)
+class TopicView:
+    """One topic's layout as this consumer knows it."""
+
+    name: str
+    history: TopicHistory
+    gates: GateEvaluator | None = None
+    zxid: int = -1  # the topic znode's mzxid before the history was read (-1: no node)
+    # partition -> the span of the last audited offset (a cache, cleared on reload)
+    audit: dict[int, AuditSpan] = field(default_factory=dict)
+
+    @property
+    def record(self) -> TopicRecord | None:
+        """The topic record (``None``: not adopted)."""
+        return self.history.record
+
+    @property
+    def ordered(self) -> bool:
+        """Adopted and ordered: gates apply."""
+        return self.gates is not None
+
+    @property
+    def compacted(self) -> bool:
+        """Ordered and compacted: tombstone copies (KIP-253 section 9) may be in it."""
+        record = self.history.record
+        return self.gates is not None and record is not None and record.compacted
+
+    @property
+    def epochs(self) -> tuple[EpochInfo, ...]:
+        """Every epoch, ascending (empty when not ordered)."""
+        return self.history.epochs
+
+    @property
+    def layouts(self) -> Any:
+        """Epoch -> layout."""
+        return self.history.layouts
+
+    @property
+    def pending_givers(self) -> frozenset[int]:
+        """Partitions that give keys away in a pending epoch."""
+        return self.history.pending_givers
+
+    @property
+    def algorithm(self) -> str:
+        """The key hash of the topic."""
+        record = self.history.record
+        return record.algorithm if record is not None else "murmur3"
+
+    def open_limit(self, partition: int) -> float:
+        """The partition's next gate not known to be open (``inf``: none)."""
+        return self.gates.limit(partition) if self.gates is not None else float("inf")
+
+
+class FetchCheck(NamedTuple):
+    """A fetch check in flight: the ZooKeeper requests.
+
+    Attributes:
+        sync: The async result of the ``sync``.
+        reads: ``(topic, async result of an exists() on the topic znode)``.
+    """
+
+    sync: Any
+    reads: tuple[tuple[str, Any], ...]
+
+
+def _zxid(stat: Any) -> int:
+    """The last-write zxid of a znode's stat (-1: no node)."""
+    return -1 if stat is None else int(stat.mzxid)
+
+
+class LayoutTracker:
+    """The topics this consumer reads, their histories, and the session state.
+
+    Args:
+        client: A started kazoo client (from :mod:`coordinator.zk`).
+        root: The store root.
+        check_timeout: How long :meth:`finish_check` waits for ZooKeeper.
+
+    Attributes:
+        verify_fetch: Run the fetch check (default ``True``). ``False`` exists only for
+            the test that shows the check is what closes the race.
+        reloads: How many times a history was read.
+    """
+
+    def __init__(
+        self,
+        client: KazooClient,
+        root: str,
+        check_timeout: float,
+        ids: TopicIds | None = None,
+        group: str | None = None,
+    ) -> None:
+        self.client = client
+        self.store = LayoutStore(client, root)
+        self._ids = ids
+        self._group = group
+        self.watcher = HistoryWatcher(self.store)
+        self.topics: dict[str, TopicView] = {}
+        self.verify_fetch = True
+        self.reloads = 0
+        self._check_timeout = check_timeout
+        self._generation = self.watcher.generation
+        self._check_failed = False
+
+    @property
+    def usable(self) -> bool:
+        """Whether the layouts may be trusted now (session up, last check answered)."""
+        return self.watcher.state is SessionState.CONNECTED and not self._check_failed
+
+    def topic(self, name: str) -> TopicView:
+        """The view of ``name``, read and watched on first use.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable or a record fails its check.
+        """
+        view = self.topics.get(name)
+        if view is None:
+            view = TopicView(name, TopicHistory(name, None))
+            self._load(view)
+            self.topics[name] = view
+            # The watch starts out dirty: the next service step reads the topic once
+            # more, which covers a change between the read above and the arming.
+            self.watcher.watch(name)
+            if view.ordered and self._group:
+                self._register_group(name)
+        return view
+
+    def _register_group(self, topic: str) -> None:
+        """Register the group as an ordered group of ``topic`` (its trims wait for it)."""
+        assert self._group is not None
+        try:
+            self.store.register_group(self._group, topic, time.time())
+        except StoreError as exc:
+            # Only the registered-groups-only trim setting reads it; commits still count.
+            _log.warning("cannot register group on %s: %s", topic, exc)
+
+    def _load(self, view: TopicView) -> None:
+        # The znode's last-write zxid, read *before* the history: if a write lands in
+        # between, the copy is newer than the zxid says and the next check reads it
+        # again (harmless); the other order could miss a write. A zxid, unlike the
+        # znode version, never repeats when a topic is deleted and adopted again.
+        path = store_paths.topic_path(self.store.root, view.name)
+        zxid = _zxid(self.store._run(f"check {path}", self.client.exists, path))
+        # Another topic id than the layout's raises TopicIdMismatchError (refused).
+        history = load_history(self.store, view.name, ids=self._ids)
+        view.zxid = zxid
+        self.reloads += 1
+        view.history = history
+        if not history.adopted:
+            view.gates = None
+        elif view.gates is None:
+            view.gates = history.gates()
+        else:
+            view.gates.update(list(history.epochs))
+        view.audit.clear()
+
+    def reload_dirty(self) -> list[TopicView]:
+        """Read again every topic the watcher marked (and all after a reconnect).
+
+        Returns:
+            The views that were read.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable; the topics stay marked.
+        """
+        dirty = self.watcher.take_dirty()
+        if self.watcher.generation != self._generation:
+            self._generation = self.watcher.generation
+            dirty |= set(self.topics)
+        return self.reload(dirty)
+
+    def reload(self, names: Iterable[str]) -> list[TopicView]:
+        """Read ``names`` again; a failure marks them for the next call.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable or a record fails its check.
+        """
+        done = []
+        names = list(names)
+        for i, name in enumerate(names):
+            view = self.topics.get(name)
+            if view is None:
+                continue
+            try:
+                self._load(view)
+            except (StoreError, TopicIdMismatchError):
+                # A refused topic stays marked, so every poll refuses it again.
+                for rest in names[i:]:
+                    self.watcher.mark_dirty(rest)
+                raise
+            done.append(view)
+        return done
+
+    # --- the fetch check ---------------------------------------------------------------
+
+    def begin_check(self) -> FetchCheck | None:
+        """Send ``sync`` and a read of each topic's znode (no waiting).
+
+        Every topic this consumer reads is checked, adopted or not: a topic adopted
+        and expanded since our copy must not be taken for a plain one either.
+
+        Returns:
+            The check in flight, or ``None`` when there is nothing to check.
+        """
+        if not self.verify_fetch or not self.topics:
+            return None
+        if self.watcher.state is not SessionState.CONNECTED:
+            # kazoo would queue the requests until a reconnect: fail the check now.
+            self._check_failed = True
+            return None
+        root = self.store.root
+        names = list(self.topics)
+        try:
+            sync = self.client.sync_async(store_paths.topic_path(root, names[0]))
+            reads = tuple(
+                (name, self.client.exists_async(store_paths.topic_path(root, name)))
+                for name in names
+            )
+        except Exception as exc:  # the connection is closing: the check fails
+            _log.debug("fetch check not sent: %s", exc)
+            self._check_failed = True
+            return None
+        return FetchCheck(sync, reads)
+
+    def finish_check(self, check: FetchCheck | None) -> list[TopicView] | None:
+        """Wait for ``check``; read again every topic whose znode changed since our copy.
+
+        Returns:
+            The views read again (empty: every copy was current), or ``None`` when
+            ZooKeeper did not answer: nothing fetched may be judged by our copies
+            (:attr:`usable` is ``False`` until a later :meth:`recover`).
+        """
+        if check is None:
+            return [] if self.usable else None
+        changed = []
+        try:
+            check.sync.get(timeout=self._check_timeout)
+            for name, read in check.reads:
+                stat = read.get(timeout=self._check_timeout)
+                view = self.topics.get(name)
+                # Against the copy now: it may have been read again since the send.
+                if view is not None and _zxid(stat) != view.zxid:
+                    changed.append(name)
+        except Exception as exc:  # connection loss, timeout
+            _log.warning("layout check failed (records held until it succeeds): %s", exc)
+            self._check_failed = True
+            return None
+        if not changed:
+            return []
+        try:
+            return self.reload(changed)
+        except StoreError as exc:
+            _log.warning("layout reload failed (records held until it succeeds): %s", exc)
+            self._check_failed = True
+            return None
+
+    def recover(self) -> list[TopicView] | None:
+        """After a failed check: read every topic again; ``None`` if that fails too."""
+        try:
+            done = self.reload(list(self.topics))
+        except StoreError:
+            return None
+        self._check_failed = False
+        return done
+
+    def stop(self) -> None:
+        """Stop the watches (never blocks)."""
+        self.watcher.stop()

@@ -1,0 +1,109 @@
+"""What the consumer's parts share: per-partition state and the one gate applier."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import TopicPartition
+
+from ordered.consumer.announce import Announcement
+from ordered.consumer.gate import NO_LIMIT, Change, GateEvent, GateState, PartitionGate
+from ordered.consumer.layouts import LayoutTracker
+from ordered.consumer_config import ConsumerConfig
+from ordered.listener import PartitionKeyRebalanceListener
+
+__all__ = ["METRICS", "Core", "PartState"]
+
+_log = logging.getLogger("ordered.consumer")
+
+METRICS = (
+    "delivered",
+    "held",
+    "gate_checks",
+    "gates_opened",
+    "blocks",
+    "announcements",
+    "violations",
+    "layout_reloads",
+    "layout_checks",
+    "tombstone_copies_dropped",
+)
+"""The counters of :attr:`OrderedConsumer.metrics` (plus ``blocked_partitions``)."""
+
+
+@dataclass(slots=True)
+class PartState:
+    """One assigned partition: its gate, its announcements, where delivery stands.
+
+    Attributes:
+        gate: The pure gate state machine.
+        ann: The boundary announcements and the stored offset.
+        start: The first offset fetched in this assignment.
+        position: The last delivered offset + 1.
+        assigned_upto: The highest boundary ``on_partition_key_assigned`` ran for.
+    """
+
+    topic: str
+    partition: int
+    gate: PartitionGate
+    ann: Announcement = field(default_factory=Announcement)
+    start: int | None = None
+    position: int | None = None
+    assigned_upto: int = -1
+
+
+class Core:
+    """The state the consumer's parts share, owned by the poll thread.
+
+    Args:
+        consumer: The wrapped ``confluent_kafka.Consumer``.
+        config: The split configuration.
+        layouts: The topics' layouts.
+    """
+
+    def __init__(self, consumer: Any, config: ConsumerConfig, layouts: LayoutTracker) -> None:
+        self.consumer = consumer
+        self.config = config
+        self.layouts = layouts
+        self.parts: dict[tuple[str, int], PartState] = {}
+        self.metrics: dict[str, int] = dict.fromkeys(METRICS, 0)
+        self.listener: PartitionKeyRebalanceListener | None = None
+        self.known_commits: dict[tuple[str, int], int] = {}
+        self.next_check = 0.0
+        self.request_timeout = 10.0
+        self.violations = 0
+
+    def open_limit(self, topic: str, partition: int) -> float:
+        """The partition's next gate not known to be open (``inf``: none or not ordered)."""
+        view = self.layouts.topics.get(topic)
+        return view.open_limit(partition) if view is not None else NO_LIMIT
+
+    def fire(self, part: PartState, event: GateEvent, **kwargs: Any) -> Change:
+        """Apply a gate event and its pause or resume (the only caller of ``gate.fire``)."""
+        change = part.gate.fire(event, self.open_limit(part.topic, part.partition), **kwargs)
+        if change.pause is not None:
+            tp = [TopicPartition(part.topic, part.partition)]
+            if change.pause:
+                self.consumer.pause(tp)
+            else:
+                self.consumer.resume(tp)
+        if change.new is GateState.BLOCKED and change.old is not GateState.BLOCKED:
+            self.metrics["blocks"] += 1
+        if change.old is not change.new:
+            _log.debug(
+                "%s[%d]: %s -> %s (%s)",
+                part.topic,
+                part.partition,
+                change.old.name,
+                change.new.name,
+                part.gate.reason,
+            )
+        return change
+
+    def remember_commit(self, topic: str, partition: int, offset: int) -> None:
+        """Note an offset this consumer committed (gates read it before Kafka shows it)."""
+        key = (topic, partition)
+        if offset > self.known_commits.get(key, -1):
+            self.known_commits[key] = offset

@@ -1,0 +1,688 @@
+"""The confluent API surface of :class:`OrderedConsumer`; the parts it is made of.
+
+Every public method of ``confluent_kafka.Consumer`` is defined here explicitly: either
+wrapped (:data:`WRAPPED`, the gates apply) or passed straight through
+(:data:`PASSED_THROUGH`). There is no ``__getattr__`` fall-through, so a method a
+future confluent adds cannot skip the gates: ``tests/unit/test_consumer_surface.py``
+fails until it is listed here.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Iterable
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from coordinator import identity
+from coordinator.errors import StoreError
+from coordinator.history import SessionState
+from coordinator.positions import PositionService
+from coordinator.topic_ids import TopicIds
+from coordinator.zk import close_client, make_client, start_client
+from ordered.consumer.announce import Announcer
+from ordered.consumer.batch import BatchFilter
+from ordered.consumer.fetch import Fetcher
+from ordered.consumer.gate import (
+    NO_LIMIT,
+    GateEvent,
+    GateState,
+    GateStatus,
+    PartitionGate,
+)
+from ordered.consumer.layouts import LayoutTracker, TopicView
+from ordered.consumer.probe import LogStartProbe
+from ordered.consumer.rebalance import Callback, RebalanceHooks
+from ordered.consumer.recheck import GateChecker
+from ordered.consumer.state import Core, PartState
+from ordered.consumer_config import ConsumerConfig, split_consumer_config
+from ordered.listener import PartitionKeyRebalanceListener
+
+__all__ = ["CLOSE_TIMEOUT", "PASSED_THROUGH", "POLL_BATCH", "WRAPPED", "OrderedConsumer"]
+
+WRAPPED = frozenset(
+    {
+        "assign",
+        "assignment",
+        "close",
+        "commit",
+        "committed",
+        "consume",
+        "incremental_assign",
+        "incremental_unassign",
+        "pause",
+        "poll",
+        "position",
+        "resume",
+        "seek",
+        "store_offsets",
+        "subscribe",
+        "unassign",
+        "unsubscribe",
+    }
+)
+"""confluent methods the wrapper changes (gates, stashes, announcements apply)."""
+
+PASSED_THROUGH = frozenset(
+    {
+        "cluster_id",
+        "consumer_group_metadata",
+        "get_watermark_offsets",
+        "list_topics",
+        "memberid",
+        "offsets_for_times",
+        "set_sasl_credentials",
+    }
+)
+"""confluent methods the wrapper forwards unchanged (they deliver no record)."""
+
+_log = logging.getLogger("ordered.consumer")
+
+POLL_BATCH = 500
+"""Records ``poll()`` takes from librdkafka at once: one layout check serves them all."""
+
+CLOSE_TIMEOUT = 3.0
+"""Seconds ``close()`` (and an exit without it) waits for the ZooKeeper session to end."""
+
+
+class OrderedConsumer:
+    """A ``confluent_kafka.Consumer`` that delivers each key's records in order across layouts.
+
+    Takes the same configuration dict as ``confluent_kafka.Consumer`` plus the
+    ``ordered.`` settings of :mod:`ordered.consumer_config` (``ordered.zookeeper.connect``
+    is required). Methods have confluent's signatures, errors and callback thread.
+    Topics that are not adopted (or adopted with ``ordered: false``) are consumed as
+    with a plain consumer.
+
+    Args:
+        config: The configuration dict (positional only, as confluent's).
+        **kwargs: Extra settings (``logger=...`` as confluent accepts), merged in.
+
+    Attributes:
+        violations: The number of records found to contradict the layout.
+
+    Raises:
+        ConfigError: A malformed ``ordered.`` setting.
+        StoreError: ZooKeeper could not be reached.
+    """
+
+    def __init__(self, config: dict[str, Any] | None = None, /, **kwargs: Any) -> None:
+        self._closed = True  # until fully built: close() then has nothing to do
+        logger = kwargs.pop("logger", None)
+        split: ConsumerConfig = split_consumer_config(config, kwargs)
+        settings = split.ordered
+        extra = {"logger": logger} if logger is not None else {}
+        self._consumer = Consumer(split.kafka, **extra)
+        session_s = settings.zookeeper_session_timeout_ms / 1000.0
+        self._zk = make_client(settings.zookeeper_connect, session_timeout_s=session_s)
+        try:
+            start_client(self._zk, 15.0, "ordered.zookeeper.connect")
+            layouts = LayoutTracker(
+                self._zk,
+                settings.zookeeper_root,
+                check_timeout=min(session_s, 5.0),
+                ids=TopicIds.for_client(split.kafka),
+                group=split.group_id,
+            )
+        except Exception:
+            close_client(self._zk)
+            self._consumer.close()
+            raise
+        self._layouts = layouts
+        core = Core(self._consumer, split, layouts)
+        self._core = core
+        positions = None
+        if settings.positions and split.group_id:
+            positions = PositionService(self._zk, settings.zookeeper_root, split.group_id)
+        member = identity.member_id()
+        self._probe = LogStartProbe(split.kafka, core.request_timeout)
+        self._checker = GateChecker(core, self._probe, positions, member)
+        self._announcer = Announcer(core, positions)
+        self._filter = BatchFilter(core, self._checker, self._announcer, self._reload_one)
+        self._hooks = RebalanceHooks(self, self._track, self._drop, self._announce_only)
+        self._fetcher = Fetcher(
+            self._consumer, layouts, core.metrics, self._after_reload, self._apply_stale
+        )
+        self._stale = False  # the layouts were found unusable and holds applied
+        self._closed = False
+        self._exit_hook = _exit_hook_for(self)
+        atexit.register(self._exit_hook)
+
+    @property
+    def violations(self) -> int:
+        """The number of records found to contradict the layout (settable, as before)."""
+        return self._core.violations
+
+    @violations.setter
+    def violations(self, value: int) -> None:
+        self._core.violations = value
+
+    # --- public API: subscription and assignment ------------------------------------
+
+    def subscribe(
+        self,
+        topics: list[str],
+        on_assign: Callback | None = None,
+        on_revoke: Callback | None = None,
+        on_lost: Callback | None = None,
+        key_listener: PartitionKeyRebalanceListener | None = None,
+    ) -> None:
+        """Subscribe to ``topics``, as ``confluent_kafka.Consumer.subscribe``.
+
+        Args:
+            topics: Topic names (a ``^`` prefix is a regex, as in confluent).
+            on_assign: ``on_assign(consumer, partitions)``; ``consumer`` is this wrapper.
+            on_revoke: ``on_revoke(consumer, partitions)``.
+            on_lost: ``on_lost(consumer, partitions)``; without it, lost partitions go
+                to ``on_revoke`` (as in confluent).
+            key_listener: KIP-253's :class:`PartitionKeyRebalanceListener`.
+
+        Raises:
+            KafkaException: From confluent.
+            RuntimeError: The consumer is closed.
+            StoreError: ZooKeeper is unreachable.
+        """
+        self._check_open()
+        self._hooks.set(on_assign, on_revoke, on_lost)
+        self._core.listener = key_listener
+        for name in topics:
+            if not name.startswith("^"):
+                self._layouts.topic(name)
+        self._consumer.subscribe(
+            topics,
+            on_assign=self._hooks.assigned,
+            on_revoke=self._hooks.revoked,
+            on_lost=self._hooks.lost,
+        )
+
+    def unsubscribe(self) -> None:
+        """Remove the subscription, as ``confluent_kafka.Consumer.unsubscribe``."""
+        self._check_open()
+        self._consumer.unsubscribe()
+
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        """Assign ``partitions`` (optionally with start offsets); gates still apply.
+
+        Raises:
+            KafkaException: From confluent.
+            RuntimeError: The consumer is closed.
+        """
+        self._check_open()
+        # A new assignment restarts every partition at its given (or committed) offset:
+        # old gate state, pauses included, does not carry over.
+        for key in list(self._core.parts):
+            self._drop(key)
+        self._consumer.assign(partitions)
+        self._track(partitions)
+
+    def incremental_assign(self, partitions: list[TopicPartition]) -> None:
+        """Add ``partitions`` to the assignment; gates apply to them."""
+        self._check_open()
+        self._consumer.incremental_assign(partitions)
+        self._track(partitions)
+
+    def incremental_unassign(self, partitions: list[TopicPartition]) -> None:
+        """Remove ``partitions`` from the assignment."""
+        self._check_open()
+        self._consumer.incremental_unassign(partitions)
+        for tp in partitions:
+            self._drop((tp.topic, tp.partition))
+
+    def unassign(self) -> None:
+        """Remove the whole assignment."""
+        self._check_open()
+        self._consumer.unassign()
+        for key in list(self._core.parts):
+            self._drop(key)
+
+    def assignment(self) -> list[TopicPartition]:
+        """Return the current assignment, as confluent does."""
+        self._check_open()
+        result: list[TopicPartition] = self._consumer.assignment()
+        return result
+
+    # --- public API: consuming ---------------------------------------------------------
+
+    def poll(self, timeout: float | None = None) -> Any:
+        """Return one deliverable message, an error event, or ``None`` on timeout.
+
+        Takes up to :data:`POLL_BATCH` records from librdkafka at once (those already
+        fetched, never waiting for more), so the layout check after a fetch is paid
+        once for all of them.
+
+        Args:
+            timeout: Seconds; ``None`` or negative waits forever (as confluent).
+
+        Raises:
+            RuntimeError: The consumer is closed.
+            OrderViolationError: A misplaced record with ``ordered.violation.policy=raise``.
+            Exception: Whatever a callback (``on_assign``..., the key listener) raised.
+        """
+        self._check_open()
+        deadline = _deadline(timeout)
+        while True:
+            self._service()
+            stashed = self._take_stash(1)
+            if stashed:
+                out = self._filter.filter(stashed, from_stash=True)
+                if out:
+                    return out[0]
+                continue
+            fetcher = self._fetcher
+            if not fetcher.ready:
+                fetcher.fetch(POLL_BATCH, self._slice(deadline), single=True)
+            while fetcher.ready:
+                out = self._filter.filter([fetcher.ready.popleft()])
+                if out:
+                    return out[0]
+            if _expired(deadline):
+                return None
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]:
+        """Return up to ``num_messages`` deliverable messages (possibly empty on timeout).
+
+        Args:
+            num_messages: The maximum number of messages (confluent's limits apply).
+            timeout: Seconds; negative waits forever (as confluent).
+
+        Raises:
+            RuntimeError: The consumer is closed.
+            ValueError: ``num_messages`` out of confluent's range.
+            OrderViolationError: A misplaced record with ``ordered.violation.policy=raise``.
+            Exception: Whatever a callback raised.
+        """
+        self._check_open()
+        if not 0 <= num_messages <= 1_000_000:
+            raise ValueError("num_messages must be between 0 and 1000000 (1M)")
+        if num_messages == 0:
+            return []  # as confluent: at once, whatever the timeout
+        deadline = _deadline(timeout)
+        while True:
+            self._service()
+            stashed = self._take_stash(num_messages)
+            if stashed:
+                out = self._filter.filter(stashed, from_stash=True)
+                if out:
+                    return out
+                continue
+            if not self._fetcher.ready:
+                self._fetcher.fetch(num_messages, self._slice(deadline), single=False)
+            batch = self._fetcher.take(num_messages)
+            if batch:
+                out = self._filter.filter(batch)
+                if out:
+                    return out
+            if _expired(deadline):
+                return []
+
+    def commit(self, *args: Any, **kwargs: Any) -> Any:
+        """Commit, with confluent's arguments (``message``, ``offsets``, ``asynchronous``).
+
+        Boundary announcements due (a source partition delivered up to a boundary) run
+        first, on this thread: ``on_partition_key_maybe_revoked``, then their commit.
+
+        Raises:
+            KafkaException: From confluent.
+            RuntimeError: The consumer is closed.
+        """
+        self._check_open()
+        # KIP order: a source's maybe_revoked runs (and its boundary is committed)
+        # before any commit can let a destination past that boundary.
+        announced = self._announcer.run() if self._announcer.due() else []
+        try:
+            result = self._consumer.commit(*args, **kwargs)
+        except KafkaException as exc:
+            stored_only = not args and "offsets" not in kwargs and "message" not in kwargs
+            if announced and stored_only and exc.args[0].code() == KafkaError._NO_OFFSET:
+                # The announcement just committed what was stored: the application's
+                # commit succeeded, as it would have without the announcement.
+                return None if kwargs.get("asynchronous", True) else announced
+            raise
+        if result:
+            for tp in result:
+                if tp.error is None and tp.offset >= 0:
+                    self._core.remember_commit(tp.topic, tp.partition, tp.offset)
+        return result
+
+    def store_offsets(self, *args: Any, **kwargs: Any) -> None:
+        """Store offsets for a later commit (``enable.auto.offset.store=false``)."""
+        self._check_open()
+        self._consumer.store_offsets(*args, **kwargs)
+
+    def committed(self, partitions: list[TopicPartition], timeout: float | None = None) -> Any:
+        """Return the group's committed offsets, as confluent does."""
+        self._check_open()
+        if timeout is None:
+            return self._consumer.committed(partitions)
+        return self._consumer.committed(partitions, timeout=timeout)
+
+    def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        """Return the positions (last delivered offset + 1) of ``partitions``.
+
+        A partition held at a closed gate reports the offset it is held at.
+        """
+        self._check_open()
+        result: list[TopicPartition] = self._consumer.position(partitions)
+        for tp in result:
+            part = self._core.parts.get((tp.topic, tp.partition))
+            if part is None:
+                continue
+            first = self._fetcher.first_offset((tp.topic, tp.partition))
+            if part.gate.stash:
+                tp.offset = part.gate.stash[0].offset()
+            elif part.position is not None:
+                tp.offset = part.position
+            elif first is not None:
+                tp.offset = first
+        return result
+
+    def seek(self, partition: TopicPartition) -> None:
+        """Set the consume position of an assigned partition, as confluent does.
+
+        A partition held at a closed gate is released (its stash dropped) and its
+        records are checked again as they arrive from the new position.
+        """
+        self._check_open()
+        key = (partition.topic, partition.partition)
+        part = self._core.parts.get(key)
+        self._consumer.seek(partition)
+        self._fetcher.take_partition(key)
+        if part is not None:
+            part.start = None
+            part.position = partition.offset if partition.offset >= 0 else None
+            self._core.fire(part, GateEvent.SOUGHT)
+
+    def pause(self, partitions: list[TopicPartition]) -> None:
+        """Pause ``partitions``; a gate never resumes a partition the application paused."""
+        self._check_open()
+        self._consumer.pause(partitions)
+        for tp in partitions:
+            key = (tp.topic, tp.partition)
+            part = self._core.parts.get(key)
+            if part is not None:
+                part.gate.user_paused = True
+                # Taken from librdkafka but not delivered: kept for after the resume.
+                kept = self._fetcher.take_partition(key)
+                if kept:
+                    self._core.fire(part, GateEvent.STASHED, records=kept)
+
+    def resume(self, partitions: list[TopicPartition]) -> None:
+        """Resume ``partitions``; one held at a closed gate stays paused until it opens."""
+        self._check_open()
+        go = []
+        for tp in partitions:
+            part = self._core.parts.get((tp.topic, tp.partition))
+            if part is not None:
+                part.gate.user_paused = False
+                if part.gate.paused:
+                    continue
+            go.append(tp)
+        if go:
+            self._consumer.resume(go)
+
+    def close(self) -> None:
+        """Close the consumer (commits stored offsets with auto-commit) and ZooKeeper.
+
+        The ZooKeeper part takes at most :data:`CLOSE_TIMEOUT` seconds. Calling it
+        again does nothing.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        atexit.unregister(self._exit_hook)
+        self._fetcher.clear()
+        try:
+            self._consumer.close()
+            self._probe.close()
+        finally:
+            self._layouts.stop()
+            _close_zk(self._zk, CLOSE_TIMEOUT)
+
+    def __enter__(self) -> OrderedConsumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- passed through unchanged ------------------------------------------------------
+
+    def get_watermark_offsets(
+        self, partition: TopicPartition, timeout: float | None = None, cached: bool = False
+    ) -> Any:
+        """Return ``(low, high)`` offsets of ``partition``, as confluent does."""
+        self._check_open()
+        if timeout is None:
+            return self._consumer.get_watermark_offsets(partition, cached=cached)
+        return self._consumer.get_watermark_offsets(partition, timeout=timeout, cached=cached)
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        """Request metadata from the cluster, as confluent does."""
+        self._check_open()
+        return self._consumer.list_topics(topic, timeout)
+
+    def offsets_for_times(
+        self, partitions: list[TopicPartition], timeout: float | None = None
+    ) -> Any:
+        """Look up offsets by timestamp, as confluent does."""
+        self._check_open()
+        if timeout is None:
+            return self._consumer.offsets_for_times(partitions)
+        return self._consumer.offsets_for_times(partitions, timeout=timeout)
+
+    def memberid(self) -> Any:
+        """Return the group member id, as confluent does."""
+        self._check_open()
+        return self._consumer.memberid()
+
+    def consumer_group_metadata(self) -> Any:
+        """Return the group metadata for a transactional producer, as confluent does."""
+        self._check_open()
+        return self._consumer.consumer_group_metadata()
+
+    def cluster_id(self, *args: Any, **kwargs: Any) -> Any:
+        """Return the cluster id, as confluent does."""
+        self._check_open()
+        return self._consumer.cluster_id(*args, **kwargs)
+
+    def set_sasl_credentials(self, *args: Any, **kwargs: Any) -> Any:
+        """Set SASL credentials, as confluent does."""
+        self._check_open()
+        return self._consumer.set_sasl_credentials(*args, **kwargs)
+
+    # --- public API: the ordering layer ----------------------------------------------
+
+    @property
+    def key_listener(self) -> PartitionKeyRebalanceListener | None:
+        """The KIP-253 listener; settable, for consumers that ``assign`` partitions."""
+        return self._core.listener
+
+    @key_listener.setter
+    def key_listener(self, listener: PartitionKeyRebalanceListener | None) -> None:
+        self._core.listener = listener
+
+    @property
+    def metrics(self) -> dict[str, int]:
+        """Counters: delivered, held, gate checks, gates opened, blocks, announcements..."""
+        out = dict(self._core.metrics)
+        out["blocked_partitions"] = sum(
+            1 for p in self._core.parts.values() if p.gate.state is GateState.BLOCKED
+        )
+        out["violations"] = self._core.violations
+        out["layout_reloads"] = self._layouts.reloads
+        return out
+
+    def gate_status(self, waits: bool = True) -> list[GateStatus]:
+        """Describe the gate of every assigned partition of an ordered topic.
+
+        Args:
+            waits: Also read the group's committed offsets to list what each blocked
+                partition waits on.
+
+        Returns:
+            One :class:`GateStatus` per assigned partition, sorted.
+        """
+        self._check_open()
+        out = []
+        for (topic, partition), part in sorted(self._core.parts.items()):
+            gate = part.gate
+            found = self._checker.waits_of(part) if waits else ()
+            limit = None if gate.limit == NO_LIMIT or gate.limit < 0 else int(gate.limit)
+            out.append(GateStatus(topic, partition, gate.state, limit, gate.held, found))
+        return out
+
+    # --- per-partition bookkeeping (poll thread) ---------------------------------------
+
+    def _track(self, partitions: Iterable[TopicPartition]) -> None:
+        core = self._core
+        for tp in partitions:
+            key = (tp.topic, tp.partition)
+            if key in core.parts:
+                continue
+            self._layouts.topic(tp.topic)
+            limit = core.open_limit(tp.topic, tp.partition)
+            core.parts[key] = PartState(tp.topic, tp.partition, PartitionGate(*key, limit))
+            if self._stale and self._layouts.topics[tp.topic].ordered:
+                core.fire(core.parts[key], GateEvent.LAYOUT_LOST)
+        self._filter.update_single()
+
+    def _drop(self, key: tuple[str, int]) -> None:
+        part = self._core.parts.pop(key, None)
+        self._filter.update_single()
+        self._fetcher.take_partition(key)
+        if part is not None and part.gate.paused and not part.gate.user_paused:
+            # librdkafka keeps an application pause across a reassignment: a partition
+            # that comes back must not stay paused by a gate we no longer track.
+            with contextlib.suppress(KafkaException, RuntimeError):
+                self._consumer.resume([TopicPartition(part.topic, part.partition)])
+
+    def _take_stash(self, limit: int) -> list[Any]:
+        """Stashed records of partitions whose gate is open, oldest first, up to ``limit``."""
+        out: list[Any] = []
+        for part in self._core.parts.values():
+            if len(out) >= limit:
+                break
+            out += part.gate.take(limit - len(out))
+        return out
+
+    def _announce_only(self, keys: set[tuple[str, int]]) -> object:
+        return self._announcer.run(only=keys)
+
+    # --- layouts ------------------------------------------------------------------------
+
+    def _reload_one(self, topic: str) -> None:
+        try:
+            self._after_reload(self._layouts.reload([topic]))
+        except StoreError as exc:
+            _log.warning("layout reload of %s failed: %s", topic, exc)
+
+    def _after_reload(self, views: list[TopicView]) -> None:
+        self._filter.forget_spans()
+        names = {view.name for view in views}
+        core = self._core
+        for part in core.parts.values():
+            if part.topic not in names:
+                continue
+            if part.gate.state is GateState.BLOCKED:
+                core.next_check = 0.0  # re-check it at once against the new history
+            core.fire(part, GateEvent.HISTORY)
+            if self._layouts.topics[part.topic].ordered:
+                self._announcer.check_marks(part)
+
+    def _apply_stale(self) -> None:
+        """The layouts cannot be trusted: hold every record of ordered topics from now."""
+        if self._stale:
+            return
+        self._stale = True
+        core = self._core
+        for part in core.parts.values():
+            view = self._layouts.topics.get(part.topic)
+            if view is not None and view.ordered and part.gate.state is not GateState.BLOCKED:
+                core.fire(part, GateEvent.LAYOUT_LOST)
+        self._filter.update_single()
+
+    def _service(self) -> None:
+        """The step at the start of every poll/consume: layouts, announcements, gates."""
+        layouts = self._layouts
+        if not layouts.usable:
+            self._apply_stale()
+        if self._stale:
+            if layouts.watcher.state is SessionState.CONNECTED:
+                views = layouts.recover()
+                if views is not None:
+                    self._stale = False
+                    self._after_reload(views)
+                    for part in self._core.parts.values():
+                        if part.gate.state is not GateState.BLOCKED:
+                            self._core.fire(part, GateEvent.LAYOUT_BACK)
+                    self._filter.update_single()
+                    self._core.next_check = 0.0
+        else:
+            try:
+                views = layouts.reload_dirty()
+            except StoreError as exc:
+                _log.warning("layout reload failed (held until it succeeds): %s", exc)
+                self._apply_stale()
+            else:
+                if views:
+                    self._after_reload(views)
+        if self._announcer.due():
+            self._announcer.run()
+        self._checker.service()
+
+    def _slice(self, deadline: float | None) -> float:
+        return self._checker.slice(deadline, self._stale)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("Consumer closed")
+
+
+def _close_zk(client: Any, timeout: float) -> None:
+    """Close a kazoo client within ``timeout`` seconds, whatever ZooKeeper does.
+
+    kazoo's ``stop()`` joins its worker threads; one stuck in a kazoo recipe's
+    unbounded retry would hold it (and, through kazoo's own exit hook, interpreter
+    exit) while ZooKeeper is away. The close runs in a daemon thread instead, and
+    kazoo's exit hook is removed: an unfinished close cannot delay exit.
+    """
+    with contextlib.suppress(Exception):
+        atexit.unregister(client.handler.stop)
+    worker = threading.Thread(target=close_client, args=(client,), daemon=True)
+    worker.start()
+    worker.join(timeout)
+
+
+def _exit_hook_for(consumer: OrderedConsumer) -> Any:
+    """An exit hook that ends ``consumer``'s ZooKeeper session promptly if it is not closed.
+
+    It holds the consumer weakly (an exit hook must not keep it alive), runs before
+    kazoo's own hook (registered earlier, at connect), and leaves the confluent
+    client to confluent, as a plain consumer's would be.
+    """
+    ref = weakref.ref(consumer)
+
+    def hook() -> None:
+        owner = ref()
+        if owner is None or owner._closed:
+            return
+        owner._closed = True
+        owner._layouts.stop()
+        _close_zk(owner._zk, 1.0)
+
+    return hook
+
+
+def _deadline(timeout: float | None) -> float | None:
+    if timeout is None or timeout < 0:
+        return None
+    return time.monotonic() + timeout
+
+
+def _expired(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() >= deadline

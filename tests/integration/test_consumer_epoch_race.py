@@ -1,0 +1,210 @@
+"""The new-epoch race, forced: a consumer whose watch lags sees records of an epoch it
+does not know yet. Producers send no epoch header. The fetch check (one ZooKeeper sync
+and read per batch) must keep every key in order across an expansion and a shrink;
+with it switched off (a test-only switch) the same scenario delivers keys out of order,
+which shows the scenario can fail.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import TopicPartition
+from helpers import expire_session, transient_error
+
+from coordinator.controller import Controller
+from linear_hash import Layout
+from ordered.consumer import OrderedConsumer
+from ordered.producer import OrderedProducer
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+
+def moving_keys(count: int) -> list[str]:
+    """Keys of partition 0 that move to partition 2 when 2 partitions become 3."""
+    before, after = Layout(2, 2, 0), Layout(2, 3, 1)
+    keys = (f"k{i}" for i in range(10_000))
+    return [k for k in keys if before.partition_for(k) == 0 and after.partition_for(k) == 2][:count]
+
+
+class Run:
+    """One consumer with a watch that never reports, and what it delivered."""
+
+    def __init__(self, consumer: OrderedConsumer, topic: str) -> None:
+        self.consumer = consumer
+        self.topic = topic
+        self.seen: list[tuple[str, int, int]] = []  # key, sequence number, partition
+        # The watch on the topic record reports nothing: only the fetch check can
+        # tell this consumer that a new epoch exists.
+        consumer._layouts.watcher.take_dirty = lambda: set()  # type: ignore[method-assign]
+
+    def consume_for(self, seconds: float, until: int | None = None) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and (until is None or len(self.seen) < until):
+            for m in self.consumer.consume(100, 0.1):
+                if transient_error(m):
+                    continue
+                assert m.error() is None, m.error()
+                self.seen.append((m.key().decode(), int(m.value()), m.partition()))
+
+    def tp(self, partition: int) -> TopicPartition:
+        return TopicPartition(self.topic, partition)
+
+    def out_of_order(self) -> list[str]:
+        """Every delivery of a key that came after a later record of the same key."""
+        last: dict[str, int] = {}
+        found = []
+        for key, seq, partition in self.seen:
+            if seq < last.get(key, -1):
+                found.append(f"{key}: {seq} (partition {partition}) after {last[key]}")
+            last[key] = max(last.get(key, -1), seq)
+        return found
+
+
+@pytest.fixture
+def scenario(
+    topic_factory: Callable[..., str],
+    group_factory: Callable[[], str],
+    controller: Controller,
+    bootstrap: str,
+    zk_hosts: str,
+    zk_root: str,
+) -> Iterator[Callable[[bool], Run]]:
+    made: list[Any] = []
+
+    def run(fetch_check: bool) -> Run:
+        topic = topic_factory(2)
+        controller.adopt(topic)
+        ordered = {"ordered.zookeeper.connect": zk_hosts, "ordered.zookeeper.root": zk_root}
+        producer = OrderedProducer(
+            {
+                "bootstrap.servers": bootstrap,
+                "linger.ms": 2,
+                "ordered.epoch.header": False,
+                **ordered,
+            }
+        )
+        made.append(producer)
+        consumer = OrderedConsumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group_factory(),
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "ordered.gate.poll.interval.ms": 50,
+                **ordered,
+            }
+        )
+        made.append(consumer)
+        consumer._layouts.verify_fetch = fetch_check
+        keys = moving_keys(5)
+        seq = iter(range(1000))
+
+        def write(count: int) -> int:
+            for _ in range(count):
+                n = next(seq)
+                producer.produce(topic, key=keys[n % len(keys)], value=str(n).encode())
+            assert producer.flush(30) == 0
+            return count
+
+        sent = write(10)  # epoch 0: all in partition 0
+        consumer.assign([TopicPartition(topic, p, 0) for p in (0, 1)])
+        state = Run(consumer, topic)
+
+        # Expansion 2 -> 3: keys move 0 -> 2. The source's tail is held back by an
+        # application pause, so the destination must wait for it.
+        consumer.pause([state.tp(0)])
+        controller.expand(topic, 3)
+        sent += write(10)  # epoch 1: all in partition 2
+        consumer.incremental_assign([TopicPartition(topic, 2, 0)])
+        state.consume_for(3.0)
+        consumer.resume([state.tp(0)])
+        state.consume_for(20.0, until=sent)
+
+        # Shrink 3 -> 2: keys move 2 -> 0; now partition 2's tail is held back.
+        sent += write(10)  # still epoch 1: partition 2
+        consumer.pause([state.tp(2)])
+        controller.shrink(topic, 2)
+        sent += write(10)  # epoch 2: partition 0
+        state.consume_for(3.0)
+        consumer.resume([state.tp(2)])
+        state.consume_for(20.0, until=sent)
+        assert len(state.seen) == sent, f"{len(state.seen)} of {sent} delivered"
+        return state
+
+    yield run
+    for client in made:
+        client.close()
+
+
+def test_lagging_watch_keeps_order_across_expand_and_shrink(
+    scenario: Callable[[bool], Run],
+) -> None:
+    run = scenario(True)
+    assert run.out_of_order() == []
+    assert run.consumer.metrics["layout_checks"] > 0
+
+
+def test_without_the_fetch_check_the_same_scenario_breaks_order(
+    scenario: Callable[[bool], Run],
+) -> None:
+    run = scenario(False)
+    broken = run.out_of_order()
+    # Both transitions deliver the new epoch's records ahead of the old tail: the
+    # expansion's tail is in partition 0, the shrink's in partition 2.
+    assert any("(partition 0)" in b for b in broken), broken
+    assert any("(partition 2)" in b for b in broken), broken
+
+
+def test_an_expired_session_in_the_middle_holds_then_recovers_in_order(
+    topic_factory: Callable[..., str],
+    group_factory: Callable[[], str],
+    controller: Controller,
+    bootstrap: str,
+    zk_hosts: str,
+    zk_root: str,
+) -> None:
+    """The consumer's session expires around an expansion: it reads every history again
+    and keeps each key in order (its watch reports nothing, as above)."""
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    ordered = {"ordered.zookeeper.connect": zk_hosts, "ordered.zookeeper.root": zk_root}
+    keys = moving_keys(5)
+    producer = OrderedProducer(
+        {"bootstrap.servers": bootstrap, "ordered.epoch.header": False, **ordered}
+    )
+    consumer = OrderedConsumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group_factory(),
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "ordered.gate.poll.interval.ms": 50,
+            **ordered,
+        }
+    )
+    try:
+        for n in range(10):
+            producer.produce(topic, key=keys[n % 5], value=str(n).encode())
+        assert producer.flush(30) == 0
+        consumer.assign([TopicPartition(topic, p, 0) for p in (0, 1)])
+        run = Run(consumer, topic)
+        consumer.pause([run.tp(0)])
+        expire_session(consumer._zk, zk_hosts)
+        controller.expand(topic, 3)
+        for n in range(10, 20):
+            producer.produce(topic, key=keys[n % 5], value=str(n).encode())
+        assert producer.flush(30) == 0
+        consumer.incremental_assign([TopicPartition(topic, 2, 0)])
+        run.consume_for(3.0)
+        assert all(partition != 2 for _k, _s, partition in run.seen)  # held at the gate
+        consumer.resume([run.tp(0)])
+        run.consume_for(20.0, until=20)
+        assert len(run.seen) == 20
+        assert run.out_of_order() == []
+    finally:
+        consumer.close()
+        producer.close()

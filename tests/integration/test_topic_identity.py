@@ -1,0 +1,500 @@
+"""Topic identity against the real servers: a layout applies only to the topic it adopted.
+
+A topic deleted and created again under the same name gets a new Kafka topic id; its
+old layout must not apply to it. Producers, consumers and every command refuse it,
+naming both ids, until ``ordered adopt --replace`` (or ``ordered unadopt``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient
+from helpers import create_topic, run_cli, transient_error, wait_until
+from kazoo.client import KazooClient
+
+from coordinator.controller import BarrierTimeoutError, Controller
+from coordinator.daemon import CoordinatorDaemon
+from coordinator.errors import (
+    LayoutError,
+    LayoutUnavailableError,
+    TopicIdMismatchError,
+    TransitionInProgressError,
+)
+from coordinator.history import load_history
+from coordinator.kafka_admin import KafkaAdmin
+from coordinator.store import LayoutStore, ProducerRecord
+from coordinator.topic_ids import TopicIds
+from coordinator.zk import close_client, make_client, start_client
+from ordered import OrderedConsumer, OrderedProducer
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]
+
+
+@pytest.fixture
+def zk(zk_hosts: str) -> Iterator[KazooClient]:
+    client = start_client(make_client(zk_hosts, session_timeout_s=6.0), 10.0)
+    yield client
+    close_client(client)
+
+
+@pytest.fixture
+def cli(zk_hosts: str, zk_root: str, bootstrap: str) -> Callable[..., Any]:
+    def run(*args: str) -> Any:
+        return run_cli(
+            *args,
+            "--zookeeper",
+            zk_hosts,
+            "--bootstrap-servers",
+            bootstrap,
+            "--root",
+            zk_root,
+            "--session-timeout",
+            "2",
+            timeout=60,
+        )
+
+    return run
+
+
+@pytest.fixture
+def clients(
+    bootstrap: str, zk_hosts: str, zk_root: str
+) -> Iterator[tuple[Callable[..., OrderedProducer], Callable[..., OrderedConsumer]]]:
+    made: list[Any] = []
+    base = {
+        "bootstrap.servers": bootstrap,
+        "ordered.zookeeper.connect": zk_hosts,
+        "ordered.zookeeper.root": zk_root,
+    }
+
+    def producer() -> OrderedProducer:
+        p = OrderedProducer({**base, "linger.ms": 2})
+        made.append(p)
+        return p
+
+    def consumer(group: str) -> OrderedConsumer:
+        c = OrderedConsumer(
+            {
+                **base,
+                "group.id": group,
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "session.timeout.ms": 6000,
+                "heartbeat.interval.ms": 500,
+                "ordered.gate.poll.interval.ms": 50,
+            }
+        )
+        made.append(c)
+        return c
+
+    yield producer, consumer
+    for client in made:
+        with contextlib.suppress(Exception):  # closed already
+            client.close()
+
+
+def snapshot(client: KazooClient, root: str) -> dict[str, tuple[bytes, int]]:
+    out: dict[str, tuple[bytes, int]] = {}
+
+    def walk(path: str) -> None:
+        if client.exists(path) is None:
+            return
+        data, stat = client.get(path)
+        out[path] = (data, stat.version)
+        for child in client.get_children(path):
+            walk(f"{path}/{child}")
+
+    walk(root)
+    return out
+
+
+def delete(bootstrap: str, topic: str) -> None:
+    """Delete ``topic`` in Kafka and wait until the metadata no longer lists it."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.delete_topics([topic], operation_timeout=30)[topic].result(timeout=60)
+    wait_until(lambda: topic not in admin.list_topics(timeout=5).topics, what=f"{topic} deleted")
+
+
+def recreate(bootstrap: str, topic: str, partitions: int) -> None:
+    """Delete ``topic`` in Kafka and create it again with ``partitions`` partitions."""
+    delete(bootstrap, topic)
+
+    def created() -> bool:
+        try:
+            create_topic(bootstrap, topic, partitions)
+        except Exception as exc:  # still marked for deletion for a moment
+            if "already exists" in str(exc) or "marked for deletion" in str(exc):
+                time.sleep(0.2)
+                return False
+            raise
+        return True
+
+    wait_until(created, what=f"{topic} created again")
+
+
+def consume_ordered(
+    consumer: OrderedConsumer, topic: str, expected: int, timeout: float = 60.0
+) -> list[tuple[str, int]]:
+    consumer.subscribe([topic])
+    out: list[tuple[str, int]] = []
+    deadline = time.monotonic() + timeout
+    while len(out) < expected:
+        assert time.monotonic() < deadline, f"consumed {len(out)} of {expected}"
+        for message in consumer.consume(500, timeout=0.5):
+            if message.error() is not None:
+                assert transient_error(message), message.error()
+                continue
+            out.append((message.key().decode(), int(message.value())))
+    return out
+
+
+def test_recreated_topic_is_refused_everywhere_until_adopt_replace(
+    cli: Callable[..., Any],
+    clients: tuple[Callable[..., OrderedProducer], Callable[..., OrderedConsumer]],
+    topic_factory: Callable[..., str],
+    group_factory: Callable[[], str],
+    bootstrap: str,
+    zk: KazooClient,
+    zk_root: str,
+) -> None:
+    make_producer, make_consumer = clients
+    admin = KafkaAdmin(bootstrap)
+    topic = topic_factory(1)
+    adopted = cli("adopt", topic, "--json")
+    assert adopted.returncode == 0, adopted.stderr
+    old_id = admin.topic_id(topic)
+    assert json.loads(adopted.stdout)["topic_id"] == old_id
+    assert cli("expand", topic, "--to", "2").returncode == 0
+
+    recreate(bootstrap, topic, 4)
+    new_id = admin.topic_id(topic)
+    assert new_id != old_id
+    before = snapshot(zk, zk_root)
+
+    # Every command refuses the stale layout, naming both ids, and writes nothing.
+    for args in (
+        ("describe", topic),
+        ("describe", topic, "--group", group_factory()),
+        ("adopt", topic),
+        ("expand", topic, "--to", "5"),
+        ("shrink", topic, "--to", "1"),
+    ):
+        done = cli(*args)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert f"adopted as topic id {old_id}" in done.stderr, (args, done.stderr)
+        assert f"now has topic id {new_id}" in done.stderr, (args, done.stderr)
+        assert "Traceback" not in done.stderr
+    as_json = cli("describe", topic, "--json")
+    assert json.loads(as_json.stdout)["error"]["kind"] == "TopicIdMismatchError"
+    assert admin.partition_count(topic) == 4
+
+    # So do the clients: a producer at its first record, consumers at subscribe/assign
+    # and at every poll after.
+    producer = make_producer()
+    with pytest.raises(TopicIdMismatchError) as refused:
+        producer.produce(topic, key="k", value="1")
+    assert (refused.value.recorded_id, refused.value.kafka_id) == (old_id, new_id)
+    with pytest.raises(TopicIdMismatchError):
+        producer.produce(topic, key="k", value="1")
+    subscriber = make_consumer(group_factory())
+    with pytest.raises(TopicIdMismatchError):
+        subscriber.subscribe([topic])
+    assigned = make_consumer(group_factory())
+    with pytest.raises(TopicIdMismatchError):
+        assigned.assign([TopicPartition(topic, 0, 0)])
+    for _ in range(3):  # refused at every poll, not once
+        with pytest.raises(TopicIdMismatchError):
+            assigned.poll(0.1)
+    with pytest.raises(TopicIdMismatchError):
+        assigned.consume(10, timeout=0.1)
+    # Nothing was written: the refused producer did not even register (a barrier of
+    # the topic would wait for it).
+    assert snapshot(zk, zk_root) == before
+
+    # Re-adopt: a fresh layout of the new topic, numbered after the old epochs.
+    replaced = cli("adopt", topic, "--replace", "--json")
+    assert replaced.returncode == 0, replaced.stderr
+    record = json.loads(replaced.stdout)
+    assert record["topic_id"] == new_id
+    assert (record["initial"], record["active"], record["epoch"]) == (4, 4, 2)
+    again = cli("adopt", topic, "--replace", "--json")  # idempotent
+    assert again.returncode == 0 and json.loads(again.stdout) == record
+    described = json.loads(cli("describe", topic, "--json").stdout)
+    assert [(e["epoch"], e["to_active"]) for e in described["epochs"]] == [(2, 4)]
+    assert described["kafka_topic_id"] == new_id
+
+    # Order holds through the new layout: the same producer, an expansion under it.
+    sent: dict[str, int] = {}
+    keys = [f"key-{i}" for i in range(40)]
+
+    def send(rounds: int) -> None:
+        for _ in range(rounds):
+            for key in keys:
+                sent[key] = sent.get(key, 0) + 1
+                producer.produce(topic, key=key, value=str(sent[key]))
+            producer.poll(0)
+        assert producer.flush(30) == 0
+
+    send(3)
+    expanded = cli("expand", topic, "--to", "6", "--json")
+    assert expanded.returncode == 0, expanded.stderr
+    assert json.loads(expanded.stdout)["epoch"] == 3
+    send(3)
+    assigned.close()  # refused above; a fresh consumer reads the re-adopted topic
+    got = consume_ordered(make_consumer(group_factory()), topic, 6 * len(keys))
+    for key in keys:
+        assert [v for k, v in got if k == key] == list(range(1, 7)), key
+
+
+def test_pending_epoch_blocks_replace_and_unadopt_only_while_its_topic_lives(
+    controller: Controller,
+    store: LayoutStore,
+    zk_hosts: str,
+    zk: KazooClient,
+    zk_root: str,
+    bootstrap: str,
+    topic_factory: Callable[..., str],
+) -> None:
+    topic = topic_factory(2)
+    first = controller.adopt(topic)
+    assert first.topic_id == KafkaAdmin(bootstrap).topic_id(topic)
+    silent = start_client(make_client(zk_hosts, session_timeout_s=6.0), 10.0)
+    try:
+        LayoutStore(silent, zk_root).register_producer(
+            topic,
+            ProducerRecord(
+                id="silent",
+                host="h",
+                pid=1,
+                delivery_timeout_ms=60_000,
+                registered_at=time.time(),
+                client_id="c",
+            ),
+        )
+        with pytest.raises(BarrierTimeoutError):
+            controller.expand(topic, 3, timeout=0.5)
+        before = snapshot(zk, zk_root)
+        for attempt in (
+            lambda: controller.unadopt(topic),
+            lambda: controller.adopt(topic, "murmur2", replace_existing=True),
+        ):
+            with pytest.raises(TransitionInProgressError, match=r"epoch 1 .* is pending"):
+                attempt()
+        assert snapshot(zk, zk_root) == before
+
+        # The topic is deleted and created again: the pending epoch belongs to a topic
+        # that is gone. Resuming it is refused; the daemon says so once, not every scan.
+        recreate(bootstrap, topic, 2)
+        with pytest.raises(TopicIdMismatchError):
+            controller.resume(topic, timeout=1)
+        said: list[str] = []
+        daemon = CoordinatorDaemon(
+            store.client,
+            KafkaAdmin(bootstrap),
+            root=zk_root,
+            progress=said.append,
+            scan_interval=0.2,
+            relay_interval=0,
+        )
+        runner = threading.Thread(target=daemon.run, daemon=True)
+        runner.start()
+        try:
+            wait_until(lambda: any("resume of" in m for m in said), what="daemon refusal")
+            time.sleep(1.5)  # several more scans
+        finally:
+            daemon.stop()
+            runner.join(15)
+        refusals = [m for m in said if "resume of" in m]
+        assert len(refusals) == 1, said
+        assert f"adopted as topic id {first.topic_id}" in refusals[0]
+
+        # Now un-adopting is allowed, and idempotent.
+        removed = controller.unadopt(topic)
+        assert removed is not None and removed.pending == 1
+        assert store.get_topic(topic) is None
+        assert store.epochs(topic) == []
+        assert controller.unadopt(topic) is None
+        assert "silent" in store.producers(topic)  # registrations are not the layout's
+        assert controller.describe(topic).topic is None
+    finally:
+        close_client(silent)
+
+
+def test_records_of_older_versions_load_unbound_and_adopt_binds_them(
+    controller: Controller,
+    store: LayoutStore,
+    zk: KazooClient,
+    zk_root: str,
+    bootstrap: str,
+    topic_factory: Callable[..., str],
+) -> None:
+    topic = topic_factory(3)
+    controller.adopt(topic)
+    path = f"{zk_root}/topics/{topic}"
+    raw = json.loads(zk.get(path)[0])
+    kafka_id = raw.pop("topic_id")
+    raw["version"] = 1  # what an ordered before topic ids wrote
+    zk.set(path, json.dumps(raw, sort_keys=True).encode())
+
+    legacy = store.get_topic(topic)
+    assert legacy is not None and legacy.topic_id is None
+    assert controller.describe(topic).topic == legacy  # nothing to check: used as before
+    result = controller.expand(topic, 4, timeout=10)  # and transitions run
+    assert result.epoch == 1
+    assert store.get_topic(topic).topic_id is None  # type: ignore[union-attr]
+
+    with pytest.raises(LayoutError, match="already adopted with algorithm murmur3"):
+        controller.adopt(topic, "crc32")
+    bound = controller.adopt(topic)
+    assert bound.topic_id == kafka_id
+    assert bound == controller.adopt(topic)  # idempotent
+    assert json.loads(zk.get(path)[0])["version"] == 2
+
+    # An unbound record whose topic has fewer partitions in Kafka than its layout
+    # cannot be the adopted topic: binding is refused, nothing written.
+    other = topic_factory(2)
+    controller.adopt(other)
+    controller.expand(other, 3, timeout=10)
+    opath = f"{zk_root}/topics/{other}"
+    raw = json.loads(zk.get(opath)[0])
+    raw.pop("topic_id")
+    raw["version"] = 1
+    zk.set(opath, json.dumps(raw, sort_keys=True).encode())
+    recreate(bootstrap, other, 2)
+    before = snapshot(zk, zk_root)
+    with pytest.raises(LayoutError, match="has 2 partitions in Kafka, fewer than the 3"):
+        controller.adopt(other)
+    assert snapshot(zk, zk_root) == before
+
+
+def test_cli_unadopt_and_replace(
+    cli: Callable[..., Any],
+    topic_factory: Callable[..., str],
+    zk: KazooClient,
+    zk_root: str,
+    bootstrap: str,
+) -> None:
+    topic = topic_factory(2)
+    before = snapshot(zk, zk_root)
+    missing = cli("adopt", topic + "-missing", "--replace")
+    assert missing.returncode == 2 and "does not exist in Kafka" in missing.stderr
+    bad = cli("adopt", topic, "--replace", "--algorithm", "md5")
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr
+    assert snapshot(zk, zk_root) == before
+    nothing = cli("unadopt", topic, "--json")
+    assert nothing.returncode == 0, nothing.stderr
+    assert json.loads(nothing.stdout) == {"name": topic, "unadopted": False, "topic": None}
+    # --replace of a topic not adopted is a plain adoption.
+    adopted = cli("adopt", topic, "--replace", "--json")
+    assert adopted.returncode == 0, adopted.stderr
+    assert json.loads(adopted.stdout)["epoch"] == 0
+    assert cli("expand", topic, "--to", "3").returncode == 0
+    # Other settings without --replace: refused, naming the way out.
+    other = cli("adopt", topic, "--algorithm", "crc32")
+    assert other.returncode == 2 and "--replace" in other.stderr
+    # With --replace: a fresh layout of the same topic, numbered after epoch 1.
+    replaced = json.loads(cli("adopt", topic, "--algorithm", "crc32", "--replace", "--json").stdout)
+    assert (replaced["algorithm"], replaced["initial"], replaced["epoch"]) == ("crc32", 3, 2)
+    text = cli("describe", topic).stdout
+    assert f"topic id {KafkaAdmin(bootstrap).topic_id(topic)}" in text
+    assert "epoch 2 sealed: 3 -> 3" in text and "epoch 1" not in text
+
+    removed = cli("unadopt", topic)
+    assert removed.returncode == 0, removed.stderr
+    assert f"topic {topic}: unadopted (was: topic {topic}: initial 3" in removed.stdout
+    assert cli("describe", topic).stdout.startswith("not adopted; 3 partitions in Kafka")
+    assert zk.get(f"{zk_root}/topics/{topic}")[0] == b""
+    assert zk.get_children(f"{zk_root}/topics/{topic}/epochs") == []
+    again = cli("unadopt", topic)
+    assert again.returncode == 0 and "not adopted; nothing to do" in again.stdout
+    # Adoptable again, numbered after every epoch the name ever had.
+    readopted = cli("adopt", topic, "--json")
+    assert readopted.returncode == 0, readopted.stderr
+    assert json.loads(readopted.stdout)["epoch"] == 3
+
+
+def test_load_history_refuses_another_topic_id(
+    controller: Controller, store: LayoutStore, bootstrap: str, topic_factory: Callable[..., str]
+) -> None:
+    topic = topic_factory(2)
+    record = controller.adopt(topic)
+    assert record.topic_id is not None
+    assert load_history(store, topic, topic_id=record.topic_id).record == record
+    with pytest.raises(
+        TopicIdMismatchError, match=re.escape(f"adopted as topic id {record.topic_id}")
+    ):
+        load_history(store, topic, topic_id="AAAAAAAAAAAAAAAAAAAAAA")
+    ids = TopicIds.for_client({"bootstrap.servers": bootstrap, "group.id": "g"})
+    for _ in range(3):
+        assert load_history(store, topic, ids=ids).record == record
+    assert ids.requests == 1  # one request per topic, not per load
+    recreate(bootstrap, topic, 2)
+    ids.forget(topic)
+    with pytest.raises(TopicIdMismatchError):
+        load_history(store, topic, ids=ids)
+
+
+def test_deleted_topic_points_to_unadopt(
+    cli: Callable[..., Any], topic_factory: Callable[..., str], bootstrap: str
+) -> None:
+    topic = topic_factory(2)
+    assert cli("adopt", topic).returncode == 0
+    delete(bootstrap, topic)
+    for args in (("describe", topic), ("expand", topic, "--to", "3"), ("adopt", topic)):
+        done = cli(*args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert "does not exist in Kafka, but a layout of it is adopted" in done.stderr
+        assert f"ordered unadopt {topic}" in done.stderr
+    removed = cli("unadopt", topic)
+    assert removed.returncode == 0, removed.stderr
+    plain = cli("describe", topic)
+    assert plain.returncode == 2
+    assert plain.stderr.endswith(f"topic {topic} does not exist in Kafka\n")
+
+
+def test_producer_that_cannot_ask_kafka_is_told_to_retry(
+    controller: Controller,
+    topic_factory: Callable[..., str],
+    zk_hosts: str,
+    zk: KazooClient,
+    zk_root: str,
+) -> None:
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    with socket_closed() as port:
+        producer = OrderedProducer(
+            {
+                "bootstrap.servers": f"127.0.0.1:{port}",
+                "ordered.zookeeper.connect": zk_hosts,
+                "ordered.zookeeper.root": zk_root,
+                "message.timeout.ms": 1000,
+            }
+        )
+        try:
+            before = snapshot(zk, zk_root)
+            started = time.monotonic()
+            with pytest.raises(LayoutUnavailableError, match="cannot check the topic id"):
+                producer.produce(topic, key="k", value="v")
+            assert time.monotonic() - started < 8  # one bounded request, no diagnosis
+            assert snapshot(zk, zk_root) == before  # not registered either
+        finally:
+            producer.close()
+
+
+@contextlib.contextmanager
+def socket_closed() -> Iterator[int]:
+    """A loopback port nothing listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    yield port

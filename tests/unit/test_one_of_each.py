@@ -1,0 +1,60 @@
+"""One of each shared piece: the kazoo factory, the znode paths, the record mechanism.
+
+These read the source: each piece has one home, and a second copy growing elsewhere
+should fail here rather than drift unnoticed.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _sources(*places: str) -> dict[str, str]:
+    out = {}
+    for place in places:
+        path = ROOT / place
+        files = [path] if path.suffix == ".py" else sorted(path.rglob("*.py"))
+        for file in files:
+            out[str(file.relative_to(ROOT))] = file.read_text(encoding="utf-8")
+    return out
+
+
+def test_kazoo_clients_come_from_the_factory() -> None:
+    # The command line, the daemon, the benchmarks and the test fixtures build their
+    # clients with coordinator.zk (the clients' own are the producer's and consumer's).
+    sources = _sources("coordinator", "ordered/cli", "benchmarks", "tests/conftest.py")
+    offenders = [
+        name
+        for name, text in sources.items()
+        if "KazooClient(" in text and name != "coordinator/zk.py"
+    ]
+    assert offenders == []
+    assert "make_client(" in sources["ordered/cli/admin.py"]
+
+
+def test_znode_paths_are_built_in_one_module() -> None:
+    sources = _sources("coordinator", "ordered", "spark_source")
+    pattern = re.compile(r"""f["'][^"']*/(groups|topics|epochs|acks|producers|coordinator)\b""")
+    offenders = [
+        name
+        for name, text in sources.items()
+        if name != "coordinator/store/paths.py" and pattern.search(text)
+    ]
+    assert offenders == []
+
+
+def test_one_record_mechanism() -> None:
+    # Every znode's data is a records.py record: no module that talks to ZooKeeper
+    # parses or writes JSON of its own.
+    sources = _sources("coordinator", "ordered", "spark_source")
+    offenders = [
+        name
+        for name, text in sources.items()
+        if re.search(r"^(from|import) kazoo", text, re.M)
+        and re.search(r"^(import json|from json)", text, re.M)
+    ]
+    assert offenders == []
+    assert "RECORD_VERSION" in sources["coordinator/positions.py"]
