@@ -178,7 +178,14 @@ class LayoutTracker:
         view = self.topics.get(name)
         if view is None:
             view = TopicView(name, TopicHistory(name, None))
-            self._load(view)
+            try:
+                self._load(view)
+            except TopicIdMismatchError:
+                # Kept and watched (a watch starts dirty): every poll reads the topic
+                # again and refuses again, until the layout is replaced.
+                self.topics[name] = view
+                self.watcher.watch(name)
+                raise
             self.topics[name] = view
             # The watch starts out dirty: the next service step reads the topic once
             # more, which covers a change between the read above and the arming.
