@@ -4,13 +4,18 @@ Not a test. Run as ``.venv/bin/python benchmarks/bench_producer.py`` (starts its
 cluster in a temporary directory) or with ``--bootstrap``/``--zookeeper`` to use a
 running one. Prints a table and writes ``benchmarks/results/producer.json``.
 
-Measured, all in one run against one broker:
+Measured, all in one run against one broker. The first figure printed (and the
+``headline`` of the JSON) is the default configuration (only ``ordered.zookeeper.*`` set:
+epoch header off, the compiled send path when it is built) against plain confluent in
+the same run, then what the opt-in epoch header costs, from paired rounds (see
+:func:`paired`: the ratio within each round, median and quartiles over rounds).
 
 1. Throughput on keyed 100-byte records, best of ``--repeats``, variants interleaved:
    plain ``Producer`` (librdkafka's partitioner), plain ``Producer`` with the linear-hash
    partition computed in Python (the floor for any client-side router), and
-   ``OrderedProducer`` on an unadopted topic, on an adopted topic with the epoch header
-   off, and with it on. Two rates per variant: ``produce()`` calls per second (the
+   ``OrderedProducer`` on an unadopted topic, on an adopted topic in the default
+   configuration, the same with the pure-Python send path forced, and with the epoch
+   header turned on (opt-in). Two rates per variant: ``produce()`` calls per second (the
    client-side cost; the send loop only) and records per second including the final
    ``flush()`` (end to end, broker included).
 2. Client-side cost: ns per ``produce()`` call with no broker reachable (records only
@@ -43,6 +48,7 @@ from coordinator.controller import Controller
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore
 from linear_hash import Layout
+from ordered import producer as producer_module
 from ordered.producer import OrderedProducer
 
 RESULTS = Path(__file__).resolve().parent / "results" / "producer.json"
@@ -102,6 +108,82 @@ class Routed:
         self._producer.produce(topic, value, key, self._pf(key))
 
 
+def paired(
+    bootstrap: str, zookeeper: str, root: str, controller: Controller, args: argparse.Namespace
+) -> dict[str, Any]:
+    """The headline: default configuration and opt-in header vs plain, in paired rounds.
+
+    Each round measures plain confluent, the default ``OrderedProducer`` and the one with
+    the epoch header back to back on the same topic layout, in a rotating order (so a
+    drift of the machine's load favours none of them), and takes the ratios within the
+    round; the figure is the median over rounds, with the quartiles. On a machine shared
+    with other work this is far steadier than ratios of best-of-N rates.
+    """
+    keys = [b"key-%d" % i for i in range(KEY_COUNT)]
+    plain_topic = create_topic(bootstrap, args.partitions)
+    ordered_topic = create_topic(bootstrap, args.partitions)
+    controller.adopt(ordered_topic)
+    base = {"bootstrap.servers": bootstrap, **COMMON}
+    ordered_base = {**base, "ordered.zookeeper.connect": zookeeper, "ordered.zookeeper.root": root}
+    makers: dict[str, tuple[Callable[[], Any], str]] = {
+        "plain": (lambda: confluent_kafka.Producer(base), plain_topic),
+        "default": (lambda: OrderedProducer(ordered_base), ordered_topic),
+        "header_on": (
+            lambda: OrderedProducer({**ordered_base, "ordered.epoch.header": True}),
+            ordered_topic,
+        ),
+    }
+    names = list(makers)
+    ratios: dict[str, list[float]] = {"default": [], "header_on": []}
+    rates: dict[str, list[float]] = {name: [] for name in names}
+    for round_ in range(args.pairs):
+        order = names[round_ % 3 :] + names[: round_ % 3]
+        got: dict[str, float] = {}
+        for name in order:
+            make, topic = makers[name]
+            producer = make()
+            producer.produce(topic, VALUE, keys[0])
+            producer.flush(30)
+            gc.collect()
+            started = time.perf_counter()
+            send_loop(producer, topic, keys, args.pair_records)
+            if producer.flush(120):
+                raise RuntimeError(f"{name}: records not delivered")
+            got[name] = args.pair_records / (time.perf_counter() - started)
+            rates[name].append(got[name])
+            if hasattr(producer, "close"):
+                producer.close()
+        for name in ratios:
+            ratios[name].append(got[name] / got["plain"])
+        print(
+            f"  round {round_ + 1}: plain {got['plain']:>10,.0f}/s  default "
+            f"{ratios['default'][-1]:.3f}  header on {ratios['header_on'][-1]:.3f}",
+            flush=True,
+        )
+
+    def summary(values: list[float]) -> dict[str, Any]:
+        q = statistics.quantiles(values, n=4) if len(values) > 1 else [values[0]] * 3
+        return {
+            "median": round(statistics.median(values), 3),
+            "q1": round(q[0], 3),
+            "q3": round(q[2], 3),
+            "min": round(min(values), 3),
+            "max": round(max(values), 3),
+            "rounds": [round(v, 3) for v in values],
+        }
+
+    return {
+        "rounds": args.pairs,
+        "records_per_run": args.pair_records,
+        "default_vs_plain": summary(ratios["default"]),
+        "header_on_vs_plain": summary(ratios["header_on"]),
+        "header_on_vs_default": summary(
+            [h / d for h, d in zip(ratios["header_on"], ratios["default"], strict=True)]
+        ),
+        "plain_per_s_median": round(statistics.median(rates["plain"])),
+    }
+
+
 def throughput(
     bootstrap: str, zookeeper: str, root: str, controller: Controller, args: argparse.Namespace
 ) -> dict[str, Any]:
@@ -121,15 +203,16 @@ def throughput(
     def routed() -> Any:
         return Routed(confluent_kafka.Producer(base), layout)
 
-    def ordered(header: bool) -> Callable[[], Any]:
-        return lambda: OrderedProducer({**ordered_base, "ordered.epoch.header": header})
-
     variants: dict[str, tuple[Callable[[], Any], str]] = {
         "plain": (plain, plain_topic),
+        "ordered_default": (lambda: OrderedProducer(ordered_base), ordered_topic),
+        "ordered_header_on": (
+            lambda: OrderedProducer({**ordered_base, "ordered.epoch.header": True}),
+            ordered_topic,
+        ),
+        "ordered_python_path": (lambda: python_path(ordered_base), ordered_topic),
+        "ordered_unadopted": (lambda: OrderedProducer(ordered_base), unadopted_topic),
         "plain_python_route": (routed, plain_topic),
-        "ordered_unadopted": (ordered(True), unadopted_topic),
-        "ordered_header_off": (ordered(False), ordered_topic),
-        "ordered_header_on": (ordered(True), ordered_topic),
     }
     calls: dict[str, list[float]] = {name: [] for name in variants}
     e2e: dict[str, list[float]] = {name: [] for name in variants}
@@ -164,10 +247,26 @@ def throughput(
             "produce_calls_per_s_all": [round(x) for x in calls[name]],
             "end_to_end_per_s_all": [round(x) for x in e2e[name]],
         }
-    for name in ("ordered_unadopted", "ordered_header_off", "ordered_header_on"):
+    for name in variants:
+        if name == "plain":
+            continue
         for metric in ("produce_calls_per_s", "end_to_end_per_s", "end_to_end_per_s_median"):
             out[name][f"ratio_{metric}"] = round(out[name][metric] / out["plain"][metric], 3)
+        # The ratio within each round (plain measured just before, same broker state).
+        out[name]["ratio_end_to_end_per_round"] = [
+            round(o / p, 3) for o, p in zip(e2e[name], e2e["plain"], strict=True)
+        ]
     return out
+
+
+def python_path(config: dict[str, Any]) -> OrderedProducer:
+    """An OrderedProducer with the pure-Python send path (as without a C compiler)."""
+    saved = producer_module._FAST
+    producer_module._FAST = None
+    try:
+        return OrderedProducer(config)
+    finally:
+        producer_module._FAST = saved
 
 
 def client_cost(
@@ -197,12 +296,13 @@ def client_cost(
     }
     variants: dict[str, tuple[Callable[[], Any], str]] = {
         "plain": (lambda: confluent_kafka.Producer(offline), topic),
-        "ordered_unadopted": (lambda: OrderedProducer(ordered_conf), "not-adopted"),
-        "ordered_header_off": (
-            lambda: OrderedProducer({**ordered_conf, "ordered.epoch.header": False}),
+        "ordered_default": (lambda: OrderedProducer(ordered_conf), topic),
+        "ordered_header_on": (
+            lambda: OrderedProducer({**ordered_conf, "ordered.epoch.header": True}),
             topic,
         ),
-        "ordered_header_on": (lambda: OrderedProducer(ordered_conf), topic),
+        "ordered_python_path": (lambda: python_path(ordered_conf), topic),
+        "ordered_unadopted": (lambda: OrderedProducer(ordered_conf), "not-adopted"),
     }
     count = args.client_records
     best: dict[str, float] = {}
@@ -435,6 +535,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--zookeeper", help="ZooKeeper connect string of a running ZooKeeper")
     parser.add_argument("--records", type=int, default=300_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--pairs", type=int, default=12, help="paired rounds of the headline")
+    parser.add_argument("--pair-records", type=int, default=200_000)
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--latency-rate", type=int, default=20_000)
     parser.add_argument("--steady-seconds", type=float, default=4.0)
@@ -450,6 +552,8 @@ def main(argv: list[str] | None = None) -> int:
     ):
         store = LayoutStore(client, root)
         controller = Controller(store, KafkaAdmin(bootstrap, timeout=10.0))
+        print("default configuration vs plain, paired rounds ...", flush=True)
+        pairs = paired(bootstrap, zookeeper, root, controller, args)
         print("throughput ...", flush=True)
         rates = throughput(bootstrap, zookeeper, root, controller, args)
         print("client-side cost ...", flush=True)
@@ -459,8 +563,20 @@ def main(argv: list[str] | None = None) -> int:
         print("seal time ...", flush=True)
         seal = seal_time(bootstrap, zookeeper, root, controller, store, args)
 
+    headline = {
+        "default_vs_plain": pairs["default_vs_plain"],
+        "header_on_vs_plain": pairs["header_on_vs_plain"],
+        "header_on_vs_default": pairs["header_on_vs_default"],
+        "paired_rounds": pairs["rounds"],
+        "records_per_run": pairs["records_per_run"],
+        "plain_per_s_median": pairs["plain_per_s_median"],
+        "compiled_send_path": producer_module.COMPILED,
+        "note": "end-to-end rates (produce + final flush), ratio within each round; the "
+        "machine was shared with other work: read the quartiles",
+    }
     results = {
         **environment("producer"),
+        "headline": headline,
         "records": args.records,
         "repeats": args.repeats,
         "partitions": args.partitions,
@@ -474,6 +590,18 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
 
+    print()
+    d, h = headline["default_vs_plain"], headline["header_on_vs_plain"]
+    print(
+        f"DEFAULT CONFIGURATION vs plain confluent, same run, {pairs['rounds']} paired rounds: "
+        f"median {d['median']:.3f} (quartiles {d['q1']:.3f}-{d['q3']:.3f}, "
+        f"range {d['min']:.3f}-{d['max']:.3f}); compiled send path: {producer_module.COMPILED}"
+    )
+    print(
+        f"opt-in epoch header vs plain: median {h['median']:.3f} (quartiles "
+        f"{h['q1']:.3f}-{h['q3']:.3f}); vs the default: "
+        f"{headline['header_on_vs_default']['median']:.3f}"
+    )
     print()
     print(
         f"{'variant (best of ' + str(args.repeats) + ')':22s} {'produce()/s':>12s} {'ratio':>6s} "

@@ -1,23 +1,39 @@
-"""Split a confluent-kafka configuration into librdkafka settings and ``ordered.*`` settings.
+"""The producer's configuration: librdkafka settings and ``ordered.*`` settings.
 
 An :class:`~ordered.OrderedProducer` takes the same configuration dict as
-``confluent_kafka.Producer`` plus a few ``ordered.``-prefixed keys (see
-:data:`ORDERED_KEYS`). librdkafka rejects keys it does not know, so every ``ordered.``
-key is removed before the dict reaches it; an ``ordered.`` key that is not documented is
-a :class:`~coordinator.errors.ConfigError` naming it, so a typo never silently turns a
-setting off.
+``confluent_kafka.Producer`` plus the ``ordered.``-prefixed keys of
+:data:`ordered.settings.SETTINGS` (listed in :data:`ORDERED_KEYS`). Every ``ordered.``
+key is removed before the dict reaches librdkafka; an undocumented one is a
+:class:`~coordinator.errors.ConfigError` naming it.
+
+Three librdkafka settings are changed (see :class:`ProducerConfig`):
+``enable.idempotence`` is forced on, ``delivery.report.only.error`` is emulated by the
+wrapper, and ``delivery.timeout.ms`` defaults to :data:`DEFAULT_DELIVERY_TIMEOUT_MS`
+instead of librdkafka's 300000, because it is what a crashed producer costs an
+expansion (see the constant).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from coordinator.errors import ConfigError
+from ordered.settings import (
+    ORDERED_PREFIX,
+    Role,
+    default,
+    keys_for,
+    parse_bool,
+    parse_int,
+    parse_settings,
+    split_ordered,
+)
 
 __all__ = [
     "DEFAULT_DELIVERY_TIMEOUT_MS",
+    "LIBRDKAFKA_DELIVERY_TIMEOUT_MS",
     "ORDERED_KEYS",
     "ORDERED_PREFIX",
     "OrderedSettings",
@@ -26,75 +42,30 @@ __all__ = [
     "split_producer_config",
 ]
 
-ORDERED_PREFIX: Final = "ordered."
-"""Every setting of the ordering layer starts with this prefix."""
+ORDERED_KEYS: Final[Mapping[str, str]] = keys_for(Role.PRODUCER)
+"""The ``ordered.`` settings of the producer and what each one means."""
 
-ORDERED_KEYS: Final[Mapping[str, str]] = {
-    "ordered.zookeeper.connect": "ZooKeeper connect string, optionally with a chroot (required)",
-    "ordered.zookeeper.root": "root znode of the layout store (default /ordered)",
-    "ordered.zookeeper.session.timeout.ms": "ZooKeeper session timeout (default 10000)",
-    "ordered.epoch.header": "add the layout epoch header to every routed record (default true)",
-    "ordered.epoch.header.name": "name of the epoch header (default ordered.epoch)",
-}
-"""The documented ``ordered.`` settings and what each one means."""
+LIBRDKAFKA_DELIVERY_TIMEOUT_MS: Final = 300_000
+"""librdkafka's own default ``delivery.timeout.ms`` (alias ``message.timeout.ms``)."""
 
-DEFAULT_DELIVERY_TIMEOUT_MS: Final = 300_000
-"""librdkafka's default ``delivery.timeout.ms`` (alias ``message.timeout.ms``)."""
+DEFAULT_DELIVERY_TIMEOUT_MS: Final = 60_000
+"""The ordered producer's default ``delivery.timeout.ms``: 60 s instead of librdkafka's 5 min.
 
-_TRUE: Final = frozenset({"true", "t", "1"})
-_FALSE: Final = frozenset({"false", "f", "0"})
-
-
-def parse_bool(key: str, value: Any) -> bool:
-    """Parse a boolean setting the way librdkafka does.
-
-    Args:
-        key: The setting's name, for the error message.
-        value: A ``bool``, the integers 0/1, or one of ``true``/``t``/``1``/``false``/
-            ``f``/``0`` (any case).
-
-    Returns:
-        The boolean value.
-
-    Raises:
-        ConfigError: Any other value.
-    """
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str):
-        text = value.strip().lower()
-        if text in _TRUE:
-            return True
-        if text in _FALSE:
-            return False
-    raise ConfigError(f"{key}: expected a boolean (true or false), got {value!r}")
-
-
-def _parse_int(key: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool):
-        raise ConfigError(f"{key}: expected an integer, got {value!r}")
-    if isinstance(value, int):
-        number = value
-    elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        number = int(value.strip())
-    else:
-        raise ConfigError(f"{key}: expected an integer, got {value!r}")
-    if number < minimum:
-        raise ConfigError(f"{key}: must be >= {minimum}, got {number}")
-    return number
-
-
-def _parse_str(key: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{key}: expected a non-empty string, got {value!r}")
-    return value.strip()
+It bounds how long a record may still reach the broker, and so how long the barrier of
+an expansion or shrink must wait for a producer that *crashed* (its registration is gone
+but its last records might still arrive): at most the ZooKeeper session timeout (10 s)
+plus this plus 1 s. A producer that exits cleanly (``close()``, ``with``, or a normal
+interpreter exit) acks and unregisters and costs nothing. 60 s leaves room for a
+request timeout (30 s) and a retry, so a short broker outage still loses nothing; set
+``delivery.timeout.ms`` to trade one for the other.
+"""
 
 
 @dataclass(frozen=True, slots=True)
 class OrderedSettings:
-    """The ``ordered.*`` settings of a client, parsed and checked.
+    """The ``ordered.*`` settings of a producer, parsed and checked.
+
+    Defaults come from :data:`ordered.settings.SETTINGS`.
 
     Attributes:
         zookeeper_connect: ``ordered.zookeeper.connect``; may end in a chroot path.
@@ -105,48 +76,20 @@ class OrderedSettings:
     """
 
     zookeeper_connect: str
-    zookeeper_root: str = "/ordered"
-    zookeeper_session_timeout_ms: int = 10_000
-    epoch_header: bool = True
-    epoch_header_name: str = "ordered.epoch"
+    zookeeper_root: str = field(default=default("zookeeper_root"))
+    zookeeper_session_timeout_ms: int = field(default=default("zookeeper_session_timeout_ms"))
+    epoch_header: bool = field(default=default("epoch_header"))
+    epoch_header_name: str = field(default=default("epoch_header_name"))
 
     @classmethod
     def from_mapping(cls, settings: Mapping[str, Any]) -> OrderedSettings:
         """Build the settings from ``ordered.``-prefixed keys (other keys are rejected).
 
-        Args:
-            settings: Only ``ordered.`` keys.
-
         Raises:
             ConfigError: An unknown ``ordered.`` key, a missing
                 ``ordered.zookeeper.connect``, or a malformed value.
         """
-        unknown = sorted(key for key in settings if key not in ORDERED_KEYS)
-        if unknown:
-            known = ", ".join(sorted(ORDERED_KEYS))
-            raise ConfigError(f"unknown setting(s) {', '.join(unknown)} (known: {known})")
-        if "ordered.zookeeper.connect" not in settings:
-            raise ConfigError("ordered.zookeeper.connect is required (the layout store)")
-        connect = _parse_str("ordered.zookeeper.connect", settings["ordered.zookeeper.connect"])
-        root = _parse_str(
-            "ordered.zookeeper.root", settings.get("ordered.zookeeper.root", "/ordered")
-        )
-        if not root.startswith("/") or (len(root) > 1 and root.endswith("/")):
-            raise ConfigError(
-                f"ordered.zookeeper.root: expected an absolute znode path like /ordered, "
-                f"got {root!r}"
-            )
-        session = _parse_int(
-            "ordered.zookeeper.session.timeout.ms",
-            settings.get("ordered.zookeeper.session.timeout.ms", 10_000),
-            minimum=1,
-        )
-        header = parse_bool("ordered.epoch.header", settings.get("ordered.epoch.header", True))
-        name = _parse_str(
-            "ordered.epoch.header.name",
-            settings.get("ordered.epoch.header.name", "ordered.epoch"),
-        )
-        return cls(connect, root, session, header, name)
+        return cls(**parse_settings(settings, Role.PRODUCER))
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,13 +98,14 @@ class ProducerConfig:
 
     Attributes:
         kafka: What goes to ``confluent_kafka.Producer``: every non-``ordered.`` key
-            unchanged, ``enable.idempotence`` forced to ``True``, and
-            ``delivery.report.only.error`` removed (the wrapper emulates it, see
+            unchanged, ``enable.idempotence`` forced to ``True``,
+            ``delivery.timeout.ms`` defaulted to :data:`DEFAULT_DELIVERY_TIMEOUT_MS`,
+            and ``delivery.report.only.error`` removed (the wrapper emulates it, see
             ``only_error``).
         ordered: The parsed ``ordered.*`` settings.
         delivery_timeout_ms: ``delivery.timeout.ms`` (or its alias
-            ``message.timeout.ms``), librdkafka's default when unset: how long an
-            undelivered record can still reach the broker.
+            ``message.timeout.ms``) in force: how long an undelivered record can still
+            reach the broker.
         only_error: ``delivery.report.only.error`` as the user set it.
         client_id: ``client.id`` as the user set it, or ``""``.
     """
@@ -173,6 +117,15 @@ class ProducerConfig:
     client_id: str
 
 
+def _linger_ms(kafka: Mapping[str, Any]) -> int:
+    """``linger.ms`` (alias ``queue.buffering.max.ms``), 0 when unset or unreadable."""
+    value = kafka.get("linger.ms", kafka.get("queue.buffering.max.ms", 0))
+    try:
+        return int(float(value))
+    except (TypeError, ValueError):
+        return 0  # librdkafka reports the bad value itself
+
+
 def split_producer_config(
     config: Mapping[str, Any] | None, overrides: Mapping[str, Any] | None = None
 ) -> ProducerConfig:
@@ -180,8 +133,7 @@ def split_producer_config(
 
     Args:
         config: The configuration dict, as given to ``confluent_kafka.Producer``.
-        overrides: Keyword-argument settings; they win over ``config`` (as confluent's
-            ``Producer(config, **kwargs)`` does).
+        overrides: Keyword-argument settings; they win over ``config``.
 
     Returns:
         The split configuration. ``config`` is not modified.
@@ -192,19 +144,7 @@ def split_producer_config(
             set to false, or a malformed ``delivery.timeout.ms``/
             ``delivery.report.only.error``.
     """
-    if config is not None and not isinstance(config, Mapping):
-        raise ConfigError(f"the configuration must be a dict, got {type(config).__name__}")
-    merged: dict[str, Any] = dict(config or {})
-    merged.update(overrides or {})
-    kafka: dict[str, Any] = {}
-    ordered: dict[str, Any] = {}
-    for key, value in merged.items():
-        if not isinstance(key, str):
-            raise ConfigError(f"configuration keys must be strings, got {key!r}")
-        if key.startswith(ORDERED_PREFIX):
-            ordered[key] = value
-        else:
-            kafka[key] = value
+    kafka, ordered = split_ordered(config, overrides)
     settings = OrderedSettings.from_mapping(ordered)
     if "enable.idempotence" in kafka and not parse_bool(
         "enable.idempotence", kafka["enable.idempotence"]
@@ -217,10 +157,21 @@ def split_producer_config(
     only_error = parse_bool(
         "delivery.report.only.error", kafka.pop("delivery.report.only.error", False)
     )
-    timeout_key = "delivery.timeout.ms" if "delivery.timeout.ms" in kafka else "message.timeout.ms"
-    delivery_timeout = _parse_int(
-        timeout_key, kafka.get(timeout_key, DEFAULT_DELIVERY_TIMEOUT_MS), minimum=0
-    )
+    if "delivery.timeout.ms" in kafka:
+        timeout_key = "delivery.timeout.ms"
+    elif "message.timeout.ms" in kafka:
+        timeout_key = "message.timeout.ms"
+    else:
+        timeout_key = "delivery.timeout.ms"
+        # librdkafka requires the delivery timeout above linger.ms: a very long linger
+        # keeps its own margin rather than failing on a default the user never set.
+        linger = _linger_ms(kafka)
+        kafka[timeout_key] = (
+            DEFAULT_DELIVERY_TIMEOUT_MS
+            if linger < DEFAULT_DELIVERY_TIMEOUT_MS
+            else linger + DEFAULT_DELIVERY_TIMEOUT_MS
+        )
+    delivery_timeout = parse_int(timeout_key, kafka[timeout_key], minimum=0)
     if delivery_timeout == 0:
         # librdkafka's 0 means "no timeout": an expired producer's records could arrive
         # at any time, so no grace period could seal an epoch without it.
@@ -228,11 +179,10 @@ def split_producer_config(
             f"{timeout_key}=0 (infinite) is not allowed: an epoch could never be sealed "
             "after this producer's session expires"
         )
-    client_id = kafka.get("client.id", "")
     return ProducerConfig(
         kafka=kafka,
         ordered=settings,
         delivery_timeout_ms=delivery_timeout,
         only_error=only_error,
-        client_id=str(client_id),
+        client_id=str(kafka.get("client.id", "")),
     )

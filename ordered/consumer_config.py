@@ -21,14 +21,24 @@ Two librdkafka settings are changed (see :class:`ConsumerConfig`):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
-from coordinator.errors import ConfigError
+from ordered.settings import (
+    ORDERED_PREFIX,
+    VIOLATION_POLICIES,
+    Role,
+    default,
+    keys_for,
+    parse_bool,
+    parse_settings,
+    split_ordered,
+)
 
 __all__ = [
     "CONSUMER_KEYS",
     "METADATA_REFRESH_MS",
+    "ORDERED_PREFIX",
     "VIOLATION_POLICIES",
     "ConsumerConfig",
     "ConsumerSettings",
@@ -36,80 +46,18 @@ __all__ = [
     "split_consumer_config",
 ]
 
-CONSUMER_KEYS: Final[Mapping[str, str]] = {
-    "ordered.zookeeper.connect": "ZooKeeper connect string, optionally with a chroot (required)",
-    "ordered.zookeeper.root": "root znode of the layout store (default /ordered)",
-    "ordered.zookeeper.session.timeout.ms": "ZooKeeper session timeout (default 10000)",
-    "ordered.violation.policy": "what to do with a misplaced record: log or raise (default log)",
-    "ordered.epoch.header.audit": "check each record's epoch header (default false)",
-    "ordered.epoch.header.name": "name of the epoch header (default ordered.epoch)",
-    "ordered.key.audit": "check each keyed record's partition against the layout (default true)",
-    "ordered.gate.poll.interval.ms": "how often a closed gate is re-checked (default 100)",
-    "ordered.positions": "open gates sooner through the position service (default true)",
-    "ordered.audit.every": "audit one record in N on the fast path (default 16; 1: every record)",
-}
+CONSUMER_KEYS: Final[Mapping[str, str]] = keys_for(Role.CONSUMER)
 """The documented ``ordered.`` settings of the consumer and what each one means."""
 
 METADATA_REFRESH_MS: Final = 2000
 """The default ``topic.metadata.refresh.interval.ms`` of an ordered consumer."""
 
-VIOLATION_POLICIES: Final = ("log", "raise")
-"""Valid values of ``ordered.violation.policy``."""
-
-
-ORDERED_PREFIX: Final = "ordered."
-
-_TRUE: Final = frozenset({"true", "t", "1"})
-_FALSE: Final = frozenset({"false", "f", "0"})
-
-
-def parse_bool(key: str, value: Any) -> bool:
-    """Parse a boolean setting the way librdkafka does.
-
-    Args:
-        key: The setting's name, for the error message.
-        value: A ``bool``, the integers 0/1, or ``true``/``t``/``1``/``false``/``f``/``0``
-            (any case).
-
-    Raises:
-        ConfigError: Any other value.
-    """
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str):
-        text = value.strip().lower()
-        if text in _TRUE:
-            return True
-        if text in _FALSE:
-            return False
-    raise ConfigError(f"{key}: expected a boolean (true or false), got {value!r}")
-
-
-def _int(key: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool):
-        raise ConfigError(f"{key}: expected an integer, got {value!r}")
-    if isinstance(value, int):
-        number = value
-    elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        number = int(value.strip())
-    else:
-        raise ConfigError(f"{key}: expected an integer, got {value!r}")
-    if number < minimum:
-        raise ConfigError(f"{key}: must be >= {minimum}, got {number}")
-    return number
-
-
-def _str(key: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{key}: expected a non-empty string, got {value!r}")
-    return value.strip()
-
 
 @dataclass(frozen=True, slots=True)
 class ConsumerSettings:
     """The parsed ``ordered.*`` settings of a consumer.
+
+    Defaults come from :data:`ordered.settings.SETTINGS`.
 
     Attributes:
         zookeeper_connect: ``ordered.zookeeper.connect``; may end in a chroot path.
@@ -121,13 +69,9 @@ class ConsumerSettings:
             layer. Not needed for order: a new epoch is known before a batch fetched
             after it is judged (the fetch check). Reading headers costs
             confluent-kafka about half a microsecond per record.
-        header_name: ``ordered.epoch.header.name``.
+        epoch_header_name: ``ordered.epoch.header.name`` (also :attr:`header_name`).
         key_audit: ``ordered.key.audit``.
         gate_poll_interval_ms: ``ordered.gate.poll.interval.ms``.
-        positions: ``ordered.positions``: declare interest and publish boundary progress
-            in ZooKeeper (:mod:`coordinator.positions`) so a closed gate is re-checked as
-            soon as what it waits on is committed; the committed offsets in Kafka still
-            decide.
         audit_every: ``ordered.audit.every``: the audits look at every N-th record of a
             batch (by position) when nothing in the batch reaches a gate. Reading a
             record's headers costs confluent-kafka about half a microsecond, so a
@@ -136,73 +80,37 @@ class ConsumerSettings:
             default is 16 (sampled); 1 is the full audit, opt-in. Records the checked
             path judges (a gate ahead, a compacted topic, several topics) are all
             audited whatever this says.
+        positions: ``ordered.positions``: declare interest and publish boundary progress
+            in ZooKeeper (:mod:`coordinator.positions`) so a closed gate is re-checked as
+            soon as what it waits on is committed; the committed offsets in Kafka still
+            decide.
     """
 
     zookeeper_connect: str
-    zookeeper_root: str = "/ordered"
-    zookeeper_session_timeout_ms: int = 10_000
-    violation_policy: str = "log"
-    header_audit: bool = False
-    header_name: str = "ordered.epoch"
-    key_audit: bool = True
-    gate_poll_interval_ms: int = 100
-    audit_every: int = 16
-    positions: bool = True
+    zookeeper_root: str = field(default=default("zookeeper_root"))
+    zookeeper_session_timeout_ms: int = field(default=default("zookeeper_session_timeout_ms"))
+    violation_policy: str = field(default=default("violation_policy"))
+    header_audit: bool = field(default=default("header_audit"))
+    epoch_header_name: str = field(default=default("epoch_header_name"))
+    key_audit: bool = field(default=default("key_audit"))
+    gate_poll_interval_ms: int = field(default=default("gate_poll_interval_ms"))
+    audit_every: int = field(default=default("audit_every"))
+    positions: bool = field(default=default("positions"))
+
+    @property
+    def header_name(self) -> str:
+        """The old name of :attr:`epoch_header_name` (kept for existing callers)."""
+        return self.epoch_header_name
 
     @classmethod
     def from_mapping(cls, settings: Mapping[str, Any]) -> ConsumerSettings:
         """Parse ``ordered.``-prefixed keys.
 
-        Args:
-            settings: Only ``ordered.`` keys.
-
         Raises:
             ConfigError: An unknown key, a missing ``ordered.zookeeper.connect`` or a
                 malformed value.
         """
-        unknown = sorted(key for key in settings if key not in CONSUMER_KEYS)
-        if unknown:
-            known = ", ".join(sorted(CONSUMER_KEYS))
-            raise ConfigError(f"unknown setting(s) {', '.join(unknown)} (known: {known})")
-        if "ordered.zookeeper.connect" not in settings:
-            raise ConfigError("ordered.zookeeper.connect is required (the layout store)")
-        get = settings.get
-        root = _str("ordered.zookeeper.root", get("ordered.zookeeper.root", "/ordered"))
-        if not root.startswith("/") or (len(root) > 1 and root.endswith("/")):
-            raise ConfigError(
-                f"ordered.zookeeper.root: expected an absolute znode path like /ordered, "
-                f"got {root!r}"
-            )
-        policy = _str("ordered.violation.policy", get("ordered.violation.policy", "log"))
-        if policy.lower() not in VIOLATION_POLICIES:
-            raise ConfigError(
-                f"ordered.violation.policy: expected one of {', '.join(VIOLATION_POLICIES)}, "
-                f"got {policy!r}"
-            )
-        return cls(
-            zookeeper_connect=_str(
-                "ordered.zookeeper.connect", settings["ordered.zookeeper.connect"]
-            ),
-            zookeeper_root=root,
-            zookeeper_session_timeout_ms=_int(
-                "ordered.zookeeper.session.timeout.ms",
-                get("ordered.zookeeper.session.timeout.ms", 10_000),
-                1,
-            ),
-            violation_policy=policy.lower(),
-            header_audit=parse_bool(
-                "ordered.epoch.header.audit", get("ordered.epoch.header.audit", False)
-            ),
-            header_name=_str(
-                "ordered.epoch.header.name", get("ordered.epoch.header.name", "ordered.epoch")
-            ),
-            key_audit=parse_bool("ordered.key.audit", get("ordered.key.audit", True)),
-            gate_poll_interval_ms=_int(
-                "ordered.gate.poll.interval.ms", get("ordered.gate.poll.interval.ms", 100), 1
-            ),
-            audit_every=_int("ordered.audit.every", get("ordered.audit.every", 16), 1),
-            positions=parse_bool("ordered.positions", get("ordered.positions", True)),
-        )
+        return cls(**parse_settings(settings, Role.CONSUMER))
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,16 +152,7 @@ def split_consumer_config(
             malformed ``ordered.`` setting, or a malformed ``enable.auto.offset.store``/
             ``enable.auto.commit``.
     """
-    if config is not None and not isinstance(config, Mapping):
-        raise ConfigError(f"the configuration must be a dict, got {type(config).__name__}")
-    merged: dict[str, Any] = dict(config or {})
-    merged.update(overrides or {})
-    kafka: dict[str, Any] = {}
-    ordered: dict[str, Any] = {}
-    for key, value in merged.items():
-        if not isinstance(key, str):
-            raise ConfigError(f"configuration keys must be strings, got {key!r}")
-        (ordered if key.startswith(ORDERED_PREFIX) else kafka)[key] = value
+    kafka, ordered = split_ordered(config, overrides)
     settings = ConsumerSettings.from_mapping(ordered)
     store = parse_bool("enable.auto.offset.store", kafka.get("enable.auto.offset.store", True))
     auto_commit = parse_bool("enable.auto.commit", kafka.get("enable.auto.commit", True))

@@ -7,232 +7,114 @@ moment it is published (no stall), and acks the epoch once every record it route
 an older layout is delivered, so the controller can seal the epoch with safe
 boundaries.
 
-Compacted topics follow KIP-253 section 9 (:mod:`ordered.compaction`): a keyed record
-that lands in a partition split off from others also sends a marked tombstone of its
-key to each of those earlier partitions, once per key and epoch state, so that compaction
-removes the key's stale values there.
+The producer by concern:
+
+- this module: the confluent API surface, the send path, first use and the lifecycle
+  (close, context manager, interpreter exit);
+- :mod:`ordered.producer_routes`: routes and topic states (the topic state machine);
+- :mod:`ordered.producer_tracking`: delivery tracking (which records a switch must
+  wait for) and the delivery callbacks;
+- :mod:`ordered.producer_session`: the ZooKeeper session state machine and the typed
+  worker events;
+- :mod:`ordered.producer_worker`: the worker thread (re-reads, re-syncs, ack writes
+  through ``LayoutStore.ack``, the idle drain check);
+- ``ordered._fastproduce`` (optional, compiled): the send path of the common call,
+  with a pure-Python fallback (:data:`COMPILED` says which one runs; set
+  ``ORDERED_PURE_PYTHON=1`` to force the fallback).
+
+Compacted topics follow KIP-253 section 9 (:mod:`ordered.compaction`).
 """
 
 from __future__ import annotations
 
-import contextlib
+import atexit
 import functools
-import itertools
 import logging
 import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from enum import Enum
+import weakref
+from collections.abc import Callable
 from typing import Any, Final
 
 import confluent_kafka
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
-from kazoo.handlers.threading import KazooTimeoutError
 
-from coordinator import identity  # issue 8: one identity builder
-from coordinator.errors import LayoutUnavailableError, OrderedKafkaError, StoreError
-from coordinator.store import AckRecord, LayoutStore, ProducerRecord, TopicRecord, Watch
+from coordinator import identity
+from coordinator.errors import (
+    LayoutUnavailableError,
+    OrderedKafkaError,
+    StoreError,
+    StoreUnavailableError,
+)
+from coordinator.store import AckRecord, LayoutStore, ProducerRecord, TopicRecord
 from coordinator.store import paths as store_paths
-from coordinator.topic_ids import TopicIds  # issue 8: topic identity
-from linear_hash import DEFAULT_ALGORITHM, Layout
-from ordered.compaction import TOMBSTONE_HEADER, TombstoneMemo, ancestors
+from coordinator.topic_ids import TopicIds
+from coordinator.zk import close_client, make_client, start_client
+from linear_hash import Layout
+from ordered.compaction import TOMBSTONE_HEADER, ancestors
 from ordered.config import ProducerConfig, split_producer_config
-from ordered.producer_tracking import DrainTracker, Switch
+from ordered.producer_routes import (
+    PLAIN_ROUTE,
+    AckDue,
+    Route,
+    RouteTable,
+    TopicInfo,
+    TopicState,
+    merge_headers,
+)
+from ordered.producer_session import Event, EventKind, ProducerSession
+from ordered.producer_tracking import (
+    DeliveryCallback,
+    DrainTracker,
+    OnlyError,
+    Tracked,
+    ignore_report,
+)
+from ordered.producer_worker import ProducerWorker
 
-__all__ = ["DeliveryCallback", "OrderedProducer", "TopicState"]
+
+def _compiled() -> type[Any] | None:
+    if os.environ.get("ORDERED_PURE_PYTHON"):
+        return None  # asked for (tests of the fallback, debugging)
+    try:
+        from ordered._fastproduce import FastProduce
+    except ImportError:  # built without a compiler: the pure-Python send path
+        return None
+    return FastProduce
+
+
+_FAST: type[Any] | None = _compiled()
+
+__all__ = ["COMPILED", "PASSED_THROUGH", "DeliveryCallback", "OrderedProducer", "TopicState"]
 
 _log = logging.getLogger(__name__)
 
-DeliveryCallback = Callable[[Any, Any], None]
-"""``on_delivery(err, msg)``: confluent's delivery report callback."""
+COMPILED: Final = _FAST is not None
+"""Whether the compiled send path (``ordered._fastproduce``) is in use."""
 
-_IDLE_CHECK_S: Final = 0.01
-_WORKER_TICK_S: Final = 0.5
-_RETRY_S: Final = 0.2
+PASSED_THROUGH: Final[frozenset[str]] = frozenset()
+"""Public ``confluent_kafka.Producer`` methods passed through unchanged without a wrapper.
+
+Empty: every public method is wrapped explicitly below, and there is no ``__getattr__``
+fall-through, so a method added by a later confluent-kafka cannot bypass the routing;
+``tests/unit/test_producer_surface.py`` fails until it is wrapped or listed here.
+"""
+
 _METADATA_TIMEOUT_S: Final = 5.0
+_EXIT_FLUSH_S: Final = 5.0
+"""At interpreter exit, flush for at most this long ..."""
+_LEAVE_S: Final = 3.0
+"""How long close waits for its final acks and unregistrations."""
+_EXIT_STALL_S: Final = 1.0
+"""... and give up sooner when nothing was delivered for this long (Kafka is gone)."""
 
 
-class TopicState(Enum):
-    """The state of one topic inside an :class:`OrderedProducer`.
-
-    Transitions (all made by ``OrderedProducer._set_state``, checked against
-    ``_TRANSITIONS``):
-
-    - ``UNKNOWN`` -> ``PLAIN`` | ``ROUTING`` | ``SWITCHING``: first use (register, then
-      read the topic record); ``-> SUSPENDED`` if the session broke meanwhile.
-    - ``PLAIN`` -> ``ROUTING`` | ``SWITCHING``: the topic was adopted (or made ordered).
-    - ``ROUTING`` -> ``SWITCHING``: a new epoch is pending; the route is replaced at once.
-    - ``SWITCHING`` -> ``ROUTING``: every record routed before the switch is delivered
-      and the ack is written.
-    - ``ROUTING``/``SWITCHING`` -> ``PLAIN``: the topic was un-adopted or made unordered.
-    - ``ROUTING``/``SWITCHING`` -> ``SUSPENDED``: the ZooKeeper session is suspended or
-      lost; keyed records raise :class:`~coordinator.errors.LayoutUnavailableError`.
-    - ``SUSPENDED`` -> ``PLAIN`` | ``ROUTING`` | ``SWITCHING``: the session is back (after
-      ``LOST``: re-registered) and the topic record was read again.
-    - ``ROUTING`` -> ``ROUTING``, ``SWITCHING`` -> ``SWITCHING``: a newer record (a
-      sealed epoch, a newer pending epoch) replaced the route.
-    """
-
-    UNKNOWN = "unknown"
-    """Not used yet: not registered, layout not read."""
-    PLAIN = "plain"
-    """Not adopted, or adopted with ``ordered: false``: plain ``produce``."""
-    ROUTING = "routing"
-    """Routed by the current layout; nothing to ack."""
-    SWITCHING = "switching"
-    """Routed by a pending epoch's layout; its ack waits for the older records."""
-    SUSPENDED = "suspended"
-    """The session is suspended or lost: keyed records cannot be routed."""
-
-
-_TRANSITIONS: Final[dict[TopicState, frozenset[TopicState]]] = {
-    TopicState.UNKNOWN: frozenset(
-        {TopicState.PLAIN, TopicState.ROUTING, TopicState.SWITCHING, TopicState.SUSPENDED}
-    ),
-    TopicState.PLAIN: frozenset({TopicState.PLAIN, TopicState.ROUTING, TopicState.SWITCHING}),
-    TopicState.ROUTING: frozenset(
-        {TopicState.ROUTING, TopicState.SWITCHING, TopicState.PLAIN, TopicState.SUSPENDED}
-    ),
-    TopicState.SWITCHING: frozenset(
-        {TopicState.SWITCHING, TopicState.ROUTING, TopicState.PLAIN, TopicState.SUSPENDED}
-    ),
-    TopicState.SUSPENDED: frozenset(
-        {TopicState.SUSPENDED, TopicState.PLAIN, TopicState.ROUTING, TopicState.SWITCHING}
-    ),
-}
-
-
-def check_transition(old: TopicState, new: TopicState) -> None:
-    """Raise ``RuntimeError`` if ``old -> new`` is not a transition of :class:`TopicState`."""
-    if new not in _TRANSITIONS[old]:
-        raise RuntimeError(f"illegal topic state transition {old.name} -> {new.name}")
-
-
-class _Route:
-    """What ``produce`` reads for a topic: immutable, replaced whole on every change."""
-
-    __slots__ = (
-        "algorithm",
-        "compacted",
-        "copied",
-        "headers",
-        "layout",
-        "place",
-        "plain",
-        "round_robin",
-        "routable",
-        "state",
-    )
-
-    def __init__(
-        self,
-        state: TopicState,
-        layout: Layout | None = None,
-        algorithm: str = DEFAULT_ALGORITHM,
-        headers: list[tuple[str, bytes]] | None = None,
-        compacted: bool = False,
-        copied: TombstoneMemo | None = None,
-    ) -> None:
-        self.state = state
-        self.plain = layout is None
-        self.layout = layout
-        self.algorithm = algorithm
-        self.headers = headers
-        # Section 9 applies once a key can live above initial (the topic has grown).
-        self.compacted = compacted and layout is not None and layout.active > layout.initial
-        # Keys whose tombstone copies were sent under this layout and epoch state: a new
-        # epoch, and its seal, send them again (after the seal no old-epoch record of
-        # any producer can follow them); a rebuild for another reason keeps the memo.
-        self.copied = copied if copied is not None else TombstoneMemo()
-        # Keyed records may be routed (not suspended); checked with one attribute.
-        self.routable = layout is not None and state is not TopicState.SUSPENDED
-        # The bound router: one call on the send path, no algorithm dispatch.
-        self.place: Callable[[Any], int] | None = None
-        if layout is not None:
-            self.place = (
-                layout.partition_for
-                if algorithm == DEFAULT_ALGORITHM
-                else functools.partial(layout.partition_for, algorithm=algorithm)
-            )
-        self.round_robin: Iterator[int] | None = (
-            None if layout is None else itertools.cycle(range(layout.active))
-        )
-
-
-_PLAIN_ROUTE: Final = _Route(TopicState.PLAIN)
-
-
-@dataclass(slots=True)
-class _TopicInfo:
-    """Mutable per-topic bookkeeping (under the producer's lock)."""
-
-    topic: str
-    state: TopicState = TopicState.UNKNOWN
-    record: TopicRecord | None = None
-    switch: Switch | None = None
-    acked: set[int] = field(default_factory=set)
-    deferred: TopicRecord | None = None
-    watch: Watch | None = None
-    valid: bool = True
-    known_partitions: int = 0
-
-
-def _merge_headers(user: Any, ours: list[tuple[str, bytes]]) -> Any:
-    if isinstance(user, list):
-        return user + ours
-    if isinstance(user, dict):
-        return [*user.items(), *ours]
-    return user  # not a type confluent accepts: let it raise its own error
-
-
-def _record_key(record: TopicRecord) -> tuple[int, int]:
-    # A sealed epoch is newer than the same epoch pending.
-    return (record.epoch, 1 if record.pending is None else 0)
-
-
-def _is_unreachable(exc: StoreError) -> bool:
-    return isinstance(exc.__cause__, KazooException | KazooTimeoutError)
-
-
-def _ignore_report(_err: Any, _msg: Any) -> None:
-    """The delivery callback of a tombstone copy (not the application's record)."""
-
-
-class _OnlyError:
-    """Emulates ``delivery.report.only.error`` for one callback."""
-
-    __slots__ = ("_user",)
-
-    def __init__(self, user: DeliveryCallback) -> None:
-        self._user = user
-
-    def __call__(self, err: Any, msg: Any) -> None:
-        if err is not None:
-            self._user(err, msg)
-
-
-class _Tracked:
-    """Delivery callback of a tracked record: count it, then call the user's callback."""
-
-    __slots__ = ("_generation", "_owner", "_user")
-
-    def __init__(
-        self, owner: OrderedProducer, generation: int, user: DeliveryCallback | None
-    ) -> None:
-        self._owner = owner
-        self._generation = generation
-        self._user = user
-
-    def __call__(self, err: Any, msg: Any) -> None:
-        owner = self._owner
-        owner._on_tracked(self._generation, err, msg)
-        user = self._user
-        if user is not None and (err is not None or not owner._only_error):
-            user(err, msg)
+def _close_at_exit(ref: weakref.ref[OrderedProducer]) -> None:
+    producer = ref()
+    if producer is not None:
+        producer._close(exiting=True)
 
 
 class OrderedProducer:
@@ -241,7 +123,8 @@ class OrderedProducer:
     Wraps (does not subclass) a ``confluent_kafka.Producer``: same methods, argument
     order, defaults, callbacks, exceptions (``BufferError``, ``KafkaException`` with the
     original ``KafkaError``) and return values. The configuration is confluent's plus
-    the ``ordered.*`` keys of :mod:`ordered.config`; ``enable.idempotence`` is forced on.
+    the ``ordered.*`` keys of :mod:`ordered.settings`; ``enable.idempotence`` is forced
+    on and ``delivery.timeout.ms`` defaults to 60 s (:mod:`ordered.config`).
 
     Per topic, on first use the producer registers itself in the layout store, then
     reads and watches the topic's record:
@@ -249,27 +132,26 @@ class OrderedProducer:
     - not adopted, or ``ordered: false``: every call is passed to confluent unchanged;
     - adopted and ordered: a keyed record without an explicit partition goes to
       ``Layout.partition_for(key)``, an unkeyed one round-robin over the active
-      partitions, an explicit ``partition=`` is honoured; every record carries the
-      epoch header (``ordered.epoch.header``) unless it is turned off.
+      partitions, an explicit ``partition=`` is honoured; with
+      ``ordered.epoch.header=true`` (off by default) every record carries the epoch.
 
     When a new epoch is published the route is replaced at once. Records produced
     before the switch are untracked; later ones carry a counting delivery callback until
-    the ack, which is written asynchronously once every untracked record is delivered
-    (checked after ``poll``/``flush`` return, and by a watcher thread when the producer
-    is idle). Serve delivery reports from one thread at a time, as librdkafka advises;
-    like any confluent producer it must be polled: delivery reports that are never
-    served keep ``len(producer)`` above zero, so such a producer never acks and the
-    controller waits for it. Call :meth:`close` (or use ``with``) when done: it acks
-    what it can and leaves ZooKeeper at once; an unclosed producer keeps its ZooKeeper
-    session and worker thread until the process exits.
+    the ack, which is written by the worker thread once every untracked record is
+    delivered (checked after ``poll``/``flush`` return, and by the worker when the
+    producer is idle). Like any confluent producer it must be polled: delivery reports
+    that are never served keep ``len(producer)`` above zero, so such a producer never
+    acks and the controller waits for it.
+
+    Leaving: :meth:`close`, ``with``, and a normal interpreter exit (for a producer
+    never closed) flush, ack every pending epoch and unregister, so the barrier never
+    waits for a producer that left cleanly. At exit the flush is bounded (5 s, less when
+    nothing is delivered for 1 s) and nothing waits for an unreachable ZooKeeper.
 
     While the ZooKeeper session is suspended or lost, ``produce`` of a keyed record to
     an ordered topic raises :class:`~coordinator.errors.LayoutUnavailableError` (a
     ``BufferError``); after a loss the producer re-registers and re-reads every topic
     before routing again.
-
-    Compacted topics (KIP-253 section 9): see :mod:`ordered.compaction`; the tombstone
-    copies never reach the application's delivery callbacks.
 
     Args:
         config: The configuration dict (confluent keys plus ``ordered.*``).
@@ -284,71 +166,61 @@ class OrderedProducer:
     def __init__(self, config: dict[str, Any] | None = None, /, **kwargs: Any) -> None:
         split: ProducerConfig = split_producer_config(config, kwargs)
         settings = split.ordered
-        self._settings = settings
         self._split = split
         self._only_error = split.only_error
         kafka = dict(split.kafka)
         self._default_cb: DeliveryCallback | None = kafka.get("on_delivery")
         if self._only_error and self._default_cb is not None:
-            kafka["on_delivery"] = _OnlyError(self._default_cb)
-        self.producer_id = identity.producer_id()  # issue 8: one identity builder
-        self._header_name = settings.epoch_header_name
-        self._headers_on = settings.epoch_header
+            kafka["on_delivery"] = OnlyError(self._default_cb)
+        self.producer_id = identity.producer_id()
+        self.tombstone_copies = 0
+        """Tombstone copies sent for compacted topics (KIP-253 section 9)."""
 
         self._lock = threading.Lock()
         self._first_use_lock = threading.Lock()
-        self._session_lock = threading.Lock()
-        self._routes: dict[str, _Route] = {}
-        self._infos: dict[str, _TopicInfo] = {}
-        self._switches: dict[str, Switch] = {}
+        self._close_lock = threading.Lock()
         self._tracker = DrainTracker()
+        self._table = RouteTable(
+            self._tracker, settings.epoch_header_name if settings.epoch_header else None
+        )
+        self._routes = self._table.routes
+        self._session = ProducerSession()
+        self._events: queue.SimpleQueue[Event] = queue.SimpleQueue()
+        self._watchers: dict[str, Callable[[Any], None]] = {}
         self._direct = not self._only_error
-        self.tombstone_copies = 0
-        """Tombstone copies sent for compacted topics (KIP-253 section 9)."""
-        self._events: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
-        self._available = False
-        self._session_seq = 0
-        self._lost_seq = 0
-        self._registered_seq = 0
-        self._resync_needed = False
         self._closed = False
-        self._ack_results: set[Any] = set()
 
         session_s = settings.zookeeper_session_timeout_ms / 1000.0
-        self._kz = KazooClient(
-            hosts=settings.zookeeper_connect,
-            timeout=session_s,
-            # Bounded: a store call on the send path must fail, not hang, while
-            # ZooKeeper is away.
-            command_retry={"max_tries": 20, "delay": 0.05, "max_delay": 0.5, "deadline": 5.0},
-            connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
-        )
-        try:
-            self._kz.start(timeout=max(session_s, 10.0))
-        except KazooTimeoutError as exc:
-            self._kz.close()
-            raise StoreError(
-                f"cannot reach ZooKeeper at {settings.zookeeper_connect} "
-                "(ordered.zookeeper.connect)"
-            ) from exc
+        self._kz = make_client(settings.zookeeper_connect, session_timeout_s=session_s)
+        start_client(self._kz, max(session_s, 10.0), "ordered.zookeeper.connect")
         self._store = LayoutStore(self._kz, settings.zookeeper_root)
-        self._topic_ids = TopicIds.for_client(kafka)  # issue 8: topic identity
+        self._topic_ids = TopicIds.for_client(kafka)
         try:
             self._producer = confluent_kafka.Producer(kafka)
-            # Bound once: the send path saves two attribute lookups per record.
-            self._rd_produce = self._producer.produce
-            self._acquire = self._lock.acquire
-            self._release = self._lock.release
         except BaseException:
-            self._kz.stop()
-            self._kz.close()
+            close_client(self._kz)
             raise
-        self._available = True
+        # Bound once: the send path saves attribute lookups per record.
+        self._rd_produce = self._producer.produce
+        self._acquire = self._lock.acquire
+        self._release = self._lock.release
         self._kz.add_listener(self._on_session)
+        worker = ProducerWorker(
+            self, self._store, self._session, self._table, self._lock, self._events
+        )
         self._worker = threading.Thread(
-            target=self._run_worker, name=f"ordered-producer-{self.producer_id}", daemon=True
+            target=worker.run, name=f"ordered-producer-{self.producer_id}", daemon=True
         )
         self._worker.start()
+        if _FAST is not None:
+            # The instance attribute shadows the method: ``producer.produce(...)`` calls
+            # the compiled path, which falls back to the method for everything else.
+            vars(self)["produce"] = _FAST(self._rd_produce, self.produce, self._table.fast)
+        # Registered after kazoo's own exit hook, so it runs first (atexit is LIFO)
+        # while the kazoo client still works; a weak reference, so an unreferenced
+        # producer can still be collected.
+        self._exit_hook = functools.partial(_close_at_exit, weakref.ref(self))
+        atexit.register(self._exit_hook)
 
     # --- introspection (not in confluent) -------------------------------------------
 
@@ -365,7 +237,7 @@ class OrderedProducer:
     def topic_state(self, topic: str) -> TopicState:
         """Return the state of ``topic`` in this producer (``UNKNOWN`` if never used)."""
         with self._lock:
-            info = self._infos.get(topic)
+            info = self._table.infos.get(topic)
             return TopicState.UNKNOWN if info is None else info.state
 
     def layout(self, topic: str) -> Layout | None:
@@ -380,7 +252,7 @@ class OrderedProducer:
         whether the producer has seen the newest epoch sealed.
         """
         with self._lock:
-            info = self._infos.get(topic)
+            info = self._table.infos.get(topic)
             return None if info is None else info.record
 
     # --- the send path ---------------------------------------------------------------
@@ -407,8 +279,8 @@ class OrderedProducer:
             callback: Delivery report callback ``(err, msg)`` (alias ``on_delivery``).
             on_delivery: Delivery report callback, used when ``callback`` is not given.
             timestamp: CreateTime in ms since the epoch; 0 for now.
-            headers: Record headers (list of ``(str, value)`` or dict); the epoch header
-                is appended for an ordered topic.
+            headers: Record headers (list of ``(str, value)`` or dict); the epoch header,
+                when on, is appended for an ordered topic.
 
         Raises:
             LayoutUnavailableError: A keyed record to an ordered topic while the
@@ -430,7 +302,8 @@ class OrderedProducer:
             else:
                 self._rd_produce(topic, value, key, partition, user, None, timestamp, headers)
             return
-        # acquire/release bound once: a ``with`` block costs ~100 ns more per record.
+        # The lock fences the route switch (docs/protocol.md); acquire/release bound
+        # once: a ``with`` block costs ~100 ns more per record.
         self._acquire()
         try:
             route = self._routes[topic]
@@ -439,7 +312,7 @@ class OrderedProducer:
                 if place is not None:
                     if key is None:
                         partition = next(route.round_robin)  # type: ignore[arg-type]
-                    elif route.routable and self._available:
+                    elif route.routable and self._session.usable:
                         partition = place(key)
                         if route.compacted and route.copied.first(key):
                             self._send_copies(route, topic, key, partition, timestamp)
@@ -451,14 +324,7 @@ class OrderedProducer:
                         )
             ours = route.headers
             if ours is not None:
-                headers = ours if headers is None else _merge_headers(headers, ours)
-            if self._direct:
-                if user is None and headers is None and not timestamp:
-                    # librdkafka parses four arguments faster than eight.
-                    self._rd_produce(topic, value, key, partition)
-                else:
-                    self._rd_produce(topic, value, key, partition, user, None, timestamp, headers)
-                return
+                headers = ours if headers is None else merge_headers(headers, ours)
             tracker = self._tracker
             if tracker.tracking:
                 generation = tracker.generation
@@ -467,29 +333,33 @@ class OrderedProducer:
                     value,
                     key,
                     partition,
-                    on_delivery=_Tracked(self, generation, user or self._default_cb),
+                    on_delivery=self._tracked(generation, user or self._default_cb),
                     timestamp=timestamp,
                     headers=headers,
                 )
                 tracker.sent(generation)
-            elif user is not None:  # delivery.report.only.error, emulated
+            elif user is not None and self._only_error:
                 self._rd_produce(
                     topic,
                     value,
                     key,
                     partition,
-                    on_delivery=_OnlyError(user),
+                    on_delivery=OnlyError(user),
                     timestamp=timestamp,
                     headers=headers,
                 )
+            elif user is None and headers is None and not timestamp:
+                # librdkafka parses four arguments faster than eight.
+                self._rd_produce(topic, value, key, partition)
             else:
-                self._rd_produce(topic, value, key, partition, None, None, timestamp, headers)
+                self._rd_produce(topic, value, key, partition, user, None, timestamp, headers)
         finally:
             self._release()
 
-    def _send_copies(
-        self, route: _Route, topic: str, key: Any, partition: int, timestamp: int
-    ) -> None:
+    def _tracked(self, generation: int, user: DeliveryCallback | None) -> Tracked:
+        return Tracked(self._on_tracked, generation, user, self._only_error)
+
+    def _send_copies(self, route: Route, topic: str, key: Any, partition: int, ts: int) -> None:
         """KIP-253 section 9: a marked tombstone of ``key`` in each ancestor (under the lock).
 
         Tracked like any record of the route, so the epoch's ack also waits for them;
@@ -505,14 +375,9 @@ class OrderedProducer:
         for target in targets:
             if tracker.tracking:
                 generation = tracker.generation
+                report: DeliveryCallback = self._tracked(generation, None)
                 self._rd_produce(
-                    topic,
-                    None,
-                    key,
-                    target,
-                    on_delivery=_Tracked(self, generation, None),
-                    timestamp=timestamp,
-                    headers=headers,
+                    topic, None, key, target, on_delivery=report, timestamp=ts, headers=headers
                 )
                 tracker.sent(generation)
             else:
@@ -521,8 +386,8 @@ class OrderedProducer:
                     None,
                     key,
                     target,
-                    on_delivery=_ignore_report,
-                    timestamp=timestamp,
+                    on_delivery=ignore_report,
+                    timestamp=ts,
                     headers=headers,
                 )
         self.tombstone_copies += len(targets)
@@ -538,9 +403,8 @@ class OrderedProducer:
         """Produce a batch of records, as ``confluent_kafka.Producer.produce_batch``.
 
         A plain topic is passed to confluent unchanged. For an ordered topic every
-        record is routed and sent through :meth:`produce` (confluent's batch mode cannot
-        carry headers); a record that fails gets an ``_error`` field (its
-        ``KafkaError``) as confluent does.
+        record is routed and sent through :meth:`produce`; a record that fails gets an
+        ``_error`` field (its ``KafkaError``) as confluent does.
 
         Returns:
             The number of records queued.
@@ -559,18 +423,19 @@ class OrderedProducer:
             return count
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
             raise TypeError("messages must be a list of dicts")
-        unusable = not self._available or route.state is TopicState.SUSPENDED
+        unusable = not self._session.usable or route.state is TopicState.SUSPENDED
         if not route.plain and unusable and any(m.get("key") is not None for m in messages):
             raise LayoutUnavailableError(
                 f"cannot route keyed records to {topic}: the ZooKeeper session is "
                 "not usable; poll() and retry"
             )
         default = callback if callback is not None else on_delivery
+        produce = self.produce
         queued = 0
         for message in messages:
             own = message.get("callback")
             try:
-                self.produce(
+                produce(
                     topic,
                     message.get("value"),
                     message.get("key"),
@@ -593,6 +458,8 @@ class OrderedProducer:
             queued += 1
         return queued
 
+    # --- the rest of confluent's API (explicit: no __getattr__ fall-through) ---------
+
     def poll(self, timeout: float = -1) -> int:
         """Serve delivery reports and other callbacks, as confluent's ``poll``.
 
@@ -600,7 +467,7 @@ class OrderedProducer:
             The number of events served.
         """
         served: int = self._producer.poll(timeout)
-        if self._switches:
+        if self._table.switches:
             self._check_drained()
         return served
 
@@ -611,7 +478,7 @@ class OrderedProducer:
             The number of records still in the queue.
         """
         left: int = self._producer.flush(timeout)
-        if self._switches:
+        if self._table.switches:
             self._check_drained()
         return left
 
@@ -651,13 +518,13 @@ class OrderedProducer:
     def commit_transaction(self, timeout: float = -1) -> None:
         """Commit the transaction, as confluent's ``commit_transaction``."""
         self._producer.commit_transaction(timeout)
-        if self._switches:
+        if self._table.switches:
             self._check_drained()
 
     def abort_transaction(self, timeout: float = -1) -> None:
         """Abort the transaction, as confluent's ``abort_transaction``."""
         self._producer.abort_transaction(timeout)
-        if self._switches:
+        if self._table.switches:
             self._check_drained()
 
     def send_offsets_to_transaction(
@@ -669,36 +536,15 @@ class OrderedProducer:
     def close(self) -> bool:
         """Flush and close, as confluent's ``close``; then ack and leave ZooKeeper.
 
-        Every record is delivered once the flush returns, so every open switch is acked
-        (synchronously) before the session ends: the controller need not wait for this
-        producer's delivery timeout.
+        Every record is delivered (or failed, after ``delivery.timeout.ms``) once the
+        flush returns, so every pending epoch is acked before the registration goes:
+        the controller need not wait for this producer's delivery timeout. Bounded:
+        ZooKeeper writes are skipped when it is unreachable.
 
         Returns:
             confluent's result (``True`` if the close was requested successfully).
         """
-        if self._closed:
-            return True
-        left = self._producer.flush()
-        switches: list[Switch] = []
-        with self._lock:
-            self._closed = True
-            if left == 0 and len(self._producer) == 0:
-                switches = list(self._switches.values())
-                self._switches.clear()
-        for switch in switches:
-            with contextlib.suppress(StoreError):
-                self._store.ack(switch.topic, switch.epoch, self._ack_record(switch))
-        for pending in list(self._ack_results):
-            with contextlib.suppress(Exception):
-                pending.wait(5.0)
-        # The worker may use the librdkafka handle (a metadata refresh): stop it first.
-        self._events.put(("stop",))
-        self._worker.join(timeout=5)
-        result = bool(self._producer.close())
-        with contextlib.suppress(Exception):
-            self._kz.stop()
-            self._kz.close()
-        return result
+        return self._close(exiting=False)
 
     def __enter__(self) -> OrderedProducer:
         """Return self."""
@@ -708,19 +554,111 @@ class OrderedProducer:
         """Flush and close (confluent flushes and destroys the producer here)."""
         self.close()
 
-    # --- topics: first use, records, the state machine --------------------------------
+    # --- leaving -------------------------------------------------------------------
+
+    def _close(self, exiting: bool) -> bool:
+        with self._close_lock:
+            if self._closed:
+                return True
+            atexit.unregister(self._exit_hook)
+            left = self._flush_at_exit() if exiting else self._producer.flush()
+            with self._lock:
+                self._closed = True
+                self._table.enable_fast(False)
+                drained = left == 0 and len(self._producer) == 0
+                acks = self._table.close_all() if drained else []
+                topics = [i.topic for i in self._table.infos.values() if i.valid]
+            if drained and self._kz.state == KazooState.CONNECTED:
+                # In a thread of its own, waited for a bounded time: a kazoo call made
+                # just as ZooKeeper goes away blocks until the session resolves.
+                leaver = threading.Thread(
+                    target=self._leave, args=(topics, acks), name="ordered-leave", daemon=True
+                )
+                leaver.start()
+                leaver.join(_LEAVE_S)
+                if leaver.is_alive():
+                    _log.warning("leaving the layout store timed out after %.0f s", _LEAVE_S)
+            # The worker may use the librdkafka handle (a metadata refresh): stop it first.
+            self._events.put(Event(EventKind.STOP))
+            # A daemon thread: at exit, do not wait long for one stuck in a store call.
+            self._worker.join(timeout=1.0 if exiting else 5.0)
+            if not drained:
+                # What is left cannot be delivered now; confluent's close would wait.
+                self._producer.purge(True, True, False)
+            result = bool(self._producer.close())
+            self._session.stop()
+            close_client(self._kz)
+            return result
+
+    def _flush_at_exit(self) -> int:
+        """Flush at interpreter exit: at most 5 s, and not while nothing is delivered."""
+        deadline = time.monotonic() + _EXIT_FLUSH_S
+        progress_at = time.monotonic()
+        left = len(self._producer)
+        while left and time.monotonic() < deadline:
+            now_left: int = self._producer.flush(0.1)
+            if now_left < left:
+                progress_at = time.monotonic()
+            elif time.monotonic() - progress_at > _EXIT_STALL_S:
+                break
+            left = now_left
+        return left
+
+    def _leave(self, topics: list[str], acks: list[AckDue]) -> None:
+        """Ack, unregister, then ack any epoch published meanwhile (everything is delivered).
+
+        After the flush this producer has no record in flight, so acking any pending
+        epoch is true; the second round covers an epoch published while leaving, which
+        may have listed this producer before its registration went.
+        """
+        try:
+            for ack in acks:
+                self._store.ack(ack.topic, ack.epoch, self._ack_record(ack))
+            for topic in topics:
+                self._store.unregister_producer(topic, self.producer_id)
+            for topic in topics:
+                record = self._store.get_topic(topic)
+                if record is not None and record.pending is not None:
+                    due = AckDue(topic, record.pending, {})
+                    self._store.ack(topic, record.pending, self._ack_record(due))
+        except StoreError as exc:
+            # The session ends right after: registrations go with it; the barrier then
+            # waits out this producer's delivery timeout for an unacked epoch.
+            _log.warning("leaving the layout store incompletely: %s", exc)
+
+    # --- topics: first use and records ----------------------------------------------
 
     def _producer_record(self) -> ProducerRecord:
         return ProducerRecord(
             id=self.producer_id,
-            host=identity.host_name(),  # issue 8: one identity builder
+            host=identity.host_name(),
             pid=os.getpid(),
             delivery_timeout_ms=self._split.delivery_timeout_ms,
             registered_at=time.time(),
             client_id=self._split.client_id,
         )
 
-    def _first_use(self, topic: str) -> _Route:
+    def _ack_record(self, ack: AckDue) -> AckRecord:
+        return AckRecord(
+            id=self.producer_id,
+            epoch=ack.epoch,
+            last_offsets=ack.last_offsets,
+            acked_at=time.time(),
+        )
+
+    def _watcher(self, topic: str) -> Callable[[Any], None]:
+        # One callable per topic: kazoo keeps a set of watchers per path, so re-arming
+        # with the same one never piles up duplicates.
+        found = self._watchers.get(topic)
+        if found is None:
+            found = self._watchers[topic] = functools.partial(self._on_watch, topic)
+        return found
+
+    def _on_watch(self, topic: str, _event: Any) -> None:
+        # kazoo's thread: never block, never read; the worker re-reads and re-arms.
+        self._events.put(Event(EventKind.TOPIC_CHANGED, topic))
+
+    def _first_use(self, topic: str) -> Route:
         with self._first_use_lock:
             route = self._routes.get(topic)
             if route is not None:
@@ -730,45 +668,34 @@ class OrderedProducer:
             except (ValueError, TypeError):
                 # Not a Kafka topic name: confluent reports its own error for it.
                 with self._lock:
-                    info = self._infos.setdefault(topic, _TopicInfo(topic, valid=False))
-                    self._set_state(info, TopicState.PLAIN, _PLAIN_ROUTE)
-                return _PLAIN_ROUTE
-            if not self._available:
+                    info = self._table.info(topic, valid=False)
+                    self._table.set_state(info, TopicState.PLAIN, PLAIN_ROUTE)
+                return PLAIN_ROUTE
+            if not self._session.usable:
                 raise LayoutUnavailableError(
                     f"cannot read the layout of {topic}: ZooKeeper is unreachable; poll() and retry"
                 )
             try:
-                # issue 8: a refused topic must not register (its barrier would wait on us)
-                self._topic_ids.verify(self._store.get_topic(topic))  # issue 8
+                # A layout of another topic id (the topic was deleted and created again)
+                # is refused before registering: a refused producer must not hold up
+                # that topic's barrier.
+                self._topic_ids.verify(self._store.get_topic(topic))
                 self._store.register_producer(topic, self._producer_record())
-                record = self._store.get_topic(topic)
-                self._topic_ids.verify(record)  # issue 8: topic identity
-            except StoreError as exc:
-                if _is_unreachable(exc):
-                    raise LayoutUnavailableError(
-                        f"cannot read the layout of {topic}: {exc}; poll() and retry"
-                    ) from exc
-                raise
-            except OrderedKafkaError as exc:  # issue 8: topic identity (Kafka unreachable)
+                record = self._topic_ids.verify(
+                    self._store.get_topic_and_watch(topic, self._watcher(topic))
+                )
+            except StoreUnavailableError as exc:
+                raise LayoutUnavailableError(
+                    f"cannot read the layout of {topic}: {exc}; poll() and retry"
+                ) from exc
+            except OrderedKafkaError as exc:  # Kafka did not answer the topic-id check
                 raise LayoutUnavailableError(
                     f"cannot check the topic id of {topic}: {exc}; poll() and retry"
                 ) from exc
             with self._lock:
-                info = self._infos.setdefault(topic, _TopicInfo(topic))
+                info = self._table.info(topic)
             self._apply(info, record, first_use=True)
-            info.watch = self._store.watch_topic(
-                topic, functools.partial(self._on_topic_record, topic)
-            )
             return self._routes[topic]
-
-    def _on_topic_record(self, topic: str, record: TopicRecord | None) -> None:
-        # kazoo's thread: never block, hand over to the worker.
-        self._events.put(("record", topic, record))
-
-    def _headers_for(self, epoch: int) -> list[tuple[str, bytes]] | None:
-        if not self._headers_on:
-            return None
-        return [(self._header_name, str(epoch).encode("ascii"))]
 
     def _refresh_metadata(self, topic: str, timeout: float) -> int:
         """Refresh librdkafka's metadata of ``topic``; return its partition count (or 0).
@@ -793,95 +720,43 @@ class OrderedProducer:
             return 0
         return len(entry.partitions)
 
-    def _apply(self, info: _TopicInfo, record: TopicRecord | None, first_use: bool = False) -> None:
+    def _apply(self, info: TopicInfo, record: TopicRecord | None, first_use: bool = False) -> None:
         """Move ``info`` to the state its topic record calls for (worker or first use)."""
         topic = info.topic
-        if (
-            record is not None
-            and info.record is not None
-            and _record_key(record) < _record_key(info.record)
-        ):
-            return  # an older record delivered late
+        with self._lock:
+            if self._table.is_stale(info, record):
+                return
         if record is not None and record.ordered and record.active > info.known_partitions:
             # Only growth needs fresh metadata; a shrink routes to partitions it knows.
-            timeout = 1.0 if first_use else _METADATA_TIMEOUT_S
-            known = self._refresh_metadata(topic, timeout)
+            known = self._refresh_metadata(topic, 1.0 if first_use else _METADATA_TIMEOUT_S)
             info.known_partitions = max(info.known_partitions, known)
             if known < record.active and not first_use:
                 # Keep routing by the old layout (safe: the ack waits) and retry.
+                _log.debug("%s: librdkafka does not know %d partitions yet", topic, record.active)
                 info.deferred = record
                 return
-        acks: list[tuple[str, int, dict[int, int]]] = []
         with self._lock:
-            info.deferred = None
-            previous = info.record
-            info.record = record
-            if record is None or not record.ordered:
-                if (
-                    record is not None
-                    and record.pending is not None
-                    and record.pending not in info.acked
-                ):
-                    # Unordered: nothing to drain, the barrier needs only our ack.
-                    info.acked.add(record.pending)
-                    acks.append((topic, record.pending, {}))
-                info.switch = None
-                self._switches.pop(topic, None)
-                self._set_state(info, TopicState.PLAIN, _PLAIN_ROUTE)
-            else:
-                layout = Layout(record.initial, record.active, record.epoch)
-                route_state = TopicState.ROUTING
-                pending = record.pending
-                if pending is not None and pending not in info.acked:
-                    if info.switch is not None and info.switch.epoch == pending:
-                        route_state = TopicState.SWITCHING
-                    elif info.state is TopicState.UNKNOWN:
-                        # Nothing was ever produced to this topic: nothing to drain.
-                        info.acked.add(pending)
-                        acks.append((topic, pending, {}))
-                    else:
-                        info.switch = Switch(topic, pending, self._tracker.begin())
-                        self._switches[topic] = info.switch
-                        route_state = TopicState.SWITCHING
-                else:
-                    info.switch = None
-                    self._switches.pop(topic, None)
-                state = route_state
-                if not self._available and self._resync_needed:
-                    state = TopicState.SUSPENDED
-                current = self._routes.get(topic)
-                same_epoch_state = (
-                    previous is not None
-                    and current is not None
-                    and (previous.epoch, previous.active, previous.pending)
-                    == (record.epoch, record.active, record.pending)
-                )
-                route = _Route(
-                    state,
-                    layout,
-                    record.algorithm,
-                    self._headers_for(record.epoch),
-                    record.compacted,
-                    current.copied if same_epoch_state and current is not None else None,
-                )
-                self._set_state(info, state, route)
+            acks = self._table.apply(info, record, self._session.usable)
             self._update_tracking()
-        for topic_, epoch, offsets in acks:
-            self._send_ack(topic_, epoch, offsets)
+        for ack in acks:
+            self._queue_ack(ack)
 
-    def _set_state(self, info: _TopicInfo, state: TopicState, route: _Route) -> None:
-        """The one place that changes a topic's state and route (under ``_lock``)."""
-        check_transition(info.state, state)
-        if info.state is not state:
-            _log.debug("%s: %s -> %s", info.topic, info.state.name, state.name)
-        info.state = state
-        self._routes[info.topic] = route
+    @property
+    def _is_closed(self) -> bool:
+        return self._closed
+
+    def _update_tracking_locked(self) -> None:
+        with self._lock:
+            self._update_tracking()
 
     def _update_tracking(self) -> None:
-        # Under _lock. Tracking stops once no switch waits for its ack.
-        if not self._switches and self._tracker.tracking:
-            self._tracker.stop()
-        self._direct = not self._tracker.tracking and not self._only_error
+        # Under _lock. Tracking stops once no switch waits for its ack; the compiled
+        # path runs only while nothing is tracked and the session is usable.
+        tracker = self._tracker
+        if not self._table.switches and tracker.tracking:
+            tracker.stop()
+        self._direct = not tracker.tracking and not self._only_error
+        self._table.enable_fast(not tracker.tracking and self._session.usable and not self._closed)
 
     # --- the barrier: tracking, drain, ack --------------------------------------------
 
@@ -889,196 +764,33 @@ class OrderedProducer:
         with self._lock:
             self._tracker.done(generation)
             if err is None:
-                switch = self._switches.get(msg.topic())
+                switch = self._table.switches.get(msg.topic())
                 if switch is not None:
                     switch.delivered(generation, msg.partition(), msg.offset())
 
     def _check_drained(self, idle_only: bool = False) -> None:
-        """Ack every switch whose older records are all delivered.
-
-        Args:
-            idle_only: Only when nothing at all is pending (``len == 0``): the watcher
-                thread does not serve delivery reports, so a report being served on
-                another thread at this instant could make ``len - tracked`` too small.
-        """
-        done: list[Switch] = []
+        """Ack every switch whose older records are all delivered (see RouteTable.drained)."""
         with self._lock:
-            if not self._switches or not self._available or self._closed:
+            if not self._table.switches or not self._session.usable or self._closed:
                 return
-            queue_len = len(self._producer)
-            for topic, switch in list(self._switches.items()):
-                ready = (
-                    queue_len == 0
-                    if idle_only
-                    else self._tracker.drained(switch.generation, queue_len)
-                )
-                if not ready:
-                    continue
-                info = self._infos[topic]
-                info.acked.add(switch.epoch)
-                info.switch = None
-                del self._switches[topic]
-                current = self._routes[topic]
-                if info.state is TopicState.SWITCHING:
-                    route = _Route(
-                        TopicState.ROUTING,
-                        current.layout,
-                        current.algorithm,
-                        current.headers,
-                        current.compacted,
-                        current.copied,
-                    )
-                    self._set_state(info, TopicState.ROUTING, route)
-                done.append(switch)
-            self._update_tracking()
-        for switch in done:
-            self._send_ack(switch.topic, switch.epoch, switch.last_offsets())
+            acks = self._table.drained(len(self._producer), idle_only)
+            if acks:
+                self._update_tracking()
+        for ack in acks:
+            self._queue_ack(ack)
 
-    def _ack_record(self, switch: Switch) -> AckRecord:
-        return AckRecord(
-            id=self.producer_id,
-            epoch=switch.epoch,
-            last_offsets=switch.last_offsets(),
-            acked_at=time.time(),
-        )
+    def _queue_ack(self, ack: AckDue) -> None:
+        # The worker writes it: the send path never waits for a ZooKeeper round trip.
+        self._events.put(Event(EventKind.ACK_DUE, ack.topic, self._ack_record(ack)))
 
-    def _send_ack(self, topic: str, epoch: int, last_offsets: dict[int, int]) -> None:
-        # Asynchronous: the send path never waits for a ZooKeeper round trip.
-        record = AckRecord(
-            id=self.producer_id, epoch=epoch, last_offsets=last_offsets, acked_at=time.time()
-        )
-        path = store_paths.ack_path(self._store.root, topic, epoch, self.producer_id)
-        try:
-            result = self._kz.create_async(path, record.to_json())
-        except KazooException:
-            self._events.put(("ack", topic, record))
-            return
-        self._ack_results.add(result)
-        result.rawlink(functools.partial(self._on_ack_result, topic, record))
-
-    def _on_ack_result(self, topic: str, record: AckRecord, result: Any) -> None:
-        # kazoo's thread: never block.
-        self._ack_results.discard(result)
-        try:
-            result.get_nowait()
-        except NodeExistsError:
-            pass
-        except NoNodeError:
-            _log.warning("epoch %d of %s vanished before its ack", record.epoch, topic)
-        except Exception as exc:
-            _log.info("ack of epoch %d of %s failed (%r); retrying", record.epoch, topic, exc)
-            self._events.put(("ack", topic, record))
-
-    # --- ZooKeeper session -------------------------------------------------------------
+    # --- ZooKeeper session and the worker ---------------------------------------------
 
     def _on_session(self, state: str) -> None:
-        # kazoo's connection thread: flags and a queue entry only.
+        # kazoo's connection thread: in-memory only, then hand over to the worker.
+        if not self._session.on_kazoo(state):
+            return
         if state != KazooState.CONNECTED:
-            with self._session_lock:
-                self._available = False
-                self._session_seq += 1
-                if state == KazooState.LOST:
-                    self._lost_seq += 1
-        self._events.put(("session", state))
-
-    def _resync(self) -> None:
-        """Re-register if the session was lost, re-read every topic, then route again."""
-        if self._kz.state != KazooState.CONNECTED:
-            return
-        with self._session_lock:
-            seq = self._session_seq
-            lost = self._lost_seq
-        with self._lock:
-            infos = [i for i in self._infos.values() if i.valid]
-        try:
-            records = []
-            for info in infos:
-                if lost != self._registered_seq:
-                    self._store.register_producer(info.topic, self._producer_record())
-                records.append((info, self._store.get_topic(info.topic)))
-        except StoreError as exc:
-            _log.info("re-sync with the layout store failed (%s); retrying", exc)
-            return
-        self._registered_seq = lost
-        with self._session_lock:
-            if seq != self._session_seq:
-                return  # the session changed again meanwhile: start over
-            self._resync_needed = False
-            self._available = True
-        for info, record in records:
-            self._apply(info, record)
-
-    def _suspend_all(self) -> None:
-        with self._lock:
-            self._resync_needed = True
-            for info in self._infos.values():
-                if info.state in (TopicState.ROUTING, TopicState.SWITCHING):
-                    current = self._routes[info.topic]
-                    route = _Route(
-                        TopicState.SUSPENDED,
-                        current.layout,
-                        current.algorithm,
-                        current.headers,
-                        current.compacted,
-                        current.copied,
-                    )
-                    self._set_state(info, TopicState.SUSPENDED, route)
-
-    # --- the worker ----------------------------------------------------------------
-
-    def _run_worker(self) -> None:
-        """Serve watch events, session changes, ack retries and the idle check."""
-        while True:
-            if self._switches:
-                wait = _IDLE_CHECK_S
-            elif self._resync_needed or any(i.deferred for i in list(self._infos.values())):
-                wait = _RETRY_S
-            else:
-                wait = _WORKER_TICK_S
-            try:
-                event: tuple[Any, ...] | None = self._events.get(timeout=wait)
-            except queue.Empty:
-                event = None
-            try:
-                if event is not None and event[0] == "stop":
-                    return
-                if event is not None:
-                    self._handle(event)
-                if self._resync_needed:
-                    self._resync()
-                for info in list(self._infos.values()):
-                    if info.deferred is not None and not self._resync_needed:
-                        self._apply(info, info.deferred)
-                if self._switches:
-                    self._check_drained(idle_only=True)
-            except Exception:
-                _log.exception("ordered producer worker: unexpected error")
-                time.sleep(_RETRY_S)
-
-    def _handle(self, event: tuple[Any, ...]) -> None:
-        kind = event[0]
-        if kind == "record":
-            _, topic, record = event
-            if self._resync_needed:
-                return  # the re-sync reads every topic again
-            info = self._infos.get(topic)
-            if info is not None:
-                self._apply(info, record)
-        elif kind == "session":
-            state = event[1]
-            if state == KazooState.CONNECTED:
-                self._resync_needed = True
-            else:
-                self._suspend_all()
-        elif kind == "ack":
-            _, topic, record = event
-            if self._closed:
-                return
-            try:
-                self._store.ack(topic, record.epoch, record)
-            except StoreError as exc:
-                if _is_unreachable(exc):
-                    time.sleep(_RETRY_S)
-                    self._events.put(event)
-                else:
-                    _log.warning("ack of epoch %d of %s dropped: %s", record.epoch, topic, exc)
+            with self._lock:
+                self._table.enable_fast(False)
+                self._table.suspend_all()
+        self._events.put(Event(EventKind.SESSION_CHANGED))

@@ -12,9 +12,14 @@ no untracked record and no tracked record of a generation ``< g`` is pending.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["DrainTracker", "Switch"]
+__all__ = ["DeliveryCallback", "DrainTracker", "OnlyError", "Switch", "Tracked", "ignore_report"]
+
+DeliveryCallback = Callable[[Any, Any], None]
+"""``on_delivery(err, msg)``: confluent's delivery report callback."""
 
 
 class DrainTracker:
@@ -119,3 +124,51 @@ class Switch:
         first new record is at offset 0 holds no older record and is left out.
         """
         return {p: o - 1 for p, o in sorted(self.first_offsets.items()) if o > 0}
+
+
+def ignore_report(_err: Any, _msg: Any) -> None:
+    """The delivery callback of a tombstone copy (not the application's record)."""
+
+
+class OnlyError:
+    """Emulates ``delivery.report.only.error`` for one callback."""
+
+    __slots__ = ("_user",)
+
+    def __init__(self, user: DeliveryCallback) -> None:
+        self._user = user
+
+    def __call__(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            self._user(err, msg)
+
+
+class Tracked:
+    """Delivery callback of a tracked record: count it, then call the user's callback.
+
+    Args:
+        done: ``done(generation, err, msg)``: the producer's bookkeeping (takes its lock).
+        generation: The record's tracker generation.
+        user: The application's callback, or ``None``.
+        only_error: ``delivery.report.only.error``: call ``user`` for failures only.
+    """
+
+    __slots__ = ("_done", "_generation", "_only_error", "_user")
+
+    def __init__(
+        self,
+        done: Callable[[int, Any, Any], None],
+        generation: int,
+        user: DeliveryCallback | None,
+        only_error: bool,
+    ) -> None:
+        self._done = done
+        self._generation = generation
+        self._user = user
+        self._only_error = only_error
+
+    def __call__(self, err: Any, msg: Any) -> None:
+        self._done(self._generation, err, msg)
+        user = self._user
+        if user is not None and (err is not None or not self._only_error):
+            user(err, msg)

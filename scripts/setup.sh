@@ -12,6 +12,20 @@ command -v "$PY" >/dev/null || { echo "setup: $PY not found; install Python 3.11
 missing=()
 command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null || missing+=(maven)
+# A C compiler and the Python headers build OrderedProducer's compiled send path
+# (ordered/_fastproduce.c); without them it is skipped and the pure-Python path runs.
+# Optional: installed with apt-get when we may, else only a note.
+optional=()
+command -v cc >/dev/null || optional+=(gcc)
+"$PY" -c 'import os, sysconfig; raise SystemExit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+  || optional+=(python3-dev)
+if [ ${#optional[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    missing+=("${optional[@]}")
+  else
+    echo "setup: note: ${optional[*]} missing; OrderedProducer uses its pure-Python send path" >&2
+  fi
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "setup: installing ${missing[*]} with apt-get"
@@ -25,11 +39,14 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 stamp=.venv/.ordered-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
+  || [ ordered/_fastproduce.c -nt "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
   .venv/bin/python -m pip install --quiet -e '.[dev,spark]'
   touch "$stamp"
 fi
+.venv/bin/python -c 'import ordered.producer as p; print("setup: OrderedProducer send path:", "compiled" if p.COMPILED else "pure Python (no C compiler or headers)")'
+
 # Resolve the pinned Kafka and ZooKeeper jars (a no-op when the cache holds them).
 .venv/bin/ordered cluster fetch
 # Spark's own Kafka connector, the yardstick of benchmarks/bench_spark.py (same cache).

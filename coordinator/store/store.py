@@ -177,6 +177,29 @@ class LayoutStore:
         """
         return self._run(f"read topic {topic}", self._get_topic, topic)
 
+    def get_topic_and_watch(self, topic: str, watch: Callable[[Any], None]) -> TopicRecord | None:
+        """Return the topic's record (or ``None``) and leave a one-shot watch on it.
+
+        ``watch(event)`` runs once on kazoo's thread at the next creation, change or
+        deletion of the topic node (or when the session drops it); it must not block.
+        Unlike :meth:`watch_topic` (a kazoo ``DataWatch``, which re-reads on kazoo's
+        thread and retries forever while ZooKeeper is away, so that kazoo's exit hook
+        can hang joining that thread), nothing here runs on kazoo's thread: the caller
+        re-reads, and so re-arms the watch, on its own thread with bounded retries.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable or the record fails its check.
+        """
+        path = paths.topic_path(self._root, topic)
+
+        def attempt() -> TopicRecord | None:
+            # exists() leaves the watch whether or not the node exists yet.
+            if self._client.exists(path, watch=watch) is None:
+                return None
+            return self._get_topic(topic)[0]
+
+        return self._run(f"read topic {topic}", attempt)
+
     def list_topics(self) -> list[str]:
         """Return the adopted topics, sorted.
 

@@ -169,7 +169,7 @@ def test_routing_and_headers_across_transitions(
 ) -> None:
     topic = topic_factory(4)
     record = controller.adopt(topic)
-    producer = make_producer()
+    producer = make_producer(**{"ordered.epoch.header": True})
     produce_keys(producer, topic, "e0")
     assert producer.topic_state(topic) is TopicState.ROUTING
     controller.expand(topic, 6, timeout=20)
@@ -244,7 +244,9 @@ def test_custom_header_name_and_produce_batch(
 ) -> None:
     topic = topic_factory(2)
     controller.adopt(topic)
-    producer = make_producer(**{"ordered.epoch.header.name": "layout-epoch"})
+    producer = make_producer(
+        **{"ordered.epoch.header.name": "layout-epoch", "ordered.epoch.header": True}
+    )
     messages = [{"key": f"b{i}", "value": b"batch"} for i in range(50)]
     assert producer.produce_batch(topic, messages) == 50
     assert producer.flush(10) == 0
@@ -466,7 +468,7 @@ def test_expired_session_reregisters_and_reads_new_layout(
 ) -> None:
     topic = topic_factory(4)
     record = controller.adopt(topic)
-    producer = make_producer(**{"delivery.timeout.ms": 2000})
+    producer = make_producer(**{"delivery.timeout.ms": 2000, "ordered.epoch.header": True})
     assert keyed_produce_works(producer, topic)
     assert producer.flush(10) == 0
     node = store_paths.producer_path(zk_root, topic, producer.producer_id)
@@ -556,7 +558,7 @@ def test_transactions_pass_through(
 ) -> None:
     topic = topic_factory(3)
     controller.adopt(topic)
-    producer = make_producer(**{"transactional.id": f"tx-{topic}"})
+    producer = make_producer(**{"transactional.id": f"tx-{topic}", "ordered.epoch.header": True})
     producer.init_transactions(30)
     producer.begin_transaction()
     for key in KEYS[:20]:
@@ -620,7 +622,7 @@ def test_first_use_during_a_pending_epoch(
         expand = threading.Thread(target=lambda: controller.expand(topic, 3, timeout=30))
         expand.start()
         wait_until(lambda: (t := store.get_topic(topic)) is not None and t.pending == 1)
-        producer = make_producer()
+        producer = make_producer(**{"ordered.epoch.header": True})
         produce_keys(producer, topic, "mid")
         assert producer.layout(topic) == Layout(2, 3, 1)
         assert producer.topic_state(topic) is TopicState.ROUTING
@@ -654,6 +656,26 @@ def test_first_use_without_zookeeper_raises_buffer_error(
     assert producer.flush(10) == 0
 
 
+def test_close_is_bounded_while_zookeeper_is_unreachable(
+    make_producer: Callable[..., OrderedProducer],
+    topic_factory: Callable[..., str],
+    controller: Controller,
+    proxy: Proxy,
+) -> None:
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    producer = make_producer(**{"ordered.zookeeper.connect": f"127.0.0.1:{proxy.port}"})
+    assert keyed_produce_works(producer, topic)
+    proxy.cut()
+    wait_until(lambda: producer.zookeeper.state != "CONNECTED", timeout=15)
+    producer.produce(topic, b"unkeyed")  # still goes: no key order to keep
+    started = time.monotonic()
+    assert producer.close() is True
+    # Flushed (Kafka is up); no ZooKeeper write is tried while it is unreachable.
+    assert time.monotonic() - started < 3.0
+    assert producer.zookeeper.state == "LOST"
+
+
 def test_compacted_topic_gets_tombstone_copies_that_ordered_consumers_skip(
     make_producer: Callable[..., OrderedProducer],
     controller: Controller,
@@ -666,7 +688,7 @@ def test_compacted_topic_gets_tombstone_copies_that_ordered_consumers_skip(
     topic = topic_factory(2, config={"cleanup.policy": "compact"})
     assert controller.adopt(topic).compacted
     keys = [f"c-{i}" for i in range(40)]
-    producer = make_producer()
+    producer = make_producer(**{"ordered.epoch.header": True})
     reports: list[Any] = []
 
     def produce_all(value: bytes) -> None:

@@ -28,6 +28,7 @@ def test_split_removes_ordered_keys_and_forces_idempotence() -> None:
         "bootstrap.servers": "127.0.0.1:9092",
         "linger.ms": 5,
         "enable.idempotence": True,
+        "delivery.timeout.ms": DEFAULT_DELIVERY_TIMEOUT_MS,
     }
     assert split.ordered == OrderedSettings(
         zookeeper_connect="127.0.0.1:2181/chroot", epoch_header=False
@@ -40,9 +41,10 @@ def test_defaults() -> None:
     split = split_producer_config(BASE)
     assert split.ordered.zookeeper_root == "/ordered"
     assert split.ordered.zookeeper_session_timeout_ms == 10_000
-    assert split.ordered.epoch_header is True
+    assert split.ordered.epoch_header is False  # opt-in (issue 11)
     assert split.ordered.epoch_header_name == "ordered.epoch"
-    assert split.delivery_timeout_ms == DEFAULT_DELIVERY_TIMEOUT_MS
+    assert split.delivery_timeout_ms == DEFAULT_DELIVERY_TIMEOUT_MS == 60_000
+    assert split.kafka["delivery.timeout.ms"] == DEFAULT_DELIVERY_TIMEOUT_MS
     assert split.only_error is False
     assert split.client_id == ""
 
@@ -113,8 +115,21 @@ def test_delivery_timeout_and_alias() -> None:
         split_producer_config(dict(BASE, **{"message.timeout.ms": "4000"})).delivery_timeout_ms
         == 4000
     )
+    # The alias set by the user is kept, and no second key is added beside it.
+    assert (
+        "delivery.timeout.ms"
+        not in split_producer_config(dict(BASE, **{"message.timeout.ms": "4000"})).kafka
+    )
     with pytest.raises(ConfigError, match="infinite"):
         split_producer_config(dict(BASE, **{"delivery.timeout.ms": 0}))
+
+
+def test_default_delivery_timeout_stays_above_a_long_linger() -> None:
+    split = split_producer_config(dict(BASE, **{"linger.ms": "60000"}))
+    assert split.delivery_timeout_ms == 60_000 + DEFAULT_DELIVERY_TIMEOUT_MS
+    assert split_producer_config(dict(BASE, **{"linger.ms": 5})).delivery_timeout_ms == (
+        DEFAULT_DELIVERY_TIMEOUT_MS
+    )
 
 
 def test_only_error_is_taken_out_for_emulation() -> None:

@@ -1,0 +1,309 @@
+/*
+ * ordered._fastproduce: the compiled send path of OrderedProducer (optional).
+ *
+ * One callable, FastProduce(rd_produce, slow, table), that replaces
+ * OrderedProducer.produce on an instance. For the common call
+ * produce(topic, value, key) (value/key also as keywords) it looks the topic up in
+ * `table` (a dict the Python side keeps) and:
+ *
+ *   - table[topic] is None: a plain topic; rd_produce(topic, value, key);
+ *   - table[topic] is (high, low, active): an ordered topic routed by murmur3 with
+ *     no switch under way; the partition of a bytes or ASCII str key is computed
+ *     here exactly as linear_hash.Layout.partition_for does (murmur3_x86_32, seed 0,
+ *     unsigned; r = h % high; r - low if r >= active), then
+ *     rd_produce(topic, value, key, partition);
+ *   - anything else (topic missing, another argument, an unkeyed record, a key of
+ *     another type): slow(*args, **kwargs), the pure-Python path.
+ *
+ * Why it is safe without the producer's lock (docs/protocol.md, "Fencing the route
+ * switch"): from the table lookup to the return of rd_produce (confluent's produce,
+ * which neither releases the GIL nor runs Python code; exact argument types and the
+ * cyclic GC held off keep it so) this function holds the GIL and runs no Python code,
+ * so the Python side's switch, which removes the entry
+ * before it starts a drain, happens entirely before or entirely after it: a record
+ * routed by an old entry is already in librdkafka's queue when the switch ends.
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+#include <stdint.h>
+
+static inline uint32_t rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
+
+static uint32_t murmur3_32(const unsigned char *data, Py_ssize_t len) {
+    const uint32_t c1 = 0xcc9e2d51u, c2 = 0x1b873593u;
+    uint32_t h1 = 0; /* seed 0, as mmh3.hash(key) */
+    Py_ssize_t nblocks = len / 4, i;
+    for (i = 0; i < nblocks; i++) {
+        const unsigned char *b = data + i * 4;
+        /* Little-endian blocks, assembled bytewise: the same on every machine. */
+        uint32_t k1 = (uint32_t)b[0] | ((uint32_t)b[1] << 8) | ((uint32_t)b[2] << 16) |
+                      ((uint32_t)b[3] << 24);
+        k1 *= c1;
+        k1 = rotl32(k1, 15);
+        k1 *= c2;
+        h1 ^= k1;
+        h1 = rotl32(h1, 13);
+        h1 = h1 * 5 + 0xe6546b64u;
+    }
+    const unsigned char *tail = data + nblocks * 4;
+    uint32_t k1 = 0;
+    switch (len & 3) {
+    case 3:
+        k1 ^= (uint32_t)tail[2] << 16;
+        /* fall through */
+    case 2:
+        k1 ^= (uint32_t)tail[1] << 8;
+        /* fall through */
+    case 1:
+        k1 ^= (uint32_t)tail[0];
+        k1 *= c1;
+        k1 = rotl32(k1, 15);
+        k1 *= c2;
+        h1 ^= k1;
+    }
+    h1 ^= (uint32_t)len;
+    h1 ^= h1 >> 16;
+    h1 *= 0x85ebca6bu;
+    h1 ^= h1 >> 13;
+    h1 *= 0xc2b2ae35u;
+    h1 ^= h1 >> 16;
+    return h1;
+}
+
+/* The bytes of a key the fast path hashes; 0 when it must take the slow path. */
+static int key_bytes(PyObject *key, const unsigned char **data, Py_ssize_t *len) {
+    if (PyBytes_CheckExact(key)) {
+        *data = (const unsigned char *)PyBytes_AS_STRING(key);
+        *len = PyBytes_GET_SIZE(key);
+        return 1;
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_CheckExact(key) && PyUnicode_IS_READY(key) && PyUnicode_IS_ASCII(key)) {
+#else
+    if (PyUnicode_CheckExact(key) && PyUnicode_IS_ASCII(key)) {
+#endif
+        /* An ASCII str is its own UTF-8 encoding. */
+        *data = (const unsigned char *)PyUnicode_DATA(key);
+        *len = PyUnicode_GET_LENGTH(key);
+        return 1;
+    }
+    return 0;
+}
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *rd_produce; /* confluent's bound Producer.produce */
+    PyObject *slow;       /* the pure-Python produce */
+    PyObject *table;      /* dict: topic -> None | (high, low, active) */
+    vectorcallfunc vectorcall;
+} FastProduce;
+
+static PyObject *str_value, *str_key;
+
+/* Call confluent's produce with the cyclic GC held off: the call allocates (its argument
+ * tuple), and an automatic collection there could run finalizers, i.e. Python code, in
+ * the middle of the fenced section. Collection resumes at a later allocation. */
+static PyObject *fenced_call(PyObject *produce, PyObject *const *call, size_t n) {
+    int enabled = PyGC_Disable();
+    PyObject *result = PyObject_Vectorcall(produce, call, n, NULL);
+    if (enabled)
+        PyGC_Enable();
+    return result;
+}
+
+static PyObject *fast_slow(FastProduce *self, PyObject *const *args, size_t nargsf,
+                           PyObject *kwnames) {
+    return PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
+}
+
+static PyObject *fast_call(PyObject *callable, PyObject *const *args, size_t nargsf,
+                           PyObject *kwnames) {
+    FastProduce *self = (FastProduce *)callable;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    PyObject *topic, *value = Py_None, *key = Py_None;
+    Py_ssize_t i;
+
+    if (nargs < 1 || nargs > 3)
+        return fast_slow(self, args, nargsf, kwnames);
+    topic = args[0];
+    if (nargs >= 2)
+        value = args[1];
+    if (nargs == 3)
+        key = args[2];
+    for (i = 0; i < nkw; i++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+        /* Keyword names are interned: identity first, then equality. */
+        if ((name == str_value || PyUnicode_CompareWithASCIIString(name, "value") == 0) &&
+            nargs < 2)
+            value = args[nargs + i];
+        else if ((name == str_key || PyUnicode_CompareWithASCIIString(name, "key") == 0) &&
+                 nargs < 3)
+            key = args[nargs + i];
+        else
+            return fast_slow(self, args, nargsf, kwnames);
+    }
+    /* Exact types only: a subclass, or (3.12+) a Python-level buffer, could run Python
+     * code inside confluent's argument parsing, and so let another thread switch. */
+    if (!PyUnicode_CheckExact(topic) ||
+        !(value == Py_None || PyBytes_CheckExact(value) || PyUnicode_CheckExact(value)))
+        return fast_slow(self, args, nargsf, kwnames);
+    /* An exact str key: the lookup runs no Python code. */
+    PyObject *entry = PyDict_GetItemWithError(self->table, topic);
+    if (entry == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        return fast_slow(self, args, nargsf, kwnames);
+    }
+    PyObject *call[4];
+    call[0] = topic;
+    call[1] = value;
+    call[2] = key;
+    if (entry == Py_None)
+        return fenced_call(self->rd_produce, call, 3);
+    if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 3)
+        return fast_slow(self, args, nargsf, kwnames);
+    const unsigned char *data;
+    Py_ssize_t len;
+    if (key == Py_None || !key_bytes(key, &data, &len))
+        return fast_slow(self, args, nargsf, kwnames);
+    long high = PyLong_AsLong(PyTuple_GET_ITEM(entry, 0));
+    long low = PyLong_AsLong(PyTuple_GET_ITEM(entry, 1));
+    long active = PyLong_AsLong(PyTuple_GET_ITEM(entry, 2));
+    if (PyErr_Occurred())
+        return NULL;
+    if (high <= 0)
+        return fast_slow(self, args, nargsf, kwnames);
+    long r = (long)(murmur3_32(data, len) % (uint32_t)high);
+    if (r >= active)
+        r -= low;
+    PyObject *partition = PyLong_FromLong(r);
+    if (partition == NULL)
+        return NULL;
+    call[3] = partition;
+    PyObject *result = fenced_call(self->rd_produce, call, 4);
+    Py_DECREF(partition);
+    return result;
+}
+
+static int fast_init(FastProduce *self, PyObject *args, PyObject *kwargs) {
+    PyObject *rd_produce, *slow, *table;
+    static char *kws[] = {"rd_produce", "slow", "table", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!", kws, &rd_produce, &slow,
+                                     &PyDict_Type, &table))
+        return -1;
+    Py_INCREF(rd_produce);
+    Py_INCREF(slow);
+    Py_INCREF(table);
+    Py_XSETREF(self->rd_produce, rd_produce);
+    Py_XSETREF(self->slow, slow);
+    Py_XSETREF(self->table, table);
+    self->vectorcall = fast_call;
+    return 0;
+}
+
+static int fast_traverse(FastProduce *self, visitproc visit, void *arg) {
+    Py_VISIT(self->rd_produce);
+    Py_VISIT(self->slow);
+    Py_VISIT(self->table);
+    return 0;
+}
+
+static int fast_clear(FastProduce *self) {
+    Py_CLEAR(self->rd_produce);
+    Py_CLEAR(self->slow);
+    Py_CLEAR(self->table);
+    return 0;
+}
+
+static void fast_dealloc(FastProduce *self) {
+    PyObject_GC_UnTrack(self);
+    fast_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *fast_partition(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    /* partition(key, high, low, active): the route, for tests against Layout. */
+    const unsigned char *data;
+    Py_ssize_t len;
+    long high, low, active;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "partition(key, high, low, active)");
+        return NULL;
+    }
+    if (!key_bytes(args[0], &data, &len)) {
+        PyErr_SetString(PyExc_TypeError, "key must be bytes or an ASCII str");
+        return NULL;
+    }
+    high = PyLong_AsLong(args[1]);
+    low = PyLong_AsLong(args[2]);
+    active = PyLong_AsLong(args[3]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (high <= 0) {
+        PyErr_SetString(PyExc_ValueError, "high must be > 0");
+        return NULL;
+    }
+    long r = (long)(murmur3_32(data, len) % (uint32_t)high);
+    return PyLong_FromLong(r >= active ? r - low : r);
+}
+
+static PyObject *fast_hash(PyObject *mod, PyObject *key) {
+    /* murmur3_x86_32(key, seed 0), unsigned: as mmh3.hash(key, 0, False). */
+    const unsigned char *data;
+    Py_ssize_t len;
+    if (!key_bytes(key, &data, &len)) {
+        PyErr_SetString(PyExc_TypeError, "key must be bytes or an ASCII str");
+        return NULL;
+    }
+    return PyLong_FromUnsignedLong(murmur3_32(data, len));
+}
+
+static PyTypeObject FastProduceType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ordered._fastproduce.FastProduce",
+    .tp_basicsize = sizeof(FastProduce),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(FastProduce, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)fast_init,
+    .tp_traverse = (traverseproc)fast_traverse,
+    .tp_clear = (inquiry)fast_clear,
+    .tp_dealloc = (destructor)fast_dealloc,
+    .tp_doc = "FastProduce(rd_produce, slow, table): the compiled send path.",
+};
+
+static PyMethodDef module_methods[] = {
+    {"partition", (PyCFunction)(void (*)(void))fast_partition, METH_FASTCALL,
+     "partition(key, high, low, active) -> the linear-hashing partition of key."},
+    {"hash", (PyCFunction)fast_hash, METH_O, "murmur3_x86_32(key, seed 0), unsigned."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "ordered._fastproduce",
+    "The compiled send path of OrderedProducer (see ordered/_fastproduce.c).", -1,
+    module_methods,
+};
+
+PyMODINIT_FUNC PyInit__fastproduce(void) {
+    PyObject *m;
+    if (PyType_Ready(&FastProduceType) < 0)
+        return NULL;
+    str_value = PyUnicode_InternFromString("value");
+    str_key = PyUnicode_InternFromString("key");
+    if (str_value == NULL || str_key == NULL)
+        return NULL;
+    m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&FastProduceType);
+    if (PyModule_AddObject(m, "FastProduce", (PyObject *)&FastProduceType) < 0) {
+        Py_DECREF(&FastProduceType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

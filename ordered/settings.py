@@ -1,0 +1,321 @@
+"""The one table of ``ordered.`` settings, shared by both wrappers.
+
+Every setting of the ordering layer is one :class:`Setting` in :data:`SETTINGS`: its
+key, the attribute it becomes, its default (stated here and nowhere else), how its value
+is checked, what it means and which wrapper reads it. :mod:`ordered.config` (the
+producer) and :mod:`ordered.consumer_config` (the consumer) build their settings
+objects from this table with :func:`parse_settings`, and remove every ``ordered.`` key
+with :func:`split_ordered` before the dict reaches librdkafka (which rejects keys it
+does not know). A key that starts with ``ordered.`` but is not in the table (for that
+wrapper) is a :class:`~coordinator.errors.ConfigError` naming it, so a typo never
+silently turns a setting off.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from coordinator.errors import ConfigError
+
+__all__ = [
+    "ORDERED_PREFIX",
+    "SETTINGS",
+    "VIOLATION_POLICIES",
+    "Role",
+    "Setting",
+    "default",
+    "keys_for",
+    "parse_bool",
+    "parse_int",
+    "parse_settings",
+    "parse_str",
+    "split_ordered",
+]
+
+ORDERED_PREFIX: Final = "ordered."
+"""Every setting of the ordering layer starts with this prefix."""
+
+VIOLATION_POLICIES: Final = ("log", "raise")
+"""Valid values of ``ordered.violation.policy``."""
+
+_TRUE: Final = frozenset({"true", "t", "1"})
+_FALSE: Final = frozenset({"false", "f", "0"})
+
+
+class Role(enum.Flag):
+    """Which wrapper reads a setting."""
+
+    PRODUCER = enum.auto()
+    CONSUMER = enum.auto()
+    BOTH = PRODUCER | CONSUMER
+
+
+def parse_bool(key: str, value: Any) -> bool:
+    """Parse a boolean setting the way librdkafka does.
+
+    Args:
+        key: The setting's name, for the error message.
+        value: A ``bool``, the integers 0/1, or one of ``true``/``t``/``1``/``false``/
+            ``f``/``0`` (any case).
+
+    Raises:
+        ConfigError: Any other value.
+    """
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in _TRUE:
+            return True
+        if text in _FALSE:
+            return False
+    raise ConfigError(f"{key}: expected a boolean (true or false), got {value!r}")
+
+
+def parse_int(key: str, value: Any, minimum: int) -> int:
+    """Parse an integer setting (an ``int`` or its decimal string) of at least ``minimum``.
+
+    Raises:
+        ConfigError: Not an integer (``bool`` included), or below ``minimum``.
+    """
+    if isinstance(value, bool):
+        raise ConfigError(f"{key}: expected an integer, got {value!r}")
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        number = int(value.strip())
+    else:
+        raise ConfigError(f"{key}: expected an integer, got {value!r}")
+    if number < minimum:
+        raise ConfigError(f"{key}: must be >= {minimum}, got {number}")
+    return number
+
+
+def parse_str(key: str, value: Any) -> str:
+    """Parse a non-empty string setting (stripped).
+
+    Raises:
+        ConfigError: Not a string, or empty.
+    """
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{key}: expected a non-empty string, got {value!r}")
+    return value.strip()
+
+
+def _root(key: str, value: Any) -> str:
+    root = parse_str(key, value)
+    if not root.startswith("/") or (len(root) > 1 and root.endswith("/")):
+        raise ConfigError(f"{key}: expected an absolute znode path like /ordered, got {root!r}")
+    return root
+
+
+def _policy(key: str, value: Any) -> str:
+    policy = parse_str(key, value).lower()
+    if policy not in VIOLATION_POLICIES:
+        raise ConfigError(f"{key}: expected one of {', '.join(VIOLATION_POLICIES)}, got {value!r}")
+    return policy
+
+
+def _positive(key: str, value: Any) -> int:
+    return parse_int(key, value, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One ``ordered.`` setting.
+
+    Attributes:
+        key: The configuration key (``ordered.`` prefix included).
+        attr: The attribute of the parsed settings object.
+        default: The default (``None``: required).
+        parse: ``parse(key, value)`` checks and converts a value.
+        doc: What it means, one line.
+        role: Which wrapper reads it.
+    """
+
+    key: str
+    attr: str
+    default: Any
+    parse: Callable[[str, Any], Any]
+    doc: str
+    role: Role = Role.BOTH
+
+
+SETTINGS: Final[tuple[Setting, ...]] = (
+    Setting(
+        "ordered.zookeeper.connect",
+        "zookeeper_connect",
+        None,
+        parse_str,
+        "ZooKeeper connect string, optionally with a chroot (required)",
+    ),
+    Setting(
+        "ordered.zookeeper.root",
+        "zookeeper_root",
+        "/ordered",
+        _root,
+        "root znode of the layout store",
+    ),
+    Setting(
+        "ordered.zookeeper.session.timeout.ms",
+        "zookeeper_session_timeout_ms",
+        10_000,
+        _positive,
+        "ZooKeeper session timeout",
+    ),
+    Setting(
+        "ordered.epoch.header",
+        "epoch_header",
+        False,
+        parse_bool,
+        "add the layout epoch header to every routed record (an opt-in audit aid; "
+        "costs about a third of the producer's throughput)",
+        Role.PRODUCER,
+    ),
+    Setting(
+        "ordered.epoch.header.name",
+        "epoch_header_name",
+        "ordered.epoch",
+        parse_str,
+        "name of the epoch header (written by producers, audited by consumers)",
+    ),
+    Setting(
+        "ordered.violation.policy",
+        "violation_policy",
+        "log",
+        _policy,
+        "what to do with a misplaced record: log or raise",
+        Role.CONSUMER,
+    ),
+    Setting(
+        "ordered.epoch.header.audit",
+        "header_audit",
+        False,
+        parse_bool,
+        "check each record's epoch header",
+        Role.CONSUMER,
+    ),
+    Setting(
+        "ordered.key.audit",
+        "key_audit",
+        True,
+        parse_bool,
+        "check each keyed record's partition against the layout",
+        Role.CONSUMER,
+    ),
+    Setting(
+        "ordered.gate.poll.interval.ms",
+        "gate_poll_interval_ms",
+        100,
+        _positive,
+        "how often a closed gate is re-checked",
+        Role.CONSUMER,
+    ),
+    Setting(
+        "ordered.audit.every",
+        "audit_every",
+        16,
+        _positive,
+        "audit one record in N on the fast path (1: every record)",
+        Role.CONSUMER,
+    ),
+    Setting(
+        "ordered.positions",
+        "positions",
+        True,
+        parse_bool,
+        "open gates sooner through the position service",
+        Role.CONSUMER,
+    ),
+)
+"""Every ``ordered.`` setting of both wrappers."""
+
+_BY_ATTR: Final[dict[str, Setting]] = {s.attr: s for s in SETTINGS}
+
+
+def default(attr: str) -> Any:
+    """The default of the setting whose attribute is ``attr`` (for dataclass fields).
+
+    Raises:
+        KeyError: No such setting.
+    """
+    return _BY_ATTR[attr].default
+
+
+def keys_for(role: Role) -> dict[str, str]:
+    """Key -> description (with its default) of the settings ``role`` reads."""
+    out: dict[str, str] = {}
+    for s in SETTINGS:
+        if s.role & role:
+            out[s.key] = s.doc if s.default is None else f"{s.doc} (default {_show(s.default)})"
+    return out
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def split_ordered(
+    config: Mapping[str, Any] | None, overrides: Mapping[str, Any] | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Merge ``config`` and ``overrides`` and split them into (librdkafka, ``ordered.``).
+
+    Args:
+        config: The configuration dict, as given to confluent; not modified.
+        overrides: Keyword-argument settings; they win over ``config`` (as confluent's
+            ``Producer(config, **kwargs)`` does).
+
+    Raises:
+        ConfigError: ``config`` is not a mapping, or a key is not a string.
+    """
+    if config is not None and not isinstance(config, Mapping):
+        raise ConfigError(f"the configuration must be a dict, got {type(config).__name__}")
+    merged: dict[str, Any] = dict(config or {})
+    merged.update(overrides or {})
+    kafka: dict[str, Any] = {}
+    ordered: dict[str, Any] = {}
+    for key, value in merged.items():
+        if not isinstance(key, str):
+            raise ConfigError(f"configuration keys must be strings, got {key!r}")
+        (ordered if key.startswith(ORDERED_PREFIX) else kafka)[key] = value
+    return kafka, ordered
+
+
+def parse_settings(settings: Mapping[str, Any], role: Role) -> dict[str, Any]:
+    """Check and convert the ``ordered.`` keys a wrapper was given.
+
+    Args:
+        settings: Only ``ordered.`` keys.
+        role: The wrapper: keys of the other wrapper only are unknown here.
+
+    Returns:
+        Attribute -> value for every setting of ``role``, defaults filled in.
+
+    Raises:
+        ConfigError: An unknown key, a missing required one, or a malformed value; the
+            message names the key.
+    """
+    known = {s.key for s in SETTINGS if s.role & role}
+    unknown = sorted(key for key in settings if key not in known)
+    if unknown:
+        raise ConfigError(
+            f"unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})"
+        )
+    out: dict[str, Any] = {}
+    for s in SETTINGS:
+        if not s.role & role:
+            continue
+        if s.key in settings:
+            out[s.attr] = s.parse(s.key, settings[s.key])
+        elif s.default is None:
+            raise ConfigError(f"{s.key} is required (the layout store)")
+        else:
+            out[s.attr] = s.default
+    return out

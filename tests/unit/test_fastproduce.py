@@ -1,0 +1,99 @@
+"""The compiled send path (``ordered._fastproduce``) against the pure-Python rules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mmh3
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from linear_hash import Layout
+
+fast = pytest.importorskip("ordered._fastproduce")
+
+keys = st.one_of(st.binary(max_size=64), st.text(alphabet=st.characters(max_codepoint=127)))
+
+
+@given(key=keys)
+def test_hash_is_mmh3(key: bytes | str) -> None:
+    assert fast.hash(key) == mmh3.hash(key, 0, False)
+
+
+@given(key=keys, initial=st.integers(1, 16), grow=st.integers(0, 64))
+def test_partition_is_layout_partition_for(key: bytes | str, initial: int, grow: int) -> None:
+    layout = Layout(initial, initial + grow, 0)
+    got = fast.partition(key, layout.modulus_high, layout.modulus_low, layout.active)
+    assert got == layout.partition_for(key)
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        self.calls.append((args, kwargs))
+
+
+def make(table: dict[str, Any]) -> tuple[Any, Recorder, Recorder]:
+    rd, slow = Recorder(), Recorder()
+    return fast.FastProduce(rd, slow, table), rd, slow
+
+
+def test_routed_plain_and_fallbacks() -> None:
+    layout = Layout(3, 5, 1)
+    entry = (layout.modulus_high, layout.modulus_low, layout.active)
+    produce, rd, slow = make({"t": entry, "plain": None})
+    produce("t", b"v", b"k1")
+    produce("t", value=b"v", key="k2")
+    produce("t", b"v", key=b"k3")
+    produce("plain", b"v", b"k")
+    produce("plain", b"v")
+    assert rd.calls == [
+        (("t", b"v", b"k1", layout.partition_for(b"k1")), {}),
+        (("t", b"v", "k2", layout.partition_for("k2")), {}),
+        (("t", b"v", b"k3", layout.partition_for(b"k3")), {}),
+        (("plain", b"v", b"k"), {}),
+        (("plain", b"v", None), {}),
+    ]
+    # Everything else goes to the pure-Python path, arguments unchanged.
+    produce("unknown", b"v", b"k")  # topic not in the table (first use, switching)
+    produce("t", b"v")  # unkeyed: round-robin
+    produce("t", b"v", "ключ")  # not ASCII
+    produce("t", b"v", bytearray(b"k"))  # not exact bytes
+    produce("t", b"v", b"k", 2)  # explicit partition
+    produce("t", b"v", b"k", on_delivery=print)  # a callback
+    produce("t", b"v", b"k", headers=[("a", b"1")])
+    produce("t", bytearray(b"v"), b"k")  # a value of another type: parsed by Python rules
+    assert len(rd.calls) == 5
+    assert slow.calls == [
+        (("unknown", b"v", b"k"), {}),
+        (("t", b"v"), {}),
+        (("t", b"v", "ключ"), {}),
+        (("t", b"v", bytearray(b"k")), {}),
+        (("t", b"v", b"k", 2), {}),
+        (("t", b"v", b"k"), {"on_delivery": print}),
+        (("t", b"v", b"k"), {"headers": [("a", b"1")]}),
+        (("t", bytearray(b"v"), b"k"), {}),
+    ]
+
+
+def test_the_table_is_read_at_every_call() -> None:
+    table: dict[str, Any] = {"t": None}
+    produce, rd, slow = make(table)
+    produce("t", b"v", b"k")
+    del table["t"]  # what a switch does first
+    produce("t", b"v", b"k")
+    assert len(rd.calls) == 1 and len(slow.calls) == 1
+
+
+def test_errors_propagate() -> None:
+    def full(*_args: Any) -> None:
+        raise BufferError("queue full")
+
+    produce = fast.FastProduce(full, full, {"t": None})
+    with pytest.raises(BufferError):
+        produce("t", b"v", b"k")
+    with pytest.raises(TypeError):
+        fast.FastProduce(full, full, [])

@@ -1,0 +1,76 @@
+"""The one table of ``ordered.`` settings: both wrappers read it, each default once."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from coordinator.errors import ConfigError
+from ordered.config import ORDERED_KEYS, OrderedSettings, split_producer_config
+from ordered.consumer_config import CONSUMER_KEYS, ConsumerSettings, split_consumer_config
+from ordered.settings import SETTINGS, Role, parse_settings
+
+CONNECT = {"ordered.zookeeper.connect": "zk:2181"}
+
+
+def test_every_key_is_unique_and_prefixed() -> None:
+    keys = [s.key for s in SETTINGS]
+    attrs = [s.attr for s in SETTINGS]
+    assert len(keys) == len(set(keys))
+    assert len(attrs) == len(set(attrs))
+    assert all(k.startswith("ordered.") for k in keys)
+
+
+@pytest.mark.parametrize(
+    ("cls", "role"), [(OrderedSettings, Role.PRODUCER), (ConsumerSettings, Role.CONSUMER)]
+)
+def test_dataclass_defaults_come_from_the_table(cls: type, role: Role) -> None:
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    table = {s.attr: s for s in SETTINGS if s.role & role}
+    assert set(fields) == set(table)
+    for name, setting in table.items():
+        if setting.default is None:
+            assert fields[name].default is dataclasses.MISSING
+        else:
+            assert fields[name].default == setting.default, name
+
+
+def test_shared_settings_have_one_name_in_both_wrappers() -> None:
+    shared = {
+        "ordered.zookeeper.root": "/r",
+        "ordered.zookeeper.session.timeout.ms": 1234,
+        "ordered.epoch.header.name": "h",
+    }
+    producer = split_producer_config({**CONNECT, **shared}).ordered
+    consumer = split_consumer_config({**CONNECT, **shared}).ordered
+    for attr in ("zookeeper_root", "zookeeper_session_timeout_ms", "epoch_header_name"):
+        assert getattr(producer, attr) == getattr(consumer, attr)
+    assert consumer.header_name == "h"  # the consumer's old attribute name still works
+
+
+def test_keys_are_documented_per_role() -> None:
+    assert "ordered.epoch.header" in ORDERED_KEYS
+    assert "ordered.epoch.header" not in CONSUMER_KEYS
+    assert "ordered.key.audit" in CONSUMER_KEYS
+    assert "ordered.key.audit" not in ORDERED_KEYS
+    assert ORDERED_KEYS["ordered.epoch.header"].endswith("(default false)")
+
+
+def test_a_setting_of_the_other_wrapper_is_unknown() -> None:
+    with pytest.raises(ConfigError, match=r"unknown setting\(s\) ordered\.key\.audit"):
+        parse_settings({**CONNECT, "ordered.key.audit": True}, Role.PRODUCER)
+    with pytest.raises(ConfigError, match=r"ordered\.epoch\.header\b"):
+        split_consumer_config({**CONNECT, "ordered.epoch.header": True})
+
+
+def test_ordered_keys_never_reach_librdkafka() -> None:
+    every = {s.key: s.default for s in SETTINGS if s.default is not None}
+    producer = split_producer_config(
+        {**CONNECT, **{k: v for k, v in every.items() if k in ORDERED_KEYS}}
+    )
+    consumer = split_consumer_config(
+        {**CONNECT, **{k: v for k, v in every.items() if k in CONSUMER_KEYS}}
+    )
+    assert not any(k.startswith("ordered.") for k in producer.kafka)
+    assert not any(k.startswith("ordered.") for k in consumer.kafka)
