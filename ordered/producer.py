@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import importlib
 import logging
 import os
 import queue
@@ -79,10 +80,13 @@ def _compiled() -> type[Any] | None:
     if os.environ.get("ORDERED_PURE_PYTHON"):
         return None  # asked for (tests of the fallback, debugging)
     try:
-        from ordered._fastproduce import FastProduce
+        # By name: the import graph (lint-imports) cannot see a compiled module and
+        # would count this import as one of the whole ``ordered`` package.
+        module = importlib.import_module("ordered._fastproduce")
     except ImportError:  # built without a compiler: the pure-Python send path
         return None
-    return FastProduce
+    fast: type[Any] = module.FastProduce
+    return fast
 
 
 _FAST: type[Any] | None = _compiled()
