@@ -36,7 +36,14 @@ from confluent_kafka.cimpl import NewPartitions
 
 from coordinator.errors import OrderedKafkaError, UsageError
 
-__all__ = ["DeleteOutcome", "KafkaAdmin", "KafkaTopic", "UnknownTopicError", "WaitReport"]
+__all__ = [
+    "TRANSIENT_ERRORS",
+    "DeleteOutcome",
+    "KafkaAdmin",
+    "KafkaTopic",
+    "UnknownTopicError",
+    "WaitReport",
+]
 
 WaitReport = Callable[[int, float], None]
 """Progress of a DeleteRecords: called with (partitions still waiting, seconds so far)."""
@@ -46,8 +53,7 @@ WaitReport = Callable[[int, float], None]
 _rdkafka_log = logging.getLogger("coordinator.kafka_admin.librdkafka")
 _rdkafka_log.addHandler(logging.NullHandler())
 
-# Errors that a just-created partition reports until its leader is ready.
-_TRANSIENT = frozenset(
+TRANSIENT_ERRORS: frozenset[int] = frozenset(
     {
         KafkaError.LEADER_NOT_AVAILABLE,
         KafkaError.NOT_LEADER_FOR_PARTITION,
@@ -64,6 +70,7 @@ _TRANSIENT = frozenset(
         KafkaError._NOENT,
     }
 )
+"""Error codes a just-created or just-moved partition reports until its leader is ready."""
 
 
 _LATEST: OffsetSpec = OffsetSpec.latest()  # type: ignore[no-untyped-call]
@@ -478,7 +485,7 @@ class KafkaAdmin:
                     out[tp.partition] = int(future.result(timeout=self._timeout + 5).offset)
                 except KafkaException as exc:
                     error = _kafka_error(exc)
-                    if error is None or error.code() not in _TRANSIENT:
+                    if error is None or error.code() not in TRANSIENT_ERRORS:
                         raise self._fail(
                             f"cannot list the {name} offset of {topic}[{tp.partition}]", exc
                         ) from exc

@@ -20,6 +20,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-d
 from coordinator import identity
 from coordinator.errors import OrderedKafkaError
 from coordinator.history import TopicHistory, load_history
+from coordinator.kafka_admin import TRANSIENT_ERRORS
 from coordinator.store import LayoutStore
 from coordinator.zk import close_client, make_client, start_client
 from spark_source.options import SourceOptions
@@ -57,16 +58,6 @@ _CONSUMER_ONLY = frozenset(
 # to the task's stderr.
 _rdkafka_log = logging.getLogger("spark_source.rdkafka")
 _rdkafka_log.addHandler(logging.NullHandler())
-
-
-_TRANSIENT = frozenset(
-    {
-        KafkaError.LEADER_NOT_AVAILABLE,
-        KafkaError.NOT_LEADER_FOR_PARTITION,
-        KafkaError.UNKNOWN_TOPIC_OR_PART,
-        KafkaError._UNKNOWN_PARTITION,
-    }
-)
 
 
 def client_settings(options: SourceOptions, *, admin: bool) -> dict[str, Any]:
@@ -178,7 +169,9 @@ class Cluster:
                 return self._offsets_once(partitions, ends, starts)
             except OrderedKafkaError as exc:
                 error = exc.kafka_error
-                transient = error is not None and (error.retriable() or error.code() in _TRANSIENT)
+                transient = error is not None and (
+                    error.retriable() or error.code() in TRANSIENT_ERRORS
+                )
                 if not transient or time.monotonic() > deadline:
                     raise
                 # A partition created a moment ago may have no leader yet.

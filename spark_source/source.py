@@ -317,16 +317,7 @@ class OrderedKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Read one range on an executor: Arrow record batches of Spark's Kafka schema."""
-        part = _range_of(partition)
-        if part is None:
-            return iter(())
-        return read_range(
-            self._consumer,
-            part,
-            fail_on_data_loss=self.options.fail_on_data_loss,
-            schema=arrow_schema(self.options.include_headers),
-            poll_timeout_s=self.options.poll_timeout_ms / 1000.0,
-        )
+        return _read(self.options, self._consumer, partition)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to do: like Spark's Kafka source, progress lives in the checkpoint."""
@@ -343,7 +334,8 @@ class OrderedKafkaBatchReader(DataSourceReader):
 
     Reads ``[startingOffsets, endingOffsets)`` of every partition (``earliest`` and
     ``latest`` by default). One batch has no gates: a key that moved between partitions
-    has records in both, ordered by their epoch (the ``ordered.epoch`` header).
+    has records in both; only the ``ordered.epoch`` header (an opt-in of the producers)
+    tells which came first. Use the streaming source for per-key order.
     """
 
     def __init__(self, options: SourceOptions) -> None:
@@ -365,16 +357,23 @@ class OrderedKafkaBatchReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Read one range on an executor."""
-        part = _range_of(partition)
-        if part is None:
-            return iter(())
-        return read_range(
-            self._consumer,
-            part,
-            fail_on_data_loss=self.options.fail_on_data_loss,
-            schema=arrow_schema(self.options.include_headers),
-            poll_timeout_s=self.options.poll_timeout_ms / 1000.0,
-        )
+        return _read(self.options, self._consumer, partition)
+
+
+def _read(
+    options: SourceOptions, consumer: dict[str, str], partition: InputPartition
+) -> Iterator[Any]:
+    """Read one range on an executor: Arrow record batches of Spark's Kafka schema."""
+    part = _range_of(partition)
+    if part is None:
+        return iter(())
+    return read_range(
+        consumer,
+        part,
+        fail_on_data_loss=options.fail_on_data_loss,
+        schema=arrow_schema(options.include_headers),
+        poll_timeout_s=options.poll_timeout_ms / 1000.0,
+    )
 
 
 class OrderedKafkaDataSource(DataSource):
