@@ -25,14 +25,18 @@ from ordered import OrderedProducer
 from ordered.consumer import OrderedConsumer
 
 __all__ = [
+    "CONSUMER_DEFAULTS",
     "Background",
     "consume_all",
+    "consumer_config",
+    "epoch_of",
     "expire_session",
     "kazoo_factory",
     "lose_connection",
     "make_consumer",
     "make_producer",
     "run_in_background",
+    "snapshot",
 ]
 
 
@@ -41,7 +45,7 @@ def kazoo_factory(zk_hosts: str) -> Iterator[Callable[..., KazooClient]]:
     """Make started kazoo clients (``coordinator.zk``); every one is closed at teardown.
 
     ``kazoo_factory(hosts=None, session_timeout_s=6.0, command_deadline_s=None,
-    start=True)``: ``hosts`` defaults to the session ZooKeeper (no chroot).
+    start=True)``: ``hosts`` defaults to ``zk_hosts``, the session ZooKeeper (no chroot).
     """
     made: list[KazooClient] = []
 
@@ -104,6 +108,22 @@ def expire_session(client: KazooClient, hosts: str | None = None, timeout: float
     wait_until(lambda: lost, timeout=timeout, what="session expiry")
 
 
+def snapshot(client: KazooClient, root: str) -> dict[str, tuple[bytes, int]]:
+    """Every znode under ``root`` with its data and version."""
+    out: dict[str, tuple[bytes, int]] = {}
+
+    def walk(path: str) -> None:
+        if client.exists(path) is None:
+            return
+        data, stat = client.get(path)
+        out[path] = (data, stat.version)
+        for child in client.get_children(path):
+            walk(f"{path}/{child}")
+
+    walk(root)
+    return out
+
+
 @pytest.fixture
 def make_producer(
     bootstrap: str, zk_hosts: str, zk_root: str
@@ -120,8 +140,8 @@ def make_producer(
             "ordered.zookeeper.connect": zk_hosts,
             "ordered.zookeeper.root": zk_root,
             "linger.ms": 2,
+            **extra,
         }
-        config.update(extra)
         producer = OrderedProducer(config)
         made.append(producer)
         return producer
@@ -132,23 +152,28 @@ def make_producer(
             producer.close()
 
 
+CONSUMER_DEFAULTS: dict[str, Any] = {
+    "auto.offset.reset": "earliest",
+    "enable.auto.commit": False,
+    "session.timeout.ms": 6000,
+    "heartbeat.interval.ms": 500,
+    "ordered.gate.poll.interval.ms": 50,
+}
+"""The tests' ``OrderedConsumer`` settings: from the start, no auto-commit, fast gates."""
+
+
 def consumer_config(
     bootstrap: str, zk_hosts: str, zk_root: str, group: str, **extra: Any
 ) -> dict[str, Any]:
-    """The tests' ``OrderedConsumer`` configuration: earliest, no auto-commit, fast gates."""
-    config: dict[str, Any] = {
+    """The tests' ``OrderedConsumer`` configuration (:data:`CONSUMER_DEFAULTS`)."""
+    return {
+        **CONSUMER_DEFAULTS,
         "bootstrap.servers": bootstrap,
         "group.id": group,
-        "auto.offset.reset": "earliest",
-        "enable.auto.commit": False,
-        "session.timeout.ms": 6000,
-        "heartbeat.interval.ms": 500,
         "ordered.zookeeper.connect": zk_hosts,
         "ordered.zookeeper.root": zk_root,
-        "ordered.gate.poll.interval.ms": 50,
+        **extra,
     }
-    config.update(extra)
-    return config
 
 
 @pytest.fixture
@@ -199,6 +224,14 @@ def consume_all(bootstrap: str, topic: str, timeout: float = 60.0) -> list[Any]:
         return out
     finally:
         consumer.close()
+
+
+def epoch_of(msg: Any) -> int:
+    """The ``ordered.epoch`` header of ``msg`` as a number; fail if it has none."""
+    for key, value in msg.headers() or []:
+        if key == "ordered.epoch":
+            return int(bytes(value).decode("ascii"))
+    raise AssertionError(f"no epoch header on {msg.value()!r}")
 
 
 class Background:

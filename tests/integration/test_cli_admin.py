@@ -5,28 +5,26 @@ from __future__ import annotations
 import json
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures import snapshot
 from helpers import run_cli, unique
 from kazoo.client import KazooClient
 
 from coordinator.devcluster.cluster import ClusterState
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore, ProducerRecord
+from coordinator.zk import close_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 
 @pytest.fixture
-def zk(zk_hosts: str) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=zk_hosts, timeout=6.0)
-    client.start(timeout=10)
-    yield client
-    client.stop()
-    client.close()
+def zk(kazoo_factory: Callable[..., KazooClient]) -> KazooClient:
+    return kazoo_factory()
 
 
 @pytest.fixture
@@ -55,23 +53,6 @@ def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def snapshot(client: KazooClient, root: str) -> dict[str, tuple[bytes, int]]:
-    """Every znode under ``root`` with its data and version."""
-    out: dict[str, tuple[bytes, int]] = {}
-
-    def walk(path: str) -> None:
-        got = client.exists(path)
-        if got is None:
-            return
-        data, stat = client.get(path)
-        out[path] = (data, stat.version)
-        for child in client.get_children(path):
-            walk(f"{path}/{child}")
-
-    walk(root)
-    return out
 
 
 def test_adopt_expand_shrink_describe(
@@ -207,11 +188,11 @@ def test_second_request_while_pending_or_locked_is_transition_in_progress(
     zk_hosts: str,
     zk_root: str,
     zk: KazooClient,
+    kazoo_factory: Callable[..., KazooClient],
 ) -> None:
     topic = topic_factory(2)
     assert cli("adopt", topic).returncode == 0
-    producer = KazooClient(hosts=zk_hosts, timeout=6.0)
-    producer.start(timeout=10)
+    producer = kazoo_factory()
     try:
         LayoutStore(producer, zk_root).register_producer(
             topic,
@@ -243,8 +224,7 @@ def test_second_request_while_pending_or_locked_is_transition_in_progress(
         finally:
             lock.release()
     finally:
-        producer.stop()  # the session ends: the barrier passes after its grace
-        producer.close()
+        close_client(producer)  # the session ends: the barrier passes after its grace
     # The same target resumes the pending epoch: the producer's session is gone, so
     # it passes once its 1 s delivery timeout and the 1 s grace are over.
     resumed = cli("expand", topic, "--to", "3", "--json")

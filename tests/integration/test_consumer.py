@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -21,34 +21,6 @@ from ordered.consumer import GateState, OrderedConsumer
 from ordered.listener import PartitionKeyRebalanceListener
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
-
-
-@pytest.fixture
-def make_consumer(
-    bootstrap: str, zk_hosts: str, zk_root: str
-) -> Iterator[Callable[..., OrderedConsumer]]:
-    made: list[OrderedConsumer] = []
-
-    def make(group: str, **extra: Any) -> OrderedConsumer:
-        config: dict[str, Any] = {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-            "session.timeout.ms": 6000,
-            "heartbeat.interval.ms": 500,
-            "ordered.zookeeper.connect": zk_hosts,
-            "ordered.zookeeper.root": zk_root,
-            "ordered.gate.poll.interval.ms": 50,
-        }
-        config.update(extra)
-        consumer = OrderedConsumer(config)
-        made.append(consumer)
-        return consumer
-
-    yield make
-    for consumer in made:
-        consumer.close()
 
 
 def keys_for(layout: Layout, partition: int, count: int, prefix: str = "k") -> list[str]:

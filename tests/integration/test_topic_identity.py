@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
+from fixtures import snapshot
 from helpers import create_topic, run_cli, transient_error, wait_until
 from kazoo.client import KazooClient
 
@@ -34,17 +35,14 @@ from coordinator.history import load_history
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore, ProducerRecord
 from coordinator.topic_ids import TopicIds
-from coordinator.zk import close_client, make_client, start_client
 from ordered import OrderedConsumer, OrderedProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]
 
 
 @pytest.fixture
-def zk(zk_hosts: str) -> Iterator[KazooClient]:
-    client = start_client(make_client(zk_hosts, session_timeout_s=6.0), 10.0)
-    yield client
-    close_client(client)
+def zk(kazoo_factory: Callable[..., KazooClient]) -> KazooClient:
+    return kazoo_factory()
 
 
 @pytest.fixture
@@ -68,54 +66,9 @@ def cli(zk_hosts: str, zk_root: str, bootstrap: str) -> Callable[..., Any]:
 
 @pytest.fixture
 def clients(
-    bootstrap: str, zk_hosts: str, zk_root: str
-) -> Iterator[tuple[Callable[..., OrderedProducer], Callable[..., OrderedConsumer]]]:
-    made: list[Any] = []
-    base = {
-        "bootstrap.servers": bootstrap,
-        "ordered.zookeeper.connect": zk_hosts,
-        "ordered.zookeeper.root": zk_root,
-    }
-
-    def producer() -> OrderedProducer:
-        p = OrderedProducer({**base, "linger.ms": 2})
-        made.append(p)
-        return p
-
-    def consumer(group: str) -> OrderedConsumer:
-        c = OrderedConsumer(
-            {
-                **base,
-                "group.id": group,
-                "auto.offset.reset": "earliest",
-                "enable.auto.commit": False,
-                "session.timeout.ms": 6000,
-                "heartbeat.interval.ms": 500,
-                "ordered.gate.poll.interval.ms": 50,
-            }
-        )
-        made.append(c)
-        return c
-
-    yield producer, consumer
-    for client in made:
-        with contextlib.suppress(Exception):  # closed already
-            client.close()
-
-
-def snapshot(client: KazooClient, root: str) -> dict[str, tuple[bytes, int]]:
-    out: dict[str, tuple[bytes, int]] = {}
-
-    def walk(path: str) -> None:
-        if client.exists(path) is None:
-            return
-        data, stat = client.get(path)
-        out[path] = (data, stat.version)
-        for child in client.get_children(path):
-            walk(f"{path}/{child}")
-
-    walk(root)
-    return out
+    make_producer: Callable[..., OrderedProducer], make_consumer: Callable[..., OrderedConsumer]
+) -> tuple[Callable[..., OrderedProducer], Callable[..., OrderedConsumer]]:
+    return make_producer, make_consumer
 
 
 def delete(bootstrap: str, topic: str) -> None:
@@ -259,7 +212,7 @@ def test_recreated_topic_is_refused_everywhere_until_adopt_replace(
 def test_pending_epoch_blocks_replace_and_unadopt_only_while_its_topic_lives(
     controller: Controller,
     store: LayoutStore,
-    zk_hosts: str,
+    kazoo_factory: Callable[..., KazooClient],
     zk: KazooClient,
     zk_root: str,
     bootstrap: str,
@@ -268,66 +221,63 @@ def test_pending_epoch_blocks_replace_and_unadopt_only_while_its_topic_lives(
     topic = topic_factory(2)
     first = controller.adopt(topic)
     assert first.topic_id == KafkaAdmin(bootstrap).topic_id(topic)
-    silent = start_client(make_client(zk_hosts, session_timeout_s=6.0), 10.0)
+    silent = kazoo_factory()
+    LayoutStore(silent, zk_root).register_producer(
+        topic,
+        ProducerRecord(
+            id="silent",
+            host="h",
+            pid=1,
+            delivery_timeout_ms=60_000,
+            registered_at=time.time(),
+            client_id="c",
+        ),
+    )
+    with pytest.raises(BarrierTimeoutError):
+        controller.expand(topic, 3, timeout=0.5)
+    before = snapshot(zk, zk_root)
+    for attempt in (
+        lambda: controller.unadopt(topic),
+        lambda: controller.adopt(topic, "murmur2", replace_existing=True),
+    ):
+        with pytest.raises(TransitionInProgressError, match=r"epoch 1 .* is pending"):
+            attempt()
+    assert snapshot(zk, zk_root) == before
+
+    # The topic is deleted and created again: the pending epoch belongs to a topic
+    # that is gone. Resuming it is refused; the daemon says so once, not every scan.
+    recreate(bootstrap, topic, 2)
+    with pytest.raises(TopicIdMismatchError):
+        controller.resume(topic, timeout=1)
+    said: list[str] = []
+    daemon = CoordinatorDaemon(
+        store.client,
+        KafkaAdmin(bootstrap),
+        root=zk_root,
+        progress=said.append,
+        scan_interval=0.2,
+        relay_interval=0,
+    )
+    runner = threading.Thread(target=daemon.run, daemon=True)
+    runner.start()
     try:
-        LayoutStore(silent, zk_root).register_producer(
-            topic,
-            ProducerRecord(
-                id="silent",
-                host="h",
-                pid=1,
-                delivery_timeout_ms=60_000,
-                registered_at=time.time(),
-                client_id="c",
-            ),
-        )
-        with pytest.raises(BarrierTimeoutError):
-            controller.expand(topic, 3, timeout=0.5)
-        before = snapshot(zk, zk_root)
-        for attempt in (
-            lambda: controller.unadopt(topic),
-            lambda: controller.adopt(topic, "murmur2", replace_existing=True),
-        ):
-            with pytest.raises(TransitionInProgressError, match=r"epoch 1 .* is pending"):
-                attempt()
-        assert snapshot(zk, zk_root) == before
-
-        # The topic is deleted and created again: the pending epoch belongs to a topic
-        # that is gone. Resuming it is refused; the daemon says so once, not every scan.
-        recreate(bootstrap, topic, 2)
-        with pytest.raises(TopicIdMismatchError):
-            controller.resume(topic, timeout=1)
-        said: list[str] = []
-        daemon = CoordinatorDaemon(
-            store.client,
-            KafkaAdmin(bootstrap),
-            root=zk_root,
-            progress=said.append,
-            scan_interval=0.2,
-            relay_interval=0,
-        )
-        runner = threading.Thread(target=daemon.run, daemon=True)
-        runner.start()
-        try:
-            wait_until(lambda: any("resume of" in m for m in said), what="daemon refusal")
-            time.sleep(1.5)  # several more scans
-        finally:
-            daemon.stop()
-            runner.join(15)
-        refusals = [m for m in said if "resume of" in m]
-        assert len(refusals) == 1, said
-        assert f"adopted as topic id {first.topic_id}" in refusals[0]
-
-        # Now un-adopting is allowed, and idempotent.
-        removed = controller.unadopt(topic)
-        assert removed is not None and removed.pending == 1
-        assert store.get_topic(topic) is None
-        assert store.epochs(topic) == []
-        assert controller.unadopt(topic) is None
-        assert "silent" in store.producers(topic)  # registrations are not the layout's
-        assert controller.describe(topic).topic is None
+        wait_until(lambda: any("resume of" in m for m in said), what="daemon refusal")
+        time.sleep(1.5)  # several more scans
     finally:
-        close_client(silent)
+        daemon.stop()
+        runner.join(15)
+    refusals = [m for m in said if "resume of" in m]
+    assert len(refusals) == 1, said
+    assert f"adopted as topic id {first.topic_id}" in refusals[0]
+
+    # Now un-adopting is allowed, and idempotent.
+    removed = controller.unadopt(topic)
+    assert removed is not None and removed.pending == 1
+    assert store.get_topic(topic) is None
+    assert store.epochs(topic) == []
+    assert controller.unadopt(topic) is None
+    assert "silent" in store.producers(topic)  # registrations are not the layout's
+    assert controller.describe(topic).topic is None
 
 
 def test_records_of_older_versions_load_unbound_and_adopt_binds_them(
