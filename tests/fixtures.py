@@ -1,9 +1,9 @@
 """The test fixtures module: clients the tests make, and tear down, in one place.
 
-Registered from ``conftest.py``. Fixtures: ``kazoo_factory``, ``make_producer``,
-``make_consumer``. Helpers: :func:`lose_connection`, :func:`expire_session`,
-:func:`consume_all`, :func:`run_in_background`. Every ZooKeeper client comes from
-``coordinator.zk``; nothing here fakes a server.
+Registered from ``conftest.py``. Fixtures: ``kazoo_factory``, ``zk``, ``make_producer``,
+``make_consumer``, ``ordered_cli``. Helpers: :func:`lose_connection`,
+:func:`expire_session`, :func:`consume_all`, :func:`run_in_background`. Every ZooKeeper
+client comes from ``coordinator.zk``; nothing here fakes a server.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
-from helpers import wait_until
+from helpers import run_cli, wait_until
 from kazoo.client import KazooClient, KazooState
 from kazoo.protocol.connection import _CONNECTION_DROP
 
+from coordinator.store import ProducerRecord
 from coordinator.zk import close_client, make_client, start_client
 from ordered import OrderedProducer
 from ordered.consumer import OrderedConsumer
@@ -35,8 +36,11 @@ __all__ = [
     "lose_connection",
     "make_consumer",
     "make_producer",
+    "ordered_cli",
+    "producer_record",
     "run_in_background",
     "snapshot",
+    "zk",
 ]
 
 
@@ -44,8 +48,8 @@ __all__ = [
 def kazoo_factory(zk_hosts: str) -> Iterator[Callable[..., KazooClient]]:
     """Make started kazoo clients (``coordinator.zk``); every one is closed at teardown.
 
-    ``kazoo_factory(hosts=None, session_timeout_s=6.0, command_deadline_s=None,
-    start=True)``: ``hosts`` defaults to ``zk_hosts``, the session ZooKeeper (no chroot).
+    ``kazoo_factory(hosts=None, session_timeout_s=6.0, command_deadline_s=None)``:
+    ``hosts`` defaults to ``zk_hosts``, the session ZooKeeper (no chroot).
     """
     made: list[KazooClient] = []
 
@@ -54,7 +58,6 @@ def kazoo_factory(zk_hosts: str) -> Iterator[Callable[..., KazooClient]]:
         *,
         session_timeout_s: float = 6.0,
         command_deadline_s: float | None = None,
-        start: bool = True,
     ) -> KazooClient:
         client = make_client(
             hosts or zk_hosts,
@@ -62,11 +65,17 @@ def kazoo_factory(zk_hosts: str) -> Iterator[Callable[..., KazooClient]]:
             command_deadline_s=command_deadline_s,
         )
         made.append(client)
-        return start_client(client, 15.0) if start else client
+        return start_client(client, 15.0)
 
     yield make
     for client in made:
         close_client(client)
+
+
+@pytest.fixture
+def zk(kazoo_factory: Callable[..., KazooClient]) -> KazooClient:
+    """A started kazoo client on the session ZooKeeper (no chroot), closed at teardown."""
+    return kazoo_factory()
 
 
 def _hosts_of(client: KazooClient) -> str:
@@ -106,6 +115,55 @@ def expire_session(client: KazooClient, hosts: str | None = None, timeout: float
     finally:
         close_client(other)
     wait_until(lambda: lost, timeout=timeout, what="session expiry")
+
+
+@pytest.fixture
+def ordered_cli(zk_hosts: str, zk_root: str, bootstrap: str) -> Callable[..., Any]:
+    """Run ``ordered`` against the session cluster under this test's store root.
+
+    ``ordered_cli(*args, zookeeper=..., kafka=..., session_timeout="2")`` returns the
+    CompletedProcess; ``session_timeout=None`` leaves the command's own default.
+    """
+
+    def run(
+        *args: str,
+        zookeeper: str = zk_hosts,
+        kafka: str = bootstrap,
+        session_timeout: str | None = "2",
+    ) -> Any:
+        timeout = ("--session-timeout", session_timeout) if session_timeout else ()
+        return run_cli(
+            *args,
+            "--zookeeper",
+            zookeeper,
+            "--bootstrap-servers",
+            kafka,
+            "--root",
+            zk_root,
+            *timeout,
+            timeout=60,
+        )
+
+    return run
+
+
+def producer_record(
+    producer_id: str,
+    delivery_timeout_ms: int = 30000,
+    *,
+    host: str = "test",
+    pid: int = 1,
+    client_id: str = "test",
+) -> ProducerRecord:
+    """A producer registration as another process's producer would write it, made now."""
+    return ProducerRecord(
+        id=producer_id,
+        host=host,
+        pid=pid,
+        delivery_timeout_ms=delivery_timeout_ms,
+        registered_at=time.time(),
+        client_id=client_id,
+    )
 
 
 def snapshot(client: KazooClient, root: str) -> dict[str, tuple[bytes, int]]:

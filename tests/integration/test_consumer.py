@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from fixtures import producer_record
 from helpers import run_cli, transient_error, wait_until
 
 from coordinator.controller import Controller
 from coordinator.errors import OrderViolationError
-from coordinator.store import AckRecord, LayoutStore, ProducerRecord
+from coordinator.store import AckRecord, LayoutStore
 from linear_hash import Layout
 from linear_hash.gating import Wait
 from ordered.consumer import GateState, OrderedConsumer
@@ -516,15 +517,7 @@ def test_a_source_commits_nothing_past_a_pending_boundary(
     source.commit(asynchronous=False)
     assert committed(bootstrap, group, topic, 0) == 4
 
-    holder = ProducerRecord(
-        id="p-holds",
-        host="test",
-        pid=1,
-        delivery_timeout_ms=30000,
-        registered_at=time.time(),
-        client_id="test",
-    )
-    store.register_producer(topic, holder)
+    store.register_producer(topic, producer_record("p-holds", 30000))
     expand = threading.Thread(target=lambda: controller.expand(topic, 3, timeout=30))
     expand.start()
     try:

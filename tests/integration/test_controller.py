@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, Producer
-from fixtures import run_in_background
+from fixtures import producer_record, run_in_background
 from helpers import unique, wait_until
 from kazoo.client import KazooClient
 
@@ -21,7 +21,7 @@ from coordinator.errors import (
     TransitionInProgressError,
 )
 from coordinator.kafka_admin import KafkaAdmin, UnknownTopicError
-from coordinator.store import AckRecord, LayoutStore, ProducerRecord
+from coordinator.store import AckRecord, LayoutStore
 from coordinator.zk import close_client
 from linear_hash import key_flow
 
@@ -56,17 +56,6 @@ def produce(bootstrap: str, topic: str, counts: dict[int, int]) -> None:
         for i in range(n):
             producer.produce(topic, value=b"v%d" % i, key=b"k%d" % i, partition=partition)
     assert producer.flush(30) == 0
-
-
-def producer_record(producer_id: str, delivery_timeout_ms: int = 30000) -> ProducerRecord:
-    return ProducerRecord(
-        id=producer_id,
-        host=socket.gethostname(),
-        pid=1,
-        delivery_timeout_ms=delivery_timeout_ms,
-        registered_at=time.time(),
-        client_id="test",
-    )
 
 
 def test_adopt_expand_expand_shrink_without_producers(
@@ -171,7 +160,7 @@ def test_barrier_waits_for_the_ack(
     controller.adopt(topic)
     producer_client = zk_client()
     producer_store = LayoutStore(producer_client, store.root)
-    producer_store.register_producer(topic, producer_record("p-1"))
+    producer_store.register_producer(topic, producer_record("p-1", host=socket.gethostname()))
     run = run_in_background(controller.expand, topic, 3, timeout=30)
     wait_until(
         lambda: (
@@ -211,7 +200,7 @@ def test_barrier_passes_after_expiry_and_delivery_timeout(
     producer_client = zk_client()
     try:
         LayoutStore(producer_client, store.root).register_producer(
-            topic, producer_record("p-gone", delivery_timeout_ms=1000)
+            topic, producer_record("p-gone", 1000, host=socket.gethostname())
         )
         run = run_in_background(controller.expand, topic, 4, timeout=30)
         wait_until(
@@ -248,7 +237,7 @@ def test_timeout_leaves_the_epoch_pending_and_resume_completes_it(
     controller.adopt(topic)
     producer_client = zk_client()
     producer_store = LayoutStore(producer_client, store.root)
-    producer_store.register_producer(topic, producer_record("p-slow"))
+    producer_store.register_producer(topic, producer_record("p-slow", host=socket.gethostname()))
     with pytest.raises(BarrierTimeoutError, match="p-slow"):
         controller.expand(topic, 3, timeout=1.0)
     record = store.get_topic(topic)
@@ -298,10 +287,12 @@ def test_producer_registered_after_publish_is_not_waited_for(
     early_client = zk_client()
     late_client = zk_client()
     early = LayoutStore(early_client, store.root)
-    early.register_producer(topic, producer_record("early"))
+    early.register_producer(topic, producer_record("early", host=socket.gethostname()))
     run = run_in_background(controller.expand, topic, 3, timeout=30)
     wait_until(lambda: store.find_epoch(topic, 1) is not None, timeout=10, what="epoch 1")
-    LayoutStore(late_client, store.root).register_producer(topic, producer_record("late"))
+    LayoutStore(late_client, store.root).register_producer(
+        topic, producer_record("late", host=socket.gethostname())
+    )
     early.ack(topic, 1, AckRecord(id="early", epoch=1, last_offsets={}, acked_at=time.time()))
     result = run.join()
     assert result.producers == ("early",)
@@ -316,7 +307,9 @@ def test_adopt_after_a_producer_registered_under_the_topic(
     topic = topic_factory(3)
     producer_client = zk_client()
     producer_store = LayoutStore(producer_client, store.root)
-    producer_store.register_producer(topic, producer_record("early-bird"))
+    producer_store.register_producer(
+        topic, producer_record("early-bird", host=socket.gethostname())
+    )
     assert store.get_topic(topic) is None  # an empty topic node is "not adopted"
     seen: list[Any] = []
     watch = producer_store.watch_topic(topic, seen.append)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from fixtures import expire_session, run_in_background
+from fixtures import expire_session, producer_record, run_in_background
 from helpers import wait_until
 from kazoo.client import KazooClient
 
@@ -20,7 +20,7 @@ from coordinator.controller import BarrierTimeoutError, Controller
 from coordinator.daemon import CoordinatorDaemon, Role
 from coordinator.errors import StoreError
 from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store import AckRecord, LayoutStore, ProducerRecord, paths
+from coordinator.store import AckRecord, LayoutStore, paths
 from coordinator.zk import close_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -82,17 +82,8 @@ def servers(zk_hosts: str, bootstrap: str, root: str) -> list[str]:
 
 
 def register(client: KazooClient, root: str, topic: str, pid: str, timeout_ms: int) -> None:
-    LayoutStore(client, root).register_producer(
-        topic,
-        ProducerRecord(
-            id=pid,
-            host=socket.gethostname(),
-            pid=os.getpid(),
-            delivery_timeout_ms=timeout_ms,
-            registered_at=time.time(),
-            client_id="test",
-        ),
-    )
+    record = producer_record(pid, timeout_ms, host=socket.gethostname(), pid=os.getpid())
+    LayoutStore(client, root).register_producer(topic, record)
 
 
 def sealed(store: LayoutStore, topic: str, epoch: int) -> bool:

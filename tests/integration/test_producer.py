@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from fixtures import consume_all, expire_session, run_in_background
+from fixtures import consume_all, expire_session, producer_record, run_in_background
 from helpers import unique, wait_until
 from kazoo.client import KazooClient
 
 from coordinator.controller import Controller
-from coordinator.store import LayoutStore, ProducerRecord
+from coordinator.store import LayoutStore
 from coordinator.store import paths as store_paths
 from coordinator.zk import close_client
 from linear_hash import Layout, partition_for
@@ -553,15 +553,7 @@ def test_first_use_during_a_pending_epoch(
     other = kazoo_factory()
     try:
         LayoutStore(other, zk_root).register_producer(
-            topic,
-            ProducerRecord(
-                id="stuck",
-                host="h",
-                pid=1,
-                delivery_timeout_ms=1000,
-                registered_at=time.time(),
-                client_id="",
-            ),
+            topic, producer_record("stuck", 1000, host="h", client_id="")
         )
         expand = run_in_background(controller.expand, topic, 3, timeout=30)
         wait_until(lambda: (t := store.get_topic(topic)) is not None and t.pending == 1)
