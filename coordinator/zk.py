@@ -34,6 +34,7 @@ def make_client(
     session_timeout_s: float = 10.0,
     command_deadline_s: float | None = None,
     reconnect: bool = True,
+    client_id: tuple[int, bytes] | None = None,
 ) -> KazooClient:
     """Create (not start) a ``KazooClient`` with the project's retry bounds.
 
@@ -43,6 +44,8 @@ def make_client(
         command_deadline_s: How long one store command may retry (default 5 s).
         reconnect: Keep reconnecting after the connection drops (clients and the
             daemon ride out outages); ``False`` gives up after a few tries.
+        client_id: An existing session's ``(session id, password)`` to join (tests
+            use it to expire a session the way ZooKeeper's own harness does).
 
     Returns:
         The client, not yet started.
@@ -61,6 +64,7 @@ def make_client(
         timeout=session_timeout_s,
         command_retry=command,
         connection_retry=connection,
+        client_id=client_id,
     )
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures import kazoo_factory, make_consumer, make_producer, ordered_cli, zk
 from helpers import create_topic, unique
 from kazoo.client import KazooClient
 
@@ -24,6 +25,9 @@ from coordinator.devcluster.cluster import ClusterState
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore
 from coordinator.zk import close_client, make_client, start_client
+
+# The fixtures module's fixtures, for every test (pytest finds fixtures by name here).
+__all__ = ["kazoo_factory", "make_consumer", "make_producer", "ordered_cli", "zk"]
 
 _capture: Any = None
 

@@ -18,11 +18,9 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient, NewTopic
-from kazoo.client import KazooClient
 
 __all__ = [
     "create_topic",
-    "expire_session",
     "kill_process",
     "run_cli",
     "transient_error",
@@ -88,22 +86,6 @@ def create_topic(
         what=f"topic {name} metadata",
     )
     return name
-
-
-def expire_session(client: KazooClient, hosts: str, timeout: float = 15.0) -> None:
-    """Expire ``client``'s ZooKeeper session for real, the way kazoo's own harness does.
-
-    A second connection that reuses the session id and password and then closes makes
-    the server expire the session; ``client`` sees EXPIRED_SESSION and reconnects.
-    """
-    session_id, password = client.client_id
-    lost = []
-    client.add_listener(lambda state: lost.append(state) if state == "LOST" else None)
-    other = KazooClient(hosts=hosts, client_id=(session_id, password))
-    other.start(timeout=timeout)
-    other.stop()
-    other.close()
-    wait_until(lambda: lost, timeout=timeout, what="session expiry")
 
 
 def kill_process(pid: int, sig: int = signal.SIGKILL) -> None:

@@ -5,49 +5,21 @@ from __future__ import annotations
 import json
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures import producer_record, snapshot
 from helpers import run_cli, unique
 from kazoo.client import KazooClient
 
 from coordinator.devcluster.cluster import ClusterState
 from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store import LayoutStore, ProducerRecord
+from coordinator.store import LayoutStore
+from coordinator.zk import close_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
-
-
-@pytest.fixture
-def zk(zk_hosts: str) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=zk_hosts, timeout=6.0)
-    client.start(timeout=10)
-    yield client
-    client.stop()
-    client.close()
-
-
-@pytest.fixture
-def cli(zk_hosts: str, zk_root: str, bootstrap: str) -> Callable[..., Any]:
-    """Run ``ordered`` against the session cluster under this test's store root."""
-
-    def run(*args: str, zookeeper: str = zk_hosts, kafka: str = bootstrap) -> Any:
-        return run_cli(
-            *args,
-            "--zookeeper",
-            zookeeper,
-            "--bootstrap-servers",
-            kafka,
-            "--root",
-            zk_root,
-            "--session-timeout",
-            "2",
-            timeout=60,
-        )
-
-    return run
 
 
 def closed_port() -> int:
@@ -57,56 +29,39 @@ def closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def snapshot(client: KazooClient, root: str) -> dict[str, tuple[bytes, int]]:
-    """Every znode under ``root`` with its data and version."""
-    out: dict[str, tuple[bytes, int]] = {}
-
-    def walk(path: str) -> None:
-        got = client.exists(path)
-        if got is None:
-            return
-        data, stat = client.get(path)
-        out[path] = (data, stat.version)
-        for child in client.get_children(path):
-            walk(f"{path}/{child}")
-
-    walk(root)
-    return out
-
-
 def test_adopt_expand_shrink_describe(
-    cli: Callable[..., Any], topic_factory: Callable[..., str], bootstrap: str
+    ordered_cli: Callable[..., Any], topic_factory: Callable[..., str], bootstrap: str
 ) -> None:
     topic = topic_factory(4)
-    adopted = cli("adopt", topic, "--json")
+    adopted = ordered_cli("adopt", topic, "--json")
     assert adopted.returncode == 0, adopted.stderr
     assert json.loads(adopted.stdout)["initial"] == 4
-    again = cli("adopt", topic)
+    again = ordered_cli("adopt", topic)
     assert again.returncode == 0 and "initial 4, active 4" in again.stdout
 
-    expanded = cli("expand", topic, "--to", "6", "--json")
+    expanded = ordered_cli("expand", topic, "--to", "6", "--json")
     assert expanded.returncode == 0, expanded.stderr
     result = json.loads(expanded.stdout)
     assert (result["epoch"], result["from_active"], result["to_active"]) == (1, 4, 6)
     assert set(result["boundaries"]) == {"0", "1", "4", "5"}
     assert "epoch 1 of" in expanded.stderr and "sealed" in expanded.stderr
 
-    shrunk = cli("shrink", topic, "--to", "5")
+    shrunk = ordered_cli("shrink", topic, "--to", "5")
     assert shrunk.returncode == 0, shrunk.stderr
     assert "epoch 2 sealed, 6 -> 5 partitions" in shrunk.stdout
 
-    described = cli("describe", topic, "--json")
+    described = ordered_cli("describe", topic, "--json")
     assert described.returncode == 0, described.stderr
     d = json.loads(described.stdout)
     assert d["topic"]["active"] == 5 and d["kafka_partitions"] == 6
     assert [e["state"] for e in d["epochs"]] == ["sealed"] * 3
-    text = cli("describe", topic)
+    text = ordered_cli("describe", topic)
     assert "epoch 2 sealed: 6 -> 5, edges 5->1" in text.stdout
     assert KafkaAdmin(bootstrap).partition_count(topic) == 6
 
 
 def test_usage_errors_exit_2_and_write_nothing(
-    cli: Callable[..., Any],
+    ordered_cli: Callable[..., Any],
     topic_factory: Callable[..., str],
     zk: KazooClient,
     zk_root: str,
@@ -114,8 +69,8 @@ def test_usage_errors_exit_2_and_write_nothing(
 ) -> None:
     topic = topic_factory(4)
     not_adopted = topic_factory(2)
-    assert cli("adopt", topic).returncode == 0
-    assert cli("expand", topic, "--to", "6").returncode == 0
+    assert ordered_cli("adopt", topic).returncode == 0
+    assert ordered_cli("expand", topic, "--to", "6").returncode == 0
     before = snapshot(zk, zk_root)
     admin = KafkaAdmin(bootstrap)
 
@@ -133,12 +88,12 @@ def test_usage_errors_exit_2_and_write_nothing(
         (("expand", topic), "--to"),
     ]
     for args, message in cases:
-        done = cli(*args)
+        done = ordered_cli(*args)
         assert done.returncode == 2, (args, done.stdout, done.stderr)
         assert message in done.stderr, (args, done.stderr)
         assert "Traceback" not in done.stderr
 
-    as_json = cli("shrink", topic, "--to", "3", "--json")
+    as_json = ordered_cli("shrink", topic, "--to", "3", "--json")
     assert as_json.returncode == 2
     assert json.loads(as_json.stdout)["error"]["kind"] == "LayoutError"
 
@@ -148,13 +103,13 @@ def test_usage_errors_exit_2_and_write_nothing(
 
 
 def test_zookeeper_down_fails_fast_with_exit_1(
-    cli: Callable[..., Any], topic_factory: Callable[..., str], bootstrap: str
+    ordered_cli: Callable[..., Any], topic_factory: Callable[..., str], bootstrap: str
 ) -> None:
     topic = topic_factory(2)
     zookeeper = f"127.0.0.1:{closed_port()}"
     for args in (("expand", topic, "--to", "3"), ("describe", topic)):
         started = time.monotonic()
-        done = cli(*args, "--connect-timeout", "2", zookeeper=zookeeper)
+        done = ordered_cli(*args, "--connect-timeout", "2", zookeeper=zookeeper)
         assert done.returncode == 1, done.stderr
         assert f"cannot connect to ZooKeeper at {zookeeper} within 2 s" in done.stderr
         assert time.monotonic() - started < 8
@@ -162,15 +117,18 @@ def test_zookeeper_down_fails_fast_with_exit_1(
 
 
 def test_kafka_down_fails_fast_with_exit_1_and_writes_nothing(
-    cli: Callable[..., Any], topic_factory: Callable[..., str], zk: KazooClient, zk_root: str
+    ordered_cli: Callable[..., Any],
+    topic_factory: Callable[..., str],
+    zk: KazooClient,
+    zk_root: str,
 ) -> None:
     topic = topic_factory(2)
-    assert cli("adopt", topic).returncode == 0
+    assert ordered_cli("adopt", topic).returncode == 0
     before = snapshot(zk, zk_root)
     kafka = f"127.0.0.1:{closed_port()}"
     for args in (("adopt", unique("t")), ("expand", topic, "--to", "3")):
         started = time.monotonic()
-        done = cli(*args, "--kafka-timeout", "2", kafka=kafka)
+        done = ordered_cli(*args, "--kafka-timeout", "2", kafka=kafka)
         assert done.returncode == 1, done.stderr
         assert f"Kafka at {kafka}" in done.stderr and "transport failure" in done.stderr
         assert time.monotonic() - started < 8
@@ -178,23 +136,23 @@ def test_kafka_down_fails_fast_with_exit_1_and_writes_nothing(
 
 
 def test_corrupted_topic_record_exits_1_naming_the_znode(
-    cli: Callable[..., Any],
+    ordered_cli: Callable[..., Any],
     topic_factory: Callable[..., str],
     zk: KazooClient,
     zk_root: str,
     bootstrap: str,
 ) -> None:
     topic = topic_factory(3)
-    assert cli("adopt", topic).returncode == 0
+    assert ordered_cli("adopt", topic).returncode == 0
     path = f"{zk_root}/topics/{topic}"
     zk.set(path, b"{not json")
     before = snapshot(zk, zk_root)
     for args in (("expand", topic, "--to", "4"), ("describe", topic), ("adopt", topic)):
-        done = cli(*args)
+        done = ordered_cli(*args)
         assert done.returncode == 1, done.stderr
         assert f"{path}: not a JSON TopicRecord record" in done.stderr
     zk.set(path, json.dumps({"version": 3, "topic": topic}).encode())
-    done = cli("expand", topic, "--to", "4")
+    done = ordered_cli("expand", topic, "--to", "4")
     assert done.returncode == 1 and "version 3" in done.stderr
     zk.set(path, b"{not json")
     assert snapshot(zk, zk_root) == {**before, path: (b"{not json", before[path][1] + 2)}
@@ -202,52 +160,43 @@ def test_corrupted_topic_record_exits_1_naming_the_znode(
 
 
 def test_second_request_while_pending_or_locked_is_transition_in_progress(
-    cli: Callable[..., Any],
+    ordered_cli: Callable[..., Any],
     topic_factory: Callable[..., str],
     zk_hosts: str,
     zk_root: str,
     zk: KazooClient,
+    kazoo_factory: Callable[..., KazooClient],
 ) -> None:
     topic = topic_factory(2)
-    assert cli("adopt", topic).returncode == 0
-    producer = KazooClient(hosts=zk_hosts, timeout=6.0)
-    producer.start(timeout=10)
+    assert ordered_cli("adopt", topic).returncode == 0
+    producer = kazoo_factory()
     try:
         LayoutStore(producer, zk_root).register_producer(
-            topic,
-            ProducerRecord(
-                id="silent",
-                host="h",
-                pid=1,
-                delivery_timeout_ms=1000,
-                registered_at=time.time(),
-                client_id="c",
-            ),
+            topic, producer_record("silent", 1000, host="h", client_id="c")
         )
-        waiting = cli("expand", topic, "--to", "3", "--timeout", "1")
+        waiting = ordered_cli("expand", topic, "--to", "3", "--timeout", "1")
         assert waiting.returncode == 1
         assert "waiting for 1 of 1 producers (silent)" in waiting.stderr
         assert "epoch 1 of" in waiting.stderr and "is still pending" in waiting.stderr
-        other = cli("expand", topic, "--to", "4")
+        other = ordered_cli("expand", topic, "--to", "4")
         assert other.returncode == 1
         assert "transition in progress: epoch 1" in other.stderr
-        shrink = cli("shrink", topic, "--to", "2")
+        shrink = ordered_cli("shrink", topic, "--to", "2")
         assert shrink.returncode == 1 and "transition in progress" in shrink.stderr
 
         lock = LayoutStore(zk, zk_root).lock(topic, "test")
         assert lock.acquire(timeout=5)
         try:
-            locked = cli("expand", topic, "--to", "3")
+            locked = ordered_cli("expand", topic, "--to", "3")
             assert locked.returncode == 1
             assert "transition in progress: another controller holds the lock" in locked.stderr
         finally:
             lock.release()
     finally:
-        producer.stop()  # the session ends: the barrier passes after its grace
-        producer.close()
+        close_client(producer)  # the session ends: the barrier passes after its grace
     # The same target resumes the pending epoch: the producer's session is gone, so
     # it passes once its 1 s delivery timeout and the 1 s grace are over.
-    resumed = cli("expand", topic, "--to", "3", "--json")
+    resumed = ordered_cli("expand", topic, "--to", "3", "--json")
     assert resumed.returncode == 0, resumed.stderr
     result = json.loads(resumed.stdout)
     assert result["resumed"] and result["epoch"] == 1 and list(result["expired"]) == ["silent"]

@@ -5,50 +5,23 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from fixtures import producer_record
 from helpers import run_cli, transient_error, wait_until
 
 from coordinator.controller import Controller
 from coordinator.errors import OrderViolationError
-from coordinator.store import AckRecord, LayoutStore, ProducerRecord
+from coordinator.store import AckRecord, LayoutStore
 from linear_hash import Layout
 from linear_hash.gating import Wait
 from ordered.consumer import GateState, OrderedConsumer
 from ordered.listener import PartitionKeyRebalanceListener
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
-
-
-@pytest.fixture
-def make_consumer(
-    bootstrap: str, zk_hosts: str, zk_root: str
-) -> Iterator[Callable[..., OrderedConsumer]]:
-    made: list[OrderedConsumer] = []
-
-    def make(group: str, **extra: Any) -> OrderedConsumer:
-        config: dict[str, Any] = {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-            "session.timeout.ms": 6000,
-            "heartbeat.interval.ms": 500,
-            "ordered.zookeeper.connect": zk_hosts,
-            "ordered.zookeeper.root": zk_root,
-            "ordered.gate.poll.interval.ms": 50,
-        }
-        config.update(extra)
-        consumer = OrderedConsumer(config)
-        made.append(consumer)
-        return consumer
-
-    yield make
-    for consumer in made:
-        consumer.close()
 
 
 def keys_for(layout: Layout, partition: int, count: int, prefix: str = "k") -> list[str]:
@@ -544,15 +517,7 @@ def test_a_source_commits_nothing_past_a_pending_boundary(
     source.commit(asynchronous=False)
     assert committed(bootstrap, group, topic, 0) == 4
 
-    holder = ProducerRecord(
-        id="p-holds",
-        host="test",
-        pid=1,
-        delivery_timeout_ms=30000,
-        registered_at=time.time(),
-        client_id="test",
-    )
-    store.register_producer(topic, holder)
+    store.register_producer(topic, producer_record("p-holds", 30000))
     expand = threading.Thread(target=lambda: controller.expand(topic, 3, timeout=30))
     expand.start()
     try:

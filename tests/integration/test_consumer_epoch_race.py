@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 from confluent_kafka import TopicPartition
-from helpers import expire_session, transient_error
+from fixtures import expire_session
+from helpers import transient_error
 
 from coordinator.controller import Controller
 from linear_hash import Layout

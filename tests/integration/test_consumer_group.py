@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from fixtures import consumer_config
 from helpers import kill_process, transient_error, wait_until
 
 from coordinator.controller import Controller
@@ -29,20 +30,6 @@ from ordered.producer import OrderedProducer
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def consumer_config(bootstrap: str, zk_hosts: str, zk_root: str, group: str) -> dict[str, Any]:
-    return {
-        "bootstrap.servers": bootstrap,
-        "group.id": group,
-        "auto.offset.reset": "earliest",
-        "enable.auto.commit": False,
-        "session.timeout.ms": 6000,
-        "heartbeat.interval.ms": 500,
-        "ordered.zookeeper.connect": zk_hosts,
-        "ordered.zookeeper.root": zk_root,
-        "ordered.gate.poll.interval.ms": 50,
-    }
 
 
 class Checker:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import socket
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, Producer
+from fixtures import producer_record, run_in_background
 from helpers import unique, wait_until
 from kazoo.client import KazooClient
 
@@ -21,16 +21,17 @@ from coordinator.errors import (
     TransitionInProgressError,
 )
 from coordinator.kafka_admin import KafkaAdmin, UnknownTopicError
-from coordinator.store import AckRecord, LayoutStore, ProducerRecord
+from coordinator.store import AckRecord, LayoutStore
+from coordinator.zk import close_client
 from linear_hash import key_flow
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
 
-def _client(hosts: str) -> KazooClient:
-    client = KazooClient(hosts=hosts, timeout=6.0, command_retry={"deadline": 10.0})
-    client.start(timeout=10)
-    return client
+@pytest.fixture
+def zk_client(kazoo_factory: Callable[..., KazooClient]) -> Callable[[], KazooClient]:
+    """Another process's kazoo client (closed at teardown)."""
+    return lambda: kazoo_factory(command_deadline_s=10.0)
 
 
 @pytest.fixture
@@ -55,49 +56,6 @@ def produce(bootstrap: str, topic: str, counts: dict[int, int]) -> None:
         for i in range(n):
             producer.produce(topic, value=b"v%d" % i, key=b"k%d" % i, partition=partition)
     assert producer.flush(30) == 0
-
-
-def producer_record(producer_id: str, delivery_timeout_ms: int = 30000) -> ProducerRecord:
-    return ProducerRecord(
-        id=producer_id,
-        host=socket.gethostname(),
-        pid=1,
-        delivery_timeout_ms=delivery_timeout_ms,
-        registered_at=time.time(),
-        client_id="test",
-    )
-
-
-class Background:
-    """Run a controller call in a thread and keep its result or exception."""
-
-    def __init__(self, call: Callable[[], Any]) -> None:
-        self.result: Any = None
-        self.error: BaseException | None = None
-        self.finished_at = 0.0
-
-        def run() -> None:
-            try:
-                self.result = call()
-            except BaseException as exc:
-                self.error = exc
-            self.finished_at = time.monotonic()
-
-        self.started_at = time.monotonic()
-        self.thread = threading.Thread(target=run, daemon=True)
-        self.thread.start()
-
-    def check(self) -> None:
-        """Raise the call's exception now if it failed (a wait on it would time out)."""
-        if self.error is not None:
-            raise self.error
-
-    def join(self, timeout: float = 30.0) -> Any:
-        self.thread.join(timeout)
-        assert not self.thread.is_alive(), "controller call did not finish"
-        if self.error is not None:
-            raise self.error
-        return self.result
 
 
 def test_adopt_expand_expand_shrink_without_producers(
@@ -194,58 +152,57 @@ def test_validation_writes_nothing(
 def test_barrier_waits_for_the_ack(
     controller: Controller,
     store: LayoutStore,
-    zk_hosts: str,
+    zk_client: Callable[[], KazooClient],
     topic_factory: Callable[..., str],
     messages: list[str],
 ) -> None:
     topic = topic_factory(2)
     controller.adopt(topic)
-    producer_client = _client(zk_hosts)
-    try:
-        producer_store = LayoutStore(producer_client, store.root)
-        producer_store.register_producer(topic, producer_record("p-1"))
-        run = Background(lambda: controller.expand(topic, 3, timeout=30))
-        wait_until(
-            lambda: (
-                run.check()
-                or (
-                    (store.find_epoch(topic, 1) or None)
-                    and store.get_epoch(topic, 1).producers == ("p-1",)
-                )
-            ),
-            timeout=30,
-            what="epoch 1 published with producer p-1",
-        )
-        time.sleep(0.5)
-        assert run.thread.is_alive(), "the barrier passed without the ack"
-        record = store.get_topic(topic)
-        assert record is not None and record.pending == 1 and record.active == 3
-        assert any("waiting for 1 of 1 producers (p-1)" in m for m in messages)
-        acked = time.monotonic()
-        producer_store.ack(
-            topic, 1, AckRecord(id="p-1", epoch=1, last_offsets={}, acked_at=time.time())
-        )
-        result: TransitionResult = run.join()
-        assert run.finished_at - acked < 1.0  # woken by the watch, not by a poll
-        assert result.producers == ("p-1",) and result.expired == {}
-        assert store.get_epoch(topic, 1).sealed
-        assert store.get_topic(topic).pending is None  # type: ignore[union-attr]
-    finally:
-        producer_client.stop()
-        producer_client.close()
+    producer_client = zk_client()
+    producer_store = LayoutStore(producer_client, store.root)
+    producer_store.register_producer(topic, producer_record("p-1", host=socket.gethostname()))
+    run = run_in_background(controller.expand, topic, 3, timeout=30)
+    wait_until(
+        lambda: (
+            run.check()
+            or (
+                (store.find_epoch(topic, 1) or None)
+                and store.get_epoch(topic, 1).producers == ("p-1",)
+            )
+        ),
+        timeout=30,
+        what="epoch 1 published with producer p-1",
+    )
+    time.sleep(0.5)
+    assert run.is_alive(), "the barrier passed without the ack"
+    record = store.get_topic(topic)
+    assert record is not None and record.pending == 1 and record.active == 3
+    assert any("waiting for 1 of 1 producers (p-1)" in m for m in messages)
+    acked = time.monotonic()
+    producer_store.ack(
+        topic, 1, AckRecord(id="p-1", epoch=1, last_offsets={}, acked_at=time.time())
+    )
+    result: TransitionResult = run.join()
+    assert run.finished_at - acked < 1.0  # woken by the watch, not by a poll
+    assert result.producers == ("p-1",) and result.expired == {}
+    assert store.get_epoch(topic, 1).sealed
+    assert store.get_topic(topic).pending is None  # type: ignore[union-attr]
 
 
 def test_barrier_passes_after_expiry_and_delivery_timeout(
-    controller: Controller, store: LayoutStore, zk_hosts: str, topic_factory: Callable[..., str]
+    controller: Controller,
+    store: LayoutStore,
+    zk_client: Callable[[], KazooClient],
+    topic_factory: Callable[..., str],
 ) -> None:
     topic = topic_factory(2)
     controller.adopt(topic)
-    producer_client = _client(zk_hosts)
+    producer_client = zk_client()
     try:
         LayoutStore(producer_client, store.root).register_producer(
-            topic, producer_record("p-gone", delivery_timeout_ms=1000)
+            topic, producer_record("p-gone", 1000, host=socket.gethostname())
         )
-        run = Background(lambda: controller.expand(topic, 4, timeout=30))
+        run = run_in_background(controller.expand, topic, 4, timeout=30)
         wait_until(
             lambda: (
                 run.check()
@@ -258,8 +215,7 @@ def test_barrier_passes_after_expiry_and_delivery_timeout(
             what="epoch 1 lists p-gone",
         )
     finally:
-        producer_client.stop()  # closes the session: the ephemeral registration goes
-        producer_client.close()
+        close_client(producer_client)  # closes the session: the ephemeral registration goes
     gone = time.monotonic()
     result: TransitionResult = run.join()
     waited = run.finished_at - gone
@@ -272,97 +228,96 @@ def test_barrier_passes_after_expiry_and_delivery_timeout(
 
 
 def test_timeout_leaves_the_epoch_pending_and_resume_completes_it(
-    controller: Controller, store: LayoutStore, zk_hosts: str, topic_factory: Callable[..., str]
+    controller: Controller,
+    store: LayoutStore,
+    zk_client: Callable[[], KazooClient],
+    topic_factory: Callable[..., str],
 ) -> None:
     topic = topic_factory(2)
     controller.adopt(topic)
-    producer_client = _client(zk_hosts)
-    try:
-        producer_store = LayoutStore(producer_client, store.root)
-        producer_store.register_producer(topic, producer_record("p-slow"))
-        with pytest.raises(BarrierTimeoutError, match="p-slow"):
-            controller.expand(topic, 3, timeout=1.0)
-        record = store.get_topic(topic)
-        assert record is not None and record.pending == 1
-        # Another target while pending: refused; the same target resumes.
-        with pytest.raises(TransitionInProgressError, match="transition in progress"):
-            controller.expand(topic, 4)
-        with pytest.raises(TransitionInProgressError, match="transition in progress"):
-            controller.shrink(topic, 2)
-        with pytest.raises(BarrierTimeoutError):
-            controller.expand(topic, 3, timeout=0.5)
-        producer_store.ack(
-            topic, 1, AckRecord(id="p-slow", epoch=1, last_offsets={0: 3}, acked_at=time.time())
-        )
-        result = controller.resume(topic, timeout=10)
-        assert result is not None and result.resumed and result.epoch == 1
-        assert controller.resume(topic) is None
-    finally:
-        producer_client.stop()
-        producer_client.close()
+    producer_client = zk_client()
+    producer_store = LayoutStore(producer_client, store.root)
+    producer_store.register_producer(topic, producer_record("p-slow", host=socket.gethostname()))
+    with pytest.raises(BarrierTimeoutError, match="p-slow"):
+        controller.expand(topic, 3, timeout=1.0)
+    record = store.get_topic(topic)
+    assert record is not None and record.pending == 1
+    # Another target while pending: refused; the same target resumes.
+    with pytest.raises(TransitionInProgressError, match="transition in progress"):
+        controller.expand(topic, 4)
+    with pytest.raises(TransitionInProgressError, match="transition in progress"):
+        controller.shrink(topic, 2)
+    with pytest.raises(BarrierTimeoutError):
+        controller.expand(topic, 3, timeout=0.5)
+    producer_store.ack(
+        topic, 1, AckRecord(id="p-slow", epoch=1, last_offsets={0: 3}, acked_at=time.time())
+    )
+    result = controller.resume(topic, timeout=10)
+    assert result is not None and result.resumed and result.epoch == 1
+    assert controller.resume(topic) is None
 
 
 def test_lock_held_elsewhere_is_transition_in_progress(
-    controller: Controller, store: LayoutStore, zk_hosts: str, topic_factory: Callable[..., str]
+    controller: Controller,
+    store: LayoutStore,
+    zk_client: Callable[[], KazooClient],
+    topic_factory: Callable[..., str],
 ) -> None:
     topic = topic_factory(2)
     controller.adopt(topic)
-    other = _client(zk_hosts)
-    try:
-        lock = LayoutStore(other, store.root).lock(topic, "someone-else")
-        assert lock.acquire(timeout=5)
-        with pytest.raises(TransitionInProgressError, match="transition in progress"):
-            controller.expand(topic, 3)
-        record = store.get_topic(topic)
-        assert record is not None and record.epoch == 0 and record.active == 2
-        lock.release()
-        assert controller.expand(topic, 3).epoch == 1
-    finally:
-        other.stop()
-        other.close()
+    other = zk_client()
+    lock = LayoutStore(other, store.root).lock(topic, "someone-else")
+    assert lock.acquire(timeout=5)
+    with pytest.raises(TransitionInProgressError, match="transition in progress"):
+        controller.expand(topic, 3)
+    record = store.get_topic(topic)
+    assert record is not None and record.epoch == 0 and record.active == 2
+    lock.release()
+    assert controller.expand(topic, 3).epoch == 1
 
 
 def test_producer_registered_after_publish_is_not_waited_for(
-    controller: Controller, store: LayoutStore, zk_hosts: str, topic_factory: Callable[..., str]
+    controller: Controller,
+    store: LayoutStore,
+    zk_client: Callable[[], KazooClient],
+    topic_factory: Callable[..., str],
 ) -> None:
     topic = topic_factory(2)
     controller.adopt(topic)
-    early_client = _client(zk_hosts)
-    late_client = _client(zk_hosts)
-    try:
-        early = LayoutStore(early_client, store.root)
-        early.register_producer(topic, producer_record("early"))
-        run = Background(lambda: controller.expand(topic, 3, timeout=30))
-        wait_until(lambda: store.find_epoch(topic, 1) is not None, timeout=10, what="epoch 1")
-        LayoutStore(late_client, store.root).register_producer(topic, producer_record("late"))
-        early.ack(topic, 1, AckRecord(id="early", epoch=1, last_offsets={}, acked_at=time.time()))
-        result = run.join()
-        assert result.producers == ("early",)
-    finally:
-        for client in (early_client, late_client):
-            client.stop()
-            client.close()
+    early_client = zk_client()
+    late_client = zk_client()
+    early = LayoutStore(early_client, store.root)
+    early.register_producer(topic, producer_record("early", host=socket.gethostname()))
+    run = run_in_background(controller.expand, topic, 3, timeout=30)
+    wait_until(lambda: store.find_epoch(topic, 1) is not None, timeout=10, what="epoch 1")
+    LayoutStore(late_client, store.root).register_producer(
+        topic, producer_record("late", host=socket.gethostname())
+    )
+    early.ack(topic, 1, AckRecord(id="early", epoch=1, last_offsets={}, acked_at=time.time()))
+    result = run.join()
+    assert result.producers == ("early",)
 
 
 def test_adopt_after_a_producer_registered_under_the_topic(
-    controller: Controller, store: LayoutStore, zk_hosts: str, topic_factory: Callable[..., str]
+    controller: Controller,
+    store: LayoutStore,
+    zk_client: Callable[[], KazooClient],
+    topic_factory: Callable[..., str],
 ) -> None:
     topic = topic_factory(3)
-    producer_client = _client(zk_hosts)
-    try:
-        producer_store = LayoutStore(producer_client, store.root)
-        producer_store.register_producer(topic, producer_record("early-bird"))
-        assert store.get_topic(topic) is None  # an empty topic node is "not adopted"
-        seen: list[Any] = []
-        watch = producer_store.watch_topic(topic, seen.append)
-        record = controller.adopt(topic)
-        assert record.initial == 3
-        wait_until(lambda: seen and seen[-1] == record, timeout=5, what="the watch")
-        watch.stop()
-        assert store.list_topics() == [topic]
-    finally:
-        producer_client.stop()
-        producer_client.close()
+    producer_client = zk_client()
+    producer_store = LayoutStore(producer_client, store.root)
+    producer_store.register_producer(
+        topic, producer_record("early-bird", host=socket.gethostname())
+    )
+    assert store.get_topic(topic) is None  # an empty topic node is "not adopted"
+    seen: list[Any] = []
+    watch = producer_store.watch_topic(topic, seen.append)
+    record = controller.adopt(topic)
+    assert record.initial == 3
+    wait_until(lambda: seen and seen[-1] == record, timeout=5, what="the watch")
+    watch.stop()
+    assert store.list_topics() == [topic]
 
 
 def test_kafka_errors_keep_the_kafka_error(bootstrap: str) -> None:

@@ -7,20 +7,21 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from helpers import expire_session, wait_until
+from fixtures import expire_session, producer_record, run_in_background
+from helpers import wait_until
 from kazoo.client import KazooClient
 
 from coordinator.controller import BarrierTimeoutError, Controller
 from coordinator.daemon import CoordinatorDaemon, Role
 from coordinator.errors import StoreError
 from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store import AckRecord, LayoutStore, ProducerRecord, paths
+from coordinator.store import AckRecord, LayoutStore, paths
+from coordinator.zk import close_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -63,12 +64,8 @@ def procs(tmp_path: Path) -> Iterator[Processes]:
 
 
 @pytest.fixture
-def zk(zk_hosts: str) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=zk_hosts, timeout=6.0, command_retry={"deadline": 10.0})
-    client.start(timeout=10)
-    yield client
-    client.stop()
-    client.close()
+def zk(kazoo_factory: Callable[..., KazooClient]) -> KazooClient:
+    return kazoo_factory(command_deadline_s=10.0)
 
 
 def servers(zk_hosts: str, bootstrap: str, root: str) -> list[str]:
@@ -85,17 +82,8 @@ def servers(zk_hosts: str, bootstrap: str, root: str) -> list[str]:
 
 
 def register(client: KazooClient, root: str, topic: str, pid: str, timeout_ms: int) -> None:
-    LayoutStore(client, root).register_producer(
-        topic,
-        ProducerRecord(
-            id=pid,
-            host=socket.gethostname(),
-            pid=os.getpid(),
-            delivery_timeout_ms=timeout_ms,
-            registered_at=time.time(),
-            client_id="test",
-        ),
-    )
+    record = producer_record(pid, timeout_ms, host=socket.gethostname(), pid=os.getpid())
+    LayoutStore(client, root).register_producer(topic, record)
 
 
 def sealed(store: LayoutStore, topic: str, epoch: int) -> bool:
@@ -105,6 +93,7 @@ def sealed(store: LayoutStore, topic: str, epoch: int) -> bool:
 
 def test_daemon_completes_the_epoch_of_a_killed_expand(
     procs: Processes,
+    kazoo_factory: Callable[..., KazooClient],
     zk: KazooClient,
     zk_hosts: str,
     zk_root: str,
@@ -114,46 +103,41 @@ def test_daemon_completes_the_epoch_of_a_killed_expand(
     topic = topic_factory(2)
     store = LayoutStore(zk, zk_root)
     Controller(store, KafkaAdmin(bootstrap)).adopt(topic)
-    producer = KazooClient(hosts=zk_hosts, timeout=6.0)
-    producer.start(timeout=10)
-    try:
-        register(producer, zk_root, topic, "p-1", 60000)
-        cli = procs.start(
-            "expand", "expand", topic, "--to", "4", *servers(zk_hosts, bootstrap, zk_root)
-        )
-        wait_until(
-            lambda: "waiting for 1 of 1 producers (p-1)" in procs.log("expand"),
-            timeout=20,
-            what="the expand to wait in the barrier",
-        )
-        cli.kill()  # SIGKILL mid-barrier: its lock lives until its session ends
-        assert cli.wait(timeout=10) == -signal.SIGKILL
-        record = store.get_topic(topic)
-        assert record is not None and record.pending == 1 and record.active == 4
+    producer = kazoo_factory()
+    register(producer, zk_root, topic, "p-1", 60000)
+    cli = procs.start(
+        "expand", "expand", topic, "--to", "4", *servers(zk_hosts, bootstrap, zk_root)
+    )
+    wait_until(
+        lambda: "waiting for 1 of 1 producers (p-1)" in procs.log("expand"),
+        timeout=20,
+        what="the expand to wait in the barrier",
+    )
+    cli.kill()  # SIGKILL mid-barrier: its lock lives until its session ends
+    assert cli.wait(timeout=10) == -signal.SIGKILL
+    record = store.get_topic(topic)
+    assert record is not None and record.pending == 1 and record.active == 4
 
-        daemon = procs.start("daemon", "coordinator", *servers(zk_hosts, bootstrap, zk_root))
-        wait_until(lambda: ": leader" in procs.log("daemon"), timeout=15, what="leadership")
-        time.sleep(1.0)
-        assert not sealed(store, topic, 1), "sealed without the ack"
-        acked = time.monotonic()
-        LayoutStore(producer, zk_root).ack(
-            topic, 1, AckRecord(id="p-1", epoch=1, last_offsets={}, acked_at=time.time())
-        )
-        # The killed run's lock goes with its 2 s session, then the daemon's resume seals.
-        wait_until(lambda: sealed(store, topic, 1), timeout=20, what="the daemon to seal")
-        assert time.monotonic() - acked < 10
-        final = store.get_topic(topic)
-        assert final is not None and final.pending is None and final.active == 4
-        wait_until(lambda: "sealed epoch 1 of" in procs.log("daemon"), timeout=5)
+    daemon = procs.start("daemon", "coordinator", *servers(zk_hosts, bootstrap, zk_root))
+    wait_until(lambda: ": leader" in procs.log("daemon"), timeout=15, what="leadership")
+    time.sleep(1.0)
+    assert not sealed(store, topic, 1), "sealed without the ack"
+    acked = time.monotonic()
+    LayoutStore(producer, zk_root).ack(
+        topic, 1, AckRecord(id="p-1", epoch=1, last_offsets={}, acked_at=time.time())
+    )
+    # The killed run's lock goes with its 2 s session, then the daemon's resume seals.
+    wait_until(lambda: sealed(store, topic, 1), timeout=20, what="the daemon to seal")
+    assert time.monotonic() - acked < 10
+    final = store.get_topic(topic)
+    assert final is not None and final.pending is None and final.active == 4
+    wait_until(lambda: "sealed epoch 1 of" in procs.log("daemon"), timeout=5)
 
-        daemon.send_signal(signal.SIGTERM)
-        assert daemon.wait(timeout=15) == 0
-        log = procs.log("daemon")
-        assert "coordinator stopped" in log and "Traceback" not in log
-        assert zk.get_children(paths.election_path(zk_root)) == []
-    finally:
-        producer.stop()
-        producer.close()
+    daemon.send_signal(signal.SIGTERM)
+    assert daemon.wait(timeout=15) == 0
+    log = procs.log("daemon")
+    assert "coordinator stopped" in log and "Traceback" not in log
+    assert zk.get_children(paths.election_path(zk_root)) == []
 
 
 def _leader_pid(zk: KazooClient, root: str) -> int:
@@ -164,6 +148,7 @@ def _leader_pid(zk: KazooClient, root: str) -> int:
 
 def test_second_daemon_takes_over_when_the_leader_is_killed(
     procs: Processes,
+    kazoo_factory: Callable[..., KazooClient],
     zk: KazooClient,
     zk_hosts: str,
     zk_root: str,
@@ -186,8 +171,7 @@ def test_second_daemon_takes_over_when_the_leader_is_killed(
     follower_log = "b" if follower is b else "a"
     assert ": leader" not in procs.log(follower_log)
 
-    producer = KazooClient(hosts=zk_hosts, timeout=6.0)
-    producer.start(timeout=10)
+    producer = kazoo_factory()
     register(producer, zk_root, topic, "p-2", 1000)
     with pytest.raises(BarrierTimeoutError):
         controller.expand(topic, 3, timeout=0.5)
@@ -200,8 +184,7 @@ def test_second_daemon_takes_over_when_the_leader_is_killed(
     leader.kill()
     assert leader.wait(timeout=10) == -signal.SIGKILL
     # The producer goes away too: the new leader seals after 1 s + 1 s grace.
-    producer.stop()
-    producer.close()
+    close_client(producer)
     gone = time.monotonic()
     wait_until(lambda: ": leader" in procs.log(follower_log), timeout=15, what="takeover")
     assert _leader_pid(zk, zk_root) == follower.pid
@@ -216,6 +199,7 @@ def test_second_daemon_takes_over_when_the_leader_is_killed(
 
 def test_sigterm_while_the_leader_waits_in_a_barrier_stops_cleanly(
     procs: Processes,
+    kazoo_factory: Callable[..., KazooClient],
     zk: KazooClient,
     zk_hosts: str,
     zk_root: str,
@@ -226,55 +210,47 @@ def test_sigterm_while_the_leader_waits_in_a_barrier_stops_cleanly(
     store = LayoutStore(zk, zk_root)
     controller = Controller(store, KafkaAdmin(bootstrap))
     controller.adopt(topic)
-    producer = KazooClient(hosts=zk_hosts, timeout=6.0)
-    producer.start(timeout=10)
-    try:
-        register(producer, zk_root, topic, "p-3", 60000)
-        with pytest.raises(BarrierTimeoutError):
-            controller.expand(topic, 3, timeout=0.3)
-        daemon = procs.start(
-            "daemon",
-            "coordinator",
-            *servers(zk_hosts, bootstrap, zk_root),
-            "--resume-timeout",
-            "60",
-        )
-        wait_until(
-            lambda: "waiting for 1 of 1 producers (p-3)" in procs.log("daemon"),
-            timeout=15,
-            what="the daemon to wait in the barrier",
-        )
-        stopping = time.monotonic()
-        daemon.send_signal(signal.SIGTERM)
-        assert daemon.wait(timeout=15) == 0
-        assert time.monotonic() - stopping < 3
-        log = procs.log("daemon")
-        assert "controller was stopped while waiting for producer(s) p-3" in log
-        assert "coordinator stopped" in log and "Traceback" not in log
-        record = store.get_topic(topic)
-        assert record is not None and record.pending == 1  # left for the next leader
-        assert zk.get_children(f"{zk_root}/topics/{topic}/lock") == []
-    finally:
-        producer.stop()
-        producer.close()
+    producer = kazoo_factory()
+    register(producer, zk_root, topic, "p-3", 60000)
+    with pytest.raises(BarrierTimeoutError):
+        controller.expand(topic, 3, timeout=0.3)
+    daemon = procs.start(
+        "daemon",
+        "coordinator",
+        *servers(zk_hosts, bootstrap, zk_root),
+        "--resume-timeout",
+        "60",
+    )
+    wait_until(
+        lambda: "waiting for 1 of 1 producers (p-3)" in procs.log("daemon"),
+        timeout=15,
+        what="the daemon to wait in the barrier",
+    )
+    stopping = time.monotonic()
+    daemon.send_signal(signal.SIGTERM)
+    assert daemon.wait(timeout=15) == 0
+    assert time.monotonic() - stopping < 3
+    log = procs.log("daemon")
+    assert "controller was stopped while waiting for producer(s) p-3" in log
+    assert "coordinator stopped" in log and "Traceback" not in log
+    record = store.get_topic(topic)
+    assert record is not None and record.pending == 1  # left for the next leader
+    assert zk.get_children(f"{zk_root}/topics/{topic}/lock") == []
 
 
 def test_in_process_daemon_leads_again_after_its_session_expires(
-    zk_hosts: str, zk_root: str, bootstrap: str, topic_factory: Callable[..., str]
+    kazoo_factory: Callable[..., KazooClient],
+    zk_hosts: str,
+    zk_root: str,
+    bootstrap: str,
+    topic_factory: Callable[..., str],
 ) -> None:
-    client = KazooClient(
-        hosts=zk_hosts,
-        timeout=2.0,
-        connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
-        command_retry={"deadline": 10.0},
-    )
-    client.start(timeout=10)
+    client = kazoo_factory(session_timeout_s=2.0, command_deadline_s=10.0)
     roles: list[str] = []
     daemon = CoordinatorDaemon(
         client, KafkaAdmin(bootstrap), zk_root, progress=roles.append, scan_interval=0.2
     )
-    thread = threading.Thread(target=daemon.run, daemon=True)
-    thread.start()
+    running = run_in_background(daemon.run)
     try:
         wait_until(lambda: daemon.role is Role.LEADER, timeout=10, what="leadership")
         expire_session(client, zk_hosts)
@@ -292,8 +268,7 @@ def test_in_process_daemon_leads_again_after_its_session_expires(
         store = LayoutStore(client, zk_root)
         controller = Controller(store, KafkaAdmin(bootstrap))
         controller.adopt(topic)
-        other = KazooClient(hosts=zk_hosts, timeout=2.0)
-        other.start(timeout=10)
+        other = kazoo_factory(session_timeout_s=2.0)
         register(other, zk_root, topic, "p-4", 60000)
         with pytest.raises(BarrierTimeoutError):
             controller.expand(topic, 3, timeout=0.3)
@@ -302,54 +277,38 @@ def test_in_process_daemon_leads_again_after_its_session_expires(
         )
         wait_until(lambda: sealed(store, topic, 1), timeout=15, what="the seal")
         assert any(r.startswith("skipping bad-topic") for r in roles)
-        other.stop()
-        other.close()
+        close_client(other)
     finally:
         daemon.stop()
-        thread.join(15)
-        client.stop()
-        client.close()
-    assert not thread.is_alive() and daemon.role is Role.STOPPED
+        running.join(15)
+        close_client(client)
+    assert daemon.role is Role.STOPPED
 
 
 def test_controller_session_lost_mid_barrier_leaves_the_epoch_pending(
-    zk_hosts: str, zk_root: str, bootstrap: str, topic_factory: Callable[..., str]
+    kazoo_factory: Callable[..., KazooClient],
+    zk_hosts: str,
+    zk_root: str,
+    bootstrap: str,
+    topic_factory: Callable[..., str],
 ) -> None:
     topic = topic_factory(2)
-    client = KazooClient(hosts=zk_hosts, timeout=2.0, command_retry={"deadline": 10.0})
-    client.start(timeout=10)
-    other = KazooClient(hosts=zk_hosts, timeout=6.0)
-    other.start(timeout=10)
-    try:
-        store = LayoutStore(client, zk_root)
-        controller = Controller(store, KafkaAdmin(bootstrap))
-        controller.adopt(topic)
-        register(other, zk_root, topic, "p-5", 60000)
-        errors: list[BaseException] = []
-
-        def run() -> None:
-            try:
-                controller.expand(topic, 3, timeout=30)
-            except BaseException as exc:
-                errors.append(exc)
-
-        thread = threading.Thread(target=run, daemon=True)
-        thread.start()
-        observer = LayoutStore(other, zk_root)
-        wait_until(lambda: observer.find_epoch(topic, 1) is not None, timeout=10)
-        time.sleep(0.3)
-        expire_session(client, zk_hosts)
-        thread.join(10)
-        assert not thread.is_alive()
-        assert len(errors) == 1 and isinstance(errors[0], StoreError)
-        assert "session lost" in str(errors[0])
-        record = observer.get_topic(topic)
-        assert record is not None and record.pending == 1
-        # The lock went with the session: another controller can resume at once.
-        observer.ack(topic, 1, AckRecord(id="p-5", epoch=1, last_offsets={}, acked_at=time.time()))
-        result = Controller(observer, KafkaAdmin(bootstrap)).resume(topic, timeout=10)
-        assert result is not None and result.epoch == 1
-    finally:
-        for c in (client, other):
-            c.stop()
-            c.close()
+    client = kazoo_factory(session_timeout_s=2.0, command_deadline_s=10.0)
+    other = kazoo_factory()
+    store = LayoutStore(client, zk_root)
+    controller = Controller(store, KafkaAdmin(bootstrap))
+    controller.adopt(topic)
+    register(other, zk_root, topic, "p-5", 60000)
+    expand = run_in_background(controller.expand, topic, 3, timeout=30)
+    observer = LayoutStore(other, zk_root)
+    wait_until(lambda: observer.find_epoch(topic, 1) is not None, timeout=10)
+    time.sleep(0.3)
+    expire_session(client, zk_hosts)
+    with pytest.raises(StoreError, match="session lost"):
+        expand.join(10)
+    record = observer.get_topic(topic)
+    assert record is not None and record.pending == 1
+    # The lock went with the session: another controller can resume at once.
+    observer.ack(topic, 1, AckRecord(id="p-5", epoch=1, last_offsets={}, acked_at=time.time()))
+    result = Controller(observer, KafkaAdmin(bootstrap)).resume(topic, timeout=10)
+    assert result is not None and result.epoch == 1

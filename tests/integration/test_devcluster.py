@@ -7,6 +7,7 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -150,20 +151,17 @@ def _watermarks(bootstrap: str, topic: str, partition: int) -> tuple[int, int]:
         consumer.close()
 
 
-def test_session_cluster_serves_kafka_and_zookeeper(cluster: ClusterState) -> None:
+def test_session_cluster_serves_kafka_and_zookeeper(
+    cluster: ClusterState, kazoo_factory: Callable[..., KazooClient]
+) -> None:
     """The session cluster answers Kafka metadata and ZooKeeper reads and writes."""
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     assert len(admin.list_topics(timeout=10).brokers) == 1
-    zk = KazooClient(hosts=cluster.zookeeper_connect)
-    zk.start(timeout=15)
-    try:
-        path = "/" + unique("probe")
-        zk.create(path, b"x")
-        assert zk.get(path)[0] == b"x"
-        zk.delete(path)
-    finally:
-        zk.stop()
-        zk.close()
+    zk = kazoo_factory(cluster.zookeeper_connect)
+    path = "/" + unique("probe")
+    zk.create(path, b"x")
+    assert zk.get(path)[0] == b"x"
+    zk.delete(path)
     status = run_cli("cluster", "status", "--json", "--dir", cluster.directory)
     assert status.returncode == 0, status.stderr
     payload = json.loads(status.stdout)

@@ -11,7 +11,6 @@ import select
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from fixtures import consume_all, epoch_of, run_in_background
 from helpers import kill_process, wait_until
 
 from coordinator.controller import Controller, TransitionResult
@@ -124,31 +123,6 @@ class ProducerProcess:
             self.proc.communicate(timeout=5)
 
 
-class Background:
-    """Run a call in a thread; ``join`` returns its result or raises its exception."""
-
-    def __init__(self, call: Callable[[], Any]) -> None:
-        self._result: Any = None
-        self._error: BaseException | None = None
-        self.finished_at = 0.0
-        self._thread = threading.Thread(target=self._run, args=(call,), daemon=True)
-        self._thread.start()
-
-    def _run(self, call: Callable[[], Any]) -> None:
-        try:
-            self._result = call()
-        except BaseException as exc:
-            self._error = exc
-        self.finished_at = time.monotonic()
-
-    def join(self, timeout: float) -> Any:
-        self._thread.join(timeout)
-        assert not self._thread.is_alive(), "the background call did not finish"
-        if self._error is not None:
-            raise self._error
-        return self._result
-
-
 @pytest.fixture
 def processes() -> Iterator[list[ProducerProcess]]:
     started: list[ProducerProcess] = []
@@ -171,40 +145,6 @@ def producer_config(bootstrap: str, zk_hosts: str, zk_root: str, **extra: Any) -
     }
     config.update(extra)
     return config
-
-
-def consume_all(bootstrap: str, topic: str, timeout: float = 60.0) -> list[Any]:
-    """Every record of ``topic``: a plain consumer, all partitions from the beginning."""
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False}
-    )
-    try:
-        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        ends = {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-            for p in partitions
-        }
-        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-        seen = dict.fromkeys(ends, 0)
-        out: list[Any] = []
-        deadline = time.monotonic() + timeout
-        while any(seen[p] < ends[p] for p in ends):
-            assert time.monotonic() < deadline, f"consumed {seen} of {ends}"
-            for msg in consumer.consume(10000, timeout=0.5):
-                if msg.error() is not None:
-                    raise KafkaException(msg.error())
-                out.append(msg)
-                seen[msg.partition()] = msg.offset() + 1
-        return out
-    finally:
-        consumer.close()
-
-
-def epoch_of(msg: Any) -> int:
-    for key, value in msg.headers() or []:
-        if key == "ordered.epoch":
-            return int(bytes(value).decode("ascii"))
-    raise AssertionError(f"no epoch header on {msg.value()!r}")
 
 
 def check_log(
@@ -336,7 +276,7 @@ def test_killed_producer_seals_after_expiry_and_grace(
     # Frozen first, so it cannot ack the epoch about to be published; killed inside it.
     os.kill(victim.proc.pid, signal.SIGSTOP)
     frozen = time.monotonic()
-    expand = Background(lambda: controller.expand(topic, 6, timeout=60))
+    expand = run_in_background(controller.expand, topic, 6, timeout=60)
     wait_until(lambda: (t := store.get_topic(topic)) is not None and t.pending == 1, timeout=20)
     victim.kill()
     result = expand.join(60)

@@ -11,12 +11,14 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from helpers import expire_session, unique, wait_until
+from fixtures import consume_all, expire_session, producer_record, run_in_background
+from helpers import unique, wait_until
 from kazoo.client import KazooClient
 
 from coordinator.controller import Controller
-from coordinator.store import LayoutStore, ProducerRecord
+from coordinator.store import LayoutStore
 from coordinator.store import paths as store_paths
+from coordinator.zk import close_client
 from linear_hash import Layout, partition_for
 from ordered import ConfigError, LayoutUnavailableError, OrderedError, OrderedProducer, TopicState
 from ordered.compaction import TOMBSTONE_HEADER
@@ -25,57 +27,6 @@ from ordered.consumer import OrderedConsumer
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
 KEYS = [f"key-{i}" for i in range(200)] + ["", "ключ", "\U0001f511"]
-
-
-@pytest.fixture
-def make_producer(
-    bootstrap: str, zk_hosts: str, zk_root: str
-) -> Iterator[Callable[..., OrderedProducer]]:
-    made: list[OrderedProducer] = []
-
-    def make(**extra: Any) -> OrderedProducer:
-        config: dict[str, Any] = {
-            "bootstrap.servers": bootstrap,
-            "ordered.zookeeper.connect": zk_hosts,
-            "ordered.zookeeper.root": zk_root,
-            "linger.ms": 2,
-        }
-        config.update(extra)
-        producer = OrderedProducer(config)
-        made.append(producer)
-        return producer
-
-    yield make
-    for producer in made:
-        with contextlib.suppress(Exception):
-            producer.close()
-
-
-def consume_all(bootstrap: str, topic: str, timeout: float = 20.0) -> list[Any]:
-    """Every record of ``topic`` (all partitions, from the beginning) as confluent Messages."""
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False}
-    )
-    try:
-        metadata = consumer.list_topics(topic, timeout=10).topics[topic]
-        ends: dict[int, int] = {}
-        for partition in metadata.partitions:
-            _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
-            ends[partition] = high
-        consumer.assign([TopicPartition(topic, p, 0) for p in metadata.partitions])
-        out: list[Any] = []
-        seen = dict.fromkeys(ends, 0)
-        deadline = time.monotonic() + timeout
-        while any(seen[p] < ends[p] for p in ends):
-            assert time.monotonic() < deadline, f"consumed {seen} of {ends}"
-            for msg in consumer.consume(1000, timeout=0.5):
-                if msg.error() is not None:
-                    raise KafkaException(msg.error())
-                out.append(msg)
-                seen[msg.partition()] = msg.offset() + 1
-        return out
-    finally:
-        consumer.close()
 
 
 def header(msg: Any, name: str = "ordered.epoch") -> bytes | None:
@@ -118,7 +69,7 @@ def test_unadopted_topic_is_a_plain_producer(
     assert got == want
     assert ordered.topic_state(topic) is TopicState.PLAIN
     assert ordered.layout(topic) is None
-    records = consume_all(bootstrap, topic)
+    records = consume_all(bootstrap, topic, timeout=20)
     assert len(records) == 2 * len(KEYS)
     assert all(m.headers() is None for m in records)
     # Same return values and exceptions as confluent.
@@ -144,7 +95,7 @@ def test_unordered_adoption_is_plain(
     producer = make_producer()
     produce_keys(producer, topic, "u")
     assert producer.topic_state(topic) is TopicState.PLAIN
-    assert all(m.headers() is None for m in consume_all(bootstrap, topic))
+    assert all(m.headers() is None for m in consume_all(bootstrap, topic, timeout=20))
 
 
 def test_config_errors(bootstrap: str, zk_hosts: str) -> None:
@@ -191,7 +142,7 @@ def test_routing_and_headers_across_transitions(
     assert sorted(set(unkeyed)) == [0, 1, 2, 3, 4]
 
     actives = {0: 4, 1: 6, 2: 5}
-    records = consume_all(bootstrap, topic)
+    records = consume_all(bootstrap, topic, timeout=20)
     keyed = [m for m in records if m.key() is not None]
     assert len(keyed) == 3 * len(KEYS) + 2
     for msg in records:
@@ -227,7 +178,7 @@ def test_header_off_and_explicit_partition(
     produce_keys(producer, topic, "e0")
     producer.produce(topic, b"explicit", key="key-1", partition=3)
     assert producer.flush(10) == 0
-    records = consume_all(bootstrap, topic)
+    records = consume_all(bootstrap, topic, timeout=20)
     assert all(m.headers() is None for m in records)
     for msg in records:
         if msg.value() == b"explicit":
@@ -250,7 +201,7 @@ def test_custom_header_name_and_produce_batch(
     messages = [{"key": f"b{i}", "value": b"batch"} for i in range(50)]
     assert producer.produce_batch(topic, messages) == 50
     assert producer.flush(10) == 0
-    records = consume_all(bootstrap, topic)
+    records = consume_all(bootstrap, topic, timeout=20)
     assert len(records) == 50
     for msg in records:
         assert header(msg, "layout-epoch") == b"0"
@@ -271,23 +222,18 @@ def test_switch_acks_and_tracks(
     idle.produce(topic, b"once", key="x")
     assert idle.flush(10) == 0
     stop = threading.Event()
-    errors: list[BaseException] = []
 
     def write() -> None:
         i = 0
-        try:
-            while not stop.is_set():
-                try:
-                    busy.produce(topic, b"v", key=f"k{i % 500}")
-                    i += 1
-                except BufferError:
-                    busy.poll(0.01)
-                busy.poll(0)
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
+        while not stop.is_set():
+            try:
+                busy.produce(topic, b"v", key=f"k{i % 500}")
+                i += 1
+            except BufferError:
+                busy.poll(0.01)
+            busy.poll(0)
 
-    writer = threading.Thread(target=write, daemon=True)
-    writer.start()
+    writer = run_in_background(write)
     try:
         time.sleep(0.3)
         result = controller.expand(topic, 8, timeout=20)
@@ -301,8 +247,7 @@ def test_switch_acks_and_tracks(
         assert busy.layout(topic) is not None and busy.layout(topic).active == 8
     finally:
         stop.set()
-        writer.join(10)
-    assert not errors
+    writer.join(10)  # raises what the writer raised
     assert busy.flush(10) == 0
     wait_until(lambda: busy.topic_state(topic) is TopicState.ROUTING, timeout=5)
 
@@ -488,7 +433,7 @@ def test_expired_session_reregisters_and_reads_new_layout(
     assert result.expired == {}
     wait_until(lambda: producer.layout(topic) is not None and producer.layout(topic).active == 5)
     produce_keys(producer, topic, "after")
-    for msg in consume_all(bootstrap, topic):
+    for msg in consume_all(bootstrap, topic, timeout=20):
         if msg.value().startswith(b"after:"):
             assert header(msg) == b"1"
             assert msg.partition() == partition_for(msg.key(), 4, 5, record.algorithm)
@@ -524,8 +469,7 @@ def test_only_error_reports_are_emulated_and_do_not_stall_the_barrier(
             producer.poll(0)
             time.sleep(0.0005)
 
-    writer = threading.Thread(target=write, daemon=True)
-    writer.start()
+    writer = run_in_background(write)
     try:
         time.sleep(0.2)
         result = controller.expand(topic, 3, timeout=20)
@@ -593,6 +537,7 @@ def test_transactions_pass_through(
 
 def test_first_use_during_a_pending_epoch(
     make_producer: Callable[..., OrderedProducer],
+    kazoo_factory: Callable[..., KazooClient],
     topic_factory: Callable[..., str],
     controller: Controller,
     store: LayoutStore,
@@ -605,22 +550,12 @@ def test_first_use_during_a_pending_epoch(
     topic = topic_factory(2)
     controller.adopt(topic)
     # Another process's producer that never acks: the barrier waits for it.
-    other = KazooClient(hosts=zk_hosts, timeout=6.0)
-    other.start(timeout=10)
+    other = kazoo_factory()
     try:
         LayoutStore(other, zk_root).register_producer(
-            topic,
-            ProducerRecord(
-                id="stuck",
-                host="h",
-                pid=1,
-                delivery_timeout_ms=1000,
-                registered_at=time.time(),
-                client_id="",
-            ),
+            topic, producer_record("stuck", 1000, host="h", client_id="")
         )
-        expand = threading.Thread(target=lambda: controller.expand(topic, 3, timeout=30))
-        expand.start()
+        expand = run_in_background(controller.expand, topic, 3, timeout=30)
         wait_until(lambda: (t := store.get_topic(topic)) is not None and t.pending == 1)
         producer = make_producer(**{"ordered.epoch.header": True})
         produce_keys(producer, topic, "mid")
@@ -628,12 +563,10 @@ def test_first_use_during_a_pending_epoch(
         assert producer.topic_state(topic) is TopicState.ROUTING
         wait_until(lambda: producer.producer_id in store.acks(topic, 1), timeout=10)
     finally:
-        other.stop()
-        other.close()
+        close_client(other)
     expand.join(30)
-    assert not expand.is_alive()
     assert store.get_epoch(topic, 1).sealed
-    for msg in consume_all(bootstrap, topic):
+    for msg in consume_all(bootstrap, topic, timeout=20):
         assert header(msg) == b"1"
         assert msg.partition() == partition_for(msg.key(), 2, 3)
 
@@ -716,7 +649,7 @@ def test_compacted_topic_gets_tombstone_copies_that_ordered_consumers_skip(
     # Delivery reports are the application's records only.
     assert len(reports) == 3 * len(keys) and all(m.value() is not None for m in reports)
 
-    records = consume_all(bootstrap, topic)
+    records = consume_all(bootstrap, topic, timeout=20)
     copies = [m for m in records if m.value() is None]
     assert sorted((m.key().decode(), m.partition()) for m in copies) == sorted(
         (k, p - 2) for k, p in moved.items()

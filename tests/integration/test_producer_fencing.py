@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from fixtures import consume_all, run_in_background
 from helpers import create_topic, unique
 
 from coordinator.controller import Controller
@@ -26,32 +25,6 @@ from ordered import OrderedProducer
 from ordered import producer as producer_module
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
-
-
-def consume_all(bootstrap: str, topic: str) -> list[Any]:
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False}
-    )
-    try:
-        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        ends = {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-            for p in partitions
-        }
-        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-        seen = dict.fromkeys(ends, 0)
-        out: list[Any] = []
-        deadline = time.monotonic() + 60
-        while any(seen[p] < ends[p] for p in ends):
-            assert time.monotonic() < deadline
-            for msg in consumer.consume(10000, timeout=0.5):
-                if msg.error() is not None:
-                    raise KafkaException(msg.error())
-                out.append(msg)
-                seen[msg.partition()] = msg.offset() + 1
-        return out
-    finally:
-        consumer.close()
 
 
 @pytest.fixture(params=["compiled", "python"])
@@ -66,55 +39,36 @@ def send_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
 
 def test_no_old_layout_record_past_the_boundary(
     send_path: str,
+    make_producer: Callable[..., OrderedProducer],
     bootstrap: str,
-    zk_hosts: str,
-    zk_root: str,
     store: LayoutStore,
     controller: Controller,
 ) -> None:
     topic = create_topic(bootstrap, unique("fence"), 2)
     controller.adopt(topic)
-    producers = [
-        OrderedProducer(
-            {
-                "bootstrap.servers": bootstrap,
-                "ordered.zookeeper.connect": zk_hosts,
-                "ordered.zookeeper.root": zk_root,
-                # Records wait in librdkafka, so an early ack would let the seal read
-                # a giving partition's end before old-layout records reach it.
-                "linger.ms": 50,
-            }
-        )
-        for _ in range(2)
-    ]
+    # Records wait in librdkafka, so an early ack would let the seal read a giving
+    # partition's end before old-layout records reach it.
+    producers = [make_producer(**{"linger.ms": 50}) for _ in range(2)]
     compiled = type(producers[0].produce).__name__ == "FastProduce"
     assert compiled == (send_path == "compiled")
     stop = threading.Event()
-    errors: list[BaseException] = []
 
     def write(producer: OrderedProducer, n: int) -> None:
         i = 0
-        try:
-            while not stop.is_set():
-                try:
-                    producer.produce(topic, b"v", f"k{n}-{i % 2000}".encode())
-                    i += 1
-                except BufferError:
-                    producer.poll(0.005)
-                if not i % 16:
-                    producer.poll(0)
-                    time.sleep(0.001)  # ~16k records/s per thread: enough to race
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
+        while not stop.is_set():
+            try:
+                producer.produce(topic, b"v", f"k{n}-{i % 2000}".encode())
+                i += 1
+            except BufferError:
+                producer.poll(0.005)
+            if not i % 16:
+                producer.poll(0)
+                time.sleep(0.001)  # ~16k records/s per thread: enough to race
 
     # Two threads per producer: switches race with sends on other threads too.
-    threads = [
-        threading.Thread(target=write, args=(p, 2 * k + j), daemon=True)
-        for k, p in enumerate(producers)
-        for j in range(2)
+    writers = [
+        run_in_background(write, p, 2 * k + j) for k, p in enumerate(producers) for j in range(2)
     ]
-    for thread in threads:
-        thread.start()
     try:
         time.sleep(0.5)
         for to in (3, 4):
@@ -123,11 +77,10 @@ def test_no_old_layout_record_past_the_boundary(
             time.sleep(0.4)
     finally:
         stop.set()
-        for thread in threads:
-            thread.join(10)
-        for producer in producers:
-            producer.close()
-    assert not errors
+    for writer in writers:
+        writer.join(10)  # raises what the writer raised
+    for producer in producers:
+        producer.close()
 
     epochs = store.epochs(topic)
     assert [e.epoch for e in epochs] == [0, 1, 2] and all(e.sealed for e in epochs)

@@ -11,7 +11,6 @@ import contextlib
 import json
 import re
 import socket
-import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -19,7 +18,8 @@ from typing import Any
 import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
-from helpers import create_topic, run_cli, transient_error, wait_until
+from fixtures import producer_record, run_in_background, snapshot
+from helpers import create_topic, transient_error, wait_until
 from kazoo.client import KazooClient
 
 from coordinator.controller import BarrierTimeoutError, Controller
@@ -32,90 +32,18 @@ from coordinator.errors import (
 )
 from coordinator.history import load_history
 from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store import LayoutStore, ProducerRecord
+from coordinator.store import LayoutStore
 from coordinator.topic_ids import TopicIds
-from coordinator.zk import close_client, make_client, start_client
 from ordered import OrderedConsumer, OrderedProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]
 
 
 @pytest.fixture
-def zk(zk_hosts: str) -> Iterator[KazooClient]:
-    client = start_client(make_client(zk_hosts, session_timeout_s=6.0), 10.0)
-    yield client
-    close_client(client)
-
-
-@pytest.fixture
-def cli(zk_hosts: str, zk_root: str, bootstrap: str) -> Callable[..., Any]:
-    def run(*args: str) -> Any:
-        return run_cli(
-            *args,
-            "--zookeeper",
-            zk_hosts,
-            "--bootstrap-servers",
-            bootstrap,
-            "--root",
-            zk_root,
-            "--session-timeout",
-            "2",
-            timeout=60,
-        )
-
-    return run
-
-
-@pytest.fixture
 def clients(
-    bootstrap: str, zk_hosts: str, zk_root: str
-) -> Iterator[tuple[Callable[..., OrderedProducer], Callable[..., OrderedConsumer]]]:
-    made: list[Any] = []
-    base = {
-        "bootstrap.servers": bootstrap,
-        "ordered.zookeeper.connect": zk_hosts,
-        "ordered.zookeeper.root": zk_root,
-    }
-
-    def producer() -> OrderedProducer:
-        p = OrderedProducer({**base, "linger.ms": 2})
-        made.append(p)
-        return p
-
-    def consumer(group: str) -> OrderedConsumer:
-        c = OrderedConsumer(
-            {
-                **base,
-                "group.id": group,
-                "auto.offset.reset": "earliest",
-                "enable.auto.commit": False,
-                "session.timeout.ms": 6000,
-                "heartbeat.interval.ms": 500,
-                "ordered.gate.poll.interval.ms": 50,
-            }
-        )
-        made.append(c)
-        return c
-
-    yield producer, consumer
-    for client in made:
-        with contextlib.suppress(Exception):  # closed already
-            client.close()
-
-
-def snapshot(client: KazooClient, root: str) -> dict[str, tuple[bytes, int]]:
-    out: dict[str, tuple[bytes, int]] = {}
-
-    def walk(path: str) -> None:
-        if client.exists(path) is None:
-            return
-        data, stat = client.get(path)
-        out[path] = (data, stat.version)
-        for child in client.get_children(path):
-            walk(f"{path}/{child}")
-
-    walk(root)
-    return out
+    make_producer: Callable[..., OrderedProducer], make_consumer: Callable[..., OrderedConsumer]
+) -> tuple[Callable[..., OrderedProducer], Callable[..., OrderedConsumer]]:
+    return make_producer, make_consumer
 
 
 def delete(bootstrap: str, topic: str) -> None:
@@ -159,7 +87,7 @@ def consume_ordered(
 
 
 def test_recreated_topic_is_refused_everywhere_until_adopt_replace(
-    cli: Callable[..., Any],
+    ordered_cli: Callable[..., Any],
     clients: tuple[Callable[..., OrderedProducer], Callable[..., OrderedConsumer]],
     topic_factory: Callable[..., str],
     group_factory: Callable[[], str],
@@ -170,11 +98,11 @@ def test_recreated_topic_is_refused_everywhere_until_adopt_replace(
     make_producer, make_consumer = clients
     admin = KafkaAdmin(bootstrap)
     topic = topic_factory(1)
-    adopted = cli("adopt", topic, "--json")
+    adopted = ordered_cli("adopt", topic, "--json")
     assert adopted.returncode == 0, adopted.stderr
     old_id = admin.topic_id(topic)
     assert json.loads(adopted.stdout)["topic_id"] == old_id
-    assert cli("expand", topic, "--to", "2").returncode == 0
+    assert ordered_cli("expand", topic, "--to", "2").returncode == 0
 
     recreate(bootstrap, topic, 4)
     new_id = admin.topic_id(topic)
@@ -189,12 +117,12 @@ def test_recreated_topic_is_refused_everywhere_until_adopt_replace(
         ("expand", topic, "--to", "5"),
         ("shrink", topic, "--to", "1"),
     ):
-        done = cli(*args)
+        done = ordered_cli(*args)
         assert done.returncode == 2, (args, done.stdout, done.stderr)
         assert f"adopted as topic id {old_id}" in done.stderr, (args, done.stderr)
         assert f"now has topic id {new_id}" in done.stderr, (args, done.stderr)
         assert "Traceback" not in done.stderr
-    as_json = cli("describe", topic, "--json")
+    as_json = ordered_cli("describe", topic, "--json")
     assert json.loads(as_json.stdout)["error"]["kind"] == "TopicIdMismatchError"
     assert admin.partition_count(topic) == 4
 
@@ -222,14 +150,14 @@ def test_recreated_topic_is_refused_everywhere_until_adopt_replace(
     assert snapshot(zk, zk_root) == before
 
     # Re-adopt: a fresh layout of the new topic, numbered after the old epochs.
-    replaced = cli("adopt", topic, "--replace", "--json")
+    replaced = ordered_cli("adopt", topic, "--replace", "--json")
     assert replaced.returncode == 0, replaced.stderr
     record = json.loads(replaced.stdout)
     assert record["topic_id"] == new_id
     assert (record["initial"], record["active"], record["epoch"]) == (4, 4, 2)
-    again = cli("adopt", topic, "--replace", "--json")  # idempotent
+    again = ordered_cli("adopt", topic, "--replace", "--json")  # idempotent
     assert again.returncode == 0 and json.loads(again.stdout) == record
-    described = json.loads(cli("describe", topic, "--json").stdout)
+    described = json.loads(ordered_cli("describe", topic, "--json").stdout)
     assert [(e["epoch"], e["to_active"]) for e in described["epochs"]] == [(2, 4)]
     assert described["kafka_topic_id"] == new_id
 
@@ -246,7 +174,7 @@ def test_recreated_topic_is_refused_everywhere_until_adopt_replace(
         assert producer.flush(30) == 0
 
     send(3)
-    expanded = cli("expand", topic, "--to", "6", "--json")
+    expanded = ordered_cli("expand", topic, "--to", "6", "--json")
     assert expanded.returncode == 0, expanded.stderr
     assert json.loads(expanded.stdout)["epoch"] == 3
     send(3)
@@ -259,7 +187,7 @@ def test_recreated_topic_is_refused_everywhere_until_adopt_replace(
 def test_pending_epoch_blocks_replace_and_unadopt_only_while_its_topic_lives(
     controller: Controller,
     store: LayoutStore,
-    zk_hosts: str,
+    kazoo_factory: Callable[..., KazooClient],
     zk: KazooClient,
     zk_root: str,
     bootstrap: str,
@@ -268,66 +196,54 @@ def test_pending_epoch_blocks_replace_and_unadopt_only_while_its_topic_lives(
     topic = topic_factory(2)
     first = controller.adopt(topic)
     assert first.topic_id == KafkaAdmin(bootstrap).topic_id(topic)
-    silent = start_client(make_client(zk_hosts, session_timeout_s=6.0), 10.0)
+    silent = kazoo_factory()
+    LayoutStore(silent, zk_root).register_producer(
+        topic, producer_record("silent", 60_000, host="h", client_id="c")
+    )
+    with pytest.raises(BarrierTimeoutError):
+        controller.expand(topic, 3, timeout=0.5)
+    before = snapshot(zk, zk_root)
+    for attempt in (
+        lambda: controller.unadopt(topic),
+        lambda: controller.adopt(topic, "murmur2", replace_existing=True),
+    ):
+        with pytest.raises(TransitionInProgressError, match=r"epoch 1 .* is pending"):
+            attempt()
+    assert snapshot(zk, zk_root) == before
+
+    # The topic is deleted and created again: the pending epoch belongs to a topic
+    # that is gone. Resuming it is refused; the daemon says so once, not every scan.
+    recreate(bootstrap, topic, 2)
+    with pytest.raises(TopicIdMismatchError):
+        controller.resume(topic, timeout=1)
+    said: list[str] = []
+    daemon = CoordinatorDaemon(
+        store.client,
+        KafkaAdmin(bootstrap),
+        root=zk_root,
+        progress=said.append,
+        scan_interval=0.2,
+        relay_interval=0,
+    )
+    runner = run_in_background(daemon.run)
     try:
-        LayoutStore(silent, zk_root).register_producer(
-            topic,
-            ProducerRecord(
-                id="silent",
-                host="h",
-                pid=1,
-                delivery_timeout_ms=60_000,
-                registered_at=time.time(),
-                client_id="c",
-            ),
-        )
-        with pytest.raises(BarrierTimeoutError):
-            controller.expand(topic, 3, timeout=0.5)
-        before = snapshot(zk, zk_root)
-        for attempt in (
-            lambda: controller.unadopt(topic),
-            lambda: controller.adopt(topic, "murmur2", replace_existing=True),
-        ):
-            with pytest.raises(TransitionInProgressError, match=r"epoch 1 .* is pending"):
-                attempt()
-        assert snapshot(zk, zk_root) == before
-
-        # The topic is deleted and created again: the pending epoch belongs to a topic
-        # that is gone. Resuming it is refused; the daemon says so once, not every scan.
-        recreate(bootstrap, topic, 2)
-        with pytest.raises(TopicIdMismatchError):
-            controller.resume(topic, timeout=1)
-        said: list[str] = []
-        daemon = CoordinatorDaemon(
-            store.client,
-            KafkaAdmin(bootstrap),
-            root=zk_root,
-            progress=said.append,
-            scan_interval=0.2,
-            relay_interval=0,
-        )
-        runner = threading.Thread(target=daemon.run, daemon=True)
-        runner.start()
-        try:
-            wait_until(lambda: any("resume of" in m for m in said), what="daemon refusal")
-            time.sleep(1.5)  # several more scans
-        finally:
-            daemon.stop()
-            runner.join(15)
-        refusals = [m for m in said if "resume of" in m]
-        assert len(refusals) == 1, said
-        assert f"adopted as topic id {first.topic_id}" in refusals[0]
-
-        # Now un-adopting is allowed, and idempotent.
-        removed = controller.unadopt(topic)
-        assert removed is not None and removed.pending == 1
-        assert store.get_topic(topic) is None
-        assert store.epochs(topic) == []
-        assert controller.unadopt(topic) is None
-        assert "silent" in store.producers(topic)  # registrations are not the layout's
-        assert controller.describe(topic).topic is None
+        wait_until(lambda: any("resume of" in m for m in said), what="daemon refusal")
+        time.sleep(1.5)  # several more scans
     finally:
-        close_client(silent)
+        daemon.stop()
+        runner.join(15)
+    refusals = [m for m in said if "resume of" in m]
+    assert len(refusals) == 1, said
+    assert f"adopted as topic id {first.topic_id}" in refusals[0]
+
+    # Now un-adopting is allowed, and idempotent.
+    removed = controller.unadopt(topic)
+    assert removed is not None and removed.pending == 1
+    assert store.get_topic(topic) is None
+    assert store.epochs(topic) == []
+    assert controller.unadopt(topic) is None
+    assert "silent" in store.producers(topic)  # registrations are not the layout's
+    assert controller.describe(topic).topic is None
 
 
 def test_records_of_older_versions_load_unbound_and_adopt_binds_them(
@@ -378,7 +294,7 @@ def test_records_of_older_versions_load_unbound_and_adopt_binds_them(
 
 
 def test_cli_unadopt_and_replace(
-    cli: Callable[..., Any],
+    ordered_cli: Callable[..., Any],
     topic_factory: Callable[..., str],
     zk: KazooClient,
     zk_root: str,
@@ -386,39 +302,41 @@ def test_cli_unadopt_and_replace(
 ) -> None:
     topic = topic_factory(2)
     before = snapshot(zk, zk_root)
-    missing = cli("adopt", topic + "-missing", "--replace")
+    missing = ordered_cli("adopt", topic + "-missing", "--replace")
     assert missing.returncode == 2 and "does not exist in Kafka" in missing.stderr
-    bad = cli("adopt", topic, "--replace", "--algorithm", "md5")
+    bad = ordered_cli("adopt", topic, "--replace", "--algorithm", "md5")
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
     assert snapshot(zk, zk_root) == before
-    nothing = cli("unadopt", topic, "--json")
+    nothing = ordered_cli("unadopt", topic, "--json")
     assert nothing.returncode == 0, nothing.stderr
     assert json.loads(nothing.stdout) == {"name": topic, "unadopted": False, "topic": None}
     # --replace of a topic not adopted is a plain adoption.
-    adopted = cli("adopt", topic, "--replace", "--json")
+    adopted = ordered_cli("adopt", topic, "--replace", "--json")
     assert adopted.returncode == 0, adopted.stderr
     assert json.loads(adopted.stdout)["epoch"] == 0
-    assert cli("expand", topic, "--to", "3").returncode == 0
+    assert ordered_cli("expand", topic, "--to", "3").returncode == 0
     # Other settings without --replace: refused, naming the way out.
-    other = cli("adopt", topic, "--algorithm", "crc32")
+    other = ordered_cli("adopt", topic, "--algorithm", "crc32")
     assert other.returncode == 2 and "--replace" in other.stderr
     # With --replace: a fresh layout of the same topic, numbered after epoch 1.
-    replaced = json.loads(cli("adopt", topic, "--algorithm", "crc32", "--replace", "--json").stdout)
+    replaced = json.loads(
+        ordered_cli("adopt", topic, "--algorithm", "crc32", "--replace", "--json").stdout
+    )
     assert (replaced["algorithm"], replaced["initial"], replaced["epoch"]) == ("crc32", 3, 2)
-    text = cli("describe", topic).stdout
+    text = ordered_cli("describe", topic).stdout
     assert f"topic id {KafkaAdmin(bootstrap).topic_id(topic)}" in text
     assert "epoch 2 sealed: 3 -> 3" in text and "epoch 1" not in text
 
-    removed = cli("unadopt", topic)
+    removed = ordered_cli("unadopt", topic)
     assert removed.returncode == 0, removed.stderr
     assert f"topic {topic}: unadopted (was: topic {topic}: initial 3" in removed.stdout
-    assert cli("describe", topic).stdout.startswith("not adopted; 3 partitions in Kafka")
+    assert ordered_cli("describe", topic).stdout.startswith("not adopted; 3 partitions in Kafka")
     assert zk.get(f"{zk_root}/topics/{topic}")[0] == b""
     assert zk.get_children(f"{zk_root}/topics/{topic}/epochs") == []
-    again = cli("unadopt", topic)
+    again = ordered_cli("unadopt", topic)
     assert again.returncode == 0 and "not adopted; nothing to do" in again.stdout
     # Adoptable again, numbered after every epoch the name ever had.
-    readopted = cli("adopt", topic, "--json")
+    readopted = ordered_cli("adopt", topic, "--json")
     assert readopted.returncode == 0, readopted.stderr
     assert json.loads(readopted.stdout)["epoch"] == 3
 
@@ -445,19 +363,19 @@ def test_load_history_refuses_another_topic_id(
 
 
 def test_deleted_topic_points_to_unadopt(
-    cli: Callable[..., Any], topic_factory: Callable[..., str], bootstrap: str
+    ordered_cli: Callable[..., Any], topic_factory: Callable[..., str], bootstrap: str
 ) -> None:
     topic = topic_factory(2)
-    assert cli("adopt", topic).returncode == 0
+    assert ordered_cli("adopt", topic).returncode == 0
     delete(bootstrap, topic)
     for args in (("describe", topic), ("expand", topic, "--to", "3"), ("adopt", topic)):
-        done = cli(*args)
+        done = ordered_cli(*args)
         assert done.returncode == 2, (args, done.stderr)
         assert "does not exist in Kafka, but a layout of it is adopted" in done.stderr
         assert f"ordered unadopt {topic}" in done.stderr
-    removed = cli("unadopt", topic)
+    removed = ordered_cli("unadopt", topic)
     assert removed.returncode == 0, removed.stderr
-    plain = cli("describe", topic)
+    plain = ordered_cli("describe", topic)
     assert plain.returncode == 2
     assert plain.stderr.endswith(f"topic {topic} does not exist in Kafka\n")
 

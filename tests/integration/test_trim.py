@@ -6,6 +6,7 @@ test_trim_replicated.py on the three-broker cluster.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from helpers import run_cli, unique
+from helpers import unique
 
 from coordinator.interest import InterestSettings, topic_interest
 from coordinator.kafka_admin import KafkaAdmin
@@ -25,20 +26,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 
 @pytest.fixture
-def cli(zk_hosts: str, zk_root: str, bootstrap: str) -> Callable[..., Any]:
-    def run(*args: str) -> Any:
-        return run_cli(
-            *args,
-            "--zookeeper",
-            zk_hosts,
-            "--bootstrap-servers",
-            bootstrap,
-            "--root",
-            zk_root,
-            timeout=60,
-        )
-
-    return run
+def cli(ordered_cli: Callable[..., Any]) -> Callable[..., Any]:
+    return functools.partial(ordered_cli, session_timeout=None)
 
 
 def fill(bootstrap: str, topic: str, partitions: int, count: int, key: bool = False) -> None:

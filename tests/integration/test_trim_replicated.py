@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -20,8 +19,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
+from fixtures import run_in_background
 from helpers import create_topic, run_cli, transient_error, unique, wait_until
-from kazoo.client import KazooClient
 
 from coordinator.controller import Controller
 from coordinator.daemon import CoordinatorDaemon
@@ -46,60 +45,20 @@ def admin3(cluster3: ClusterState) -> Iterator[KafkaAdmin]:
 
 
 @pytest.fixture
-def root3(cluster3: ClusterState) -> Iterator[str]:
-    root = "/" + unique("trim")
-    yield root
-    client = KazooClient(hosts=cluster3.zookeeper_connect)
-    client.start(timeout=15)
-    try:
-        client.delete(root, recursive=True)
-    finally:
-        client.stop()
-        client.close()
+def bootstrap(cluster3: ClusterState) -> str:
+    """This module's tests run on the three-broker cluster: the shared fixtures too."""
+    return cluster3.bootstrap_servers
 
 
 @pytest.fixture
-def store3(cluster3: ClusterState, root3: str) -> Iterator[LayoutStore]:
-    client = KazooClient(
-        hosts=cluster3.zookeeper_connect, timeout=6.0, command_retry={"deadline": 10.0}
-    )
-    client.start(timeout=10)
-    try:
-        yield LayoutStore(client, root3)
-    finally:
-        client.stop()
-        client.close()
+def zk_hosts(cluster3: ClusterState) -> str:
+    return cluster3.zookeeper_connect
 
 
 @pytest.fixture
-def controller3(store3: LayoutStore, admin3: KafkaAdmin) -> Controller:
-    return Controller(store3, admin3)
-
-
-@pytest.fixture
-def consumers3(cluster3: ClusterState, root3: str) -> Iterator[Callable[[str], OrderedConsumer]]:
-    made: list[OrderedConsumer] = []
-
-    def make(group: str) -> OrderedConsumer:
-        consumer = OrderedConsumer(
-            {
-                "bootstrap.servers": cluster3.bootstrap_servers,
-                "group.id": group,
-                "auto.offset.reset": "earliest",
-                "enable.auto.commit": False,
-                "session.timeout.ms": 6000,
-                "heartbeat.interval.ms": 500,
-                "ordered.zookeeper.connect": cluster3.zookeeper_connect,
-                "ordered.zookeeper.root": root3,
-                "ordered.gate.poll.interval.ms": 50,
-            }
-        )
-        made.append(consumer)
-        return consumer
-
-    yield make
-    for consumer in made:
-        consumer.close()
+def controller(store: LayoutStore, admin3: KafkaAdmin) -> Controller:
+    # The one admin client: it created the partitions it then asks offsets of.
+    return Controller(store, admin3)
 
 
 def new_topic(cluster3: ClusterState, admin: KafkaAdmin, partitions: int) -> str:
@@ -180,17 +139,17 @@ def check_order(delivered: list[tuple[str, int]], seqs: int) -> None:
 
 def test_shrink_drain_trim_consumed_and_retention(
     cluster3: ClusterState,
-    store3: LayoutStore,
-    controller3: Controller,
+    store: LayoutStore,
+    controller: Controller,
     admin3: KafkaAdmin,
-    root3: str,
+    zk_root: str,
 ) -> None:
     bootstrap = cluster3.bootstrap_servers
     topic = new_topic(cluster3, admin3, 2)
-    controller3.adopt(topic)
-    controller3.expand(topic, 4)
+    controller.adopt(topic)
+    controller.expand(topic, 4)
     produce(bootstrap, topic, Layout(2, 4, 1), 0)
-    shrunk = controller3.shrink(topic, 2)
+    shrunk = controller.shrink(topic, 2)
     finals = {p: shrunk.boundaries[p] for p in (2, 3)}
     assert all(o > 0 for o in finals.values())
     produce(bootstrap, topic, Layout(2, 2, 2), 1)
@@ -200,15 +159,15 @@ def test_shrink_drain_trim_consumed_and_retention(
     commit(bootstrap, fast, topic, ends)
     commit(bootstrap, lagging, topic, {0: 7, 1: 9, 2: finals[2], 3: finals[3] // 2})
 
-    sweeper = Sweeper(store3, admin3, SweepSettings(trim_timeout=20))
+    sweeper = Sweeper(store, admin3, SweepSettings(trim_timeout=20))
     sweeper.sweep_topic(topic)
     starts = admin3.start_offsets(topic, range(4))
     # Partition 2 is drained and trimmed; the lagging group holds 3 where it is.
     assert starts == {0: 0, 1: 0, 2: finals[2], 3: 0}
-    stored = store3.retired(topic)
+    stored = store.retired(topic)
     assert (stored[2].state, stored[2].final_offset) == ("trimmed", finals[2])
     assert (stored[3].state, stored[3].final_offset) == ("draining", finals[3])
-    status = {r.partition: r for r in retired_status(store3, admin3, topic)}
+    status = {r.partition: r for r in retired_status(store, admin3, topic)}
     assert status[2].state == "trimmed" and status[2].holders == ()
     assert status[3].state == "draining"
     assert [(g.group, g.committed[3]) for g in status[3].holders] == [(lagging, finals[3] // 2)]
@@ -220,7 +179,7 @@ def test_shrink_drain_trim_consumed_and_retention(
         "--bootstrap-servers",
         bootstrap,
         "--root",
-        root3,
+        zk_root,
     )
     assert described.returncode == 0, described.stderr
     assert (
@@ -231,7 +190,7 @@ def test_shrink_drain_trim_consumed_and_retention(
     commit(bootstrap, lagging, topic, {3: finals[3]})
     sweeper.sweep_topic(topic)
     assert admin3.start_offsets(topic, [2, 3]) == finals
-    assert store3.retired(topic)[3].state == "trimmed"
+    assert store.retired(topic)[3].state == "trimmed"
 
     # --consumed: exactly the minimum committed offsets; --dry-run changes nothing.
     def trim_cli(*extra: str) -> dict[str, Any]:
@@ -246,7 +205,7 @@ def test_shrink_drain_trim_consumed_and_retention(
             "--bootstrap-servers",
             bootstrap,
             "--root",
-            root3,
+            zk_root,
         )
         assert done.returncode == 0, done.stderr
         return dict(json.loads(done.stdout))
@@ -269,7 +228,7 @@ def test_shrink_drain_trim_consumed_and_retention(
     ends = admin3.end_offsets(topic, range(4))
     commit(bootstrap, fast, topic, ends)
     commit(bootstrap, lagging, topic, {0: ends[0], 1: old_ends[1] + 3})
-    store3.set_retention(RetentionRecord(topic, 1000, time.time()))
+    store.set_retention(RetentionRecord(topic, 1000, time.time()))
     sweeper.sweep_topic(topic)
     assert admin3.start_offsets(topic, range(4)) == {
         0: new_starts[0],  # consumed up to the end, but the new records are not old enough
@@ -344,23 +303,23 @@ def test_stopped_follower_default_times_out_leader_only_succeeds(
 
 def test_shrink_trim_expand_keeps_order(
     cluster3: ClusterState,
-    store3: LayoutStore,
-    controller3: Controller,
+    store: LayoutStore,
+    controller: Controller,
     admin3: KafkaAdmin,
-    consumers3: Callable[[str], OrderedConsumer],
+    make_consumer: Callable[..., OrderedConsumer],
 ) -> None:
     bootstrap = cluster3.bootstrap_servers
     topic = new_topic(cluster3, admin3, 2)
-    controller3.adopt(topic)
-    controller3.expand(topic, 4)
+    controller.adopt(topic)
+    controller.expand(topic, 4)
     produce(bootstrap, topic, Layout(2, 4, 1), 0)
     live_group = unique("live")
-    live = consumers3(live_group)
+    live = make_consumer(live_group)
     live.subscribe([topic])
     delivered = read(live, 40)
     live.commit(asynchronous=False)
-    assert live_group in store3.registered_groups(topic)  # an ordered group registers
-    shrunk = controller3.shrink(topic, 2)
+    assert live_group in store.registered_groups(topic)  # an ordered group registers
+    shrunk = controller.shrink(topic, 2)
     finals = {p: shrunk.boundaries[p] for p in (2, 3)}
     produce(bootstrap, topic, Layout(2, 2, 2), 1)
     delivered += read(live, 40)
@@ -368,10 +327,9 @@ def test_shrink_trim_expand_keeps_order(
 
     # The daemon's drain monitor trims both retired partitions to their final offsets.
     daemon = CoordinatorDaemon(
-        store3.client, admin3, root=store3.root, relay_interval=0, sweep_interval=0.3
+        store.client, admin3, root=store.root, relay_interval=0, sweep_interval=0.3
     )
-    thread = threading.Thread(target=daemon.run, daemon=True)
-    thread.start()
+    running = run_in_background(daemon.run)
     try:
         wait_until(
             lambda: admin3.start_offsets(topic, [2, 3]) == finals,
@@ -381,48 +339,48 @@ def test_shrink_trim_expand_keeps_order(
         )
         wait_until(
             lambda: (
-                {p: r.state for p, r in store3.retired(topic).items()}
+                {p: r.state for p, r in store.retired(topic).items()}
                 == {2: "trimmed", 3: "trimmed"}
             ),
             what="trimmed records",
         )
     finally:
         daemon.stop()
-        thread.join(30)
+        running.join(30)
 
-    again = controller3.expand(topic, 4)
+    again = controller.expand(topic, 4)
     assert not again.created_partitions  # the trimmed partitions are re-used
     produce(bootstrap, topic, Layout(2, 4, 3), 2)
     delivered += read(live, 40)
     check_order(delivered, 3)
-    Sweeper(store3, admin3).sweep_topic(topic)
-    assert store3.retired(topic) == {}  # active again: no retired state left
+    Sweeper(store, admin3).sweep_topic(topic)
+    assert store.retired(topic) == {}  # active again: no retired state left
 
 
 def test_expand_while_retired_partitions_hold_unread_records(
     cluster3: ClusterState,
-    controller3: Controller,
+    controller: Controller,
     admin3: KafkaAdmin,
-    consumers3: Callable[[str], OrderedConsumer],
+    make_consumer: Callable[..., OrderedConsumer],
 ) -> None:
     bootstrap = cluster3.bootstrap_servers
     topic = new_topic(cluster3, admin3, 2)
-    controller3.adopt(topic)
-    controller3.expand(topic, 4)
+    controller.adopt(topic)
+    controller.expand(topic, 4)
     produce(bootstrap, topic, Layout(2, 4, 1), 0)
-    live = consumers3(unique("live"))
+    live = make_consumer(unique("live"))
     live.subscribe([topic])
     delivered = read(live, 10)  # reading live, far from done
-    controller3.shrink(topic, 2)
+    controller.shrink(topic, 2)
     produce(bootstrap, topic, Layout(2, 2, 2), 1)
     delivered += read(live, 10)
     assert admin3.start_offsets(topic, [2, 3]) == {2: 0, 3: 0}
     assert sum(admin3.end_offsets(topic, [2, 3]).values()) > 0
-    controller3.expand(topic, 4)  # re-activates 2 and 3 while they hold unread records
+    controller.expand(topic, 4)  # re-activates 2 and 3 while they hold unread records
     produce(bootstrap, topic, Layout(2, 4, 3), 2)
     delivered += read(live, 120 - len(delivered))
     check_order(delivered, 3)
 
-    later = consumers3(unique("later"))
+    later = make_consumer(unique("later"))
     later.subscribe([topic])
     check_order(read(later, 120), 3)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from fixtures import consume_all, epoch_of
 from spark_helpers import BackgroundWriter, KeyedWriter, source_options
 
 from coordinator.controller import Controller
@@ -21,39 +21,6 @@ from coordinator.store import LayoutStore
 from linear_hash import partition_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(180)]
-
-
-def read_all(bootstrap: str, topic: str) -> list[Any]:
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False}
-    )
-    try:
-        parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        ends = {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-            for p in parts
-        }
-        consumer.assign([TopicPartition(topic, p, 0) for p in parts])
-        seen = dict.fromkeys(ends, 0)
-        out: list[Any] = []
-        deadline = time.monotonic() + 60
-        while any(seen[p] < ends[p] for p in ends):
-            assert time.monotonic() < deadline, (seen, ends)
-            for msg in consumer.consume(10000, timeout=0.5):
-                if msg.error() is not None:
-                    raise KafkaException(msg.error())
-                out.append(msg)
-                seen[msg.partition()] = msg.offset() + 1
-        return out
-    finally:
-        consumer.close()
-
-
-def epoch_of(msg: Any) -> int:
-    for key, value in msg.headers() or []:
-        if key == "ordered.epoch":
-            return int(bytes(value).decode("ascii"))
-    raise AssertionError(f"no epoch header on {msg.value()!r}")
 
 
 def test_pipeline_keeps_key_order_while_the_output_topic_grows(
@@ -110,7 +77,7 @@ def test_pipeline_keeps_key_order_while_the_output_topic_grows(
     epochs = store.epochs(target)
     assert [e.to_active for e in epochs] == [2, 3] and epochs[1].sealed
     active = {e.epoch: e.to_active for e in epochs}
-    records = read_all(bootstrap, target)
+    records = consume_all(bootstrap, target)
     assert len(records) == written
     per_key: dict[str, list[tuple[int, int, int, int]]] = defaultdict(list)
     for msg in records:
