@@ -7,6 +7,12 @@ then commits ``a`` synchronously at that position, so the destination's consumer
 proceed. Until then the offset stored for ``a`` stays one below the boundary, so no
 auto-commit (or ``commit()`` of stored offsets) can open the destination's gate first.
 
+With ``ordered.commit.mode=application`` the consumer never commits: once
+``maybe_revoked`` has run, the announcement is *released* (the stored offset may pass
+the boundary) and the boundary counts as passed when the application's own commit (a
+plain one, or the offsets its transaction committed) covers it; the gates of the
+destination read that commit from Kafka as they read any other.
+
 Lifecycle of one partition's announcement (:class:`AnnounceState`)::
 
     IDLE --REACHED--> DUE          the position reached a source boundary
@@ -15,6 +21,7 @@ Lifecycle of one partition's announcement (:class:`AnnounceState`)::
     TOLD --REACHED--> DUE          delivery went on: the callback runs again
     DUE/TOLD --COMMITTED--> IDLE   the boundary commit succeeded
     TOLD --TOLD--> TOLD            a commit that failed is retried without the callback
+    TOLD --RELEASED--> IDLE        application commit mode: the application commits
 
 Any other (state, event) pair is a :class:`~coordinator.errors.StateTransitionError`.
 """
@@ -52,6 +59,7 @@ class AnnounceEvent(enum.Enum):
     REACHED = "reached"
     TOLD = "told"
     COMMITTED = "committed"
+    RELEASED = "released"
 
 
 _I, _D, _T = AnnounceState.IDLE, AnnounceState.DUE, AnnounceState.TOLD
@@ -64,6 +72,7 @@ ANNOUNCE_TRANSITIONS: dict[tuple[AnnounceState, AnnounceEvent], AnnounceState] =
     (_T, AnnounceEvent.TOLD): _T,
     (_D, AnnounceEvent.COMMITTED): _I,
     (_T, AnnounceEvent.COMMITTED): _I,
+    (_T, AnnounceEvent.RELEASED): _I,
 }
 """Every allowed (state, event) pair and the state it leads to."""
 
@@ -117,6 +126,18 @@ class Announcement:
         self.stored = offset
         self.announced = max(self.announced, offset)
 
+    def released(self) -> int:
+        """Application commit mode: ``maybe_revoked`` ran; the application commits.
+
+        Returns:
+            The position to store (the application's commit of stored offsets covers it).
+        """
+        self._set_state(AnnounceEvent.RELEASED)
+        self.mark = None
+        self.stored = self.position
+        self.announced = max(self.announced, self.position)
+        return self.position
+
     def store_for(self, offset: int, pending_giver: bool) -> int | None:
         """The offset to store after delivering up to ``offset`` (exclusive), or ``None``.
 
@@ -142,6 +163,7 @@ class Announcer:
     def __init__(self, core: Core, positions: PositionService | None) -> None:
         self._core = core
         self._positions = positions
+        self._published: dict[tuple[str, int], int] = {}  # the highest mark published
 
     def due(self) -> bool:
         """Whether some partition has an announcement to run."""
@@ -189,6 +211,13 @@ class Announcer:
             )
         for part in fresh:
             part.ann.told()
+        if core.config.ordered.commit_mode == "application":
+            # Never commit on our own: the application's next commit covers the
+            # boundary (and, within a transaction, only once its output is committed).
+            released = [TopicPartition(p.topic, p.partition, p.ann.released()) for p in due]
+            if core.config.store_offsets:
+                core.consumer.store_offsets(offsets=released)
+            return done
         tps = [TopicPartition(p.topic, p.partition, p.ann.position) for p in due]
         try:
             result = core.consumer.commit(offsets=tps, asynchronous=False)
@@ -211,3 +240,23 @@ class Announcer:
                 self._positions.publish_if_wanted(tp.topic, tp.partition, tp.offset)
             done.append(tp)
         return done
+
+    def application_committed(self, offsets: list[Any]) -> None:
+        """The application committed ``offsets``: publish those that pass a boundary.
+
+        Only in application commit mode (the boundary commits publish otherwise), and
+        once per boundary, so the waiting members re-check at once rather than at their
+        next ``ordered.gate.poll.interval.ms``.
+        """
+        core = self._core
+        if self._positions is None or core.config.ordered.commit_mode != "application":
+            return
+        for tp in offsets:
+            view = core.layouts.topics.get(tp.topic)
+            if view is None or view.gates is None or tp.error is not None:
+                continue
+            passed = [m for m in view.gates.source_marks(tp.partition) if m <= tp.offset]
+            key = (tp.topic, tp.partition)
+            if passed and max(passed) > self._published.get(key, -1):
+                self._published[key] = max(passed)
+                self._positions.publish_if_wanted(tp.topic, tp.partition, tp.offset)

@@ -74,6 +74,9 @@ class Core:
         self.next_check = 0.0
         self.request_timeout = 10.0
         self.violations = 0
+        # The replay rules (ordered.consumer.replay). False exists only for the tests
+        # that show the rules are what keeps a replay in order.
+        self.replay_guard = True
 
     def open_limit(self, topic: str, partition: int) -> float:
         """The partition's next gate not known to be open (``inf``: none or not ordered)."""

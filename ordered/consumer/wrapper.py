@@ -40,6 +40,7 @@ from ordered.consumer.layouts import LayoutTracker, TopicView
 from ordered.consumer.probe import LogStartProbe
 from ordered.consumer.rebalance import Callback, RebalanceHooks
 from ordered.consumer.recheck import GateChecker
+from ordered.consumer.replay import Rewinds
 from ordered.consumer.state import Core, PartState
 from ordered.consumer_config import ConsumerConfig, split_consumer_config
 from ordered.listener import PartitionKeyRebalanceListener
@@ -145,9 +146,17 @@ class OrderedConsumer:
         self._checker = GateChecker(core, self._probe, positions, member)
         self._announcer = Announcer(core, positions)
         self._filter = BatchFilter(core, self._checker, self._announcer, self._reload_one)
-        self._hooks = RebalanceHooks(self, self._track, self._drop, self._announce_only)
+        self._rewinds = Rewinds(core, self._probe)
+        self._hooks = RebalanceHooks(
+            self, self._track, self._drop, self._announce_only, self._rewinds.positioned
+        )
         self._fetcher = Fetcher(
-            self._consumer, layouts, core.metrics, self._after_reload, self._apply_stale
+            self._consumer,
+            layouts,
+            core.metrics,
+            self._after_reload,
+            self._apply_stale,
+            self._rewinds.forget,
         )
         self._stale = False  # the layouts were found unusable and holds applied
         self._closed = False
@@ -348,6 +357,7 @@ class OrderedConsumer:
             for tp in result:
                 if tp.error is None and tp.offset >= 0:
                     self._core.remember_commit(tp.topic, tp.partition, tp.offset)
+            self._announcer.application_committed(result)
         return result
 
     def store_offsets(self, *args: Any, **kwargs: Any) -> None:
@@ -386,7 +396,10 @@ class OrderedConsumer:
         """Set the consume position of an assigned partition, as confluent does.
 
         A partition held at a closed gate is released (its stash dropped) and its
-        records are checked again as they arrive from the new position.
+        records are checked again as they arrive from the new position. A seek back
+        replays in key order (``docs/consumer.md``, "Replays"): the gates are decided
+        again, and a source's new position is committed first (``ordered.commit.mode``
+        ``auto``) so the group's other members wait for the replay too.
         """
         self._check_open()
         key = (partition.topic, partition.partition)
@@ -396,6 +409,7 @@ class OrderedConsumer:
         if part is not None:
             part.start = None
             part.position = partition.offset if partition.offset >= 0 else None
+            self._rewinds.positioned([partition])
             self._core.fire(part, GateEvent.SOUGHT)
 
     def pause(self, partitions: list[TopicPartition]) -> None:
@@ -540,15 +554,19 @@ class OrderedConsumer:
 
     def _track(self, partitions: Iterable[TopicPartition]) -> None:
         core = self._core
-        for tp in partitions:
-            key = (tp.topic, tp.partition)
-            if key in core.parts:
-                continue
+        fresh = [tp for tp in partitions if (tp.topic, tp.partition) not in core.parts]
+        for tp in fresh:
             self._layouts.topic(tp.topic)
+        # A new assignment may start below what the gates learned (an offset reset,
+        # explicit offsets): they are decided again from the group's progress now.
+        self._rewinds.forget({tp.topic for tp in fresh})
+        for tp in fresh:
+            key = (tp.topic, tp.partition)
             limit = core.open_limit(tp.topic, tp.partition)
             core.parts[key] = PartState(tp.topic, tp.partition, PartitionGate(*key, limit))
             if self._stale and self._layouts.topics[tp.topic].ordered:
                 core.fire(core.parts[key], GateEvent.LAYOUT_LOST)
+        self._rewinds.positioned(fresh)
         self._filter.update_single()
 
     def _drop(self, key: tuple[str, int]) -> None:
