@@ -149,14 +149,19 @@ GUARD = pytest.mark.parametrize("guard", [True, False], ids=["rule", "without-ru
 
 
 @GUARD
+@pytest.mark.parametrize("mode", ["auto", "application"])
 def test_running_consumer_seeks_back_and_replays_in_order(
     guard: bool,
+    mode: str,
     written: Callable[[], tuple[Written, Produce]],
     make_consumer: Callable[..., OrderedConsumer],
     group_factory: Callable[[], str],
 ) -> None:
+    """In ``application`` commit mode nothing commits the rewind: the committed offsets
+    keep saying "done" until the replay passes them, and only the consumer's own
+    positions (rule 2) hold the destinations back."""
     w, _ = written()
-    consumer = make_consumer(group_factory(), **FETCH)
+    consumer = make_consumer(group_factory(), **FETCH, **{"ordered.commit.mode": mode})
     consumer._core.replay_guard = guard
     consumer.subscribe([w.topic])
     first = read(consumer, w.total)
