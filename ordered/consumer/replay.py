@@ -18,13 +18,15 @@ that premise (``docs/consumer.md``, "Replays"), so the consumer keeps three rule
    the new position of each partition that gives keys away and whose committed offset
    lay past it, stores it (so an auto-commit does not write the old offset back), and
    then writes the group's rewind marker; the other members' next fetch check sees it.
-   With ``ordered.commit.mode=application`` the consumer never commits: the rewind
-   reaches the other members with the application's own commit of the new position.
+   With ``ordered.commit.mode=application`` the consumer never commits: it writes the
+   marker when the application's own commit (plain or transactional) has moved the
+   committed offset (:meth:`Rewinds.service` watches for it).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -68,6 +70,9 @@ class Rewinds:
     def __init__(self, core: Core, probe: LogStartProbe) -> None:
         self._core = core
         self._probe = probe
+        # Application commit mode: rewound source -> its committed offset at the rewind.
+        self._pending: dict[tuple[str, int], int] = {}
+        self._next = 0.0
 
     def forget(self, topics: Iterable[str]) -> None:
         """Rule 1: drop what ``topics``' gates learned, and relimit their partitions."""
@@ -128,27 +133,85 @@ class Rewinds:
     def _announce_rewind(self, sources: list[TopicPartition]) -> None:
         """Rule 3 for source partitions moved to ``sources``' offsets."""
         core = self._core
-        rewound = sources
+        try:
+            now = core.consumer.committed(
+                [TopicPartition(tp.topic, tp.partition) for tp in sources],
+                timeout=core.request_timeout,
+            )
+        except KafkaException as exc:
+            # Unknown: every source counts as rewound (committing a position the
+            # application chose is what its own next commit would do too).
+            _log.warning("cannot read the committed offsets of a rewind: %s", exc)
+            now = None
+        committed = {(tp.topic, tp.partition): tp.offset for tp in now or () if tp.error is None}
+        rewound = [
+            tp
+            for tp in sources
+            if now is None or committed.get((tp.topic, tp.partition), -1) > tp.offset
+        ]
+        if not rewound:
+            return
         if core.config.ordered.commit_mode == "auto":
             try:
-                now = core.consumer.committed(
-                    [TopicPartition(tp.topic, tp.partition) for tp in sources],
-                    timeout=core.request_timeout,
-                )
-                committed = {(tp.topic, tp.partition): tp.offset for tp in now if tp.error is None}
-                rewound = [
-                    tp for tp in sources if committed.get((tp.topic, tp.partition), -1) > tp.offset
-                ]
-                if rewound:
-                    core.consumer.commit(offsets=rewound, asynchronous=False)
-                    if core.config.store_offsets:
-                        core.consumer.store_offsets(offsets=rewound)
+                core.consumer.commit(offsets=rewound, asynchronous=False)
+                if core.config.store_offsets:
+                    core.consumer.store_offsets(offsets=rewound)
             except KafkaException as exc:
                 # The group still shows the old offsets: other members may run ahead of
                 # this replay until its first commit; this consumer's own gates do not.
                 _log.warning("rewind commit failed: %s", exc)
-        for topic in sorted({tp.topic for tp in rewound}):
+        else:
+            # The application will commit the rewind: signal it again once it has.
+            for tp in rewound:
+                key = (tp.topic, tp.partition)
+                if key in committed:
+                    self._pending[key] = committed[key]
+            return
+        self._mark({tp.topic for tp in rewound})
+
+    def committed(self, offsets: Iterable[TopicPartition]) -> None:
+        """The application committed ``offsets`` through the consumer: signal its rewinds."""
+        moved = set()
+        for tp in offsets:
+            key = (tp.topic, tp.partition)
+            if key in self._pending and tp.error is None and tp.offset != self._pending[key]:
+                del self._pending[key]
+                moved.add(tp.topic)
+        self._mark(moved)
+
+    def service(self) -> None:
+        """Application commit mode: signal a rewind again once the application committed it.
+
+        Called at every ``poll``/``consume``; reads the committed offsets of rewound
+        sources every ``ordered.gate.poll.interval.ms`` until each differs from the one
+        seen at the rewind (or the partition is no longer assigned here).
+        """
+        if not self._pending or time.monotonic() < self._next:
+            return
+        core = self._core
+        self._next = time.monotonic() + core.config.ordered.gate_poll_interval_ms / 1000.0
+        for key in [k for k in self._pending if k not in core.parts]:
+            del self._pending[key]
+        if not self._pending:
+            return
+        try:
+            now = core.consumer.committed(
+                [TopicPartition(t, p) for t, p in self._pending], timeout=core.request_timeout
+            )
+        except KafkaException as exc:
+            _log.debug("committed offsets unreadable, retrying: %s", exc)
+            return
+        moved = set()
+        for tp in now:
+            key = (tp.topic, tp.partition)
+            if tp.error is None and tp.offset != self._pending.get(key, tp.offset):
+                del self._pending[key]
+                moved.add(tp.topic)
+        self._mark(moved)
+
+    def _mark(self, topics: Iterable[str]) -> None:
+        for topic in sorted(topics):
             try:
-                core.layouts.mark_rewound(topic)
+                self._core.layouts.mark_rewound(topic)
             except StoreError as exc:
                 _log.warning("cannot signal the rewind of %s to the group: %s", topic, exc)

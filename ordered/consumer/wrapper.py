@@ -358,6 +358,7 @@ class OrderedConsumer:
                 if tp.error is None and tp.offset >= 0:
                     self._core.remember_commit(tp.topic, tp.partition, tp.offset)
             self._announcer.application_committed(result)
+            self._rewinds.committed(result)
         return result
 
     def store_offsets(self, *args: Any, **kwargs: Any) -> None:
@@ -651,6 +652,7 @@ class OrderedConsumer:
                     self._after_reload(views)
         if self._announcer.due():
             self._announcer.run()
+        self._rewinds.service()
         self._checker.service()
 
     def _slice(self, deadline: float | None) -> float:

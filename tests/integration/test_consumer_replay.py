@@ -289,8 +289,10 @@ class Member:
 
 
 @GUARD
+@pytest.mark.parametrize("mode", ["auto", "application"])
 def test_rewind_by_one_member_is_seen_by_the_other(
     guard: bool,
+    mode: str,
     written: Callable[[], tuple[Written, Produce]],
     make_consumer: Callable[..., OrderedConsumer],
     group_factory: Callable[[], str],
@@ -298,12 +300,17 @@ def test_rewind_by_one_member_is_seen_by_the_other(
     """Two members of one group: ``sources`` reads 0 and 1 (the partitions that gave keys
     to 2 and 3), ``destinations`` reads 2 and 3. New records keep coming while
     ``sources`` seeks both of its partitions back to the start: ``destinations`` must not
-    deliver a new record of a moved key before the replay of its old ones is done."""
+    deliver a new record of a moved key before the replay of its old ones is done.
+
+    In ``application`` commit mode the consumer commits nothing: the application
+    commits the sought positions itself (as ``docs/consumer.md`` asks), and the rewind
+    reaches the other member with that commit."""
     w, produce = written()
     group = group_factory()
     log = GroupLog()
-    sources = Member("sources", make_consumer(group, **FETCH), log, 0.01)
-    destinations = Member("destinations", make_consumer(group, **FETCH), log, 0.0)
+    settings = {**FETCH, "ordered.commit.mode": mode}
+    sources = Member("sources", make_consumer(group, **settings), log, 0.01)
+    destinations = Member("destinations", make_consumer(group, **settings), log, 0.0)
     members = (sources, destinations)
     for member in members:
         member.consumer._core.replay_guard = guard
@@ -322,6 +329,9 @@ def test_rewind_by_one_member_is_seen_by_the_other(
         blocks = destinations.consumer.metrics["blocks"]
         for p in (0, 1):
             sources.consumer.seek(TopicPartition(w.topic, p, 0))
+        if mode == "application":
+            rewound = [TopicPartition(w.topic, p, 0) for p in (0, 1)]
+            sources.consumer.commit(offsets=rewound, asynchronous=False)
         sources.start()
         for _ in range(10):  # new records of every key while the sources replay
             produce.write(100)
