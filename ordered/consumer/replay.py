@@ -16,8 +16,8 @@ that premise (``docs/consumer.md``, "Replays"), so the consumer keeps three rule
 3. **A rewind of a source is made visible to the group before the replay starts**
    (:meth:`Rewinds.positioned`): with ``ordered.commit.mode=auto`` the consumer commits
    the new position of each partition that gives keys away and whose committed offset
-   lay past it, stores it (so an auto-commit does not write the old offset back), and
-   then writes the group's rewind marker; the other members' next fetch check sees it.
+   lay past it, and then writes the group's rewind marker; the other members' next
+   fetch check sees it.
    With ``ordered.commit.mode=application`` the consumer never commits: it writes the
    marker when the application's own commit (plain or transactional) has moved the
    committed offset (:meth:`Rewinds.service` watches for it).
@@ -103,7 +103,9 @@ class Rewinds:
         """The application set where ``partitions`` start (seek, ``assign`` with offsets).
 
         Applies rules 1 and 3, and starts each partition's bookkeeping afresh: its
-        position, its announcements and its ``on_partition_key_assigned`` crossings.
+        position, its stored offset (so a commit of stored offsets, or an auto-commit,
+        does not write the old one back), its announcements and its
+        ``on_partition_key_assigned`` crossings.
         """
         core = self._core
         if not core.replay_guard:
@@ -121,6 +123,16 @@ class Rewinds:
             placed.append((tp, offset))
         if not placed:
             return
+        if core.config.store_offsets:
+            # The offset to commit is where delivery now stands: without this, a commit
+            # of stored offsets would write the old one back over a rewind.
+            stored = [TopicPartition(tp.topic, tp.partition, o) for tp, o in placed]
+            try:
+                core.consumer.store_offsets(offsets=stored)
+            except KafkaException as exc:
+                _log.warning("cannot store the new positions: %s", exc)
+            for tp, offset in placed:
+                core.parts[(tp.topic, tp.partition)].ann.stored = offset
         self.forget({tp.topic for tp, _offset in placed})
         sources = []
         for tp, offset in placed:
@@ -154,8 +166,6 @@ class Rewinds:
         if core.config.ordered.commit_mode == "auto":
             try:
                 core.consumer.commit(offsets=rewound, asynchronous=False)
-                if core.config.store_offsets:
-                    core.consumer.store_offsets(offsets=rewound)
             except KafkaException as exc:
                 # The group still shows the old offsets: other members may run ahead of
                 # this replay until its first commit; this consumer's own gates do not.

@@ -309,7 +309,7 @@ def test_rewind_by_one_member_is_seen_by_the_other(
     group = group_factory()
     log = GroupLog()
     settings = {**FETCH, "ordered.commit.mode": mode}
-    sources = Member("sources", make_consumer(group, **settings), log, 0.01)
+    sources = Member("sources", make_consumer(group, **settings), log, 0.03)
     destinations = Member("destinations", make_consumer(group, **settings), log, 0.0)
     members = (sources, destinations)
     for member in members:
@@ -333,8 +333,9 @@ def test_rewind_by_one_member_is_seen_by_the_other(
             rewound = [TopicPartition(w.topic, p, 0) for p in (0, 1)]
             sources.consumer.commit(offsets=rewound, asynchronous=False)
         sources.start()
-        for _ in range(10):  # new records of every key while the sources replay
-            produce.write(100)
+        for _ in range(20):  # new records of every key, spread over the sources' replay
+            produce.write(50)
+            time.sleep(0.05)
         ends = {
             p: sources.consumer.get_watermark_offsets(TopicPartition(w.topic, p), timeout=10)[1]
             for p in range(w.partitions)
