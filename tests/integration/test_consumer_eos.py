@@ -7,7 +7,7 @@ transaction spans many polls and commits the processed input offsets with
 ``send_offsets_to_transaction``. The test grows and shrinks the input while records
 flow, and SIGKILLs the pipeline mid-transaction, right after it announced a boundary
 (``on_partition_key_maybe_revoked``) and at other moments; each time a new process
-takes over (same ``transactional.id`` and ``group.instance.id``). Read with
+takes over (same ``transactional.id``). Read with
 ``read_committed``, the output must hold every input record exactly once, in each
 key's order.
 
@@ -48,8 +48,10 @@ ROOT = Path(__file__).resolve().parents[2]
 KEYS = 30
 
 # The pipeline: one transaction over many polls (every `interval` seconds), the
-# processed offsets tracked by the application, the open transaction committed in
-# on_revoke. Prints READY, REVOKED (maybe_revoked), COMMITTED and, on SIGTERM, DONE.
+# processed offsets tracked by the application. It assigns itself every partition of
+# the input (no rebalance waits for a killed member's session to expire; the
+# transactional.id fences a killed incarnation). Prints READY, REVOKED
+# (maybe_revoked), COMMITTED and, on SIGTERM, DONE.
 PIPELINE = r"""
 import json, signal, sys, time
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
@@ -67,6 +69,8 @@ def on_term(*_):
 
 
 signal.signal(signal.SIGTERM, on_term)
+debug = []
+signal.signal(signal.SIGUSR2, lambda *_: debug.append(1))
 
 
 class Listener(PartitionKeyRebalanceListener):
@@ -96,7 +100,22 @@ def commit():
     print("COMMITTED", flush=True)
 
 
-consumer.subscribe([cfg["input"]], on_revoke=lambda c, ps: commit(), key_listener=Listener())
+consumer.key_listener = Listener()
+assigned = set()
+
+
+def grow():
+    # Every partition of the input, new ones as expansions add them (a partition is
+    # never removed: a shrink retires it).
+    found = consumer.list_topics(cfg["input"], timeout=10).topics[cfg["input"]].partitions
+    new = [TopicPartition(cfg["input"], p) for p in sorted(found) if p not in assigned]
+    if new:
+        consumer.incremental_assign(new)
+        assigned.update(tp.partition for tp in new)
+    return time.monotonic()
+
+
+grown = grow()
 print("READY", flush=True)
 transient = {
     KafkaError.NOT_COORDINATOR,
@@ -104,6 +123,10 @@ transient = {
     KafkaError.COORDINATOR_NOT_AVAILABLE,
 }
 while not stop:
+    if debug:
+        debug.clear()
+        status = (consumer.assignment(), consumer.gate_status(), consumer.metrics)
+        print("STATUS", *status, file=sys.stderr, flush=True)
     for m in consumer.consume(200, 0.05):
         if m.error() is not None:
             if m.error().code() in transient:
@@ -116,6 +139,8 @@ while not stop:
         done[(m.topic(), m.partition())] = m.offset() + 1
     if state["open"] and time.monotonic() - state["began"] >= cfg["interval"]:
         commit()
+    if time.monotonic() - grown >= 1.0:
+        grown = grow()
 commit()
 consumer.close()
 producer.close()
@@ -126,8 +151,9 @@ print("DONE", flush=True)
 class Pipeline:
     """The pipeline process; a reader thread collects its output lines."""
 
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: dict[str, Any], logs: Path) -> None:
         self.config = config
+        self.logs = logs
         self.lines: list[str] = []
         self.kills = 0
         self.proc: subprocess.Popen[str] | None = None
@@ -138,7 +164,7 @@ class Pipeline:
         self.proc = subprocess.Popen(
             [sys.executable, "-c", PIPELINE, json.dumps(self.config)],
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=self.log().open("w"),
             text=True,
             env=env,
             cwd=ROOT,
@@ -156,10 +182,20 @@ class Pipeline:
     def proc_dead(self) -> bool:
         return self.proc is not None and self.proc.poll() is not None
 
+    def log(self) -> Path:
+        """The stderr file of the current incarnation."""
+        return self.logs / f"pipeline-{self.kills}.err"
+
     def stderr(self) -> str:
-        if self.proc is None or self.proc.stderr is None or self.proc.poll() is None:
-            return ""
-        return self.proc.stderr.read()[-3000:]
+        return self.log().read_text()[-3000:]
+
+    def status(self) -> str:
+        """What the running pipeline's consumer says about its assignment and gates."""
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGUSR2)
+            time.sleep(1.0)
+        return self.stderr()
 
     def seen(self, prefix: str, since: int) -> bool:
         return any(line.startswith(prefix) for line in self.lines[since:])
@@ -175,8 +211,7 @@ class Pipeline:
     def finish(self) -> None:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGTERM)
-        _out, err = self.proc.communicate(timeout=60)
-        assert self.proc.returncode == 0, err[-3000:]
+        assert self.proc.wait(timeout=60) == 0, self.stderr()
         wait_until(lambda: "DONE\n" in self.lines, timeout=10, what="DONE")
 
     def stop(self) -> None:
@@ -265,6 +300,21 @@ def committed_everything(bootstrap: str, group: str, topic: str) -> bool:
         probe.close()
 
 
+def progress(bootstrap: str, group: str, topic: str) -> Any:
+    """Committed offset and watermarks of every partition (printed when the drain fails)."""
+    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        partitions = probe.list_topics(topic, timeout=10).topics[topic].partitions
+        tps = [TopicPartition(topic, p) for p in partitions]
+        committed = {tp.partition: tp.offset for tp in probe.committed(tps, timeout=10)}
+        return {
+            p: (committed.get(p), probe.get_watermark_offsets(TopicPartition(topic, p), timeout=10))
+            for p in partitions
+        }
+    finally:
+        probe.close()
+
+
 @pytest.fixture
 def pipelines() -> Iterator[list[Pipeline]]:
     made: list[Pipeline] = []
@@ -281,6 +331,7 @@ def test_read_process_write_is_exactly_once_and_in_order_under_kills(
     controller: Controller,
     make_producer: Callable[..., OrderedProducer],
     pipelines: list[Pipeline],
+    tmp_path: Path,
     bootstrap: str,
     zk_hosts: str,
     zk_root: str,
@@ -300,7 +351,6 @@ def test_read_process_write_is_exactly_once_and_in_order_under_kills(
             group,
             **{
                 "isolation.level": "read_committed",
-                "group.instance.id": "pipeline-0",
                 "ordered.commit.mode": mode,
             },
         ),
@@ -311,7 +361,7 @@ def test_read_process_write_is_exactly_once_and_in_order_under_kills(
             "ordered.zookeeper.root": zk_root,
         },
     }
-    pipeline = Pipeline(config)
+    pipeline = Pipeline(config, tmp_path)
     pipelines.append(pipeline)
     writer = Input(make_producer(), source)
     rng = random.Random(19)
@@ -336,12 +386,17 @@ def test_read_process_write_is_exactly_once_and_in_order_under_kills(
     finally:
         produced = writer.stop()
     total = sum(produced.values())
-    wait_until(
-        lambda: committed_everything(bootstrap, group, source),
-        timeout=120,
-        interval=1.0,
-        what="the pipeline to commit all input",
-    )
+    try:
+        wait_until(
+            lambda: committed_everything(bootstrap, group, source),
+            timeout=120,
+            interval=1.0,
+            what="the pipeline to commit all input",
+        )
+    except AssertionError:
+        print("committed, watermarks:", progress(bootstrap, group, source))
+        print("pipeline:", pipeline.lines[-20:], pipeline.status())
+        raise
     pipeline.finish()
     revoked = sum(1 for line in pipeline.lines if line.startswith("REVOKED"))
     out = read_output(bootstrap, sink, total)
