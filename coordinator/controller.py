@@ -21,6 +21,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 
 from coordinator.errors import (
+    BarrierTimeoutError,
     LayoutError,
     NotAdoptedError,
     OrderedError,
@@ -36,6 +37,7 @@ from linear_hash import ALGORITHMS, key_flow
 __all__ = [
     "DEFAULT_DELIVERY_TIMEOUT_MS",
     "EXPIRY_GRACE_S",
+    "UNKNOWN_DELIVERY_TIMEOUT_MS",
     "BarrierStatus",
     "BarrierTimeoutError",
     "Controller",
@@ -48,9 +50,23 @@ __all__ = [
 EXPIRY_GRACE_S: Final = 1.0
 """Seconds added to a gone producer's ``delivery_timeout_ms`` before it stops counting."""
 
-DEFAULT_DELIVERY_TIMEOUT_MS: Final = 300_000
-"""librdkafka's default ``delivery.timeout.ms``: assumed for a listed producer whose
-registration (and so its declared timeout) was never seen by any controller."""
+DEFAULT_DELIVERY_TIMEOUT_MS: Final = 60_000
+"""The ordered producer's default ``delivery.timeout.ms``: 60 s instead of librdkafka's 5 min.
+
+It bounds how long a record may still reach the broker, and so how long the barrier of
+an expansion or shrink must wait for a producer that *crashed* (its registration is gone
+but its last records might still arrive): at most the ZooKeeper session timeout (10 s)
+plus this plus :data:`EXPIRY_GRACE_S`. A producer that exits cleanly (``close()``,
+``with``, or a normal interpreter exit) acks and unregisters and costs nothing. 60 s
+leaves room for a request timeout (30 s) and a retry, so a short broker outage still
+loses nothing; set ``delivery.timeout.ms`` to trade one for the other. Defined here,
+once; ``ordered.producer_config`` applies it.
+"""
+
+UNKNOWN_DELIVERY_TIMEOUT_MS: Final = 300_000
+"""Assumed for a listed producer whose registration (and so its declared timeout) no
+controller ever saw: librdkafka's own default, the safe upper bound for a client whose
+configuration is unknown."""
 
 _REPORT_EVERY_S: Final = 5.0
 # The watches wake the barrier on every registration and ack change; this only bounds
@@ -58,10 +74,6 @@ _REPORT_EVERY_S: Final = 5.0
 _RECHECK_S: Final = 1.0
 
 Progress = Callable[[str], None]
-
-
-class BarrierTimeoutError(OrderedError):
-    """The barrier did not pass in time; the epoch stays pending for a later resume."""
 
 
 class Step(Enum):
@@ -816,7 +828,7 @@ def barrier_status(
 
     A listed producer no longer holds the barrier once it acked, or once it has been
     seen gone (not in ``live``; the time is kept in ``expired``) for its
-    ``delivery_timeout_ms`` (:data:`DEFAULT_DELIVERY_TIMEOUT_MS` if unknown) plus
+    ``delivery_timeout_ms`` (:data:`UNKNOWN_DELIVERY_TIMEOUT_MS` if unknown) plus
     :data:`EXPIRY_GRACE_S`. A producer once seen gone keeps that clock even if the
     same id registers again: every record it routed by the old layout was produced
     before its session ended.
@@ -839,7 +851,7 @@ def barrier_status(
         if pid not in expired and pid not in live:
             expired[pid] = now
         if pid in expired:
-            ms = epoch.delivery_timeouts_ms.get(pid, DEFAULT_DELIVERY_TIMEOUT_MS)
+            ms = epoch.delivery_timeouts_ms.get(pid, UNKNOWN_DELIVERY_TIMEOUT_MS)
             until = expired[pid] + ms / 1000.0 + EXPIRY_GRACE_S
             if now >= until:
                 continue

@@ -55,7 +55,7 @@ from coordinator.topic_ids import TopicIds
 from coordinator.zk import close_client, make_client, start_client
 from linear_hash import Layout
 from ordered.compaction import TOMBSTONE_HEADER, ancestors
-from ordered.config import ProducerConfig, split_producer_config
+from ordered.producer_config import ProducerConfig, split_producer_config
 from ordered.producer_routes import (
     PLAIN_ROUTE,
     AckDue,
@@ -128,7 +128,7 @@ class OrderedProducer:
     order, defaults, callbacks, exceptions (``BufferError``, ``KafkaException`` with the
     original ``KafkaError``) and return values. The configuration is confluent's plus
     the ``ordered.*`` keys of :mod:`ordered.settings`; ``enable.idempotence`` is forced
-    on and ``delivery.timeout.ms`` defaults to 60 s (:mod:`ordered.config`).
+    on and ``delivery.timeout.ms`` defaults to 60 s (:mod:`ordered.producer_config`).
 
     Per topic, on first use the producer registers itself in the layout store, then
     reads and watches the topic's record:
