@@ -153,7 +153,7 @@ def load_history(
     """
     if sync:
         path = store_paths.topic_path(store.root, topic)
-        store._run(f"sync {path}", store.client.sync, path)
+        store.sync(path)
     record = store.get_topic(topic)
     check_topic_id(record, topic_id)
     if ids is not None:
@@ -279,7 +279,7 @@ class HistoryWatcher:
             self._poke()
 
         try:
-            self._store._run(f"watch {path}", self._store.client.exists, path, fired)
+            self._store.exists_and_watch(path, fired)
         except Exception:
             with self._lock:
                 self._unarmed.add(topic)

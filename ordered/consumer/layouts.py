@@ -209,7 +209,7 @@ class LayoutTracker:
         # again (harmless); the other order could miss a write. A zxid, unlike the
         # znode version, never repeats when a topic is deleted and adopted again.
         path = store_paths.topic_path(self.store.root, view.name)
-        zxid = _zxid(self.store._run(f"check {path}", self.client.exists, path))
+        zxid = _zxid(self.store.exists(path))
         # Another topic id than the layout's raises TopicIdMismatchError (refused).
         history = load_history(self.store, view.name, ids=self._ids)
         view.zxid = zxid
