@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from coordinator.controller import DEFAULT_DELIVERY_TIMEOUT_MS
 from coordinator.errors import ConfigError
+from coordinator.transition import DEFAULT_DELIVERY_TIMEOUT_MS
 from ordered.settings import (
     ORDERED_PREFIX,
     Role,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import threading
 
+from helpers import unique, wait_until
 from kazoo.client import KazooClient
 
 from coordinator.store import LayoutStore
 from coordinator.store.watches import watch_node
-from helpers import unique, wait_until
 
 
 def test_watch_node_reports_creation_changes_and_deletion(store: LayoutStore) -> None:
