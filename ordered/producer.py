@@ -35,7 +35,6 @@ import os
 import queue
 import threading
 import time
-import weakref
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -52,7 +51,14 @@ from coordinator.errors import (
 from coordinator.store import AckRecord, LayoutStore, ProducerRecord, TopicRecord
 from coordinator.store import paths as store_paths
 from coordinator.topic_ids import TopicIds
-from coordinator.zk import close_client, make_client, start_client
+from coordinator.zk import (
+    close_client,
+    close_client_within,
+    exit_hook,
+    make_client,
+    run_bounded,
+    start_client,
+)
 from linear_hash import Layout
 from ordered.compaction import TOMBSTONE_HEADER, ancestors
 from ordered.producer_config import ProducerConfig, split_producer_config
@@ -113,12 +119,6 @@ _LEAVE_S: Final = 3.0
 """How long close waits for its final acks and unregistrations."""
 _EXIT_STALL_S: Final = 1.0
 """... and give up sooner when nothing was delivered for this long (Kafka is gone)."""
-
-
-def _close_at_exit(ref: weakref.ref[OrderedProducer]) -> None:
-    producer = ref()
-    if producer is not None:
-        producer._close(exiting=True)
 
 
 class OrderedProducer:
@@ -223,8 +223,7 @@ class OrderedProducer:
         # Registered after kazoo's own exit hook, so it runs first (atexit is LIFO)
         # while the kazoo client still works; a weak reference, so an unreferenced
         # producer can still be collected.
-        self._exit_hook = functools.partial(_close_at_exit, weakref.ref(self))
-        atexit.register(self._exit_hook)
+        self._exit_hook = exit_hook(self, _close_at_exit)
 
     # --- introspection (not in confluent) -------------------------------------------
 
@@ -575,12 +574,10 @@ class OrderedProducer:
             if drained and self._kz.state == KazooState.CONNECTED:
                 # In a thread of its own, waited for a bounded time: a kazoo call made
                 # just as ZooKeeper goes away blocks until the session resolves.
-                leaver = threading.Thread(
-                    target=self._leave, args=(topics, acks), name="ordered-leave", daemon=True
+                left_in_time = run_bounded(
+                    self._leave, topics, acks, timeout=_LEAVE_S, name="ordered-leave"
                 )
-                leaver.start()
-                leaver.join(_LEAVE_S)
-                if leaver.is_alive():
+                if not left_in_time:
                     _log.warning("leaving the layout store timed out after %.0f s", _LEAVE_S)
             # The worker may use the librdkafka handle (a metadata refresh): stop it first.
             self._events.put(Event(EventKind.STOP))
@@ -591,7 +588,7 @@ class OrderedProducer:
                 self._producer.purge(True, True, False)
             result = bool(self._producer.close())
             self._session.stop()
-            close_client(self._kz)
+            close_client_within(self._kz, 1.0 if exiting else _LEAVE_S)
             return result
 
     def _flush_at_exit(self) -> int:
@@ -798,3 +795,7 @@ class OrderedProducer:
                 self._table.enable_fast(False)
                 self._table.suspend_all()
         self._events.put(Event(EventKind.SESSION_CHANGED))
+
+
+def _close_at_exit(producer: OrderedProducer) -> None:
+    producer._close(exiting=True)

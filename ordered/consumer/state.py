@@ -75,6 +75,13 @@ class Core:
         self.request_timeout = 10.0
         self.violations = 0
 
+    def check_gates_at(self, when: float) -> None:
+        """Re-check closed gates at ``when`` (``time.monotonic()``; 0.0: at the next service).
+
+        The one writer of :attr:`next_check`.
+        """
+        self.next_check = when
+
     def open_limit(self, topic: str, partition: int) -> float:
         """The partition's next gate not known to be open (``inf``: none or not ordered)."""
         view = self.layouts.topics.get(topic)

@@ -12,9 +12,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
-import threading
 import time
-import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -25,7 +23,7 @@ from coordinator.errors import StoreError
 from coordinator.history import SessionState
 from coordinator.positions import PositionService
 from coordinator.topic_ids import TopicIds
-from coordinator.zk import close_client, make_client, start_client
+from coordinator.zk import close_client, close_client_within, exit_hook, make_client, start_client
 from ordered.consumer.announce import Announcer
 from ordered.consumer.batch import BatchFilter
 from ordered.consumer.fetch import Fetcher
@@ -36,7 +34,12 @@ from ordered.consumer.gate import (
     GateStatus,
     PartitionGate,
 )
-from ordered.consumer.layouts import LayoutTracker, TopicView
+from ordered.consumer.layouts import (
+    LayoutState,
+    LayoutTracker,
+    TopicView,
+    check_layout_transition,
+)
 from ordered.consumer.probe import LogStartProbe
 from ordered.consumer.rebalance import Callback, RebalanceHooks
 from ordered.consumer.recheck import GateChecker
@@ -149,10 +152,9 @@ class OrderedConsumer:
         self._fetcher = Fetcher(
             self._consumer, layouts, core.metrics, self._after_reload, self._apply_stale
         )
-        self._stale = False  # the layouts were found unusable and holds applied
+        self._layout_state = LayoutState.TRUSTED
         self._closed = False
-        self._exit_hook = _exit_hook_for(self)
-        atexit.register(self._exit_hook)
+        self._exit_hook = exit_hook(self, _close_at_exit)
 
     @property
     def violations(self) -> int:
@@ -442,7 +444,7 @@ class OrderedConsumer:
             self._probe.close()
         finally:
             self._layouts.stop()
-            _close_zk(self._zk, CLOSE_TIMEOUT)
+            close_client_within(self._zk, CLOSE_TIMEOUT)
 
     def __enter__(self) -> OrderedConsumer:
         return self
@@ -547,7 +549,7 @@ class OrderedConsumer:
             self._layouts.topic(tp.topic)
             limit = core.open_limit(tp.topic, tp.partition)
             core.parts[key] = PartState(tp.topic, tp.partition, PartitionGate(*key, limit))
-            if self._stale and self._layouts.topics[tp.topic].ordered:
+            if self._layout_state is LayoutState.HELD and self._layouts.topics[tp.topic].ordered:
                 core.fire(core.parts[key], GateEvent.LAYOUT_LOST)
         self._filter.update_single()
 
@@ -589,16 +591,16 @@ class OrderedConsumer:
             if part.topic not in names:
                 continue
             if part.gate.state is GateState.BLOCKED:
-                core.next_check = 0.0  # re-check it at once against the new history
+                core.check_gates_at(0.0)  # re-check it at once against the new history
             core.fire(part, GateEvent.HISTORY)
             if self._layouts.topics[part.topic].ordered:
                 self._announcer.check_marks(part)
 
     def _apply_stale(self) -> None:
         """The layouts cannot be trusted: hold every record of ordered topics from now."""
-        if self._stale:
+        if self._layout_state is LayoutState.HELD:
             return
-        self._stale = True
+        self._set_layout_state(LayoutState.HELD)
         core = self._core
         for part in core.parts.values():
             view = self._layouts.topics.get(part.topic)
@@ -611,17 +613,17 @@ class OrderedConsumer:
         layouts = self._layouts
         if not layouts.usable:
             self._apply_stale()
-        if self._stale:
+        if self._layout_state is LayoutState.HELD:
             if layouts.watcher.state is SessionState.CONNECTED:
                 views = layouts.recover()
                 if views is not None:
-                    self._stale = False
+                    self._set_layout_state(LayoutState.TRUSTED)
                     self._after_reload(views)
                     for part in self._core.parts.values():
                         if part.gate.state is not GateState.BLOCKED:
                             self._core.fire(part, GateEvent.LAYOUT_BACK)
                     self._filter.update_single()
-                    self._core.next_check = 0.0
+                    self._core.check_gates_at(0.0)
         else:
             try:
                 views = layouts.reload_dirty()
@@ -636,46 +638,28 @@ class OrderedConsumer:
         self._checker.service()
 
     def _slice(self, deadline: float | None) -> float:
-        return self._checker.slice(deadline, self._stale)
+        return self._checker.slice(deadline, self._layout_state is LayoutState.HELD)
+
+    def _set_layout_state(self, new: LayoutState) -> None:
+        """The one writer of the layout state (checked against its transition table)."""
+        check_layout_transition(self._layout_state, new)
+        self._layout_state = new
 
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("Consumer closed")
 
 
-def _close_zk(client: Any, timeout: float) -> None:
-    """Close a kazoo client within ``timeout`` seconds, whatever ZooKeeper does.
+def _close_at_exit(consumer: OrderedConsumer) -> None:
+    """End ``consumer``'s ZooKeeper session promptly at exit if it is not closed.
 
-    kazoo's ``stop()`` joins its worker threads; one stuck in a kazoo recipe's
-    unbounded retry would hold it (and, through kazoo's own exit hook, interpreter
-    exit) while ZooKeeper is away. The close runs in a daemon thread instead, and
-    kazoo's exit hook is removed: an unfinished close cannot delay exit.
+    Leaves the confluent client to confluent, as a plain consumer's would be.
     """
-    with contextlib.suppress(Exception):
-        atexit.unregister(client.handler.stop)
-    worker = threading.Thread(target=close_client, args=(client,), daemon=True)
-    worker.start()
-    worker.join(timeout)
-
-
-def _exit_hook_for(consumer: OrderedConsumer) -> Any:
-    """An exit hook that ends ``consumer``'s ZooKeeper session promptly if it is not closed.
-
-    It holds the consumer weakly (an exit hook must not keep it alive), runs before
-    kazoo's own hook (registered earlier, at connect), and leaves the confluent
-    client to confluent, as a plain consumer's would be.
-    """
-    ref = weakref.ref(consumer)
-
-    def hook() -> None:
-        owner = ref()
-        if owner is None or owner._closed:
-            return
-        owner._closed = True
-        owner._layouts.stop()
-        _close_zk(owner._zk, 1.0)
-
-    return hook
+    if consumer._closed:
+        return
+    consumer._closed = True
+    consumer._layouts.stop()
+    close_client_within(consumer._zk, 1.0)
 
 
 def _deadline(timeout: float | None) -> float | None:
