@@ -8,7 +8,7 @@ from typing import Any
 
 from confluent_kafka import TopicPartition
 
-from ordered.consumer.announce import Announcement
+from ordered.consumer.announcement import Announcement
 from ordered.consumer.gate import NO_LIMIT, Change, GateEvent, GateState, PartitionGate
 from ordered.consumer.layouts import LayoutTracker
 from ordered.consumer_config import ConsumerConfig
