@@ -10,33 +10,25 @@ from __future__ import annotations
 
 import atexit
 import logging
-import queue
-import threading
 import time
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
-from kazoo.client import KazooClient, KazooState
+from kazoo.client import KazooState
 
 from coordinator.errors import (
     StoreError,
 )
-from coordinator.store import AckRecord, LayoutStore
-from coordinator.topic_ids import TopicIds
+from coordinator.store import AckRecord
 from coordinator.zk import (
     close_client_within,
     run_bounded,
 )
-from ordered.producer_config import ProducerConfig
 from ordered.producer_routes import (
     AckDue,
-    Route,
-    RouteTable,
 )
-from ordered.producer_session import Event, EventKind, ProducerSession
-from ordered.producer_tracking import (
-    DrainTracker,
-)
+from ordered.producer_session import Event, EventKind
+from ordered.producer_topics import ProducerFields
 
 __all__ = ["ProducerLeave"]
 
@@ -50,30 +42,8 @@ _EXIT_STALL_S: Final = 1.0
 """... and give up sooner when nothing was delivered for this long (Kafka is gone)."""
 
 
-class ProducerLeave:
+class ProducerLeave(ProducerFields):
     """Leaving (methods of :class:`~ordered.producer.OrderedProducer`)."""
-
-    # Set by OrderedProducer.__init__ (declared here for the type checker).
-    producer_id: str
-    _split: ProducerConfig
-    _lock: threading.Lock
-    _first_use_lock: threading.Lock
-    _close_lock: threading.Lock
-    _tracker: DrainTracker
-    _table: RouteTable
-    _routes: dict[str, Route]
-    _session: ProducerSession
-    _events: queue.SimpleQueue[Event]
-    _watchers: dict[str, Callable[[Any], None]]
-    _direct: bool
-    _only_error: bool
-    _closed: bool
-    _kz: KazooClient
-    _store: LayoutStore
-    _topic_ids: TopicIds
-    _producer: Any
-    _worker: threading.Thread
-    _exit_hook: Callable[[], None]
 
     _ack_record: Callable[[AckDue], AckRecord]  # ProducerTopics gives it
 

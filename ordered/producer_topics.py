@@ -43,15 +43,16 @@ from ordered.producer_tracking import (
     DrainTracker,
 )
 
-__all__ = ["ProducerTopics"]
+__all__ = ["ProducerFields", "ProducerTopics"]
 
 _log = logging.getLogger(__name__)
 
 _METADATA_TIMEOUT_S: Final = 5.0
 
 
-class ProducerTopics:
-    """Topics, the barrier and the session (methods of :class:`~ordered.OrderedProducer`)."""
+class ProducerFields:
+    """The fields :class:`~ordered.OrderedProducer` sets in ``__init__``, declared once
+    for the type checker (the producer's parts read them)."""
 
     # Set by OrderedProducer.__init__ (declared here for the type checker).
     producer_id: str
@@ -74,6 +75,10 @@ class ProducerTopics:
     _producer: Any
     _worker: threading.Thread
     _exit_hook: Callable[[], None]
+
+
+class ProducerTopics(ProducerFields):
+    """Topics, the barrier and the session (methods of :class:`~ordered.OrderedProducer`)."""
 
     # --- topics: first use and records ----------------------------------------------
 

@@ -25,13 +25,8 @@ __all__ = ["LayoutStore", "Watch"]
 
 
 class LayoutStore(RetiredStore, ProducerStore, GroupStore, WatchStore):
-    """The layout store of ``docs/protocol.md`` over a started :class:`KazooClient`.
+    """The layout store of ``docs/protocol.md`` over a started ``KazooClient``.
 
-    Args:
-        client: A started kazoo client. Its ``retry`` (``command_retry``) decides how
-            long a call keeps retrying while ZooKeeper is unreachable.
-        root: The store root (default ``/ordered``).
-
-    Raises:
-        ValueError: ``root`` is not an absolute path.
+    Constructed as :class:`~coordinator.store.base.StoreBase` is: ``LayoutStore(client,
+    root="/ordered")``, ``ValueError`` for a root that is not an absolute path.
     """
