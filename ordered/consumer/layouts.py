@@ -28,7 +28,7 @@ and the consumer decides its gates again before the batch is judged.
 
 from __future__ import annotations
 
-import contextlib
+import enum
 import logging
 import time
 from collections.abc import Iterable
@@ -36,9 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError
 
-from coordinator.errors import StoreError, TopicIdMismatchError
+from coordinator.errors import StateTransitionError, StoreError, TopicIdMismatchError
 from coordinator.history import HistoryWatcher, SessionState, TopicHistory, load_history
 from coordinator.store import LayoutStore, TopicRecord
 from coordinator.store import paths as store_paths
@@ -46,7 +45,48 @@ from coordinator.topic_ids import TopicIds
 from linear_hash import Layout
 from linear_hash.gating import EpochInfo, GateEvaluator
 
-__all__ = ["AuditSpan", "FetchCheck", "LayoutTracker", "TopicView"]
+__all__ = [
+    "LAYOUT_TRANSITIONS",
+    "AuditSpan",
+    "FetchCheck",
+    "LayoutState",
+    "LayoutTracker",
+    "TopicView",
+    "check_layout_transition",
+]
+
+
+class LayoutState(enum.Enum):
+    """Whether the consumer can trust its copy of the layouts.
+
+    Transitions (:data:`LAYOUT_TRANSITIONS`; the consumer's one writer checks them)::
+
+        TRUSTED --(session away, or a reload failed)--> HELD
+        HELD --(connected again and every topic re-read)--> TRUSTED
+
+    Attributes:
+        TRUSTED: The layouts are current; gates decide as usual.
+        HELD: They may be stale: every record of an ordered topic is held.
+    """
+
+    TRUSTED = "trusted"
+    HELD = "held"
+
+
+LAYOUT_TRANSITIONS: dict[LayoutState, frozenset[LayoutState]] = {
+    LayoutState.TRUSTED: frozenset({LayoutState.HELD}),
+    LayoutState.HELD: frozenset({LayoutState.TRUSTED}),
+}
+"""Every legal ``old -> new`` of :class:`LayoutState`."""
+
+
+def check_layout_transition(old: LayoutState, new: LayoutState) -> None:
+    """Raise :class:`~coordinator.errors.StateTransitionError` for an unlisted move."""
+    if new not in LAYOUT_TRANSITIONS[old]:
+        raise StateTransitionError(
+            f"consumer layouts: {old.name} -> {new.name} is not a transition"
+        )
+
 
 _log = logging.getLogger(__name__)
 
@@ -222,13 +262,13 @@ class LayoutTracker:
         # again (harmless); the other order could miss a write. A zxid, unlike the
         # znode version, never repeats when a topic is deleted and adopted again.
         path = store_paths.topic_path(self.store.root, view.name)
-        zxid = _zxid(self.store._run(f"check {path}", self.client.exists, path))
+        zxid = _zxid(self.store.exists(path))
         # Another topic id than the layout's raises TopicIdMismatchError (refused).
         history = load_history(self.store, view.name, ids=self._ids)
         if view.rewind_zxid is None and self._group:
             # Read once: the fetch check compares later values with it.
             marker = self.rewind_path(view.name)
-            view.rewind_zxid = _zxid(self.store._run(f"check {marker}", self.client.exists, marker))
+            view.rewind_zxid = _zxid(self.store.exists(marker))
         view.zxid = zxid
         self.reloads += 1
         view.history = history
@@ -298,20 +338,12 @@ class LayoutTracker:
         Raises:
             StoreError: ZooKeeper is unreachable.
         """
-        path = self.rewind_path(topic)
-        stat = self.store._run(f"mark {path}", self._touch, path)
+        if not self._group:
+            raise ValueError("a consumer without group.id has no rewind marker")
+        stat = self.store.mark_rewound(self._group, topic)
         view = self.topics.get(topic)
         if view is not None:
             view.rewind_zxid = _zxid(stat)
-
-    def _touch(self, path: str) -> Any:
-        try:
-            return self.client.set(path, b"")
-        except NoNodeError:
-            # Another member may make it first: its write is our signal too.
-            with contextlib.suppress(NodeExistsError):
-                self.client.create(path, b"", makepath=True)
-            return self.client.exists(path)
 
     def take_rewound(self) -> set[str]:
         """The topics whose rewind marker changed since the last call."""

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
 from coordinator.errors import StoreError
-from ordered.consumer.announce import Announcement
+from ordered.consumer.announcement import Announcement
 from ordered.consumer.gate import GateEvent
 
 if TYPE_CHECKING:
