@@ -63,7 +63,7 @@ The parts, one concern each:
 * :mod:`~ordered.consumer.state`: what they share.
 
 They import each other in layers (an import-linter contract): ``wrapper``, ``upkeep``,
-``rebalance``/``batch``, ``recheck``, ``announce``/``fetch``, ``state``/``probe``,
+``rebalance``/``batch``, ``recheck``, ``announce``/``fetch``/``replay``, ``state``/``probe``,
 ``announcement``/``gate``/``layouts``; a lower layer never imports a higher one.
 """
 
