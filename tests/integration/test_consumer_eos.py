@@ -161,14 +161,15 @@ class Pipeline:
 
     def start(self) -> None:
         env = dict(os.environ, PYTHONPATH=str(ROOT))
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", PIPELINE, json.dumps(self.config)],
-            stdout=subprocess.PIPE,
-            stderr=self.log().open("w"),
-            text=True,
-            env=env,
-            cwd=ROOT,
-        )
+        with self.log().open("w") as stderr:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", PIPELINE, json.dumps(self.config)],
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+                env=env,
+                cwd=ROOT,
+            )
         lines = self.lines
         first = len(lines)
         stdout = self.proc.stdout
