@@ -23,7 +23,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient
-from helpers import transient_error, wait_until
+from helpers import transient_error, unique, wait_until
 
 from coordinator.controller import Controller
 from ordered.consumer import OrderedConsumer
@@ -289,12 +289,13 @@ class Member:
 
 
 @GUARD
-@pytest.mark.parametrize("mode", ["auto", "application"])
+@pytest.mark.parametrize("mode", ["auto", "application", "transaction"])
 def test_rewind_by_one_member_is_seen_by_the_other(
     guard: bool,
     mode: str,
     written: Callable[[], tuple[Written, Produce]],
     make_consumer: Callable[..., OrderedConsumer],
+    make_producer: Callable[..., OrderedProducer],
     group_factory: Callable[[], str],
 ) -> None:
     """Two members of one group: ``sources`` reads 0 and 1 (the partitions that gave keys
@@ -303,12 +304,14 @@ def test_rewind_by_one_member_is_seen_by_the_other(
     deliver a new record of a moved key before the replay of its old ones is done.
 
     In ``application`` commit mode the consumer commits nothing: the application
-    commits the sought positions itself (as ``docs/consumer.md`` asks), and the rewind
-    reaches the other member with that commit."""
+    commits the sought positions itself (as ``docs/consumer.md`` asks), through the
+    consumer (``application``) or in a transaction (``transaction``, which the consumer
+    only sees by reading the committed offsets), and the rewind reaches the other
+    member with that commit."""
     w, produce = written()
     group = group_factory()
     log = GroupLog()
-    settings = {**FETCH, "ordered.commit.mode": mode}
+    settings = {**FETCH, "ordered.commit.mode": "auto" if mode == "auto" else "application"}
     sources = Member("sources", make_consumer(group, **settings), log, 0.03)
     destinations = Member("destinations", make_consumer(group, **settings), log, 0.0)
     members = (sources, destinations)
@@ -329,10 +332,21 @@ def test_rewind_by_one_member_is_seen_by_the_other(
         blocks = destinations.consumer.metrics["blocks"]
         for p in (0, 1):
             sources.consumer.seek(TopicPartition(w.topic, p, 0))
+        rewound = [TopicPartition(w.topic, p, 0) for p in (0, 1)]
         if mode == "application":
-            rewound = [TopicPartition(w.topic, p, 0) for p in (0, 1)]
             sources.consumer.commit(offsets=rewound, asynchronous=False)
+        elif mode == "transaction":
+            transactional = make_producer(**{"transactional.id": unique("rewind")})
+            transactional.init_transactions(30)
+            transactional.begin_transaction()
+            metadata = sources.consumer.consumer_group_metadata()
+            transactional.send_offsets_to_transaction(rewound, metadata, 30)
+            transactional.commit_transaction(30)
         sources.start()
+        if mode == "transaction" and guard:
+            # The consumer saw the transaction's commit (it reads the committed offsets
+            # every ordered.gate.poll.interval.ms) and signalled the rewind.
+            wait_until(lambda: not sources.consumer._rewinds._pending, timeout=10)
         for _ in range(20):  # new records of every key, spread over the sources' replay
             produce.write(50)
             time.sleep(0.05)
