@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Final
@@ -27,6 +27,7 @@ from coordinator.errors import (
     StoreError,
     TransitionInProgressError,
 )
+from coordinator.hooks import CoordinatorEvents
 from coordinator.identity import process_identity
 from coordinator.kafka_admin import KafkaAdmin, KafkaTopic, UnknownTopicError
 from coordinator.store import EpochRecord, LayoutStore, ProducerRecord, TopicRecord
@@ -215,6 +216,8 @@ class Controller:
         progress: Called with one line of progress at a time (e.g. while waiting).
         cancel: When set, a running barrier stops waiting (as on a timeout: the epoch
             stays pending); the daemon sets it on shutdown.
+        hooks: Objects that receive the epoch events (:mod:`coordinator.hooks`:
+            published, barrier passed, sealed).
     """
 
     def __init__(
@@ -223,11 +226,13 @@ class Controller:
         admin: KafkaAdmin,
         progress: Progress | None = None,
         cancel: threading.Event | None = None,
+        hooks: Sequence[object] = (),
     ) -> None:
         self._store = store
         self._admin = admin
         self._progress: Progress = progress or (lambda _message: None)
         self._cancel = cancel or threading.Event()
+        self._events = CoordinatorEvents(hooks)
         self._identity = process_identity()
         self._handlers: dict[Step, Callable[[_Transition], None]] = {
             Step.PARTITIONS: self._step_partitions,
@@ -639,9 +644,23 @@ class Controller:
                         "the lock is gone, the next controller completes the transition"
                     )
                 self._handlers[tr.step](tr)
+                self._report(tr)
                 tr.step = _NEXT[tr.step]
         finally:
             client.remove_listener(on_state)
+
+    def _report(self, tr: _Transition) -> None:
+        """Tell the hooks that step ``tr.step`` just completed (durations from the publish)."""
+        epoch = tr.epoch
+        if epoch is None:
+            return
+        if tr.step is Step.PUBLISH:
+            self._events.epoch_published(tr.topic, epoch.epoch, epoch.from_active, epoch.to_active)
+        elif tr.step is Step.BARRIER:
+            self._events.barrier_passed(tr.topic, epoch.epoch, time.time() - epoch.created_at)
+        elif tr.step is Step.SEAL:
+            sealed_at = epoch.sealed_at if epoch.sealed_at is not None else time.time()
+            self._events.epoch_sealed(tr.topic, epoch.epoch, sealed_at - epoch.created_at)
 
     # --- the steps -----------------------------------------------------------------
 

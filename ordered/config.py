@@ -73,6 +73,8 @@ class OrderedSettings:
         zookeeper_session_timeout_ms: ``ordered.zookeeper.session.timeout.ms``.
         epoch_header: ``ordered.epoch.header``: add the epoch header to routed records.
         epoch_header_name: ``ordered.epoch.header.name``.
+        hooks: ``ordered.hooks``: objects that receive the producer's events
+            (:mod:`coordinator.hooks`).
     """
 
     zookeeper_connect: str
@@ -80,6 +82,7 @@ class OrderedSettings:
     zookeeper_session_timeout_ms: int = field(default=default("zookeeper_session_timeout_ms"))
     epoch_header: bool = field(default=default("epoch_header"))
     epoch_header_name: str = field(default=default("epoch_header_name"))
+    hooks: tuple[object, ...] = field(default=default("hooks"))
 
     @classmethod
     def from_mapping(cls, settings: Mapping[str, Any]) -> OrderedSettings:

@@ -84,6 +84,8 @@ class ConsumerSettings:
             in ZooKeeper (:mod:`coordinator.positions`) so a closed gate is re-checked as
             soon as what it waits on is committed; the committed offsets in Kafka still
             decide.
+        hooks: ``ordered.hooks``: objects that receive the consumer's events
+            (:mod:`coordinator.hooks`), after the consumer's own counters.
     """
 
     zookeeper_connect: str
@@ -96,6 +98,7 @@ class ConsumerSettings:
     gate_poll_interval_ms: int = field(default=default("gate_poll_interval_ms"))
     audit_every: int = field(default=default("audit_every"))
     positions: bool = field(default=default("positions"))
+    hooks: tuple[object, ...] = field(default=default("hooks"))
 
     @property
     def header_name(self) -> str:

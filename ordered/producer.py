@@ -49,6 +49,7 @@ from coordinator.errors import (
     StoreError,
     StoreUnavailableError,
 )
+from coordinator.hooks import ProducerEvents
 from coordinator.store import AckRecord, LayoutStore, ProducerRecord, TopicRecord
 from coordinator.store import paths as store_paths
 from coordinator.topic_ids import TopicIds
@@ -179,6 +180,9 @@ class OrderedProducer:
         self.producer_id = identity.producer_id()
         self.tombstone_copies = 0
         """Tombstone copies sent for compacted topics (KIP-253 section 9)."""
+        self._hooks = ProducerEvents(settings.hooks)
+        # (topic, pending epoch) -> when this producer first saw it (the ack latency).
+        self._pending_seen: dict[tuple[str, int], float] = {}
 
         self._lock = threading.Lock()
         self._first_use_lock = threading.Lock()
@@ -394,6 +398,7 @@ class OrderedProducer:
                     timestamp=ts,
                     headers=headers,
                 )
+            self._hooks.tombstone_copy_sent(topic, target)
         self.tombstone_copies += len(targets)
 
     def produce_batch(
@@ -618,6 +623,7 @@ class OrderedProducer:
         try:
             for ack in acks:
                 self._store.ack(ack.topic, ack.epoch, self._ack_record(ack))
+                self._acked(ack.topic, ack.epoch)
             for topic in topics:
                 self._store.unregister_producer(topic, self.producer_id)
             for topic in topics:
@@ -625,6 +631,7 @@ class OrderedProducer:
                 if record is not None and record.pending is not None:
                     due = AckDue(topic, record.pending, {})
                     self._store.ack(topic, record.pending, self._ack_record(due))
+                    self._acked(topic, record.pending)
         except StoreError as exc:
             # The session ends right after: registrations go with it; the barrier then
             # waits out this producer's delivery timeout for an unacked epoch.
@@ -739,11 +746,28 @@ class OrderedProducer:
                 _log.debug("%s: librdkafka does not know %d partitions yet", topic, record.active)
                 info.deferred = record
                 return
+        if record is not None and record.pending is not None:
+            self._pending_seen.setdefault((topic, record.pending), time.monotonic())
         with self._lock:
+            before = info.record
             acks = self._table.apply(info, record, self._session.usable)
             self._update_tracking()
+        if (
+            before is not None
+            and record is not None
+            and before.ordered
+            and record.ordered
+            and record.epoch > before.epoch
+        ):
+            self._hooks.route_switch(topic, before.epoch, record.epoch)
         for ack in acks:
             self._queue_ack(ack)
+
+    def _acked(self, topic: str, epoch: int) -> None:
+        """An ack of ``epoch`` was written: report it with its latency."""
+        seen = self._pending_seen.pop((topic, epoch), None)
+        latency = 0.0 if seen is None else time.monotonic() - seen
+        self._hooks.barrier_ack(topic, epoch, latency)
 
     @property
     def _is_closed(self) -> bool:

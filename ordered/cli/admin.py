@@ -27,6 +27,7 @@ from typing import Any
 from coordinator import devcluster
 from coordinator.controller import Controller, Description, TransitionResult
 from coordinator.daemon import CoordinatorDaemon
+from coordinator.daemon_metrics import DEFAULT_METRICS_ADDRESS, open_metrics
 from coordinator.errors import StoreUnavailableError, UsageError
 from coordinator.group_status import GroupStatus, group_status
 from coordinator.kafka_admin import KafkaAdmin
@@ -200,6 +201,13 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         type=_seconds,
         default=30.0,
         help="seconds one sweep trim waits for every replica (default 30)",
+    )
+    daemon.add_argument(
+        "--metrics-address",
+        default=None,
+        metavar="HOST:PORT",
+        help="serve Prometheus metrics on http://HOST:PORT/metrics (port 0: any free port; "
+        f"off: none; default {DEFAULT_METRICS_ADDRESS}, skipped with a warning if taken)",
     )
     interest_arguments(daemon)
     daemon.set_defaults(func=_coordinator)
@@ -447,6 +455,7 @@ def _retired_text(retired: list[RetiredStatus], retention_ms: int | None) -> str
 
 def _coordinator(args: argparse.Namespace) -> int:
     with connect(args, daemon=True) as conn:
+        metrics = open_metrics(args.metrics_address, progress)
         daemon = CoordinatorDaemon(
             conn.store.client,
             conn.admin,
@@ -457,6 +466,7 @@ def _coordinator(args: argparse.Namespace) -> int:
             relay_interval=args.relay_interval,
             sweep_interval=args.sweep_interval,
             sweep_settings=SweepSettings(interest_settings(args), args.trim_timeout),
+            metrics=metrics,
         )
 
         def on_signal(_signum: int, _frame: FrameType | None) -> None:
