@@ -454,8 +454,8 @@ def _retired_text(retired: list[RetiredStatus], retention_ms: int | None) -> str
 
 
 def _coordinator(args: argparse.Namespace) -> int:
+    metrics = open_metrics(args.metrics_address, progress)  # before connecting: a bad address
     with connect(args, daemon=True) as conn:
-        metrics = open_metrics(args.metrics_address, progress)
         daemon = CoordinatorDaemon(
             conn.store.client,
             conn.admin,
