@@ -440,6 +440,8 @@ class OrderedConsumer:
         self._closed = True
         atexit.unregister(self._exit_hook)
         self._fetcher.clear()
+        for part in self._core.parts.values():
+            self._core.dropped(part)  # held partitions stop waiting (gauges go down)
         try:
             self._consumer.close()
             self._probe.close()
