@@ -153,6 +153,21 @@ def test_expansion_and_blocked_gate_each_report_one_event(
     assert (group, topic, 1) in waiting.of("on_layout_reload")
     assert len(waiting.of("on_gate_check")) >= 2
 
+    # A held partition that is unassigned stops waiting without its gate opening.
+    leaving = Recorder()
+    other = make_consumer(group, **{"ordered.hooks": [leaving]})
+    other.assign([TopicPartition(topic, 2)])
+    wait_until(
+        lambda: not drain(other, 0.3) and other.gate_status()[0].state is GateState.BLOCKED,
+        timeout=20,
+        what="the other consumer's gate to close",
+    )
+    other.unassign()
+    [(g, t, p, held_s)] = leaving.of("on_gate_dropped")
+    assert (g, t, p) == (group, topic, 2) and held_s > 0
+    assert leaving.of("on_gate_opened") == []
+    assert other.metrics["blocked_partitions"] == 0
+
     source = make_consumer(group, **{"ordered.hooks": [reading]})
     source.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
     assert len(drain(source, 20.0, until=boundary)) == boundary
@@ -197,6 +212,8 @@ def test_a_violation_reports_one_event(
     assert (g, t, partition, offset) == (group, topic, 0, 1)
     assert "routes elsewhere" in problem
     assert consumer.violations == consumer.metrics["violations"] == 1
+    with pytest.raises(AttributeError):
+        consumer.violations = 0  # type: ignore[misc]
     assert recorder.of("on_gate_blocked") == []
 
 
