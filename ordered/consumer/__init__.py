@@ -50,7 +50,9 @@ The parts, one concern each:
 * :mod:`~ordered.consumer.announce`: boundary announcements and stored offsets;
 * :mod:`~ordered.consumer.probe`: the log-start probe;
 * :mod:`~ordered.consumer.batch`: the fast and checked batch paths and the audit;
-* :mod:`~ordered.consumer.state`: what they share.
+* :mod:`~ordered.consumer.state`: what they share;
+* :mod:`~ordered.consumer.counters`: the counters behind ``metrics`` (the first hook;
+  events go through :mod:`coordinator.hooks`).
 """
 
 from __future__ import annotations
