@@ -1,8 +1,9 @@
 """The hook protocol against the real cluster: one event of the right kind per happening.
 
 A recording hook (every ``on_...`` method of :mod:`coordinator.hooks`) is given to the
-consumer and producer (``ordered.hooks``) and to the controller (``hooks=``); a blocked
-gate, an expansion and a violation each produce exactly one event of their kind.
+consumer and producer (``ordered.hooks``), to the controller and to the sweeper
+(``hooks=``); a blocked gate, an expansion, a violation and a trim each produce exactly
+one event of their kind.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from helpers import transient_error, wait_until
 
 from coordinator.controller import Controller
 from coordinator.hooks import CONSUMER_HOOKS, COORDINATOR_HOOKS, PRODUCER_HOOKS, check_hooks
 from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store import LayoutStore
+from coordinator.retention import Sweeper
+from coordinator.store import LayoutStore, RetentionRecord
 from linear_hash import Layout
 from ordered import OrderedProducer
 from ordered.consumer import GateState, OrderedConsumer
@@ -248,3 +250,39 @@ def test_a_raising_hook_is_logged_once_and_changes_nothing(
         r for r in caplog.records if r.exc_info and "metrics backend down" in str(r.exc_info[1])
     ]
     assert len(logged) == 1
+
+
+def test_each_sweep_trim_reports_one_event(
+    topic_factory: Callable[..., str],
+    group_factory: Callable[[], str],
+    controller: Controller,
+    store: LayoutStore,
+    bootstrap: str,
+) -> None:
+    topic = topic_factory(1)
+    controller.adopt(topic)
+    controller.expand(topic, 2, timeout=30)
+    plain = Producer({"bootstrap.servers": bootstrap})
+    for partition in (0, 1):
+        for i in range(4):
+            plain.produce(topic, value=b"v", key=f"k{i}", partition=partition)
+    assert plain.flush(30) == 0
+    controller.shrink(topic, 1, timeout=30)  # retires partition 1 at its end: 4
+    assert store.get_epoch(topic, 2).boundaries[1] == 4
+    group = group_factory()
+    committer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    committer.commit(
+        offsets=[TopicPartition(topic, 0, 2), TopicPartition(topic, 1, 4)], asynchronous=False
+    )
+    committer.close()
+    store.set_retention(RetentionRecord(topic=topic, consumed_ms=1, updated_at=time.time()))
+    time.sleep(0.05)  # every record is older than the 1 ms retention
+
+    recorder = Recorder()
+    admin = KafkaAdmin(bootstrap, timeout=10.0)
+    trims = Sweeper(store, admin, hooks=[recorder]).sweep_topic(topic)
+    assert sorted((t.partition, t.requested) for t in trims) == [(0, 2), (1, 4)]
+    assert sorted(recorder.of("on_trim")) == [
+        (topic, 0, 2, "retention", True),
+        (topic, 1, 4, "drained", True),
+    ]
