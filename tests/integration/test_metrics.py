@@ -164,6 +164,7 @@ def test_daemon_metrics_move_during_an_expansion(
     assert barrier is not None and barrier >= older
     assert value(after, "ordered_coordinator_pending_barrier_age_seconds", topic=topic) is None
     assert value(after, "ordered_coordinator_topic_epoch", topic=topic) == 1
+    assert (value(after, "ordered_coordinator_relay_round_seconds_count") or 0) > 0
 
     daemon.send_signal(signal.SIGTERM)
     assert daemon.wait(timeout=20) == 0
