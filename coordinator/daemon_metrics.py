@@ -70,6 +70,10 @@ def parse_metrics_address(text: str) -> tuple[str, int] | None:
     return host, int(port)
 
 
+class _Disconnected(Exception):
+    """The ZooKeeper session is not connected: no state is read this scrape."""
+
+
 class StateCollector(Collector):
     """Scrape-time gauges read from ZooKeeper (every daemon) and Kafka (the leader).
 
@@ -130,6 +134,10 @@ class StateCollector(Collector):
         topics: list[str] = []
         count = 0
         try:
+            if not self._store.client.connected:
+                # A read would wait out the daemon's long retries: the session gauge
+                # already says why the state is missing.
+                raise _Disconnected()
             topics = self._store.list_topics()
             now = time.time()
             for topic in topics:
@@ -145,6 +153,8 @@ class StateCollector(Collector):
                 age.add_metric([topic], max(0.0, now - info.created_at))
                 acked = set(self._store.acks(topic, record.pending))
                 waiting.add_metric([topic], len(set(info.producers) - acked))
+        except _Disconnected:
+            pass
         except Exception as exc:  # ZooKeeper failed: the scrape still answers
             self._failed("topic state", exc)
         pending.add_metric([], count)
