@@ -240,6 +240,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         check_hooks,
         "a list of hook objects that receive the client's events (coordinator.hooks), "
         "e.g. coordinator.prometheus.PrometheusHooks",
+        Role.BOTH,
     ),
 )
 """Every ``ordered.`` setting of both wrappers."""
