@@ -114,6 +114,7 @@ class CoordinatorDaemon:
         self._role = Role.FOLLOWER
         self._role_lock = threading.Lock()
         self._lost = threading.Event()
+        self._zk_state: str = KazooState.CONNECTED
         self._wake = threading.Event()
         self._workers: dict[str, threading.Thread] = {}
         self._errors: dict[str, str] = {}
@@ -154,10 +155,26 @@ class CoordinatorDaemon:
         self._progress(f"coordinator {self._identifier}: {role.value}")
 
     def _on_state(self, state: str) -> None:
-        # Runs on kazoo's thread: set flags only.
+        # Runs on kazoo's thread: set flags and print one line, never a ZooKeeper call.
         if state == KazooState.LOST:
             self._lost.set()
             self._wake.set()
+        if state == self._zk_state or self._stop.is_set():
+            self._zk_state = state
+            return
+        if state == KazooState.SUSPENDED:
+            self._progress(
+                f"coordinator {self._identifier}: ZooKeeper connection lost; reconnecting "
+                "(leadership holds while the session lives)"
+            )
+        elif state == KazooState.LOST:
+            self._progress(
+                f"coordinator {self._identifier}: ZooKeeper session lost: leadership given "
+                "up; contending again once ZooKeeper is back"
+            )
+        elif state == KazooState.CONNECTED:
+            self._progress(f"coordinator {self._identifier}: ZooKeeper connection restored")
+        self._zk_state = state
 
     def stop(self) -> None:
         """Ask the daemon to stop (safe from a signal handler or any thread)."""
