@@ -713,7 +713,8 @@ class Controller:
             self._store.watch_producers(tr.topic, lambda _children: changed.set()),
             self._store.watch_acks(tr.topic, epoch.epoch, lambda _children: changed.set()),
         ]
-        last_text, last_report = "", 0.0
+        last_key: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+        last_report = 0.0
         try:
             while True:
                 if tr.session_lost.is_set():
@@ -735,10 +736,13 @@ class Controller:
                     tr.epoch = epoch
                 if not waiting:
                     return
-                text = _waiting_text(epoch, waiting, expired)
-                if text != last_text or time.monotonic() - last_report >= _REPORT_EVERY_S:
-                    self._progress(text)
-                    last_text, last_report = text, time.monotonic()
+                # A new line when who is waited for changes, else one every few seconds
+                # with the countdowns (not the same line again and again).
+                key = (tuple(waiting), tuple(sorted(expired)))
+                if key != last_key or time.monotonic() - last_report >= _REPORT_EVERY_S:
+                    left = tr.deadline - time.monotonic()
+                    self._progress(_waiting_text(epoch, waiting, expired, now, left))
+                    last_key, last_report = key, time.monotonic()
                 if self._cancel.is_set():
                     raise BarrierTimeoutError(
                         f"epoch {epoch.epoch} of {tr.topic} is still pending: the "
@@ -776,9 +780,12 @@ class Controller:
         done = replace(record, pending=None)
         self._store.seal_epoch(done, sealed, version)
         tr.record, tr.version, tr.epoch = done, version + 1, sealed
+        # The epoch's age counts from its publish, across every controller that resumed it.
+        age = (sealed.sealed_at or time.time()) - epoch.created_at
         self._progress(
             f"epoch {epoch.epoch} of {tr.topic} sealed: {epoch.from_active} -> "
-            f"{epoch.to_active} partitions in {time.monotonic() - tr.started:.2f} s"
+            f"{epoch.to_active} partitions in {age:.2f} s"
+            + (f" (this run {time.monotonic() - tr.started:.2f} s)" if tr.resumed else "")
         )
 
     def _reread(self, topic: str) -> tuple[TopicRecord, int]:
@@ -865,7 +872,13 @@ def _waiting_ids(waiting: list[str], expired: dict[str, float]) -> str:
     return "producer(s) " + ", ".join(parts)
 
 
-def _waiting_text(epoch: EpochRecord, waiting: list[str], expired: dict[str, float]) -> str:
+def _waiting_text(
+    epoch: EpochRecord,
+    waiting: list[str],
+    expired: dict[str, float],
+    now: float | None = None,
+    left: float | None = None,
+) -> str:
     total = len(epoch.producers)
     grace = [p for p in waiting if p in expired]
     text = (
@@ -874,4 +887,14 @@ def _waiting_text(epoch: EpochRecord, waiting: list[str], expired: dict[str, flo
     )
     if grace:
         text += f"; {len(grace)} gone, waiting out their delivery timeout"
+        if now is not None:
+            ends = [
+                expired[p]
+                + epoch.delivery_timeouts_ms.get(p, DEFAULT_DELIVERY_TIMEOUT_MS) / 1000.0
+                + EXPIRY_GRACE_S
+                for p in grace
+            ]
+            text += f" ({max(0.0, max(ends) - now):.0f} s left)"
+    if left is not None:
+        text += f"; gives up in {max(0.0, left):.0f} s"
     return text

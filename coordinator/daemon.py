@@ -322,10 +322,24 @@ class CoordinatorDaemon:
                 self._wake.set()
         self._failures.pop(topic, None)
         if result is not None:
+            # The epoch's age (from its publish), not only this resume's share of it.
+            age = self._epoch_age(topic, result.epoch)
             self._progress(
                 f"sealed epoch {result.epoch} of {topic} ({result.from_active} -> "
-                f"{result.to_active}) in {time.monotonic() - started:.2f} s"
+                f"{result.to_active})"
+                + (f" {age:.2f} s after its publish" if age is not None else "")
+                + f"; this resume took {time.monotonic() - started:.2f} s"
             )
+
+    def _epoch_age(self, topic: str, epoch: int) -> float | None:
+        """Seconds from the epoch's publish to its seal, ``None`` if unreadable."""
+        try:
+            record = self._store.find_epoch(topic, epoch)
+        except (OrderedError, KazooException, KazooTimeoutError):
+            return None
+        if record is None or record.sealed_at is None:
+            return None
+        return record.sealed_at - record.created_at
 
     def _join_workers(self) -> None:
         for worker in list(self._workers.values()):

@@ -14,8 +14,9 @@ For each partition the answer is the first closed gate at or past the group's po
 Like ``kafka-consumer-groups --describe`` it also shows each partition's lag (end
 offset minus committed offset, ``None`` without a commit) and the member it is assigned
 to (consumer id, host, client id), and the group's state. A group Kafka does not know
-(no member, no commit) is an error (:class:`UnknownGroupError`); a group that exists but
-never committed on the topic is reported with ``committed = None`` everywhere.
+(no member, no commit anywhere) is reported with ``exists = False`` (the gates it would
+meet from its first position are still shown); a group that exists but never committed
+on the topic has ``committed = None`` on every partition.
 
 A gate lists what it waits on: a source partition, the committed offset it needs and
 the group's committed offset there now (``partition = -1`` stands for a pending epoch,
@@ -30,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from coordinator.errors import NotAdoptedError, UsageError
+from coordinator.errors import NotAdoptedError
 from coordinator.history import TopicHistory
 from coordinator.kafka_admin import GroupDescription, GroupMember, KafkaAdmin
 from coordinator.positions import Interest, PositionService
@@ -42,16 +43,11 @@ __all__ = [
     "GateWait",
     "GroupStatus",
     "PartitionStatus",
-    "UnknownGroupError",
     "group_status",
     "topic_groups",
 ]
 
 GateStateName = Literal["open", "gated", "blocked"]
-
-
-class UnknownGroupError(UsageError):
-    """Kafka knows no consumer group of that id: it has no member and no commit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +151,11 @@ class GroupStatus:
     members: tuple[GroupMember, ...] = ()
 
     @property
+    def exists(self) -> bool:
+        """Whether Kafka knows the group (``DEAD``: no member and no commit at all)."""
+        return self.state != "DEAD"
+
+    @property
     def committed_any(self) -> bool:
         """Whether the group has committed on any partition of the topic."""
         return any(p.committed is not None for p in self.partitions)
@@ -183,6 +184,7 @@ class GroupStatus:
                 }
                 for m in self.members
             ],
+            "exists": self.exists,
             "committed_any": self.committed_any,
             "lag": self.lag,
         }
@@ -209,7 +211,6 @@ def group_status(store: LayoutStore, admin: KafkaAdmin, topic: str, group: str) 
         UnknownTopicError: The topic does not exist in Kafka.
         NotAdoptedError: The topic is not adopted.
         TopicIdMismatchError: The layout was adopted for another topic id.
-        UnknownGroupError: Kafka knows no group ``group``.
         OrderedKafkaError: Kafka failed.
         StoreError: ZooKeeper failed or holds a bad record.
     """
@@ -226,11 +227,6 @@ def group_status(store: LayoutStore, admin: KafkaAdmin, topic: str, group: str) 
     partitions = range(count)
     described = admin.describe_group(group)
     committed = admin.committed_offsets(group, topic, partitions)
-    if described.state == "DEAD" and not committed:
-        raise UnknownGroupError(
-            f"consumer group {group} does not exist (Kafka knows no member and no commit "
-            f"of it); the groups with commits on {topic}: ordered describe {topic} --all-groups"
-        )
     owners = _owners(described, topic)
     starts = admin.start_offsets(topic, partitions)
     ends = admin.end_offsets(topic, partitions)

@@ -14,6 +14,7 @@ member it is assigned to, like ``kafka-consumer-groups --describe``.
 from __future__ import annotations
 
 import argparse
+import socket
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -77,7 +78,14 @@ def _topic_view(args: argparse.Namespace, conn: Connections) -> tuple[dict[str, 
     record = store.get_topic(topic)
     kafka: KafkaTopic | None = None
     kafka_error: str | None = None
+    refused = _all_refuse(conn.admin.bootstrap_servers, args.kafka_timeout)
     try:
+        if refused:
+            # Every bootstrap server refuses connections: Kafka is down, and waiting
+            # out --kafka-timeout would only delay the layout.
+            raise OrderedKafkaError(
+                f"Kafka at {conn.admin.bootstrap_servers}: {refused} (connection refused)"
+            )
         kafka = conn.admin.describe_topic(topic, diagnose=False)
     except UnknownTopicError:
         if record is None:
@@ -114,6 +122,29 @@ def _topic_view(args: argparse.Namespace, conn: Connections) -> tuple[dict[str, 
     if kafka is not None:
         text += "\n" + _retired_text(retired, retention_ms)
     return payload, text
+
+
+def _all_refuse(bootstrap: str, timeout: float) -> str:
+    """A reason when every server of ``bootstrap`` refuses a TCP connection, else ``""``.
+
+    Only a refusal counts: a server that does not answer in time may be slow, and is
+    left to the Kafka request and its timeout.
+    """
+    addresses = []
+    for item in bootstrap.split(","):
+        host, _, port = item.strip().rpartition("://")[2].rpartition(":")
+        if not host or not port.isdigit():
+            return ""
+        addresses.append((host.strip("[]"), int(port)))
+    for address in addresses:
+        try:
+            with socket.create_connection(address, timeout=min(1.0, timeout)):
+                return ""
+        except ConnectionRefusedError:
+            continue
+        except OSError:
+            return ""
+    return "no bootstrap server accepts connections"
 
 
 def _root_hint(conn: Connections) -> str:
@@ -314,7 +345,12 @@ def _group_text(status: GroupStatus, now: float) -> str:
         f"{len(status.members)} member(s), lag {lag}, active {status.active}, "
         f"epoch {status.epoch}"
     ]
-    if not status.committed_any:
+    if not status.exists:
+        lines.append(
+            f"note: consumer group {status.group} does not exist in Kafka (no member, no "
+            "commit): shown is where it would start"
+        )
+    elif not status.committed_any:
         lines.append(
             f"note: group {status.group} exists but has never committed on {status.topic}: "
             "its consumers start at auto.offset.reset"
