@@ -80,7 +80,7 @@ class PositionRelay:
                 published += self._relay_group(group)
         except (OrderedError, KazooException, KazooTimeoutError) as exc:
             # kazoo's ConnectionLoss and SessionExpiredError carry no text.
-            message = f"position relay: {exc or type(exc).__name__}"
+            message = f"position relay: {str(exc) or type(exc).__name__}"
             if message != self._last_error:
                 self._progress(message)
             self._last_error = message

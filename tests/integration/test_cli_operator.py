@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -248,3 +250,52 @@ def test_describe_group_lag_members_and_all_groups(
         assert [g["group"] for g in every["groups"]] == [group]
     finally:
         consumer.close()
+
+
+def test_barrier_progress_counts_down_and_the_seal_counts_the_epoch_age(
+    topic_factory: Callable[..., str],
+    kazoo_factory: Callable[..., KazooClient],
+    zk_hosts: str,
+    zk_root: str,
+    bootstrap: str,
+    tmp_path: Any,
+) -> None:
+    topic = topic_factory(2)
+    servers = ["--zookeeper", zk_hosts, "--bootstrap-servers", bootstrap, "--root", zk_root]
+    assert run_cli("adopt", topic, *servers, timeout=60).returncode == 0
+    silent, leaving = kazoo_factory(), kazoo_factory()
+    LayoutStore(silent, zk_root).register_producer(topic, producer_record("p-silent", 2000))
+    LayoutStore(leaving, zk_root).register_producer(topic, producer_record("p-leaving", 15000))
+    log = tmp_path / "expand.log"
+    with log.open("wb") as out:
+        expand = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "ordered.cli", "expand", topic, "--to", "3"),
+                *(*servers, "--session-timeout", "2", "--timeout", "9"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=out,
+        )
+    try:
+        wait_until(lambda: "published" in log.read_text(), timeout=60, what="the publish")
+        close_client(leaving)  # gone: waited out for its delivery timeout
+        assert expand.wait(timeout=60) == 1
+    finally:
+        if expand.poll() is None:
+            expand.kill()
+    waits = [line for line in log.read_text().splitlines() if "waiting for" in line]
+    # Who is waited for, with countdowns; never the same line twice.
+    assert len(waits) == len(set(waits)) and len(waits) >= 2, waits
+    assert all("gives up in" in line for line in waits), waits
+    assert any("1 gone, waiting out their delivery timeout (" in line for line in waits), waits
+    assert "s left)" in waits[-1]
+
+    close_client(silent)
+    resumed = run_cli("expand", topic, "--to", "3", *servers, "--session-timeout", "2", timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    [sealed] = [line for line in resumed.stderr.splitlines() if "sealed:" in line]
+    # "in X s" counts from the publish (at least the 9 s of the first run), and the
+    # resuming run's own share is shown apart.
+    age = float(sealed.split(" partitions in ")[1].split(" s")[0])
+    run = float(sealed.split("(this run ")[1].split(" s)")[0])
+    assert age - run >= 9 - 0.5, sealed
