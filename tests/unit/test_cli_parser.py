@@ -121,3 +121,17 @@ def test_value_checks() -> None:
     for bad in ("garbage:::99", ":1", "h:x", "h:0", "/chroot", "h:1/chroot/", "[::1:2"):
         with pytest.raises(argparse.ArgumentTypeError):
             zookeeper_connect(bad)
+
+
+def test_docs_cli_md_is_generated_from_the_parsers() -> None:
+    """docs/cli.md's reference is the parsers' (regenerate: python -m ordered.cli.reference
+    --write docs/cli.md)."""
+    from pathlib import Path
+
+    from ordered.cli import reference
+
+    path = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
+    text = path.read_text(encoding="utf-8")
+    assert reference.update(text) == text
+    for name in ("ordered list", "ordered describe", "ordered coordinator", "--dry-run"):
+        assert name in text
