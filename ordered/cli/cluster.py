@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 from coordinator import devcluster
 from coordinator.devcluster.cluster import ClusterState
+from coordinator.errors import ClusterError
 from ordered.cli.output import emit, progress, warn
 
 __all__ = ["add_parser"]
@@ -29,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
     fetch = actions.add_parser("fetch", help="resolve the pinned Kafka and ZooKeeper jars")
     fetch.add_argument("--json", action="store_true", help="print JSON")
-    fetch.set_defaults(func=_fetch)
+    fetch.set_defaults(func=_files(_fetch))
 
     up = actions.add_parser(
         "up",
@@ -51,21 +53,34 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="ZooKeeper client port (default: the previous port, else a free one)",
     )
     up.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for start")
-    up.set_defaults(func=_up)
+    up.set_defaults(func=_files(_up))
 
     st = actions.add_parser(
         "status",
         help="print the settings and which processes run; exit code 0 only when every process runs",
     )
     common(st)
-    st.set_defaults(func=_status)
+    st.set_defaults(func=_files(_status))
 
     down = actions.add_parser(
         "down",
         help="stop exactly the processes `up` started (a stopped cluster: nothing to do, exit 0)",
     )
     common(down)
-    down.set_defaults(func=_down)
+    down.set_defaults(func=_files(_down))
+
+
+def _files(action: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Report a file-system error (a --dir that cannot be created, say) as a ClusterError."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return action(args)
+        except OSError as exc:
+            where = f" {exc.filename}" if exc.filename else ""
+            raise ClusterError(f"cannot use{where}: {exc.strerror or exc}") from None
+
+    return run
 
 
 def _port(text: str) -> int:

@@ -90,7 +90,11 @@ def _topic_view(args: argparse.Namespace, conn: Connections) -> tuple[dict[str, 
     except UnknownTopicError:
         if record is None:
             raise
-        kafka_error = f"topic {topic} does not exist in Kafka (deleted after adoption?)"
+        raise UnknownTopicError(
+            f"topic {topic} does not exist in Kafka, but a layout of it is adopted (the "
+            f"topic was deleted?): remove the layout with `ordered unadopt {topic}`, or "
+            f"create the topic again and run `ordered adopt {topic} --replace`"
+        ) from None
     except OrderedKafkaError as exc:
         kafka_error = f"Kafka is unreachable: {exc}"
     if record is None:
