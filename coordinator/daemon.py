@@ -9,8 +9,9 @@ topic. While it leads it also runs the position service's relay
 drain monitor and consumed-retention sweep (:class:`~coordinator.retention.Sweeper`)
 every ``sweep_interval`` seconds in another. A
 transition that another controller runs (the topic lock is held) is left to it. The
-connection listener only sets flags; losing the session ends the leadership at once
-(the election node is gone), and the daemon contends again after reconnecting.
+connection listener only sets flags and logs the change (connection lost, restored,
+session lost); losing the session ends the leadership at once (the election node is
+gone), and the daemon contends again after reconnecting.
 
 Leadership states (:class:`Role`; only :meth:`CoordinatorDaemon._set_role` changes it)::
 

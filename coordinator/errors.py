@@ -37,7 +37,7 @@ class OrderedError(Exception):
 
 
 class UsageError(OrderedError):
-    """The caller asked for something that cannot be done as asked (CLI exit code 2)."""
+    """The caller asked for something that cannot be done as asked (CLI exit code 1)."""
 
 
 class ConfigError(UsageError):

@@ -100,7 +100,10 @@ def _topic_view(args: argparse.Namespace, conn: Connections) -> tuple[dict[str, 
     if record is None:
         assert kafka is not None
         hint = _root_hint(conn)
-        payload = _payload(topic, None, kafka, kafka_error, [], {}, [], [], None)
+        # Producers may register on a topic that is not adopted; show them as before.
+        payload = _payload(
+            topic, None, kafka, kafka_error, [], store.producers(topic), [], [], None
+        )
         payload["hint"] = hint
         text = f"{topic}: not adopted; {kafka.partitions} partitions in Kafka" + (
             f"\nhint: {hint}" if hint else ""
