@@ -48,7 +48,7 @@ def test_status_fails_while_a_server_is_stopped_and_up_restarts_it(own_cluster: 
     healthy = cli(own_cluster, "status", "--json")
     assert healthy.returncode == 0, healthy.stderr
     before = json.loads(healthy.stdout)
-    assert before["running"] is True and before["stopped"] == []
+    assert before["running"] is True
     zookeeper = process(own_cluster, "zookeeper")
 
     broker = process(own_cluster, "broker-1")
@@ -56,6 +56,7 @@ def test_status_fails_while_a_server_is_stopped_and_up_restarts_it(own_cluster: 
     wait_until(lambda: not is_alive(broker), timeout=30, what="the broker to die")
     dead = cli(own_cluster, "status", "--json")
     assert dead.returncode == 1
+    assert json.loads(dead.stdout)["running"] is False
     assert json.loads(dead.stdout)["stopped"] == ["broker-1"]
     assert "broker-1 stopped" in dead.stderr and "ordered cluster up" in dead.stderr
     text = cli(own_cluster, "status")
