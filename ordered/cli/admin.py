@@ -102,7 +102,7 @@ def common_arguments(p: argparse.ArgumentParser, timeout: float | None) -> None:
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``adopt``, ``unadopt``, ``expand``, ``shrink``, ``describe``, ``coordinator``."""
     adopt = sub.add_parser("adopt", help="adopt a topic: its partition count becomes initial")
-    adopt.add_argument("topic", metavar="TOPIC", type=topic_name)
+    adopt.add_argument("topic", metavar="TOPIC", type=topic_name, help="the Kafka topic")
     adopt.add_argument(
         "--algorithm", choices=sorted(ALGORITHMS), default=DEFAULT_ALGORITHM, help="key hash"
     )
@@ -125,12 +125,13 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="remove a topic's layout (producers route it as plain Kafka); refused while "
         "an epoch is pending, and while producers are registered unless --force",
     )
-    unadopt.add_argument("topic", metavar="TOPIC", type=topic_name)
+    unadopt.add_argument("topic", metavar="TOPIC", type=topic_name, help="the Kafka topic")
     unadopt.add_argument(
         "--force",
         action="store_true",
-        help="unadopt although producers are registered (their keys then land in "
-        "murmur2 %% partitions: a key written before and after is split across partitions)",
+        help="unadopt although producers are registered (they then route by plain Kafka "
+        "hashing over every partition: a key written before and after lands in two "
+        "partitions)",
     )
     unadopt.add_argument(
         "--dry-run", action="store_true", help="check and show what would be removed; write nothing"
@@ -143,7 +144,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         ("shrink", "shrink the active partition count (never below initial)"),
     ):
         p = sub.add_parser(name, help=text)
-        p.add_argument("topic", metavar="TOPIC", type=topic_name)
+        p.add_argument("topic", metavar="TOPIC", type=topic_name, help="the Kafka topic")
         p.add_argument(
             "--to", type=partition_count, required=True, metavar="N", help="the new active count"
         )

@@ -40,7 +40,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="show a topic's layout, epochs and producers, or where groups wait (--group, "
         "--all-groups)",
     )
-    describe.add_argument("topic", metavar="TOPIC", type=topic_name)
+    describe.add_argument("topic", metavar="TOPIC", type=topic_name, help="the Kafka topic")
     which = describe.add_mutually_exclusive_group()
     which.add_argument(
         "--group",

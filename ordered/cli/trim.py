@@ -102,7 +102,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "retention",
         help="show or set a topic's consumed retention (KIP-68); the coordinator daemon runs it",
     )
-    retention.add_argument("topic", metavar="TOPIC", type=topic_name)
+    retention.add_argument("topic", metavar="TOPIC", type=topic_name, help="the Kafka topic")
     group = retention.add_mutually_exclusive_group()
     group.add_argument(
         "--consumed-ms",
