@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "BarrierTimeoutError",
     "ClusterError",
+    "CommandLineError",
     "ConfigError",
     "DataLossError",
     "LayoutError",
@@ -28,6 +30,7 @@ __all__ = [
     "TransitionInProgressError",
     "TrimError",
     "TrimRequestError",
+    "UnknownTopicError",
     "UsageError",
 ]
 
@@ -38,6 +41,11 @@ class OrderedError(Exception):
 
 class UsageError(OrderedError):
     """The caller asked for something that cannot be done as asked (CLI exit code 1)."""
+
+
+class CommandLineError(UsageError):
+    """The command line of ``ordered`` is wrong in a way its parser cannot see (a missing
+    server, flags that go together): CLI exit code 2, like argparse's own errors."""
 
 
 class ConfigError(UsageError):
@@ -114,6 +122,14 @@ class TopicIdMismatchError(UsageError):
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickles (Spark ships exceptions between processes) with its three fields.
         return (type(self), (self.topic, self.recorded_id, self.kafka_id))
+
+
+class UnknownTopicError(UsageError):
+    """The topic does not exist in Kafka."""
+
+
+class BarrierTimeoutError(OrderedError):
+    """The barrier did not pass in time; the epoch stays pending for a later resume."""
 
 
 class TransitionInProgressError(OrderedError):

@@ -1,12 +1,15 @@
 """The error classes, under their historical import path.
 
 The hierarchy itself lives in the leaf module :mod:`coordinator.errors`; this module
-re-exports it so that ``from ordered.errors import ...`` keeps working.
+re-exports all of it, so ``from ordered.errors import ...`` reaches every public error.
 """
 
 from coordinator.errors import (
+    BarrierTimeoutError,
     ClusterError,
+    CommandLineError,
     ConfigError,
+    DataLossError,
     LayoutError,
     LayoutUnavailableError,
     NotAdoptedError,
@@ -21,12 +24,16 @@ from coordinator.errors import (
     TransitionInProgressError,
     TrimError,
     TrimRequestError,
+    UnknownTopicError,
     UsageError,
 )
 
 __all__ = [
+    "BarrierTimeoutError",
     "ClusterError",
+    "CommandLineError",
     "ConfigError",
+    "DataLossError",
     "LayoutError",
     "LayoutUnavailableError",
     "NotAdoptedError",
@@ -41,5 +48,6 @@ __all__ = [
     "TransitionInProgressError",
     "TrimError",
     "TrimRequestError",
+    "UnknownTopicError",
     "UsageError",
 ]

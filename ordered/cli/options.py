@@ -10,6 +10,7 @@ import argparse
 import re
 from typing import Final
 
+from coordinator.errors import CommandLineError
 from coordinator.interest import DEFAULT_STALE_AFTER_MS, InterestSettings
 
 __all__ = [
@@ -34,10 +35,6 @@ up to 100000, but each partition costs the brokers files and memory: a typo such
 
 _TOPIC_CHARS = re.compile(r"^[a-zA-Z0-9._-]+$")
 _TOPIC_MAX = 249
-
-
-class CommandLineError(Exception):
-    """The command line is wrong in a way argparse cannot see (exit code 2)."""
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):

@@ -15,6 +15,8 @@ import sys
 import time
 from typing import Any
 
+from coordinator.zk import KAZOO_LOGGER
+
 __all__ = ["configure", "emit", "error", "json_mode", "progress", "warn"]
 
 _state = {"json": False}
@@ -40,7 +42,7 @@ def configure(as_json: bool, level: int = logging.WARNING) -> None:
     # librdkafka logs every refused connection; the failure reaches the user as one
     # error (the message of the exception), so its log stays quiet unless debugging.
     quiet = logging.DEBUG if os.environ.get("ORDERED_DEBUG") else logging.CRITICAL
-    for name in ("coordinator.kafka_admin.librdkafka", "kazoo.client"):
+    for name in ("coordinator.kafka_admin.librdkafka", KAZOO_LOGGER):
         logging.getLogger(name).setLevel(quiet)
 
 
