@@ -421,7 +421,8 @@ class Controller(Adoption):
             self._store.watch_producers(tr.topic, lambda _children: changed.set()),
             self._store.watch_acks(tr.topic, epoch.epoch, lambda _children: changed.set()),
         ]
-        last_text, last_report = "", 0.0
+        last_key: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+        last_report = 0.0
         try:
             while True:
                 if tr.session_lost.is_set():
@@ -443,10 +444,13 @@ class Controller(Adoption):
                     tr.epoch = epoch
                 if not waiting:
                     return
-                text = _waiting_text(epoch, waiting, expired)
-                if text != last_text or time.monotonic() - last_report >= _REPORT_EVERY_S:
-                    self._progress(text)
-                    last_text, last_report = text, time.monotonic()
+                # A new line when who is waited for changes, else one every few seconds
+                # with the countdowns (not the same line again and again).
+                key = (tuple(waiting), tuple(sorted(expired)))
+                if key != last_key or time.monotonic() - last_report >= _REPORT_EVERY_S:
+                    left = tr.deadline - time.monotonic()
+                    self._progress(_waiting_text(epoch, waiting, expired, now, left))
+                    last_key, last_report = key, time.monotonic()
                 if self._cancel.is_set():
                     raise BarrierTimeoutError(
                         f"epoch {epoch.epoch} of {tr.topic} is still pending: the "
@@ -484,9 +488,12 @@ class Controller(Adoption):
         done = replace(record, pending=None)
         self._store.seal_epoch(done, sealed, version)
         tr.record, tr.version, tr.epoch = done, version + 1, sealed
+        # The epoch's age counts from its publish, across every controller that resumed it.
+        age = (sealed.sealed_at or time.time()) - epoch.created_at
         self._progress(
             f"epoch {epoch.epoch} of {tr.topic} sealed: {epoch.from_active} -> "
-            f"{epoch.to_active} partitions in {time.monotonic() - tr.started:.2f} s"
+            f"{epoch.to_active} partitions in {age:.2f} s"
+            + (f" (this run {time.monotonic() - tr.started:.2f} s)" if tr.resumed else "")
         )
 
     def _reread(self, topic: str) -> tuple[TopicRecord, int]:

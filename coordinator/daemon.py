@@ -9,8 +9,9 @@ topic. While it leads it also runs the position service's relay
 drain monitor and consumed-retention sweep (:class:`~coordinator.retention.Sweeper`)
 every ``sweep_interval`` seconds in another. A
 transition that another controller runs (the topic lock is held) is left to it. The
-connection listener only sets flags; losing the session ends the leadership at once
-(the election node is gone), and the daemon contends again after reconnecting.
+connection listener only sets flags and logs the change (connection lost, restored,
+session lost); losing the session ends the leadership at once (the election node is
+gone), and the daemon contends again after reconnecting.
 
 Leadership states (:class:`Role`; only :meth:`CoordinatorDaemon._set_role` changes it)::
 
@@ -128,6 +129,7 @@ class CoordinatorDaemon:
         self._role = Role.FOLLOWER
         self._role_lock = threading.Lock()
         self._lost = threading.Event()
+        self._zk_state: str = KazooState.CONNECTED
         self._wake = threading.Event()
         self._workers: dict[str, threading.Thread] = {}
         self._errors: dict[str, str] = {}
@@ -172,11 +174,28 @@ class CoordinatorDaemon:
         self._progress(f"coordinator {self._identifier}: {role.value}")
 
     def _on_state(self, state: str) -> None:
-        # Runs on kazoo's thread: set flags (and gauges) only.
+        # Runs on kazoo's thread: set flags (and gauges) and print one line, never a
+        # ZooKeeper call.
         self._events.session_state(str(state).lower())
         if state == KazooState.LOST:
             self._lost.set()
             self._wake.set()
+        if state == self._zk_state or self._stop.is_set():
+            self._zk_state = state
+            return
+        if state == KazooState.SUSPENDED:
+            self._progress(
+                f"coordinator {self._identifier}: ZooKeeper connection lost; reconnecting "
+                "(leadership holds while the session lives)"
+            )
+        elif state == KazooState.LOST:
+            self._progress(
+                f"coordinator {self._identifier}: ZooKeeper session lost: leadership given "
+                "up; contending again once ZooKeeper is back"
+            )
+        elif state == KazooState.CONNECTED:
+            self._progress(f"coordinator {self._identifier}: ZooKeeper connection restored")
+        self._zk_state = state
 
     def stop(self) -> None:
         """Ask the daemon to stop (safe from a signal handler or any thread)."""
@@ -328,10 +347,24 @@ class CoordinatorDaemon:
                 self._wake.set()
         self._failures.pop(topic, None)
         if result is not None:
+            # The epoch's age (from its publish), not only this resume's share of it.
+            age = self._epoch_age(topic, result.epoch)
             self._progress(
                 f"sealed epoch {result.epoch} of {topic} ({result.from_active} -> "
-                f"{result.to_active}) in {time.monotonic() - started:.2f} s"
+                f"{result.to_active})"
+                + (f" {age:.2f} s after its publish" if age is not None else "")
+                + f"; this resume took {time.monotonic() - started:.2f} s"
             )
+
+    def _epoch_age(self, topic: str, epoch: int) -> float | None:
+        """Seconds from the epoch's publish to its seal, ``None`` if unreadable."""
+        try:
+            record = self._store.find_epoch(topic, epoch)
+        except (OrderedError, KazooException, KazooTimeoutError):
+            return None
+        if record is None or record.sealed_at is None:
+            return None
+        return record.sealed_at - record.created_at
 
     def _join_workers(self) -> None:
         for worker in list(self._workers.values()):

@@ -86,7 +86,8 @@ class PositionRelay:
             for group in self._groups():
                 published += self._relay_group(group)
         except (OrderedError, KazooException, KazooTimeoutError) as exc:
-            message = f"position relay: {exc}"
+            # kazoo's ConnectionLoss and SessionExpiredError carry no text.
+            message = f"position relay: {str(exc) or type(exc).__name__}"
             if message != self._last_error:
                 self._progress(message)
             self._last_error = message
