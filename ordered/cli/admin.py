@@ -25,8 +25,12 @@ from typing import Any, Final
 from coordinator import devcluster
 from coordinator.controller import Controller, TransitionResult
 from coordinator.daemon import CoordinatorDaemon
-from coordinator.daemon_metrics import DEFAULT_METRICS_ADDRESS, open_metrics
-from coordinator.errors import StoreUnavailableError, TransitionInProgressError
+from coordinator.daemon_metrics import (
+    DEFAULT_METRICS_ADDRESS,
+    open_metrics,
+    parse_metrics_address,
+)
+from coordinator.errors import ConfigError, StoreUnavailableError, TransitionInProgressError
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.retention import DEFAULT_SWEEP_INTERVAL_S, SweepSettings
 from coordinator.store import DEFAULT_ROOT, LayoutStore, TopicRecord
@@ -98,6 +102,15 @@ def _common(p: argparse.ArgumentParser, timeout: float | None) -> None:
 def common_arguments(p: argparse.ArgumentParser, timeout: float | None) -> None:
     """Add the server, output and timeout flags every admin command takes."""
     _common(p, timeout)
+
+
+def _metrics_address(text: str) -> str:
+    """argparse type: ``HOST:PORT`` or ``off`` (a malformed one is a usage error)."""
+    try:
+        parse_metrics_address(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--metrics-address: ")) from None
+    return text
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -195,6 +208,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     daemon.add_argument(
         "--metrics-address",
+        type=_metrics_address,
         default=None,
         metavar="HOST:PORT",
         help="serve Prometheus metrics on http://HOST:PORT/metrics (port 0: any free port; "
