@@ -94,6 +94,8 @@ class ConsumerSettings:
             (it never commits: a boundary passes once the application's own commit, a
             plain one or the offsets of a transaction, covers it; for exactly-once
             read-process-write pipelines).
+        hooks: ``ordered.hooks``: objects that receive the consumer's events
+            (:mod:`coordinator.hooks`), after the consumer's own counters.
     """
 
     zookeeper_connect: str = setting_field("zookeeper_connect")
@@ -107,6 +109,7 @@ class ConsumerSettings:
     audit_every: int = setting_field("audit_every")
     positions: bool = setting_field("positions")
     commit_mode: str = setting_field("commit_mode")
+    hooks: tuple[object, ...] = setting_field("hooks")
 
     @property
     def header_name(self) -> str:
