@@ -25,6 +25,8 @@ from types import FrameType
 from typing import Any
 
 from coordinator import devcluster
+from coordinator.autoscale import DEFAULT_AUTOSCALE_INTERVAL_S
+from coordinator.autoscale.report import autoscale_summary
 from coordinator.controller import Controller, Description, TransitionResult
 from coordinator.daemon import CoordinatorDaemon
 from coordinator.errors import StoreUnavailableError, UsageError
@@ -194,6 +196,13 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         default=DEFAULT_SWEEP_INTERVAL_S,
         help="seconds between rounds of the drain monitor and consumed-retention sweep "
         f"(0: off; default {DEFAULT_SWEEP_INTERVAL_S:g})",
+    )
+    daemon.add_argument(
+        "--autoscale-interval",
+        type=_seconds_or_zero,
+        default=DEFAULT_AUTOSCALE_INTERVAL_S,
+        help="seconds between autoscaler ticks for topics with an autoscale policy "
+        f"(0: off; default {DEFAULT_AUTOSCALE_INTERVAL_S:g})",
     )
     daemon.add_argument(
         "--trim-timeout",
@@ -413,12 +422,15 @@ def _describe(args: argparse.Namespace) -> int:
         if description.topic is not None:
             retired = retired_status(conn.store, conn.admin, args.topic, interest_settings(args))
             retention = conn.store.get_retention(args.topic)
+            autoscale, autoscale_text = autoscale_summary(conn.store, args.topic)
     payload: dict[str, Any] = {"name": args.topic, **description.to_dict()}
     payload["retired"] = [r.to_dict() for r in retired]
     payload["consumed_retention_ms"] = None if retention is None else retention.consumed_ms
     text = _description_text(description)
     if description.topic is not None:
         text += "\n" + _retired_text(retired, retention.consumed_ms if retention else None)
+        payload["autoscale"] = autoscale
+        text += "\n" + autoscale_text
     emit(payload, text, args.json)
     return 0
 
@@ -457,6 +469,7 @@ def _coordinator(args: argparse.Namespace) -> int:
             relay_interval=args.relay_interval,
             sweep_interval=args.sweep_interval,
             sweep_settings=SweepSettings(interest_settings(args), args.trim_timeout),
+            autoscale_interval=args.autoscale_interval,
         )
 
         def on_signal(_signum: int, _frame: FrameType | None) -> None:
