@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from coordinator.store import LayoutStore
-from coordinator.store.autoscale import AutoscalePolicy, AutoscaleStatus, get_policy, get_status
+from coordinator.store.autoscale_records import AutoscalePolicy, AutoscaleStatus
 
 __all__ = ["autoscale_summary", "policy_text"]
 
@@ -35,8 +35,8 @@ def autoscale_summary(store: LayoutStore, topic: str) -> tuple[dict[str, Any] | 
 
     Returns ``(None, "autoscale off")`` when no policy is set.
     """
-    policy = get_policy(store, topic)
-    status: AutoscaleStatus | None = get_status(store, topic)
+    policy = store.autoscale_policy(topic)
+    status: AutoscaleStatus | None = store.autoscale_status(topic)
     if policy is None:
         return None, "autoscale off"
     payload = {

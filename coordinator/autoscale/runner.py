@@ -21,7 +21,6 @@ from __future__ import annotations
 import collections
 import logging
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -30,16 +29,10 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from coordinator.autoscale.decide import Action, Decision, RateSample, Thresholds, decide
 from coordinator.controller import BarrierTimeoutError, Controller
 from coordinator.errors import OrderedError
+from coordinator.identity import random_token
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore, TopicRecord
-from coordinator.store.autoscale import (
-    DECISION_LOG_SIZE,
-    AutoscalePolicy,
-    AutoscaleStatus,
-    get_policy,
-    get_status,
-    put_status,
-)
+from coordinator.store.autoscale_records import DECISION_LOG_SIZE, AutoscalePolicy, AutoscaleStatus
 
 __all__ = ["DEFAULT_AUTOSCALE_INTERVAL_S", "Autoscaler", "RecordSizer"]
 
@@ -87,7 +80,7 @@ class RecordSizer:
             self._consumer = Consumer(
                 {
                     "bootstrap.servers": self._bootstrap,
-                    "group.id": f"ordered-autoscaler-{uuid.uuid4().hex[:8]}",
+                    "group.id": f"ordered-autoscaler-{random_token()}",
                     "enable.auto.commit": False,
                     "enable.partition.eof": True,
                 }
@@ -166,7 +159,7 @@ class Autoscaler:
         decisions: dict[str, Decision] = {}
         seen = set()
         for topic in self._store.list_topics():
-            policy = get_policy(self._store, topic)
+            policy = self._store.autoscale_policy(topic)
             if policy is None or not policy.enabled:
                 continue
             record = self._store.get_topic(topic)
@@ -204,7 +197,7 @@ class Autoscaler:
         """Monotonic time of the latest layout change (the autoscaler's or a person's)."""
         wall = time.time()
         times = []
-        status = get_status(self._store, topic)
+        status = self._store.autoscale_status(topic)
         if status is not None and status.last_change_at is not None:
             times.append(status.last_change_at)
         if record.epoch > 0:
@@ -269,7 +262,7 @@ class Autoscaler:
         self._progress(
             f"autoscale {topic}: {verb} {decision.active} -> {decision.to}{mode}: {reason}"
         )
-        previous = get_status(self._store, topic)
+        previous = self._store.autoscale_status(topic)
         entry = {
             **decision.to_dict(),
             "reason": reason,
@@ -281,8 +274,7 @@ class Autoscaler:
         last_change = previous.last_change_at if previous else None
         if acted:
             last_change = wall
-        put_status(
-            self._store,
+        self._store.put_autoscale_status(
             AutoscaleStatus(
                 topic=topic,
                 leader=self._identifier,

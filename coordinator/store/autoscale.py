@@ -1,260 +1,84 @@
-"""Autoscaling records and their znodes: a topic's policy and its decision log.
-
-``{root}/topics/{topic}/autoscale`` holds the :class:`AutoscalePolicy` set by
-``ordered autoscale``; ``{root}/topics/{topic}/autoscale-status`` holds the
-:class:`AutoscaleStatus` the leading coordinator writes: the last change it made and
-its latest decisions with their inputs, so ``describe`` shows them and a new leader
-keeps the cooldown. Both records use the store's one record mechanism
-(:mod:`coordinator.store.records`).
-"""
+"""Autoscaling policies and the autoscaler's status of a topic in the layout store."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, ClassVar, Final, Literal, TypeAlias
+from typing import Any
 
 from coordinator.errors import NotAdoptedError, RecordCorruptError
 from coordinator.store import paths
-from coordinator.store.records import _Bad, _bool, _Record, _str, _time
-from coordinator.store.store import LayoutStore
+from coordinator.store.autoscale_records import AutoscalePolicy, AutoscaleStatus
+from coordinator.store.topics import TopicStore
 
-__all__ = [
-    "AUTOSCALE_METRICS",
-    "DECISION_LOG_SIZE",
-    "AutoscalePolicy",
-    "AutoscaleStatus",
-    "autoscale_path",
-    "autoscale_status_path",
-    "clear_policy",
-    "get_policy",
-    "get_status",
-    "put_status",
-    "set_policy",
-]
-
-AUTOSCALE_METRICS: Final = ("records", "bytes")
-"""The values of :attr:`AutoscalePolicy.metric`."""
-
-AutoscaleMetric: TypeAlias = Literal["records", "bytes"]
-
-DECISION_LOG_SIZE: Final = 20
-"""How many decisions :class:`AutoscaleStatus` keeps (the newest)."""
-
-_DECISION_FIELDS: Final = frozenset(
-    {"at", "action", "active", "to", "rate_up", "rate_down", "rule", "reason", "acted", "dry_run"}
-)
+__all__ = ["AutoscaleStore"]
 
 
-def _metric(value: Any) -> str:
-    if value not in AUTOSCALE_METRICS:
-        raise _Bad(f"expected one of {', '.join(AUTOSCALE_METRICS)}, got {value!r}")
-    return str(value)
+class AutoscaleStore(TopicStore):
+    """Autoscaling policies and status (part of :class:`~coordinator.store.LayoutStore`)."""
 
+    def _get_record(self, path: str, kind: type[Any], topic: str) -> Any:
+        def attempt() -> Any:
+            got = self._read(path)
+            if got is None:
+                return None
+            record = kind.from_json(got[0], path)
+            if record.topic != topic:
+                raise RecordCorruptError(f"{path}: {kind.__name__} names topic {record.topic!r}")
+            return record
 
-def _positive_number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise _Bad(f"expected a number > 0, got {value!r}")
-    if value <= 0:
-        raise _Bad(f"expected a number > 0, got {value!r}")
-    return float(value)
+        return self._run(f"read {path}", attempt)
 
+    def autoscale_policy(self, topic: str) -> AutoscalePolicy | None:
+        """Return the topic's autoscaling policy, ``None`` when none is set.
 
-def _count(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise _Bad(f"expected an integer >= 1, got {value!r}")
-    return value
+        Raises:
+            StoreError: ZooKeeper is unreachable or the record fails its check.
+        """
+        path = paths.autoscale_path(self._root, topic)
+        policy: AutoscalePolicy | None = self._get_record(path, AutoscalePolicy, topic)
+        return policy
 
+    def set_autoscale_policy(self, policy: AutoscalePolicy) -> None:
+        """Store the policy (idempotent; the topic must be adopted).
 
-def _factor(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 2:
-        raise _Bad(f"expected an integer >= 2, got {value!r}")
-    return value
+        Raises:
+            NotAdoptedError: The topic is not adopted.
+            StoreError: ZooKeeper is unreachable.
+        """
+        if self.get_topic(policy.topic) is None:
+            raise NotAdoptedError(
+                f"topic {policy.topic} is not adopted (adopt it first: ordered adopt "
+                f"{policy.topic})"
+            )
+        path = paths.autoscale_path(self._root, policy.topic)
+        self._run(f"write {path}", self._put, path, policy.to_json())
 
+    def clear_autoscale_policy(self, topic: str) -> bool:
+        """Remove the topic's policy and its status; return whether a policy was set.
 
-def _opt_unix(value: Any) -> float | None:
-    return None if value is None else _time(value)
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        status = paths.autoscale_status_path(self._root, topic)
+        self._run(f"delete {status}", self._delete, status)
+        path = paths.autoscale_path(self._root, topic)
+        removed: bool = self._run(f"delete {path}", self._delete, path)
+        return removed
 
+    def autoscale_status(self, topic: str) -> AutoscaleStatus | None:
+        """Return the autoscaler's status of the topic, ``None`` before its first decision.
 
-def _decisions(value: Any) -> tuple[dict[str, Any], ...]:
-    if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
-        raise _Bad(f"expected a list of decisions, got {value!r}")
-    out = []
-    for item in value:
-        if not isinstance(item, Mapping) or set(item) != _DECISION_FIELDS:
-            raise _Bad(f"expected a decision with fields {sorted(_DECISION_FIELDS)}, got {item!r}")
-        out.append(dict(item))
-    return tuple(out)
+        Raises:
+            StoreError: ZooKeeper is unreachable or the record fails its check.
+        """
+        path = paths.autoscale_status_path(self._root, topic)
+        status: AutoscaleStatus | None = self._get_record(path, AutoscaleStatus, topic)
+        return status
 
+    def put_autoscale_status(self, status: AutoscaleStatus) -> None:
+        """Write the autoscaler's status of a topic (idempotent).
 
-@dataclass(frozen=True)
-class AutoscalePolicy(_Record):
-    """A topic's autoscaling policy, at ``{root}/topics/{topic}/autoscale``.
-
-    Attributes:
-        topic: The Kafka topic.
-        metric: ``records`` (records/s) or ``bytes`` (bytes/s) per active partition.
-        target_per_s: The target rate per active partition.
-        min_active: Never fewer active partitions (nor fewer than the topic's initial).
-        max_active: Never more active partitions.
-        up_window_s: Seconds the rate must stay above the target before a growth.
-        down_window_s: Seconds the rate must stay below half the target before a shrink.
-        cooldown_s: Seconds after any layout change before the autoscaler acts again.
-        max_step_factor: At most this factor up or down per change (x2 or /2 by default).
-        enabled: ``False``: the policy is kept but not applied.
-        dry_run: Decide and log, never change the layout.
-        updated_at: Unix time of the setting.
-    """
-
-    topic: str
-    metric: AutoscaleMetric
-    target_per_s: float
-    min_active: int
-    max_active: int
-    up_window_s: float
-    down_window_s: float
-    cooldown_s: float
-    max_step_factor: int
-    enabled: bool
-    dry_run: bool
-    updated_at: float
-
-    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
-        "topic": _str,
-        "metric": _metric,
-        "target_per_s": _positive_number,
-        "min_active": _count,
-        "max_active": _count,
-        "up_window_s": _positive_number,
-        "down_window_s": _positive_number,
-        "cooldown_s": _positive_number,
-        "max_step_factor": _factor,
-        "enabled": _bool,
-        "dry_run": _bool,
-        "updated_at": _time,
-    }
-
-    def __post_init__(self) -> None:
-        self._normalise()
-
-    def _check_invariants(self) -> None:
-        if self.max_active < self.min_active:
-            raise ValueError(f"max_active {self.max_active} is below min_active {self.min_active}")
-
-
-@dataclass(frozen=True)
-class AutoscaleStatus(_Record):
-    """What the autoscaler last did on a topic, at ``.../topics/{topic}/autoscale-status``.
-
-    Attributes:
-        topic: The Kafka topic.
-        leader: The coordinator that wrote it.
-        last_change_at: Unix time of the last layout change the autoscaler started.
-        decisions: The newest decisions (at most :data:`DECISION_LOG_SIZE`), oldest
-            first; each has ``at`` (unix time), ``action``, ``active``, ``to``,
-            ``rate_up``, ``rate_down``, ``rule``, ``reason``, ``acted`` and ``dry_run``.
-        updated_at: Unix time of the write.
-    """
-
-    topic: str
-    leader: str
-    last_change_at: float | None
-    decisions: tuple[dict[str, Any], ...]
-    updated_at: float
-
-    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
-        "topic": _str,
-        "leader": _str,
-        "last_change_at": _opt_unix,
-        "decisions": _decisions,
-        "updated_at": _time,
-    }
-
-    def __post_init__(self) -> None:
-        self._normalise()
-
-
-def autoscale_path(root: str, topic: str) -> str:
-    """``{root}/topics/{topic}/autoscale``: the :class:`AutoscalePolicy`, if set."""
-    return paths.topic_path(root, topic) + "/autoscale"
-
-
-def autoscale_status_path(root: str, topic: str) -> str:
-    """``{root}/topics/{topic}/autoscale-status``: the :class:`AutoscaleStatus`."""
-    return paths.topic_path(root, topic) + "/autoscale-status"
-
-
-def _get(store: LayoutStore, path: str, kind: type[Any], topic: str) -> Any:
-    def attempt() -> Any:
-        got = store._read(path)
-        if got is None:
-            return None
-        record = kind.from_json(got[0], path)
-        if record.topic != topic:
-            raise RecordCorruptError(f"{path}: {kind.__name__} names topic {record.topic!r}")
-        return record
-
-    return store._run(f"read {path}", attempt)
-
-
-def get_policy(store: LayoutStore, topic: str) -> AutoscalePolicy | None:
-    """Return the topic's autoscaling policy, ``None`` when none is set.
-
-    Raises:
-        StoreError: ZooKeeper is unreachable or the record fails its check.
-    """
-    policy: AutoscalePolicy | None = _get(
-        store, autoscale_path(store.root, topic), AutoscalePolicy, topic
-    )
-    return policy
-
-
-def set_policy(store: LayoutStore, policy: AutoscalePolicy) -> None:
-    """Store the policy (idempotent; the topic must be adopted).
-
-    Raises:
-        NotAdoptedError: The topic is not adopted.
-        StoreError: ZooKeeper is unreachable.
-    """
-    if store.get_topic(policy.topic) is None:
-        raise NotAdoptedError(
-            f"topic {policy.topic} is not adopted (adopt it first: ordered adopt {policy.topic})"
-        )
-    path = autoscale_path(store.root, policy.topic)
-    store._run(f"write {path}", store._put, path, policy.to_json())
-
-
-def clear_policy(store: LayoutStore, topic: str) -> bool:
-    """Remove the topic's policy and its status; return whether a policy was set.
-
-    Raises:
-        StoreError: ZooKeeper is unreachable.
-    """
-    status = autoscale_status_path(store.root, topic)
-    store._run(f"delete {status}", store._delete, status)
-    path = autoscale_path(store.root, topic)
-    removed: bool = store._run(f"delete {path}", store._delete, path)
-    return removed
-
-
-def get_status(store: LayoutStore, topic: str) -> AutoscaleStatus | None:
-    """Return the autoscaler's status of the topic, ``None`` before its first decision.
-
-    Raises:
-        StoreError: ZooKeeper is unreachable or the record fails its check.
-    """
-    status: AutoscaleStatus | None = _get(
-        store, autoscale_status_path(store.root, topic), AutoscaleStatus, topic
-    )
-    return status
-
-
-def put_status(store: LayoutStore, status: AutoscaleStatus) -> None:
-    """Write the autoscaler's status of a topic (idempotent).
-
-    Raises:
-        StoreError: ZooKeeper is unreachable.
-    """
-    path = autoscale_status_path(store.root, status.topic)
-    store._run(f"write {path}", store._put, path, status.to_json())
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        path = paths.autoscale_status_path(self._root, status.topic)
+        self._run(f"write {path}", self._put, path, status.to_json())

@@ -14,7 +14,7 @@ from typing import Final
 
 from coordinator.autoscale.report import autoscale_summary, policy_text
 from coordinator.errors import NotAdoptedError, UsageError
-from coordinator.store.autoscale import AutoscalePolicy, clear_policy, set_policy
+from coordinator.store.autoscale_records import AutoscalePolicy
 from ordered.cli.admin import common_arguments, connect
 from ordered.cli.output import emit
 
@@ -183,7 +183,7 @@ def _autoscale(args: argparse.Namespace) -> int:
         return 0
     if args.off:
         with connect(args) as conn:
-            removed = clear_policy(conn.store, args.topic)
+            removed = conn.store.clear_autoscale_policy(args.topic)
         text = f"autoscale {args.topic}: " + ("removed" if removed else "was off; nothing to do")
         emit({"name": args.topic, "autoscale": None, "removed": removed}, text, args.json)
         return 0
@@ -194,7 +194,7 @@ def _autoscale(args: argparse.Namespace) -> int:
                 f"topic {args.topic} is not adopted (adopt it first: ordered adopt {args.topic})"
             )
         policy = _build(args, record.initial)
-        set_policy(conn.store, policy)
+        conn.store.set_autoscale_policy(policy)
     emit(
         {"name": args.topic, "autoscale": {"policy": policy.to_dict()}},
         policy_text(policy),
