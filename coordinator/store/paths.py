@@ -16,6 +16,8 @@ __all__ = [
     "DEFAULT_ROOT",
     "ack_path",
     "acks_path",
+    "autoscale_path",
+    "autoscale_status_path",
     "check_root",
     "check_topic",
     "election_path",
@@ -197,6 +199,16 @@ def retired_partition_path(root: str, topic: str, partition: int) -> str:
 def retention_path(root: str, topic: str) -> str:
     """``{root}/topics/{topic}/retention``: the :class:`RetentionRecord`, if set."""
     return topic_path(root, topic) + "/retention"
+
+
+def autoscale_path(root: str, topic: str) -> str:
+    """``{root}/topics/{topic}/autoscale``: the :class:`AutoscalePolicy`, if set."""
+    return topic_path(root, topic) + "/autoscale"
+
+
+def autoscale_status_path(root: str, topic: str) -> str:
+    """``{root}/topics/{topic}/autoscale-status``: the :class:`AutoscaleStatus`, if any."""
+    return topic_path(root, topic) + "/autoscale-status"
 
 
 def group_node(group: str) -> str:
