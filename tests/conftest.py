@@ -2,7 +2,10 @@
 
 The one-broker cluster starts on first use and serves every test of the session; the
 three-broker cluster starts only when a test asks for it. Set ORDERED_TEST_CLUSTER_DIR
-to the directory of a running ``ordered cluster up`` to reuse it across runs.
+to the directory of a running ``ordered cluster up`` to reuse it across runs. The
+secure cluster (``up --secure``: SASL/SCRAM Kafka with ACLs, digest ZooKeeper) starts
+only for the tests that ask for ``secure_cluster``; ORDERED_TEST_SECURE_CLUSTER_DIR
+reuses a running one.
 """
 
 from __future__ import annotations
@@ -47,8 +50,10 @@ def _say(message: str) -> None:
         print(f"[cluster] {message}", file=sys.stderr, flush=True)
 
 
-def _start(tmp: Path, brokers: int) -> Iterator[ClusterState]:
-    reuse = os.environ.get("ORDERED_TEST_CLUSTER_DIR")
+def _start(tmp: Path, brokers: int, secured: bool = False) -> Iterator[ClusterState]:
+    reuse = os.environ.get(
+        "ORDERED_TEST_SECURE_CLUSTER_DIR" if secured else "ORDERED_TEST_CLUSTER_DIR"
+    )
     if reuse and brokers == 1:
         state = devcluster.status(Path(reuse))
         if state.running():
@@ -56,9 +61,10 @@ def _start(tmp: Path, brokers: int) -> Iterator[ClusterState]:
             yield state
             return
     started = time.monotonic()
-    state = devcluster.up(tmp, brokers=brokers, progress=_say)
+    state = devcluster.up(tmp, brokers=brokers, progress=_say, secured=secured)
     _say(
-        f"Kafka {state.kafka_version} ({brokers} broker(s)) at {state.bootstrap_servers}, "
+        ("secure " if secured else "")
+        + f"Kafka {state.kafka_version} ({brokers} broker(s)) at {state.bootstrap_servers}, "
         f"ZooKeeper {state.zookeeper_version} at {state.zookeeper_connect}, "
         f"up in {time.monotonic() - started:.1f} s"
     )
@@ -79,6 +85,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterState]:
 def cluster3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterState]:
     """A running three-broker Kafka (KRaft quorum of three) and a ZooKeeper."""
     yield from _start(tmp_path_factory.mktemp("cluster3"), 3)
+
+
+@pytest.fixture(scope="session")
+def secure_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterState]:
+    """A running secure one-broker cluster (``ordered cluster up --secure``)."""
+    yield from _start(tmp_path_factory.mktemp("secure"), 1, secured=True)
 
 
 @pytest.fixture

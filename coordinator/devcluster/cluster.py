@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coordinator.devcluster import jars
+from coordinator.devcluster import jars, secure
 from coordinator.devcluster.process import (
     HOST,
     ProcessRecord,
@@ -81,6 +81,9 @@ class ClusterState:
         processes: Every process started.
         started_at: Unix time of the last successful ``up``.
         start_seconds: How long the last ``up`` took.
+        secure: Whether Kafka asks for SASL/SCRAM with ACLs and ZooKeeper for digest
+            auth (``up --secure``; :mod:`coordinator.devcluster.secure`).
+        client_properties: The admin's Java client properties file (secure only).
     """
 
     directory: str
@@ -93,6 +96,8 @@ class ClusterState:
     processes: tuple[ProcessRecord, ...] = field(default_factory=tuple)
     started_at: float = 0.0
     start_seconds: float = 0.0
+    secure: bool = False
+    client_properties: str = ""
 
     def to_json(self) -> str:
         """Serialise to JSON with sorted keys, with the schema version."""
@@ -108,6 +113,8 @@ class ClusterState:
             "processes": [p.to_dict() for p in self.processes],
             "started_at": self.started_at,
             "start_seconds": self.start_seconds,
+            "secure": self.secure,
+            "client_properties": self.client_properties,
         }
         return json.dumps(data, sort_keys=True, indent=2)
 
@@ -136,6 +143,8 @@ class ClusterState:
                 processes=tuple(ProcessRecord.from_dict(p) for p in data["processes"]),
                 started_at=float(data["started_at"]),
                 start_seconds=float(data["start_seconds"]),
+                secure=bool(data.get("secure", False)),
+                client_properties=str(data.get("client_properties", "")),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ClusterError(f"{source} is not a valid cluster state file: {exc}") from exc
@@ -156,6 +165,8 @@ class ClusterState:
             "cluster.id": self.cluster_id,
             "directory": self.directory,
             "start.seconds": round(self.start_seconds, 2),
+            "secure": self.secure,
+            **({"command.config": self.client_properties} if self.secure else {}),
             "processes": [
                 {"role": p.role, "pid": p.pid, "alive": p.role in alive, "log": p.log}
                 for p in self.processes
@@ -229,6 +240,7 @@ def _start_zookeeper(
     java: str,
     deadline: float,
     records: list[ProcessRecord],
+    creds: secure.Credentials | None = None,
 ) -> str:
     """Start ZooKeeper, append its record to ``records`` at once, return its version."""
     zk_dir = directory / "zookeeper"
@@ -250,6 +262,7 @@ def _start_zookeeper(
                 "maxSessionTimeout=60000",
                 "admin.enableServer=false",
                 "4lw.commands.whitelist=srvr,ruok,stat,mntr,cons",
+                *(secure.zookeeper_lines() if creds else []),
                 "",
             ]
         )
@@ -259,6 +272,7 @@ def _start_zookeeper(
         "-Xms64m",
         "-Xmx256m",
         "-XX:+UseSerialGC",
+        *(secure.zookeeper_jvm_flags(creds) if creds else []),
         f"-Dorg.slf4j.simpleLogger.logFile={zk_dir / 'zookeeper.log'}",
         "-Dorg.slf4j.simpleLogger.showDateTime=true",
         "-cp",
@@ -285,21 +299,32 @@ def _start_zookeeper(
 
 
 def _kafka_properties(
-    node: int, directory: Path, ports: list[tuple[int, int]], brokers: int
+    node: int,
+    directory: Path,
+    ports: list[tuple[int, int]],
+    brokers: int,
+    creds: secure.Credentials | None = None,
 ) -> str:
     broker_port, controller_port = ports[node - 1]
     voters = ",".join(f"{i + 1}@{HOST}:{c}" for i, (_, c) in enumerate(ports))
     rf = min(brokers, 3)
+    listeners = (
+        secure.kafka_security_lines(creds, broker_port, controller_port)
+        if creds
+        else [
+            f"listeners=PLAINTEXT://{HOST}:{broker_port},CONTROLLER://{HOST}:{controller_port}",
+            f"advertised.listeners=PLAINTEXT://{HOST}:{broker_port}",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name=PLAINTEXT",
+        ]
+    )
     return "\n".join(
         [
             "process.roles=broker,controller",
             f"node.id={node}",
             f"controller.quorum.voters={voters}",
-            f"listeners=PLAINTEXT://{HOST}:{broker_port},CONTROLLER://{HOST}:{controller_port}",
-            f"advertised.listeners=PLAINTEXT://{HOST}:{broker_port}",
             "controller.listener.names=CONTROLLER",
-            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "inter.broker.listener.name=PLAINTEXT",
+            *listeners,
             f"log.dirs={directory / f'kafka-{node}' / 'data'}",
             "num.partitions=1",
             f"default.replication.factor={rf}",
@@ -355,12 +380,16 @@ def _check_meta(data_dir: Path, cluster_id: str, directory: Path) -> bool:
 
 
 def _wait_kafka(
-    bootstrap: str, brokers: int, records: list[ProcessRecord], deadline: float
+    bootstrap: str,
+    brokers: int,
+    records: list[ProcessRecord],
+    deadline: float,
+    auth: dict[str, str] | None = None,
 ) -> None:
     from confluent_kafka.admin import AdminClient
 
     # Quiet: librdkafka logs every refused connection while the broker is starting.
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0, **(auth or {})})
     while time.monotonic() < deadline:
         for rec in records:
             if not is_alive(rec):
@@ -376,10 +405,15 @@ def _wait_kafka(
         raise ClusterError(
             f"Kafka metadata did not list {brokers} broker(s) in time:\n{_tail(records[0].log)}"
         )
-    _wait_group_coordinator(bootstrap, deadline, records)
+    _wait_group_coordinator(bootstrap, deadline, records, auth)
 
 
-def _wait_group_coordinator(bootstrap: str, deadline: float, records: list[ProcessRecord]) -> None:
+def _wait_group_coordinator(
+    bootstrap: str,
+    deadline: float,
+    records: list[ProcessRecord],
+    auth: dict[str, str] | None = None,
+) -> None:
     """Have the broker create ``__consumer_offsets`` and answer an OffsetFetch.
 
     A consumer that ``assign()``s first on a fresh cluster gets NOT_COORDINATOR while
@@ -389,7 +423,12 @@ def _wait_group_coordinator(bootstrap: str, deadline: float, records: list[Proce
     from confluent_kafka import Consumer, TopicPartition
 
     probe = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "ordered-devcluster-warmup", "log_level": 0}
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "ordered-devcluster-warmup",
+            "log_level": 0,
+            **(auth or {}),
+        }
     )
     try:
         while time.monotonic() < deadline:
@@ -405,7 +444,7 @@ def _wait_group_coordinator(bootstrap: str, deadline: float, records: list[Proce
     )
 
 
-def _validate_dir(directory: Path, brokers: int) -> ClusterState | None:
+def _validate_dir(directory: Path, brokers: int, secured: bool) -> ClusterState | None:
     """Check that ``directory`` is empty or a stopped cluster of the same shape."""
     if directory.exists() and not directory.is_dir():
         raise UsageError(f"{directory} exists and is not a directory")
@@ -422,6 +461,13 @@ def _validate_dir(directory: Path, brokers: int) -> ClusterState | None:
             raise ClusterError(
                 f"{directory} holds a {previous.brokers}-broker cluster; start it with "
                 f"--brokers {previous.brokers} or use another --dir"
+            )
+        if previous.secure != secured:
+            kind = "secure" if previous.secure else "plain"
+            raise ClusterError(
+                f"{directory} holds a {kind} cluster; start it "
+                + ("with" if previous.secure else "without")
+                + " --secure or use another --dir"
             )
         for node in range(1, brokers + 1):
             _check_meta(directory / f"kafka-{node}" / "data", previous.cluster_id, directory)
@@ -442,6 +488,7 @@ def up(
     zookeeper_port: int | None = None,
     timeout: float = 120.0,
     progress: Progress | None = None,
+    secured: bool = False,
 ) -> ClusterState:
     """Start ZooKeeper and Kafka and return their state (also written to the state file).
 
@@ -452,6 +499,9 @@ def up(
         zookeeper_port: ZooKeeper client port; default: a free port.
         timeout: Seconds to wait for the servers to answer.
         progress: Called with a line of text per step.
+        secured: Start the secure variant (SASL/SCRAM-SHA-512 with ACLs, ZooKeeper
+            digest auth) and write the client property files
+            (:mod:`coordinator.devcluster.secure`).
 
     Raises:
         UsageError: bad arguments.
@@ -463,7 +513,7 @@ def up(
     if brokers not in (1, 3):
         raise UsageError(f"--brokers must be 1 or 3, not {brokers}")
     directory = (directory or default_dir()).resolve()
-    previous = _validate_dir(directory, brokers)
+    previous = _validate_dir(directory, brokers, secured)
 
     # Ports: a requested port that is taken is an error; free ones are picked otherwise.
     picked = free_ports(2 * brokers + 1)
@@ -488,6 +538,16 @@ def up(
     directory.mkdir(parents=True, exist_ok=True)
     cluster_id = previous.cluster_id if previous else _new_cluster_id()
     bootstrap = ",".join(f"{HOST}:{bp}" for bp, _ in ports)
+    creds = secure.make_credentials(directory) if secured else None
+    auth: dict[str, str] = {}
+    if creds is not None:
+        auth = {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": secure.ADMIN,
+            "sasl.password": creds.password(secure.ADMIN),
+        }
+        secure.write_properties(directory, creds, bootstrap, f"{HOST}:{zk_port}")
     state = ClusterState(
         directory=str(directory),
         cluster_id=cluster_id,
@@ -496,6 +556,8 @@ def up(
         zookeeper_connect=f"{HOST}:{zk_port}",
         kafka_version=kafka_jars.version,
         zookeeper_version=zk_jars.version,
+        secure=secured,
+        client_properties=str(secure.properties_path(directory, secure.ADMIN)) if creds else "",
     )
     # Claim the directory before anything starts: a failed start leaves a stopped
     # cluster of ours that the next `up` resumes, never an unrecognised directory.
@@ -505,20 +567,27 @@ def up(
     try:
         say(f"starting ZooKeeper {zk_jars.version} on {HOST}:{zk_port}")
         zk_version = _start_zookeeper(
-            directory, zk_port, zk_jars.classpath, java, deadline, records
+            directory, zk_port, zk_jars.classpath, java, deadline, records, creds
         )
         to_format = []
         for node in range(1, brokers + 1):
             node_dir = directory / f"kafka-{node}"
             (node_dir / "data").mkdir(parents=True, exist_ok=True)
             props = node_dir / "server.properties"
-            props.write_text(_kafka_properties(node, directory, ports, brokers))
+            props.write_text(_kafka_properties(node, directory, ports, brokers, creds))
             (node_dir / "log4j2.properties").write_text(_log4j(node_dir / "server.log"))
             if not _check_meta(node_dir / "data", cluster_id, directory):
                 to_format.append((node, props))
         if to_format:
             say(f"formatting storage of {len(to_format)} Kafka node(s), cluster id {cluster_id}")
-            _format_storage(java, kafka_jars.classpath, cluster_id, to_format, directory)
+            _format_storage(
+                java,
+                kafka_jars.classpath,
+                cluster_id,
+                to_format,
+                directory,
+                secure.format_scram_args(creds) if creds else [],
+            )
         for node in range(1, brokers + 1):
             node_dir = directory / f"kafka-{node}"
             say(f"starting Kafka {kafka_jars.version} node {node} on {HOST}:{ports[node - 1][0]}")
@@ -534,7 +603,7 @@ def up(
             ]
             records.append(spawn(f"broker-{node}", argv, node_dir / "kafka.out", directory))
         say("waiting for Kafka metadata")
-        _wait_kafka(bootstrap, brokers, records[1:], deadline)
+        _wait_kafka(bootstrap, brokers, records[1:], deadline, auth)
     except BaseException:
         terminate(records, timeout=10)
         raise
@@ -555,6 +624,7 @@ def _format_storage(
     cluster_id: str,
     nodes: list[tuple[int, Path]],
     directory: Path,
+    extra: list[str],
 ) -> None:
     import subprocess
 
@@ -576,6 +646,7 @@ def _format_storage(
             "-c",
             str(props),
             "--ignore-formatted",
+            *extra,
         ]
         procs.append(
             (node, subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
