@@ -9,6 +9,7 @@ controller that dies anywhere leaves a state that :meth:`Controller.resume` (the
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -51,6 +52,8 @@ EXPIRY_GRACE_S: Final = 1.0
 DEFAULT_DELIVERY_TIMEOUT_MS: Final = 300_000
 """librdkafka's default ``delivery.timeout.ms``: assumed for a listed producer whose
 registration (and so its declared timeout) was never seen by any controller."""
+
+_log = logging.getLogger(__name__)
 
 _REPORT_EVERY_S: Final = 5.0
 # The watches wake the barrier on every registration and ack change; this only bounds
@@ -229,6 +232,7 @@ class Controller:
         self._progress: Progress = progress or (lambda _message: None)
         self._cancel = cancel or threading.Event()
         self._identity = process_identity()
+        self._forged_seen: set[tuple[str, int, str]] = set()
         self._handlers: dict[Step, Callable[[_Transition], None]] = {
             Step.PARTITIONS: self._step_partitions,
             Step.PUBLISH: self._step_publish,
@@ -723,7 +727,9 @@ class Controller:
                     )
                 # Clear before reading: an event after the reads wakes the next wait.
                 changed.clear()
-                acks = self._store.acks(tr.topic, epoch.epoch)
+                checked = self._store.verified_acks(tr.topic, epoch.epoch)
+                acks = checked.genuine
+                self._report_forged(tr.topic, epoch.epoch, checked.forged)
                 live = self._store.producers(tr.topic)
                 now = time.time()
                 status = barrier_status(epoch, set(acks), set(live), now)
@@ -757,6 +763,23 @@ class Controller:
         finally:
             for watch in watches:
                 watch.stop()
+
+    def _report_forged(self, topic: str, epoch: int, forged: dict[str, tuple[str, ...]]) -> None:
+        """Log each forged ack once: the barrier ignores it and waits for the producer."""
+        for pid, writers in sorted(forged.items()):
+            key = (topic, epoch, pid)
+            if key in self._forged_seen:
+                continue
+            self._forged_seen.add(key)
+            _log.warning(
+                "ignoring a forged ack of epoch %d of %s for producer %s (the node names "
+                "%s; the producer's registration does not prove it); waiting for the "
+                "producer itself",
+                epoch,
+                topic,
+                pid,
+                ", ".join(writers) or "no writer",
+            )
 
     def _step_seal(self, tr: _Transition) -> None:
         epoch = tr.current_epoch

@@ -26,6 +26,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import (
     BadVersionError,
     KazooException,
+    NoAuthError,
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
@@ -39,12 +40,13 @@ from coordinator.errors import (
     LayoutError,
     NotAdoptedError,
     RecordCorruptError,
+    StoreAuthError,
     StoreError,
     StoreUnavailableError,
     TopicIdMismatchError,
     TransitionInProgressError,
 )
-from coordinator.store import paths
+from coordinator.store import ack_proof, paths
 from coordinator.store.records import (
     AckRecord,
     EpochRecord,
@@ -129,6 +131,9 @@ class LayoutStore:
         try:
             result: T = self._client.retry(func, *args)
             return result
+        except NoAuthError as exc:
+            # ZooKeeper refused: retrying cannot help, and the message names the path.
+            raise StoreAuthError(f"cannot {what}: {exc}") from None
         except (KazooException, KazooTimeoutError) as exc:
             raise StoreUnavailableError(
                 f"ZooKeeper unavailable while trying to {what}: {type(exc).__name__}"
@@ -707,20 +712,31 @@ class LayoutStore:
         """
         if record.epoch != epoch:
             raise ValueError(f"ack of epoch {record.epoch} written under epoch {epoch}")
-        path = paths.ack_path(self._root, topic, epoch, record.id)
+        # One transaction with a write of the producer's registration proves the ack
+        # (coordinator.store.ack_proof): another identity cannot forge it.
+        self._run(
+            f"ack epoch {epoch} of {topic}",
+            ack_proof.write_ack,
+            self._client,
+            self._root,
+            topic,
+            record,
+        )
 
-        def attempt() -> None:
-            try:
-                self._client.create(path, record.to_json())
-            except NodeExistsError:
-                pass
-            except NoNodeError:
-                raise StoreError(
-                    f"{paths.acks_path(self._root, topic, epoch)}: epoch {epoch} of {topic} "
-                    "was never published"
-                ) from None
+    def verified_acks(self, topic: str, epoch: int) -> ack_proof.AckCheck:
+        """Return the acks of ``epoch``, proven ones and forged ones apart.
 
-        self._run(f"ack epoch {epoch} of {topic}", attempt)
+        Raises:
+            StoreError: ZooKeeper is unreachable or refused, or a record fails its check.
+        """
+        return self._run(
+            f"list acks of epoch {epoch} of {topic}",
+            ack_proof.check_acks,
+            self._client,
+            self._root,
+            topic,
+            epoch,
+        )
 
     def acks(self, topic: str, epoch: int) -> dict[str, AckRecord]:
         """Return the acks of ``epoch`` by producer id.

@@ -1,0 +1,152 @@
+"""Acks that another identity cannot forge: each ack is proven by its producer's registration.
+
+ZooKeeper keeps no creator on a znode, and an ACL can be set to anything by whoever
+creates the node, so neither tells who wrote an ack. What only the producer can do
+(under ``ordered acl apply``) is write its own registration node
+``topics/{t}/producers/{id}``: it is created with the creator's ACL. So a producer acks
+in one transaction that creates ``.../acks/{id}`` *and* writes its registration back
+unchanged; the transaction gives both the same zxid. An ack counts when it is at least
+as old as the registration's last write (``ack.czxid <= registration.mzxid``): the
+registration was written, by its owner, when or after the ack appeared.
+
+A node at ``acks/{id}`` that another identity created first is *forged*: the barrier
+ignores it and it is reported (log, ``describe``) with the identities its ACL names.
+The real producer's ack then finds the node taken and writes its registration alone,
+which proves the existing node from then on: the barrier waits for the real producer.
+
+An ack of a producer that is not registered proves nothing and needs nothing: the
+barrier waits only for live producers (or their expiry).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.security import Permissions
+
+from coordinator.errors import StoreError
+from coordinator.store import paths
+from coordinator.store.records import AckRecord
+
+__all__ = ["AckCheck", "check_acks", "write_ack"]
+
+
+@dataclass(frozen=True)
+class AckCheck:
+    """The acks of one epoch, sorted into proven and forged.
+
+    Attributes:
+        genuine: Producer id -> its ack (proven by its registration, or of a producer
+            that is no longer registered).
+        forged: Producer id -> the identities the forged ack node's ACL names as writers
+            (``scheme:user``, never a password).
+    """
+
+    genuine: dict[str, AckRecord] = field(default_factory=dict)
+    forged: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def write_ack(client: KazooClient, root: str, topic: str, record: AckRecord) -> None:
+    """Create ``record``'s ack node and write its registration back in one transaction.
+
+    Idempotent: an existing ack node (an earlier try, or a forged one) is proven by
+    writing the registration alone. Runs inside the caller's retry.
+
+    Raises:
+        StoreError: The epoch was never published.
+        NoAuthError: ZooKeeper refused (the caller maps it).
+    """
+    path = paths.ack_path(root, topic, record.epoch, record.id)
+    reg = paths.producer_path(root, topic, record.id)
+    for _ in range(5):
+        try:
+            data, stat = client.get(reg)
+        except NoNodeError:
+            data, stat = None, None
+        try:
+            if data is None or stat is None:
+                client.create(path, record.to_json())
+                return
+            txn = client.transaction()
+            txn.create(path, record.to_json())
+            txn.set_data(reg, data, version=stat.version)
+            results = txn.commit()
+            failure = next(
+                (
+                    r
+                    for r in results
+                    if isinstance(r, NodeExistsError | NoNodeError | BadVersionError)
+                ),
+                None,
+            )
+            if failure is None:
+                for result in results:
+                    if isinstance(result, Exception):
+                        raise result
+                return
+            raise failure
+        except NodeExistsError:
+            if data is None or stat is None:
+                return
+            try:
+                client.set(reg, data, version=stat.version)
+                return
+            except (BadVersionError, NoNodeError):
+                continue
+        except BadVersionError:
+            continue  # the registration changed meanwhile: read it again
+        except NoNodeError:
+            if client.exists(paths.acks_path(root, topic, record.epoch)) is None:
+                raise StoreError(
+                    f"{paths.acks_path(root, topic, record.epoch)}: epoch {record.epoch} of "
+                    f"{topic} was never published"
+                ) from None
+            continue  # the registration went away meanwhile
+    raise StoreError(f"{path}: the registration {reg} kept changing while acking")
+
+
+def _writers(client: KazooClient, path: str) -> tuple[str, ...]:
+    try:
+        acls, _ = client.get_acls(path)
+    except NoNodeError:
+        return ()
+    out = []
+    for acl in acls:
+        if acl.perms & Permissions.WRITE:
+            user = acl.id.id.split(":", 1)[0]
+            out.append(f"{acl.id.scheme}:{user}")
+    return tuple(sorted(set(out)))
+
+
+def check_acks(client: KazooClient, root: str, topic: str, epoch: int) -> AckCheck:
+    """Read the acks of ``epoch`` and sort them into genuine and forged (see the module).
+
+    Raises:
+        RecordCorruptError: An ack fails its schema check.
+        KazooException: ZooKeeper failed (the caller's retry and mapping apply).
+    """
+    parent = paths.acks_path(root, topic, epoch)
+    try:
+        names = client.get_children(parent)
+    except NoNodeError:
+        return AckCheck()
+    genuine: dict[str, AckRecord] = {}
+    forged: dict[str, tuple[str, ...]] = {}
+    for name in sorted(names):
+        path = f"{parent}/{name}"
+        try:
+            data, ack_stat = client.get(path)
+        except NoNodeError:
+            continue
+        record = AckRecord.from_json(data, path)
+        if record.id != name or record.epoch != epoch:
+            forged[name] = _writers(client, path)
+            continue
+        reg_stat = client.exists(paths.producer_path(root, topic, name))
+        if reg_stat is None or ack_stat.czxid <= reg_stat.mzxid:
+            genuine[name] = record
+        else:
+            forged[name] = _writers(client, path)
+    return AckCheck(genuine, forged)
