@@ -140,6 +140,8 @@ class KafkaAdmin:
             "logger": _rdkafka_log,
         }
         conf.update(config or {})
+        # Security settings (SASL, SSL) reach every client this helper makes.
+        self._config = dict(config or {})
         self._admin = AdminClient(conf)
         self._probes: dict[str, Any] = {}
         self._probe_lock = threading.Lock()
@@ -447,6 +449,7 @@ class KafkaAdmin:
                     "enable.auto.commit": False,
                     "socket.timeout.ms": int(self._timeout * 1000),
                     "logger": _rdkafka_log,
+                    **self._config,
                 }
             )
         self._probes[group] = probe  # most recently used last

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from coordinator.errors import ConfigError
+from coordinator.zk_auth import ZkAuth
 from ordered.settings import (
     ORDERED_PREFIX,
     Role,
@@ -71,6 +72,7 @@ class OrderedSettings:
         zookeeper_connect: ``ordered.zookeeper.connect``; may end in a chroot path.
         zookeeper_root: ``ordered.zookeeper.root``: the layout store's root znode.
         zookeeper_session_timeout_ms: ``ordered.zookeeper.session.timeout.ms``.
+        zookeeper_auth: ``ordered.zookeeper.auth`` (its ``repr`` hides the password).
         epoch_header: ``ordered.epoch.header``: add the epoch header to routed records.
         epoch_header_name: ``ordered.epoch.header.name``.
     """
@@ -80,6 +82,7 @@ class OrderedSettings:
     zookeeper_session_timeout_ms: int = field(default=default("zookeeper_session_timeout_ms"))
     epoch_header: bool = field(default=default("epoch_header"))
     epoch_header_name: str = field(default=default("epoch_header_name"))
+    zookeeper_auth: ZkAuth = field(default=default("zookeeper_auth"))
 
     @classmethod
     def from_mapping(cls, settings: Mapping[str, Any]) -> OrderedSettings:

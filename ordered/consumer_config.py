@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from coordinator.zk_auth import ZkAuth
 from ordered.settings import (
     ORDERED_PREFIX,
     VIOLATION_POLICIES,
@@ -63,6 +64,7 @@ class ConsumerSettings:
         zookeeper_connect: ``ordered.zookeeper.connect``; may end in a chroot path.
         zookeeper_root: ``ordered.zookeeper.root``.
         zookeeper_session_timeout_ms: ``ordered.zookeeper.session.timeout.ms``.
+        zookeeper_auth: ``ordered.zookeeper.auth`` (its ``repr`` hides the password).
         violation_policy: ``log`` (count and log) or ``raise`` (``OrderViolationError``).
         header_audit: ``ordered.epoch.header.audit`` (off by default): compare each
             record's epoch header with the boundaries, for producers outside the
@@ -101,6 +103,7 @@ class ConsumerSettings:
     def header_name(self) -> str:
         """The old name of :attr:`epoch_header_name` (kept for existing callers)."""
         return self.epoch_header_name
+    zookeeper_auth: ZkAuth = field(default=default("zookeeper_auth"))
 
     @classmethod
     def from_mapping(cls, settings: Mapping[str, Any]) -> ConsumerSettings:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from coordinator.errors import ConfigError
+from coordinator.zk_auth import NO_AUTH, ZkAuth
 
 __all__ = [
     "ORDERED_PREFIX",
@@ -121,6 +122,10 @@ def _policy(key: str, value: Any) -> str:
     return policy
 
 
+def _zk_auth(key: str, value: Any) -> ZkAuth:
+    return ZkAuth.parse(value, key)
+
+
 def _positive(key: str, value: Any) -> int:
     return parse_int(key, value, 1)
 
@@ -160,6 +165,13 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "/ordered",
         _root,
         "root znode of the layout store",
+    ),
+    Setting(
+        "ordered.zookeeper.auth",
+        "zookeeper_auth",
+        NO_AUTH,
+        _zk_auth,
+        "ZooKeeper credentials, digest:USER:PASSWORD or sasl:USER:PASSWORD (never shown)",
     ),
     Setting(
         "ordered.zookeeper.session.timeout.ms",

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from coordinator.errors import ConfigError
+from coordinator.kafka_security import translate
 from coordinator.store.paths import DEFAULT_ROOT
+from coordinator.zk_auth import NO_AUTH, ZkAuth
 
 __all__ = [
     "EARLIEST",
@@ -68,7 +70,12 @@ _AUTO_OFFSET_RESET: Final = (
 # The ordered.* settings the source and sink understand (the sink passes the rest of
 # ordered.* to OrderedProducer, which checks them).
 _ORDERED_SOURCE_KEYS: Final = frozenset(
-    {"ordered.zookeeper.connect", "ordered.zookeeper.root", "ordered.zookeeper.session.timeout.ms"}
+    {
+        "ordered.zookeeper.connect",
+        "ordered.zookeeper.root",
+        "ordered.zookeeper.session.timeout.ms",
+        "ordered.zookeeper.auth",
+    }
 )
 
 _DURATION: Final = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h|d)?\s*$", re.IGNORECASE)
@@ -105,6 +112,7 @@ class SourceOptions:
             as plain Kafka topics (nothing is adopted then).
         zookeeper_root: ``ordered.zookeeper.root``.
         zookeeper_session_timeout_ms: ``ordered.zookeeper.session.timeout.ms``.
+        zookeeper_auth: ``ordered.zookeeper.auth`` (its ``repr`` hides the password).
         poll_timeout_ms: ``kafkaConsumer.pollTimeoutMs``: how long a task waits for a
             record it knows exists (120 s, Spark's ``spark.network.timeout``).
         group_id_prefix: ``groupIdPrefix`` of the generated consumer group ids.
@@ -126,6 +134,7 @@ class SourceOptions:
     zookeeper_connect: str | None = None
     zookeeper_root: str = DEFAULT_ROOT
     zookeeper_session_timeout_ms: int = 10_000
+    zookeeper_auth: ZkAuth = NO_AUTH
     poll_timeout_ms: int = 120_000
     group_id_prefix: str = "spark-kafka-source"
 
@@ -261,13 +270,20 @@ def _parse_assign(value: str) -> dict[str, tuple[int, ...]]:
 
 
 def _client_settings(low: Mapping[str, str], options: Mapping[str, Any]) -> dict[str, str]:
-    """The ``kafka.*`` options with the prefix stripped (values as given)."""
+    """The ``kafka.*`` options with the prefix stripped, in librdkafka's names.
+
+    Security settings are taken as Spark's Kafka source takes them (Java client
+    names: ``kafka.sasl.jaas.config``, ``kafka.ssl.truststore.location``...) and
+    translated by :func:`coordinator.kafka_security.translate`; librdkafka's own names
+    (``kafka.sasl.username``...) pass through unchanged.
+    """
     out: dict[str, str] = {}
     for key, value in options.items():
         name = str(key)
         if name.lower().startswith("kafka."):
             out[name[len("kafka.") :].lower()] = str(value)
-    return out
+    kafka, _ = translate(out)
+    return kafka
 
 
 def _check_ordered(low: Mapping[str, str], allowed: frozenset[str]) -> None:
@@ -419,6 +435,9 @@ def parse_source_options(options: Mapping[str, Any], *, streaming: bool | None) 
         zookeeper_connect=connect.strip() if connect else None,
         zookeeper_root=root,
         zookeeper_session_timeout_ms=session_ms,
+        zookeeper_auth=ZkAuth.parse(
+            low.get("ordered.zookeeper.auth"), "option 'ordered.zookeeper.auth'"
+        ),
     )
 
 

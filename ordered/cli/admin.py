@@ -41,6 +41,7 @@ from coordinator.zk import close_client, make_client, start_client
 from linear_hash import ALGORITHMS, DEFAULT_ALGORITHM
 from ordered.cli.options import interest_arguments, interest_settings
 from ordered.cli.output import emit, progress
+from ordered.cli.security import Security, resolve_security, security_arguments
 
 __all__ = ["Connections", "add_parsers", "common_arguments", "connect"]
 
@@ -89,6 +90,7 @@ def _common(p: argparse.ArgumentParser, timeout: float | None) -> None:
         default=None,
         help=f"Kafka bootstrap.servers (default: ${BOOTSTRAP_ENV}, else the dev cluster)",
     )
+    security_arguments(p)
     p.add_argument("--root", default=DEFAULT_ROOT, help=f"store root (default {DEFAULT_ROOT})")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument(
@@ -223,9 +225,14 @@ def _dev_cluster_setting(attribute: str) -> str | None:
     return None if state is None else str(getattr(state, attribute))
 
 
-def _resolve(args: argparse.Namespace) -> tuple[str, str]:
+def _resolve(args: argparse.Namespace) -> tuple[str, str, Security]:
     zookeeper = args.zookeeper or os.environ.get(ZOOKEEPER_ENV)
     bootstrap = args.bootstrap_servers or os.environ.get(BOOTSTRAP_ENV)
+    security = resolve_security(args, uses_dev_cluster=False)
+    zookeeper = zookeeper or security.zookeeper
+    bootstrap = bootstrap or security.kafka.get("bootstrap.servers")
+    if (not zookeeper or not bootstrap) and args.command_config is None:
+        security = resolve_security(args, uses_dev_cluster=True)
     if not zookeeper:
         zookeeper = _dev_cluster_setting("zookeeper_connect")
     if not bootstrap:
@@ -240,7 +247,7 @@ def _resolve(args: argparse.Namespace) -> tuple[str, str]:
             f"no Kafka to talk to: pass --bootstrap-servers, set ${BOOTSTRAP_ENV}, or start "
             "the dev cluster (ordered cluster up)"
         )
-    return zookeeper, bootstrap
+    return zookeeper, bootstrap, security
 
 
 @contextlib.contextmanager
@@ -251,7 +258,7 @@ def connect(args: argparse.Namespace, daemon: bool = False) -> Iterator[Connecti
         UsageError: No server is configured.
         StoreError: ZooKeeper cannot be reached within ``--connect-timeout``.
     """
-    zookeeper, bootstrap = _resolve(args)
+    zookeeper, bootstrap, security = _resolve(args)
     # kazoo logs each refused connection; the failure reaches the user as one error.
     logging.getLogger("kazoo").addHandler(logging.NullHandler())
     # The daemon rides out outages (its store calls retry for 30 s, its connection for
@@ -260,6 +267,8 @@ def connect(args: argparse.Namespace, daemon: bool = False) -> Iterator[Connecti
         zookeeper,
         session_timeout_s=args.session_timeout,
         command_deadline_s=30.0 if daemon else args.connect_timeout,
+        auth=security.zookeeper_auth,
+        acl_root=args.root,
     )
     try:
         start_client(client, args.connect_timeout)
@@ -272,7 +281,8 @@ def connect(args: argparse.Namespace, daemon: bool = False) -> Iterator[Connecti
             store = LayoutStore(client, args.root)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-        admin = KafkaAdmin(bootstrap, timeout=args.kafka_timeout)
+        kafka = {k: v for k, v in security.kafka.items() if k != "bootstrap.servers"}
+        admin = KafkaAdmin(bootstrap, timeout=args.kafka_timeout, config=kafka)
         try:
             yield Connections(store, admin)
         finally:

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from coordinator.errors import ConfigError
+from coordinator.zk_auth import ZkAuth
 from ordered.config import (
     DEFAULT_DELIVERY_TIMEOUT_MS,
     ORDERED_KEYS,
@@ -56,10 +57,14 @@ def test_every_documented_key_is_accepted() -> None:
         "ordered.zookeeper.session.timeout.ms": "2000",
         "ordered.epoch.header": 0,
         "ordered.epoch.header.name": "e",
+        "ordered.zookeeper.auth": "digest:u:secret",
     }
     assert set(values) == set(ORDERED_KEYS)
     settings = split_producer_config(values).ordered
-    assert settings == OrderedSettings("zk:2181", "/x/y", 2000, False, "e")
+    assert settings == OrderedSettings(
+        "zk:2181", "/x/y", 2000, False, "e", ZkAuth("digest", "u", "secret")
+    )
+    assert "secret" not in repr(settings)
 
 
 def test_unknown_ordered_key_is_named() -> None:
