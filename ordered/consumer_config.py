@@ -103,6 +103,7 @@ class ConsumerSettings:
     def header_name(self) -> str:
         """The old name of :attr:`epoch_header_name` (kept for existing callers)."""
         return self.epoch_header_name
+
     zookeeper_auth: ZkAuth = field(default=default("zookeeper_auth"))
 
     @classmethod
