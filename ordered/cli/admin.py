@@ -41,7 +41,12 @@ from coordinator.zk import close_client, make_client, start_client
 from linear_hash import ALGORITHMS, DEFAULT_ALGORITHM
 from ordered.cli.options import interest_arguments, interest_settings
 from ordered.cli.output import emit, progress
-from ordered.cli.security import Security, resolve_security, security_arguments
+from ordered.cli.security import (
+    Security,
+    resolve_security,
+    security_arguments,
+    security_notes,
+)
 
 __all__ = ["Connections", "add_parsers", "common_arguments", "connect"]
 
@@ -423,12 +428,15 @@ def _describe(args: argparse.Namespace) -> int:
         if description.topic is not None:
             retired = retired_status(conn.store, conn.admin, args.topic, interest_settings(args))
             retention = conn.store.get_retention(args.topic)
+        notes = security_notes(conn.store, description.topic)
     payload: dict[str, Any] = {"name": args.topic, **description.to_dict()}
     payload["retired"] = [r.to_dict() for r in retired]
     payload["consumed_retention_ms"] = None if retention is None else retention.consumed_ms
+    payload["security"] = notes.to_dict()
     text = _description_text(description)
     if description.topic is not None:
         text += "\n" + _retired_text(retired, retention.consumed_ms if retention else None)
+    text += notes.text()
     emit(payload, text, args.json)
     return 0
 

@@ -17,12 +17,25 @@ import argparse
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from kazoo.exceptions import KazooException, NoAuthError
 
 from coordinator import devcluster
+from coordinator.acl_apply import tree_is_open
+from coordinator.errors import StoreAuthError, StoreUnavailableError
 from coordinator.kafka_security import load_properties, translate
+from coordinator.store import LayoutStore, TopicRecord
 from coordinator.zk_auth import NO_AUTH, ZkAuth
 
-__all__ = ["ZOOKEEPER_AUTH_ENV", "Security", "resolve_security", "security_arguments"]
+__all__ = [
+    "ZOOKEEPER_AUTH_ENV",
+    "Security",
+    "SecurityNotes",
+    "resolve_security",
+    "security_arguments",
+    "security_notes",
+]
 
 ZOOKEEPER_AUTH_ENV = "ORDERED_ZOOKEEPER_AUTH"
 
@@ -94,3 +107,63 @@ def resolve_security(args: argparse.Namespace, uses_dev_cluster: bool) -> Securi
             ordered.get("ordered.zookeeper.auth"), f"{path}: ordered.zookeeper.auth"
         )
     return Security(kafka, auth, ordered.get("ordered.zookeeper.connect"))
+
+
+@dataclass(frozen=True)
+class SecurityNotes:
+    """What ``describe`` says about the tree's security.
+
+    Attributes:
+        root: The store root.
+        open: Whether anyone may write the tree (no ``ordered acl apply`` yet).
+        forged_acks: Producer id -> the identities named by a forged ack of the
+            pending epoch (ignored by the barrier).
+        pending: The pending epoch checked, if any.
+    """
+
+    root: str
+    open: bool
+    forged_acks: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    pending: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "root": self.root,
+            "open": self.open,
+            "pending": self.pending,
+            "forged_acks": {k: list(v) for k, v in sorted(self.forged_acks.items())},
+        }
+
+    def text(self) -> str:
+        """Lines to append to ``describe``'s text (empty when all is well)."""
+        lines = []
+        if self.open:
+            lines.append(
+                f"WARNING: the tree under {self.root} is open: anyone who reaches ZooKeeper "
+                "can change layouts, acks and epochs (run `ordered acl apply`)"
+            )
+        for pid, writers in sorted(self.forged_acks.items()):
+            lines.append(
+                f"WARNING: forged ack of epoch {self.pending} for producer {pid}, ignored "
+                f"(written by {', '.join(writers) or 'an unknown identity'})"
+            )
+        return "".join("\n" + line for line in lines)
+
+
+def security_notes(store: LayoutStore, record: TopicRecord | None) -> SecurityNotes:
+    """Check whether the tree is open and the pending epoch has forged acks.
+
+    Raises:
+        StoreError: ZooKeeper failed.
+    """
+    try:
+        is_open = store.client.retry(tree_is_open, store.client, store.root)
+    except NoAuthError as exc:
+        raise StoreAuthError(f"cannot check the tree's ACLs: {exc}") from None
+    except KazooException as exc:
+        raise StoreUnavailableError(f"cannot check the tree's ACLs: {exc!r}") from None
+    if record is None or record.pending is None:
+        return SecurityNotes(store.root, is_open)
+    checked = store.verified_acks(record.topic, record.pending)
+    return SecurityNotes(store.root, is_open, checked.forged, record.pending)
