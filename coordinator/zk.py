@@ -206,6 +206,16 @@ class AuthClient(KazooClient):  # type: ignore[misc]
             acl = self.policy_acl(path)
         return super().create_async(path, value, acl, **kw)
 
+    def ensure_path_async(self, path: str, acl: Any = None) -> Any:
+        """``KazooClient.ensure_path_async``; under a policy each node gets its own ACL.
+
+        kazoo passes a created node's ACL on to the parents that ``makepath`` creates;
+        under a policy a parent (``groups``, a topic's ``producers``) has its own.
+        """
+        if self.policy_acl(path) is not None:
+            acl = None
+        return super().ensure_path_async(path, acl)
+
     def ensure_path(self, path: str, acl: Any = None) -> Any:
         """``KazooClient.ensure_path``; a NoAuth names the path."""
         return self._checked("create", path, lambda: super(AuthClient, self).ensure_path(path, acl))

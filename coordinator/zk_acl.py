@@ -6,7 +6,8 @@ The roles of an :class:`~coordinator.store.records.AclPolicyRecord` (stored at
 ============  =======================================================================
 coordinator   every permission on every node
 producer      create its registration under ``topics/{t}/producers`` and its acks under
-              ``topics/{t}/epochs/{e}/acks`` (and remove its registration); read
+              ``topics/{t}/epochs/{e}/acks``; read (its registration ends with its
+              session: removing it early would need DELETE on every registration)
 consumer      create its group under ``groups``; write its group's subtree (interest,
               progress, registrations); read
 reader        read
@@ -166,9 +167,9 @@ def acl_for_new(policy: AclPolicyRecord, root: str, path: str) -> list[ACL] | No
         return None
     kind, group = found
     if kind is NodeKind.PRODUCERS:
-        return _base(
-            policy, dict.fromkeys(policy.producers, Permissions.CREATE | Permissions.DELETE)
-        )
+        # No DELETE: it would let one producer remove another's registration. A
+        # producer's own registration goes with its session.
+        return _base(policy, dict.fromkeys(policy.producers, Permissions.CREATE))
     if kind is NodeKind.ACKS:
         return _base(policy, dict.fromkeys(policy.producers, Permissions.CREATE))
     if kind is NodeKind.GROUPS:

@@ -21,6 +21,7 @@ import pytest
 from fixtures import kazoo_factory, make_consumer, make_producer, ordered_cli, zk
 from helpers import create_topic, unique
 from kazoo.client import KazooClient
+from secure_fixtures import secure, secure_root
 
 from coordinator import devcluster
 from coordinator.controller import Controller
@@ -30,7 +31,15 @@ from coordinator.store import LayoutStore
 from coordinator.zk import close_client, make_client, start_client
 
 # The fixtures module's fixtures, for every test (pytest finds fixtures by name here).
-__all__ = ["kazoo_factory", "make_consumer", "make_producer", "ordered_cli", "zk"]
+__all__ = [
+    "kazoo_factory",
+    "make_consumer",
+    "make_producer",
+    "ordered_cli",
+    "secure",
+    "secure_root",
+    "zk",
+]
 
 _capture: Any = None
 

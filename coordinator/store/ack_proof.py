@@ -21,9 +21,16 @@ barrier waits only for live producers (or their expiry).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import (
+    BadVersionError,
+    NodeExistsError,
+    NoNodeError,
+    RolledBackError,
+    RuntimeInconsistency,
+)
 from kazoo.security import Permissions
 
 from coordinator.errors import StoreError
@@ -73,20 +80,19 @@ def write_ack(client: KazooClient, root: str, topic: str, record: AckRecord) -> 
             txn.create(path, record.to_json())
             txn.set_data(reg, data, version=stat.version)
             results = txn.commit()
+            # The operation that aborted the transaction; the others only rolled back.
             failure = next(
                 (
                     r
                     for r in results
-                    if isinstance(r, NodeExistsError | NoNodeError | BadVersionError)
+                    if isinstance(r, Exception)
+                    and not isinstance(r, RolledBackError | RuntimeInconsistency)
                 ),
                 None,
             )
-            if failure is None:
-                for result in results:
-                    if isinstance(result, Exception):
-                        raise result
-                return
-            raise failure
+            if failure is not None:
+                raise failure
+            return
         except NodeExistsError:
             if data is None or stat is None:
                 return
@@ -112,12 +118,14 @@ def _writers(client: KazooClient, path: str) -> tuple[str, ...]:
         acls, _ = client.get_acls(path)
     except NoNodeError:
         return ()
-    out = []
-    for acl in acls:
-        if acl.perms & Permissions.WRITE:
-            user = acl.id.id.split(":", 1)[0]
-            out.append(f"{acl.id.scheme}:{user}")
-    return tuple(sorted(set(out)))
+
+    def names(selected: list[Any]) -> tuple[str, ...]:
+        return tuple(sorted({f"{a.id.scheme}:{a.id.id.split(':', 1)[0]}" for a in selected}))
+
+    writers = [a for a in acls if a.perms & Permissions.WRITE]
+    # The creator's entry is the one without ADMIN (coordinators hold every permission).
+    owners = [a for a in writers if not a.perms & Permissions.ADMIN]
+    return names(owners or writers)
 
 
 def check_acks(client: KazooClient, root: str, topic: str, epoch: int) -> AckCheck:

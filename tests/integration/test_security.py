@@ -1,0 +1,149 @@
+"""The secure cluster with real ACLs: who may change a layout, ack a barrier, write interest.
+
+ZooKeeper requires digest authentication and the test root carries the roles' ACL
+policy (``ordered acl apply``); Kafka speaks SASL/SCRAM with ``StandardAuthorizer``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+
+import pytest
+from fixtures import run_in_background
+from helpers import wait_until
+from secure_fixtures import Secure
+
+from coordinator.controller import Controller
+from coordinator.errors import StoreAuthError
+from coordinator.store import paths
+from coordinator.store.records import AckRecord, ProducerRecord
+from coordinator.zk import PathNoAuthError
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+
+def _adopted(secure: Secure, root: str, partitions: int = 2) -> tuple[str, Controller]:
+    topic = secure.topic(partitions)
+    controller = Controller(secure.store("coordinator", root), secure.admin("coordinator"))
+    controller.adopt(topic)
+    return topic, controller
+
+
+def _snapshot(secure: Secure, root: str, topic: str) -> dict[str, bytes]:
+    admin = secure.client("admin")
+    out = {}
+    for path in (paths.topic_path(root, topic), paths.epoch_path(root, topic, 0)):
+        out[path] = admin.get(path)[0]
+    return out
+
+
+@pytest.mark.parametrize("user", [None, "producer", "consumer", "reader"])
+def test_only_the_coordinator_modifies_topic_records_and_epochs(
+    secure: Secure, secure_root: str, user: str | None
+) -> None:
+    topic, controller = _adopted(secure, secure_root)
+    before = _snapshot(secure, secure_root, topic)
+    store = secure.store(user, secure_root)
+    epoch0 = controller.store.get_epoch(topic, 0)
+    record, version = controller.store.get_topic_and_version(topic)
+    assert record is not None
+
+    tpath = paths.topic_path(secure_root, topic)
+    epath = paths.epoch_path(secure_root, topic, 0)
+    forged_epoch = dataclasses.replace(epoch0, boundaries={0: 10**9, 1: 10**9})
+    with pytest.raises(StoreAuthError, match="NoAuth") as info:
+        store.update_epoch(forged_epoch)
+    assert epath in str(info.value)
+    with pytest.raises(StoreAuthError, match="NoAuth") as info:
+        store.replace_topic(dataclasses.replace(record, ordered=False), epoch0, version)
+    assert tpath in str(info.value)
+    with pytest.raises(StoreAuthError, match="NoAuth"):
+        store.remove_topic(topic, version)
+    # Nothing was written.
+    assert _snapshot(secure, secure_root, topic) == before
+    if user is None:
+        assert "requires authentication" in str(info.value)
+    else:
+        assert f"digest:{user}" in str(info.value)
+
+
+def test_coordinator_identity_may_change_the_layout(secure: Secure, secure_root: str) -> None:
+    topic, controller = _adopted(secure, secure_root)
+    result = controller.expand(topic, 3, timeout=30)
+    assert result.to_active == 3
+    assert controller.store.get_topic(topic).active == 3  # type: ignore[union-attr]
+
+
+def _register(secure: Secure, root: str, user: str, topic: str, pid: str) -> None:
+    store = secure.store(user, root)
+    store.register_producer(
+        topic,
+        ProducerRecord(
+            id=pid,
+            host="h",
+            pid=1,
+            delivery_timeout_ms=60_000,
+            registered_at=time.time(),
+            client_id="",
+        ),
+    )
+
+
+def test_a_forged_ack_is_ignored_reported_and_the_barrier_waits(
+    secure: Secure, secure_root: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    topic, controller = _adopted(secure, secure_root)
+    producer = secure.store("producer", secure_root)
+    producer.register_producer(
+        topic,
+        ProducerRecord(
+            id="real",
+            host="h",
+            pid=1,
+            delivery_timeout_ms=60_000,
+            registered_at=time.time(),
+            client_id="",
+        ),
+    )
+    caplog.set_level(logging.WARNING, logger="coordinator.controller")
+    expanding = run_in_background(controller.expand, topic, 3, timeout=60)
+    wait_until(
+        lambda: controller.store.get_topic(topic).pending == 1,  # type: ignore[union-attr]
+        what="epoch 1 pending",
+    )
+    mallory = secure.store("mallory", secure_root)
+    ack = AckRecord(id="real", epoch=1, last_offsets={}, acked_at=time.time())
+    # Through the store, the forger cannot write the real producer's registration ...
+    with pytest.raises(StoreAuthError, match="NoAuth"):
+        mallory.ack(topic, 1, ack)
+    # ... and a bare ack node proves nothing.
+    mallory.client.create(paths.ack_path(secure_root, topic, 1, "real"), ack.to_json())
+    checked = controller.store.verified_acks(topic, 1)
+    assert "real" in checked.forged and "real" not in checked.genuine
+    assert checked.forged["real"] == ("digest:mallory",)
+    wait_until(lambda: "forged ack" in caplog.text, what="the forged ack logged")
+    assert "digest:mallory" in caplog.text
+    time.sleep(2.0)  # the barrier re-checks every second: it must still wait
+    assert expanding.is_alive()
+    assert controller.store.get_topic(topic).pending == 1  # type: ignore[union-attr]
+    # The real producer acks: its node is taken, its registration proves it.
+    producer.ack(topic, 1, dataclasses.replace(ack, acked_at=time.time()))
+    result = expanding.join(timeout=30)
+    assert result.to_active == 3 and result.producers == ("real",)
+
+
+def test_a_producer_cannot_register_or_ack_as_another_identity(
+    secure: Secure, secure_root: str
+) -> None:
+    topic, _controller = _adopted(secure, secure_root)
+    _register(secure, secure_root, "producer", topic, "p1")
+    mallory = secure.store("mallory", secure_root)
+    reg = paths.producer_path(secure_root, topic, "p1")
+    with pytest.raises(PathNoAuthError, match="NoAuth") as info:
+        mallory.client.set(reg, b"{}")
+    assert reg in str(info.value) and "digest:mallory" in str(info.value)
+    with pytest.raises(PathNoAuthError, match="NoAuth"):
+        mallory.client.delete(reg)
+    assert secure.client("admin").exists(reg) is not None
