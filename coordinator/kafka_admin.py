@@ -151,6 +151,12 @@ class KafkaAdmin:
         """Kafka's ``bootstrap.servers``."""
         return self._bootstrap
 
+    @property
+    def principal(self) -> str | None:
+        """The SASL user this helper authenticates as (``sasl.username``), if any."""
+        user = self._config.get("sasl.username")
+        return None if user is None else str(user)
+
     def _fail(self, what: str, exc: BaseException) -> OrderedKafkaError:
         error = _kafka_error(exc)
         detail = error.str() if error is not None else str(exc)
