@@ -11,14 +11,16 @@ import logging
 import time
 
 import pytest
-from fixtures import run_in_background
-from helpers import wait_until
+from fixtures import consumer_config, run_in_background
+from helpers import unique, wait_until
 from secure_fixtures import Secure
 
+from coordinator.acl_apply import show_acls
 from coordinator.controller import Controller
 from coordinator.errors import StoreAuthError
+from coordinator.positions import PositionService
 from coordinator.store import paths
-from coordinator.store.records import AckRecord, ProducerRecord
+from coordinator.store.records import AckRecord, Interest, ProducerRecord, Progress
 from coordinator.zk import PathNoAuthError
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -147,3 +149,58 @@ def test_a_producer_cannot_register_or_ack_as_another_identity(
     with pytest.raises(PathNoAuthError, match="NoAuth"):
         mallory.client.delete(reg)
     assert secure.client("admin").exists(reg) is not None
+
+
+def test_consumer_cannot_write_another_groups_interest(secure: Secure, secure_root: str) -> None:
+    topic, _controller = _adopted(secure, secure_root)
+    consumer = secure.store("consumer", secure_root)
+    consumer.register_group("orders", topic, time.time())
+    positions = PositionService(consumer.client, secure_root, "orders")
+    positions.publish(topic, 0, 5)
+    interest = paths.interest_member_path(secure_root, "orders", topic, "m1")
+    progress = paths.progress_partition_path(secure_root, "orders", topic, 0)
+    wait_until(lambda: consumer.client.exists(progress) is not None, what="progress written")
+    eve = secure.store("eve", secure_root)
+    record = Interest("m1", {0: 7}, time.time()).to_json()
+    with pytest.raises(PathNoAuthError, match="NoAuth") as info:
+        eve.client.create(interest, record, makepath=True)
+    assert "digest:eve" in str(info.value)
+    with pytest.raises(PathNoAuthError, match="NoAuth") as info:
+        eve.client.set(progress, Progress(0, 10**9, time.time()).to_json())
+    assert progress in str(info.value)
+    admin = secure.client("admin")
+    assert admin.exists(interest) is None
+    assert Progress.from_json(admin.get(progress)[0], progress).offset == 5
+    # Eve owns the groups she creates; the first consumer cannot write hers either.
+    eve.register_group("audit", topic, time.time())
+    with pytest.raises(PathNoAuthError, match="NoAuth"):
+        consumer.client.create(
+            paths.interest_member_path(secure_root, "audit", topic, "m"), record, makepath=True
+        )
+
+
+@pytest.mark.timeout(240)
+def test_group_order_e2e_on_the_secure_cluster(secure: Secure, secure_root: str) -> None:
+    """Expand and shrink under traffic, consumers leaving and joining: SCRAM, ACLs, ZK auth."""
+    from test_consumer_group import group_through_layout_changes
+
+    coordinator = secure.store("coordinator", secure_root)
+    group = unique("g")
+    consumer = {
+        "bootstrap.servers": secure.bootstrap,
+        **secure.kafka("consumer"),
+        "ordered.zookeeper.connect": secure.zk_hosts,
+        "ordered.zookeeper.root": secure_root,
+        "ordered.zookeeper.auth": secure.zk_auth("consumer"),
+    }
+    group_through_layout_changes(
+        secure.topic(2),
+        Controller(coordinator, secure.admin("coordinator")),
+        coordinator,
+        secure.producer_config(secure_root),
+        consumer_config(secure.bootstrap, secure.zk_hosts, secure_root, group, **consumer),
+    )
+    # Every node the clients created carries the roles' ACLs: none is open.
+    admin = secure.client("admin")
+    opened = [n.path for n in show_acls(admin, secure_root) if n.open]
+    assert opened == []
