@@ -46,6 +46,7 @@ from coordinator import identity
 from coordinator.errors import (
     LayoutUnavailableError,
     OrderedKafkaError,
+    StoreAuthError,
     StoreError,
     StoreUnavailableError,
 )
@@ -191,6 +192,9 @@ class OrderedProducer:
         self._session = ProducerSession()
         self._events: queue.SimpleQueue[Event] = queue.SimpleQueue()
         self._watchers: dict[str, Callable[[Any], None]] = {}
+        # Topics whose node does not exist and that ACLs keep this producer from
+        # creating: routed plain, registered by the worker once the node appears.
+        self._unregistered: set[str] = set()
         self._direct = not self._only_error
         self._closed = False
 
@@ -689,7 +693,7 @@ class OrderedProducer:
                 # is refused before registering: a refused producer must not hold up
                 # that topic's barrier.
                 self._topic_ids.verify(self._store.get_topic(topic))
-                self._store.register_producer(topic, self._producer_record())
+                self._register(topic)
                 record = self._topic_ids.verify(
                     self._store.get_topic_and_watch(topic, self._watcher(topic))
                 )
@@ -705,6 +709,28 @@ class OrderedProducer:
                 info = self._table.info(topic)
             self._apply(info, record, first_use=True)
             return self._routes[topic]
+
+    def _register(self, topic: str) -> bool:
+        """Register for ``topic``; return whether done.
+
+        Under ZooKeeper ACLs a producer may not create a topic's node (it could plant
+        a topic record there): a topic nobody adopted yet has none, so it routes plain
+        and the worker registers when adoption creates the node (before applying it).
+
+        Raises:
+            StoreAuthError: Refused although the topic is adopted (not a producer).
+        """
+        try:
+            self._store.register_producer(topic, self._producer_record())
+        except StoreAuthError:
+            if self._store.get_topic(topic) is not None:
+                raise
+            if topic not in self._unregistered:
+                _log.info("%s: not adopted and not creatable under ACLs: routing plain", topic)
+            self._unregistered.add(topic)
+            return False
+        self._unregistered.discard(topic)
+        return True
 
     def _refresh_metadata(self, topic: str, timeout: float) -> int:
         """Refresh librdkafka's metadata of ``topic``; return its partition count (or 0).

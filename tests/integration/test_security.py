@@ -22,6 +22,7 @@ from coordinator.positions import PositionService
 from coordinator.store import paths
 from coordinator.store.records import AckRecord, Interest, ProducerRecord, Progress
 from coordinator.zk import PathNoAuthError
+from ordered import OrderedProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -204,3 +205,28 @@ def test_group_order_e2e_on_the_secure_cluster(secure: Secure, secure_root: str)
     admin = secure.client("admin")
     opened = [n.path for n in show_acls(admin, secure_root) if n.open]
     assert opened == []
+
+
+def test_a_producer_of_an_unadopted_topic_routes_plain_then_registers_on_adoption(
+    secure: Secure, secure_root: str
+) -> None:
+    topic = secure.topic(2)
+    producer = OrderedProducer(secure.producer_config(secure_root))
+    try:
+        # Under ACLs the producer may not create the topic's node: plain routing.
+        producer.produce(topic, b"before", b"k")
+        assert producer.flush(30) == 0
+        reader = secure.store("reader", secure_root)
+        assert reader.producers(topic) == {}
+        controller = Controller(
+            secure.store("coordinator", secure_root), secure.admin("coordinator")
+        )
+        controller.adopt(topic)
+        # The adoption's watch makes the producer register before it applies the layout.
+        wait_until(lambda: producer.producer_id in reader.producers(topic), what="registration")
+        result = controller.expand(topic, 3, timeout=30)
+        assert producer.producer_id in result.producers and result.expired == {}
+        producer.produce(topic, b"after", b"k")
+        assert producer.flush(30) == 0
+    finally:
+        producer.close()
