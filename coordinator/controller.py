@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Final
 
-from kazoo.exceptions import KazooException
+from kazoo.exceptions import KazooException, NoAuthError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 
@@ -25,6 +25,7 @@ from coordinator.errors import (
     LayoutError,
     NotAdoptedError,
     OrderedError,
+    StoreAuthError,
     StoreError,
     TransitionInProgressError,
 )
@@ -560,6 +561,8 @@ class Controller:
         lock = self._store.lock(topic, self._identity)
         try:
             acquired = lock.acquire(blocking=False)
+        except NoAuthError as exc:
+            raise StoreAuthError(f"cannot take the lock of topic {topic}: {exc}") from None
         except (KazooException, KazooTimeoutError) as exc:
             raise StoreError(f"cannot take the lock of topic {topic}: {exc!r}") from exc
         if not acquired:

@@ -27,9 +27,11 @@ from typing import Any
 from kazoo.client import KazooClient, TransactionRequest
 from kazoo.exceptions import (
     AuthFailedError,
+    ConnectionClosedError,
     NoAuthError,
     NoNodeError,
     SessionClosedRequireSaslError,
+    SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
 
@@ -157,6 +159,8 @@ class AuthClient(KazooClient):  # type: ignore[misc]
             self.exists_async(path, watch=self._on_policy_event)
             self._set_policy(None, path)
             return
+        except (ConnectionClosedError, SessionExpiredError):
+            return  # the client is closing: nothing to follow any more
         except Exception as exc:  # a watch callback must not raise
             _log.warning("cannot re-read the ACL policy at %s: %s", path, exc)
             return
