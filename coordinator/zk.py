@@ -126,7 +126,9 @@ class AuthClient(KazooClient):  # type: ignore[misc]
         policy = self.policy
         if policy is None or self.acl_root is None:
             return None
-        return acl_for_new(policy, self.acl_root, path)
+        ident = self.ordered_auth.identity
+        creator = f"{ident[0]}:{ident[1]}" if ident else None
+        return acl_for_new(policy, self.acl_root, path, creator)
 
     def load_policy(self) -> None:
         """Read the policy now and keep it current with a watch (never blocks on it)."""

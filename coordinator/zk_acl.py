@@ -156,11 +156,23 @@ def _group_owners(policy: AclPolicyRecord, group: str | None) -> tuple[str, ...]
     return policy.groups.get(group, ())
 
 
-def acl_for_new(policy: AclPolicyRecord, root: str, path: str) -> list[ACL] | None:
+def _under_seen(root: str, path: str) -> bool:
+    base = paths.check_root(root)
+    parts = [p for p in path[len("" if base == "/" else base) :].split("/") if p]
+    return len(parts) >= 3 and parts[2] == "seen"
+
+
+def acl_for_new(
+    policy: AclPolicyRecord, root: str, path: str, creator: str | None = None
+) -> list[ACL] | None:
     """Return the ACL a node created at ``path`` gets, or None outside ``root``.
 
     Owned kinds name the creator through the ``auth`` scheme (the server fills in the
-    creating session's ids); a listed group's owners are named instead.
+    creating session's ids); a listed group's owners are named instead. A coordinator
+    (``creator``) that creates part of a group nobody listed (the daemon's relayed
+    progress, a group seen with plain commits first) shares it with every consumer
+    identity, so the group's consumer can still write it; only ``seen`` records,
+    which decide when a group is stale, stay the coordinator's.
     """
     found = classify(root, path)
     if found is None:
@@ -178,6 +190,10 @@ def acl_for_new(policy: AclPolicyRecord, root: str, path: str) -> list[ACL] | No
         owners = _group_owners(policy, group)
         if owners:
             return _base(policy, dict.fromkeys(owners, OWNER_PERMS))
+        if creator in policy.coordinator:
+            if _under_seen(root, path):
+                return _base(policy, {})
+            return _base(policy, dict.fromkeys(policy.consumers, OWNER_PERMS))
         return [*_base(policy, {}), ACL(OWNER_PERMS, _CREATOR)]
     if kind in (NodeKind.REGISTRATION, NodeKind.ACK):
         return [*_base(policy, {}), ACL(OWNER_PERMS, _CREATOR)]
@@ -216,6 +232,8 @@ def acl_for_existing(
     if found is None:
         raise ValueError(f"{path} is not under {root}")
     kind, group = found
+    if kind is NodeKind.GROUP and _under_seen(root, path):
+        return _base(policy, {}), ""  # the daemon's: when a group is stale
     if kind not in (NodeKind.GROUP, NodeKind.REGISTRATION, NodeKind.ACK):
         acl = acl_for_new(policy, root, path)
         assert acl is not None  # classify() found it under the root

@@ -81,6 +81,12 @@ def test_new_nodes_by_role() -> None:
     assert group[Q] & Permissions.WRITE and not group[K] & Permissions.WRITE
     assert "auth:" not in group
     assert acl_for_new(POLICY, "/o", "/elsewhere") is None
+    # The daemon relays progress into a group: its consumers can still write it ...
+    relayed = _perms(acl_for_new(POLICY, "/o", "/o/groups/g/progress/t/0", creator=C))
+    assert relayed[K] == OWNER_PERMS and "auth:" not in relayed
+    # ... but not the seen records that decide when a group is stale.
+    seen = _perms(acl_for_new(POLICY, "/o", "/o/groups/g/seen/t", creator=C))
+    assert seen[K] == Permissions.READ
 
 
 def test_existing_nodes_keep_their_owner_and_open_ones_are_closed() -> None:
