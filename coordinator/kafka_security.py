@@ -26,7 +26,7 @@ from typing import Final
 
 from coordinator.errors import ConfigError
 
-__all__ = ["SECRET_KEYS", "load_properties", "redact", "translate"]
+__all__ = ["SECRET_KEYS", "client_config", "load_properties", "redact", "translate"]
 
 SECRET_KEYS: Final = frozenset(
     {
@@ -126,3 +126,17 @@ def translate(props: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]
 def redact(settings: Mapping[str, str]) -> dict[str, str]:
     """``settings`` with every secret value replaced by ``***`` (for logs and output)."""
     return {k: ("***" if k in SECRET_KEYS else v) for k, v in settings.items()}
+
+
+def client_config(path: Path | str) -> dict[str, str]:
+    """A client configuration from a Java properties file, ready for the wrappers.
+
+    ``OrderedProducer(client_config("client.properties"))``: the Kafka settings
+    translated for librdkafka plus the ``ordered.`` ones (``ordered.zookeeper.connect``,
+    ``ordered.zookeeper.auth``) as they are; add ``group.id`` for a consumer.
+
+    Raises:
+        ConfigError: The file cannot be read or holds a malformed setting.
+    """
+    kafka, ordered = translate(load_properties(Path(path)))
+    return {**kafka, **ordered}

@@ -23,6 +23,7 @@ from secure_fixtures import NO_DELETE, Secure
 from coordinator.acl_apply import apply_policy
 from coordinator.controller import Controller
 from coordinator.errors import ConfigError, StoreAuthError
+from coordinator.kafka_security import client_config
 from coordinator.store.records import AckRecord, ProducerRecord
 from coordinator.zk_auth import ZkAuth
 from ordered import OrderedProducer
@@ -182,7 +183,8 @@ def test_credentials_never_shown(
     caplog.set_level(1)  # everything, kazoo's BLATHER included
     topic = secure.topic(2)
     Controller(secure.store("coordinator", secure_root), secure.admin("coordinator")).adopt(topic)
-    config = secure.producer_config(secure_root)
+    # As an application would: the properties file `cluster up --secure` wrote.
+    config = {**client_config(secure.properties("producer")), "ordered.zookeeper.root": secure_root}
     producer = OrderedProducer(config)
     producer.produce(topic, b"v", b"k")
     assert producer.flush(30) == 0
@@ -200,3 +202,26 @@ def test_credentials_never_shown(
     texts.append(caplog.text)
     for text in texts:
         assert password not in text
+
+
+def test_the_secure_cluster_requires_authentication(secure: Secure, tmp_path: Path) -> None:
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    for user in ("admin", "coordinator", "producer", "consumer", "reader"):
+        assert secure.properties(user).stat().st_mode & 0o777 == 0o600
+    status = run_cli("cluster", "status", "--dir", secure.state.directory, "--json")
+    assert json.loads(status.stdout)["command.config"] == str(secure.properties("admin"))
+    # Kafka: no SASL, or a wrong password, gets nothing.
+    for extra in ({}, {**secure.kafka("reader"), "sasl.password": "wrong"}):
+        admin = AdminClient({"bootstrap.servers": secure.bootstrap, **extra, "log_level": 0})
+        with pytest.raises(KafkaException):
+            admin.list_topics(timeout=3)
+    # The state file says how it was started: `up` without --secure is refused.
+    copy = tmp_path / "c"
+    copy.mkdir()
+    state = json.loads((Path(secure.state.directory) / "cluster.json").read_text())
+    state.update(directory=str(copy), processes=[])
+    (copy / "cluster.json").write_text(json.dumps(state))
+    refused = run_cli("cluster", "up", "--dir", str(copy))
+    assert refused.returncode == 1 and "holds a secure cluster" in refused.stderr
