@@ -28,6 +28,7 @@ from kazoo.client import KazooClient, TransactionRequest
 from kazoo.exceptions import (
     AuthFailedError,
     ConnectionClosedError,
+    KazooException,
     NoAuthError,
     NoNodeError,
     SessionClosedRequireSaslError,
@@ -35,7 +36,7 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 
-from coordinator.errors import RecordCorruptError, StoreUnavailableError
+from coordinator.errors import RecordCorruptError, StoreAuthError, StoreUnavailableError
 from coordinator.store.records import AclPolicyRecord
 from coordinator.zk_acl import acl_for_new, policy_path
 from coordinator.zk_auth import NO_AUTH, ZkAuth
@@ -300,8 +301,11 @@ def make_client(
         connection["max_tries"] = 3
     # kazoo logs every refused connection; callers report one error instead.
     logging.getLogger("kazoo.client").setLevel(logging.CRITICAL)
+    parsed = ZkAuth.parse(auth, "ZooKeeper auth") if auth is not None else NO_AUTH
+    if parsed.scheme == "sasl":
+        _install_quiet_hook()
     return AuthClient(
-        auth=ZkAuth.parse(auth, "ZooKeeper auth") if auth is not None else NO_AUTH,
+        auth=parsed,
         acl_root=acl_root,
         hosts=hosts,
         timeout=session_timeout_s,
@@ -337,11 +341,43 @@ def start_client(client: KazooClient, timeout_s: float, what: str = "") -> Kazoo
         ) from exc
     if isinstance(client, AuthClient):
         try:
+            if client.ordered_auth.scheme == "sasl":
+                _check_sasl(client)
             client.load_policy()
         except Exception:
             close_client(client)
             raise
     return client
+
+
+def _check_sasl(client: AuthClient) -> None:
+    """Fail at once when the server refused the SASL login (kazoo connects regardless)."""
+    try:
+        client.exists("/")
+    except KazooException as exc:
+        raise StoreAuthError(
+            f"ZooKeeper refused the SASL authentication of {client.ordered_auth.principal} "
+            f"({type(exc).__name__}): check the user and password"
+        ) from None
+
+
+def _quiet_kazoo_auth_failure(args: threading.ExceptHookArgs) -> None:
+    # kazoo's connection thread dies with an unhandled error when the server refuses a
+    # SASL login; the client reports that refusal itself, without a traceback.
+    if isinstance(args.exc_value, _REFUSED) and "zk_loop" in str(args.thread):
+        _log.debug("kazoo's connection thread stopped: %r", args.exc_value)
+        return
+    _previous_excepthook(args)
+
+
+_previous_excepthook = threading.excepthook
+
+
+def _install_quiet_hook() -> None:
+    global _previous_excepthook
+    if threading.excepthook is not _quiet_kazoo_auth_failure:
+        _previous_excepthook = threading.excepthook
+        threading.excepthook = _quiet_kazoo_auth_failure
 
 
 def close_client(client: KazooClient) -> None:

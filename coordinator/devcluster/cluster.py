@@ -272,7 +272,7 @@ def _start_zookeeper(
         "-Xms64m",
         "-Xmx256m",
         "-XX:+UseSerialGC",
-        *(secure.zookeeper_jvm_flags(creds) if creds else []),
+        *(secure.zookeeper_jvm_flags(creds, zk_dir) if creds else []),
         f"-Dorg.slf4j.simpleLogger.logFile={zk_dir / 'zookeeper.log'}",
         "-Dorg.slf4j.simpleLogger.showDateTime=true",
         "-cp",

@@ -13,7 +13,8 @@ other than ``admin`` can do only what a Kafka ACL grants it. The brokers talk to
 other with SCRAM-SHA-512 as ``admin``, and to the controllers with PLAIN (KRaft cannot
 check SCRAM on the controller listener: the credentials live in the metadata log the
 controllers serve). ZooKeeper refuses every request of an unauthenticated session
-(``enforce.auth.enabled``, 3.9).
+(``enforce.auth.enabled``, 3.9); it takes digest and SASL (DIGEST-MD5, a JAAS
+``Server`` section with every user).
 
 The property files are Java client properties, as Kafka's tools read them with
 ``--command-config``, plus ``ordered.zookeeper.connect`` and ``ordered.zookeeper.auth``.
@@ -144,18 +145,33 @@ def format_scram_args(creds: Credentials) -> list[str]:
 
 
 def zookeeper_lines() -> list[str]:
-    """Return the ``zoo.cfg`` lines that require digest authentication (ZooKeeper 3.9)."""
+    """Return the ``zoo.cfg`` lines that require authentication, digest or SASL (3.9)."""
     return [
         "authProvider.1=org.apache.zookeeper.server.auth.DigestAuthenticationProvider",
+        "authProvider.2=org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
         "enforce.auth.enabled=true",
-        "enforce.auth.schemes=digest",
+        "enforce.auth.schemes=digest,sasl",
     ]
 
 
-def zookeeper_jvm_flags(creds: Credentials) -> list[str]:
-    """Return the JVM flags that make :data:`ADMIN` ZooKeeper's super user."""
+def zookeeper_jvm_flags(creds: Credentials, directory: Path) -> list[str]:
+    """Return the JVM flags of a secure ZooKeeper (writes its JAAS file in ``directory``).
+
+    :data:`ADMIN` is the super user of both schemes; every user may also log in with
+    SASL DIGEST-MD5 (identity ``sasl:USER``) with the same password.
+    """
+    users = " ".join(f'user_{u}="{p}"' for u, p in sorted(creds.passwords.items()))
+    jaas = directory / "zookeeper-jaas.conf"
+    _write_private(
+        jaas,
+        f"Server {{\n  org.apache.zookeeper.server.auth.DigestLoginModule required {users};\n}};\n",
+    )
     digest = _digest(ADMIN, creds.password(ADMIN))
-    return [f"-Dzookeeper.DigestAuthenticationProvider.superDigest={ADMIN}:{digest}"]
+    return [
+        f"-Dzookeeper.DigestAuthenticationProvider.superDigest={ADMIN}:{digest}",
+        f"-Dzookeeper.superUser={ADMIN}",
+        f"-Djava.security.auth.login.config={jaas}",
+    ]
 
 
 def client_properties(

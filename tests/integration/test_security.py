@@ -15,13 +15,13 @@ from fixtures import consumer_config, run_in_background
 from helpers import unique, wait_until
 from secure_fixtures import Secure
 
-from coordinator.acl_apply import show_acls
+from coordinator.acl_apply import apply_policy, show_acls
 from coordinator.controller import Controller
 from coordinator.errors import StoreAuthError
 from coordinator.positions import PositionService
 from coordinator.store import paths
 from coordinator.store.records import AckRecord, Interest, ProducerRecord, Progress
-from coordinator.zk import PathNoAuthError
+from coordinator.zk import PathNoAuthError, make_client, start_client
 from ordered import OrderedProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -230,3 +230,26 @@ def test_a_producer_of_an_unadopted_topic_routes_plain_then_registers_on_adoptio
         assert producer.flush(30) == 0
     finally:
         producer.close()
+
+
+def test_sasl_identities_get_their_role(secure: Secure) -> None:
+    """ZooKeeper's SASL (DIGEST-MD5) login: the identity is ``sasl:USER``."""
+    root = "/" + unique("sasl")
+    admin = secure.client("admin")
+    policy = dataclasses.replace(secure.policy(), coordinator=("sasl:coordinator",))
+    apply_policy(admin, root, policy)
+    try:
+        sasl = f"sasl:coordinator:{secure.password('coordinator')}"
+        client = make_client(secure.zk_hosts, auth=sasl, acl_root=root)
+        start_client(client, 15.0)
+        secure.clients.append(client)
+        node = paths.topics_path(root) + "/t"
+        client.create(node, b"")
+        assert ("sasl", "coordinator") in {(a.id.scheme, a.id.id) for a in client.get_acls(node)[0]}
+        # The digest login of the same user is another identity: not a coordinator here.
+        with pytest.raises(PathNoAuthError, match="NoAuth"):
+            secure.client("coordinator", root).set(node, b"x")
+        with pytest.raises(StoreAuthError, match="SASL"):
+            start_client(make_client(secure.zk_hosts, auth="sasl:coordinator:wrong"), 15.0)
+    finally:
+        admin.delete(root, recursive=True)
