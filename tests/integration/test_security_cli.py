@@ -225,3 +225,45 @@ def test_the_secure_cluster_requires_authentication(secure: Secure, tmp_path: Pa
     (copy / "cluster.json").write_text(json.dumps(state))
     refused = run_cli("cluster", "up", "--dir", str(copy))
     assert refused.returncode == 1 and "holds a secure cluster" in refused.stderr
+
+
+def test_acl_apply_is_idempotent_and_dry_run_writes_nothing(secure: Secure) -> None:
+    root = "/" + unique("acl")
+    admin = secure.client("admin")
+    # A tree written before any ACL: an open group node and an open topic.
+    admin.create(f"{root}/groups/old-group/topics/t", b"", makepath=True)
+    admin.create(f"{root}/topics/t", b"", makepath=True)
+    flags = [
+        "--coordinator",
+        f"@{secure.properties('coordinator')}",
+        "--producers",
+        f"@{secure.properties('producer')}",
+        "--consumers",
+        f"@{secure.properties('consumer')}",
+        "--readers",
+        f"@{secure.properties('reader')}",
+        "--json",
+    ]
+    try:
+        dry = _cli(secure, "admin", "acl", "apply", *flags, "--dry-run", root=root)
+        assert dry.returncode == 0, dry.stderr
+        planned = json.loads(dry.stdout)
+        assert planned["dry_run"] and planned["changes"]
+        assert admin.exists(f"{root}/acl") is None  # nothing written
+        assert admin.get_acls(f"{root}/topics/t")[0][0].id.scheme == "world"
+        done = _cli(secure, "admin", "acl", "apply", *flags, root=root)
+        applied = json.loads(done.stdout)
+        assert {c["path"] for c in applied["changes"]} == {c["path"] for c in planned["changes"]}
+        notes = {c["path"]: c["note"] for c in applied["changes"]}
+        assert "shared" in notes[f"{root}/groups/old-group"]
+        assert f"{root}/topics/t/producers" in notes  # created for the producers
+        again = json.loads(_cli(secure, "admin", "acl", "apply", *flags, root=root).stdout)
+        assert again["changes"] == []
+        shown = json.loads(_cli(secure, "admin", "acl", "show", "--json", root=root).stdout)
+        assert shown["nodes"] and not any(n["open"] for n in shown["nodes"])
+        assert again["unchanged"] == len(shown["nodes"])
+        ident = _cli(secure, "producer", "acl", "id", root=root)
+        assert ident.stdout.strip() == secure.identity("producer")
+        _no_secret(secure, dry.stdout, done.stdout, json.dumps(shown), ident.stdout)
+    finally:
+        admin.delete(root, recursive=True)
