@@ -234,6 +234,7 @@ class Controller:
         self._cancel = cancel or threading.Event()
         self._identity = process_identity()
         self._forged_seen: set[tuple[str, int, str]] = set()
+        self._proven: dict[tuple[str, int], set[str]] = {}
         self._handlers: dict[Step, Callable[[_Transition], None]] = {
             Step.PARTITIONS: self._step_partitions,
             Step.PUBLISH: self._step_publish,
@@ -731,11 +732,14 @@ class Controller:
                 # Clear before reading: an event after the reads wakes the next wait.
                 changed.clear()
                 checked = self._store.verified_acks(tr.topic, epoch.epoch)
-                acks = checked.genuine
+                # An ack seen proven stays proven when its producer's session ends.
+                proven = self._proven.setdefault((tr.topic, epoch.epoch), set())
+                proven.update(checked.genuine)
+                acks = set(checked.genuine) | (proven & set(checked.unproven))
                 self._report_forged(tr.topic, epoch.epoch, checked.forged)
                 live = self._store.producers(tr.topic)
                 now = time.time()
-                status = barrier_status(epoch, set(acks), set(live), now)
+                status = barrier_status(epoch, acks, set(live), now)
                 waiting, expired = list(status.waiting), status.expired
                 if expired != epoch.expired:
                     # Recorded so that a controller taking over keeps the clock.
@@ -766,6 +770,7 @@ class Controller:
         finally:
             for watch in watches:
                 watch.stop()
+            self._proven.pop((tr.topic, epoch.epoch), None)
 
     def _report_forged(self, topic: str, epoch: int, forged: dict[str, tuple[str, ...]]) -> None:
         """Log each forged ack once: the barrier ignores it and waits for the producer."""

@@ -70,8 +70,7 @@ class NodeKind(enum.Enum):
 
 def policy_path(root: str) -> str:
     """``{root}/acl``: the :class:`AclPolicyRecord`."""
-    base = paths.check_root(root)
-    return (base if base != "/" else "") + "/acl"
+    return paths.acl_policy_path(root)
 
 
 def parse_identity(text: str) -> str:

@@ -14,8 +14,10 @@ ignores it and it is reported (log, ``describe``) with the identities its ACL na
 The real producer's ack then finds the node taken and writes its registration alone,
 which proves the existing node from then on: the barrier waits for the real producer.
 
-An ack of a producer that is not registered proves nothing and needs nothing: the
-barrier waits only for live producers (or their expiry).
+An ack of a producer that is no longer registered can no longer be proven. Under an ACL
+policy it counts only for a controller that saw it proven while the registration
+lived; otherwise the barrier waits out that producer's expiry (its delivery timeout),
+which is safe. In an open tree (no policy) it counts, as before.
 """
 
 from __future__ import annotations
@@ -49,10 +51,14 @@ class AckCheck:
             that is no longer registered).
         forged: Producer id -> the identities the forged ack node's ACL names as writers
             (``scheme:user``, never a password).
+        unproven: Under an ACL policy, acks of producers no longer registered: no
+            longer provable. A controller that saw one proven earlier counts it; any
+            other waits out that producer's expiry, which is safe.
     """
 
     genuine: dict[str, AckRecord] = field(default_factory=dict)
     forged: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    unproven: dict[str, AckRecord] = field(default_factory=dict)
 
 
 def write_ack(client: KazooClient, root: str, topic: str, record: AckRecord) -> None:
@@ -142,6 +148,10 @@ def check_acks(client: KazooClient, root: str, topic: str, epoch: int) -> AckChe
         return AckCheck()
     genuine: dict[str, AckRecord] = {}
     forged: dict[str, tuple[str, ...]] = {}
+    unproven: dict[str, AckRecord] = {}
+    # Without a policy anyone may write anything: an ack of a producer gone since
+    # counts, as it always did (a cleanly leaving producer's last ack).
+    secured = client.exists(paths.acl_policy_path(root)) is not None
     for name in sorted(names):
         path = f"{parent}/{name}"
         try:
@@ -153,8 +163,10 @@ def check_acks(client: KazooClient, root: str, topic: str, epoch: int) -> AckChe
             forged[name] = _writers(client, path)
             continue
         reg_stat = client.exists(paths.producer_path(root, topic, name))
-        if reg_stat is None or ack_stat.czxid <= reg_stat.mzxid:
+        if reg_stat is None:
+            (unproven if secured else genuine)[name] = record
+        elif ack_stat.czxid <= reg_stat.mzxid:
             genuine[name] = record
         else:
             forged[name] = _writers(client, path)
-    return AckCheck(genuine, forged)
+    return AckCheck(genuine, forged, unproven)

@@ -16,6 +16,7 @@ __all__ = [
     "DEFAULT_ROOT",
     "ack_path",
     "acks_path",
+    "acl_policy_path",
     "check_root",
     "check_topic",
     "election_path",
@@ -211,3 +212,8 @@ def group_registration_path(root: str, group: str, topic: str) -> str:
 def group_seen_path(root: str, group: str, topic: str) -> str:
     """``{root}/groups/{g}/seen/{topic}``: a :class:`GroupSeenRecord`."""
     return group_path(root, group) + f"/seen/{check_topic(topic)}"
+
+
+def acl_policy_path(root: str) -> str:
+    """``{root}/acl``: the ``AclPolicyRecord`` of ``ordered acl apply``."""
+    return _join(root, "acl")

@@ -253,3 +253,35 @@ def test_sasl_identities_get_their_role(secure: Secure) -> None:
             start_client(make_client(secure.zk_hosts, auth="sasl:coordinator:wrong"), 15.0)
     finally:
         admin.delete(root, recursive=True)
+
+
+def test_a_forged_ack_of_a_producer_gone_does_not_cut_its_expiry_short(
+    secure: Secure, secure_root: str
+) -> None:
+    topic, controller = _adopted(secure, secure_root)
+    gone = secure.store("producer", secure_root)
+    gone.register_producer(
+        topic,
+        ProducerRecord(
+            id="gone",
+            host="h",
+            pid=1,
+            delivery_timeout_ms=4000,
+            registered_at=time.time(),
+            client_id="",
+        ),
+    )
+    expanding = run_in_background(controller.expand, topic, 3, timeout=60)
+    wait_until(
+        lambda: controller.store.get_topic(topic).pending == 1,  # type: ignore[union-attr]
+        what="epoch 1 pending",
+    )
+    gone.client.stop()  # its session ends: records it sent may land for 4 s more
+    mallory = secure.store("mallory", secure_root)
+    ack = AckRecord(id="gone", epoch=1, last_offsets={}, acked_at=time.time())
+    mallory.client.create(paths.ack_path(secure_root, topic, 1, "gone"), ack.to_json())
+    forged_at = time.monotonic()
+    result = expanding.join(timeout=60)
+    # Unprovable without its registration: the barrier waited out the expiry.
+    assert time.monotonic() - forged_at >= 3.5
+    assert "gone" in result.expired
