@@ -1,12 +1,14 @@
 """The error classes, under their historical import path.
 
 The hierarchy itself lives in the leaf module :mod:`coordinator.errors`; this module
-re-exports it so that ``from ordered.errors import ...`` keeps working.
+re-exports all of it, so ``from ordered.errors import ...`` reaches every public error.
 """
 
 from coordinator.errors import (
+    BarrierTimeoutError,
     ClusterError,
     ConfigError,
+    DataLossError,
     LayoutError,
     LayoutUnavailableError,
     NotAdoptedError,
@@ -15,18 +17,22 @@ from coordinator.errors import (
     OrderViolationError,
     RecordCorruptError,
     StateTransitionError,
+    StoreAuthError,
     StoreError,
     StoreUnavailableError,
     TopicIdMismatchError,
     TransitionInProgressError,
     TrimError,
     TrimRequestError,
+    UnknownTopicError,
     UsageError,
 )
 
 __all__ = [
+    "BarrierTimeoutError",
     "ClusterError",
     "ConfigError",
+    "DataLossError",
     "LayoutError",
     "LayoutUnavailableError",
     "NotAdoptedError",
@@ -35,11 +41,13 @@ __all__ = [
     "OrderedKafkaError",
     "RecordCorruptError",
     "StateTransitionError",
+    "StoreAuthError",
     "StoreError",
     "StoreUnavailableError",
     "TopicIdMismatchError",
     "TransitionInProgressError",
     "TrimError",
     "TrimRequestError",
+    "UnknownTopicError",
     "UsageError",
 ]

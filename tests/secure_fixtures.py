@@ -32,8 +32,9 @@ from coordinator.devcluster.cluster import ClusterState
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore
 from coordinator.store.records import AclPolicyRecord
-from coordinator.zk import AuthClient, close_client, make_client, start_client
+from coordinator.zk import close_client, make_client, start_client
 from coordinator.zk_auth import ZkAuth
+from coordinator.zk_client import AuthClient
 
 __all__ = ["ALLOWED", "NO_DELETE", "Secure", "secure", "secure_root"]
 
