@@ -57,14 +57,21 @@ def test_every_documented_key_is_accepted() -> None:
         "ordered.zookeeper.session.timeout.ms": "2000",
         "ordered.epoch.header": 0,
         "ordered.epoch.header.name": "e",
+        "ordered.hooks": [_SwitchHook()],
         "ordered.zookeeper.auth": "digest:u:secret",
     }
     assert set(values) == set(ORDERED_KEYS)
     settings = split_producer_config(values).ordered
+    hooks = tuple(values["ordered.hooks"])
     assert settings == OrderedSettings(
-        "zk:2181", "/x/y", 2000, False, "e", ZkAuth("digest", "u", "secret")
+        "zk:2181", "/x/y", 2000, False, "e", hooks, ZkAuth("digest", "u", "secret")
     )
     assert "secret" not in repr(settings)
+
+
+class _SwitchHook:
+    def on_route_switch(self, topic: str, from_epoch: int, to_epoch: int) -> None:
+        """A hook of one event."""
 
 
 def test_unknown_ordered_key_is_named() -> None:
