@@ -12,6 +12,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ __all__ = [
     "KeyedWriter",
     "check_batches",
     "offset_log",
+    "order_report",
     "source_options",
     "start",
 ]
@@ -188,6 +190,36 @@ def check_batches(batches: dict[int, list[tuple[str, int, int, int]]]) -> dict[s
     for key, seqs in per_key.items():
         assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs), (key, seqs[:50])
     return dict(per_key)
+
+
+def order_report(
+    batches: dict[int, list[tuple[str, int, int, int]]], delivered: dict[str, set[int]]
+) -> dict[str, int]:
+    """Count what went wrong, without asserting: the figures a test prints and checks.
+
+    ``out_of_order``: per key, sequence numbers not above the one before (in batch,
+    partition, offset order); ``lost``: delivered but never read; ``duplicated``: read
+    twice; ``split_batches``: batches in which some key came from two partitions.
+    """
+    per_key: dict[str, list[int]] = defaultdict(list)
+    split_batches = 0
+    for batch_id in sorted(batches):
+        partitions: dict[str, set[int]] = defaultdict(set)
+        for key, seq, partition, _offset in batches[batch_id]:
+            partitions[key].add(partition)
+            per_key[key].append(seq)
+        split_batches += any(len(p) > 1 for p in partitions.values())
+    out_of_order = sum(1 for seqs in per_key.values() for a, b in pairwise(seqs) if b <= a)
+    lost = sum(len(seqs - set(per_key.get(key, []))) for key, seqs in delivered.items())
+    duplicated = sum(len(seqs) - len(set(seqs)) for seqs in per_key.values())
+    return {
+        "batches": len(batches),
+        "records": sum(len(rows) for rows in batches.values()),
+        "out_of_order": out_of_order,
+        "lost": lost,
+        "duplicated": duplicated,
+        "split_batches": split_batches,
+    }
 
 
 def offset_log(checkpoint: Path | str) -> dict[int, dict[str, dict[int, int]]]:
