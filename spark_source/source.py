@@ -21,7 +21,9 @@ in producer order.
 
 from __future__ import annotations
 
+import json
 import logging
+import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -60,6 +62,7 @@ from spark_source.planner import (
     offset_ranges,
     rate_limit,
 )
+from spark_source.progress import GateClock, batch_progress
 from spark_source.reader import consumer_settings, read_range
 from spark_source.schema import arrow_schema, kafka_schema
 
@@ -75,6 +78,21 @@ NAME = "ordered-kafka"
 """The format name the source and sink are registered under."""
 
 _log = logging.getLogger(__name__)
+
+
+def _progress_log() -> logging.Logger:
+    """The ``spark_source.progress`` logger; to stderr at INFO unless logging is set up.
+
+    It runs in Spark's driver-side Python worker, where nobody configures logging and
+    Python would drop INFO lines; its stderr goes to the driver's log.
+    """
+    log = logging.getLogger("spark_source.progress")
+    if not log.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+    return log
 
 
 class KafkaRangePartition(InputPartition):
@@ -155,6 +173,10 @@ class OrderedKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         self._latest: Offsets | None = None
         self._target: Offsets | None = None
         self._last_trigger_ms = 0.0
+        self._uncapped: Offsets | None = None
+        self._gate_clock = GateClock()
+        self.progress: dict[str, Any] = {}
+        """The last planned batch's figures (:func:`spark_source.progress.batch_progress`)."""
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickle without the driver's clients (they are reopened lazily)."""
@@ -216,7 +238,9 @@ class OrderedKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         """
         begin = from_spark(start)
         end = self.plan(begin)
+        capped = end
         if isinstance(limit, ReadAllAvailable):
+            self._report(begin, capped, end)
             return to_spark(end)
         options = self.options
         if options.min_offsets is not None and self._target is None:
@@ -229,7 +253,20 @@ class OrderedKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
             self._last_trigger_ms = now
         if options.max_offsets is not None:
             end = rate_limit(begin, end, options.max_offsets)
+        self._report(begin, capped, end)
         return to_spark(end)
+
+    def _report(self, begin: Offsets, capped: Offsets, end: Offsets) -> None:
+        """Keep and log the batch's progress figures (:mod:`spark_source.progress`).
+
+        PySpark's Python source API has no custom metrics: logged, once per batch that
+        reads something, on the ``spark_source.progress`` logger.
+        """
+        uncapped = self._uncapped or {}
+        wait_ms = self._gate_clock.update(uncapped, capped, time.monotonic())
+        self.progress = batch_progress(uncapped, capped, end, wait_ms)
+        if backlog(begin, end) > 0 or self.progress["recordsHeldAtGates"]:
+            _progress_log().info("ordered-kafka progress %s", json.dumps(self.progress))
 
     def plan(self, begin: Offsets) -> Offsets:
         """Kafka's end offsets, then the layouts, then the caps (no read limit).
@@ -244,6 +281,7 @@ class OrderedKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         histories = cluster.histories(parts)
         self._latest = ends
         self._check_loss(begin, parts, ends, log_starts)
+        self._uncapped = ends
         target = ends
         if self._target is not None:
             target = {}
@@ -257,6 +295,7 @@ class OrderedKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
                     p: min(o, frozen[p]) if p in frozen else first.get(p, 0)
                     for p, o in last.items()
                 }
+            self._uncapped = target
         out: Offsets = {}
         for topic, last in target.items():
             first = begin.get(topic, {})

@@ -62,8 +62,12 @@ def start(spark: Any, options: dict[str, str], checkpoint: Path, sink: Any, **tr
 class KeyedWriter:
     """An ``OrderedProducer`` writing ``key:seq`` records; remembers what was delivered."""
 
-    def __init__(self, bootstrap: str, zk_hosts: str, zk_root: str, keys: int = 20) -> None:
+    def __init__(
+        self, bootstrap: str, zk_hosts: str, zk_root: str, keys: int = 20, amounts: bool = False
+    ) -> None:
         self.keys = keys
+        # amounts: the value is the amount ``seq + 1`` alone (a job sums it per key).
+        self.amounts = amounts
         self.seq = [0] * keys
         self.delivered: dict[str, set[int]] = defaultdict(set)
         self.failed = 0
@@ -81,6 +85,9 @@ class KeyedWriter:
         if err is not None:
             self.failed += 1
             return
+        if self.amounts:
+            self.delivered[msg.key().decode()].add(int(msg.value()) - 1)
+            return
         key, seq = msg.value().decode().split(":")
         self.delivered[key].add(int(seq))
 
@@ -89,11 +96,10 @@ class KeyedWriter:
         for _ in range(count):
             j = self._i % self.keys
             key = f"k{j}"
+            value = f"{self.seq[j] + 1}" if self.amounts else f"{key}:{self.seq[j]}"
             while True:
                 try:
-                    self.producer.produce(
-                        topic, f"{key}:{self.seq[j]}".encode(), key, on_delivery=self._report
-                    )
+                    self.producer.produce(topic, value.encode(), key, on_delivery=self._report)
                     break
                 except BufferError:
                     self.producer.poll(0.02)
