@@ -26,7 +26,7 @@ import logging
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -45,7 +45,6 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from coordinator.errors import ConfigError, DataLossError
-from spark_source.cluster import Cluster
 from spark_source.offsets import Offsets, from_spark, to_spark
 from spark_source.options import (
     EARLIEST,
@@ -76,6 +75,9 @@ __all__ = [
 
 NAME = "ordered-kafka"
 """The format name the source and sink are registered under."""
+
+if TYPE_CHECKING:
+    from spark_source.cluster import Cluster
 
 _log = logging.getLogger(__name__)
 
@@ -175,6 +177,7 @@ class OrderedKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         self._last_trigger_ms = 0.0
         self._uncapped: Offsets | None = None
         self._gate_clock = GateClock()
+        self._logged_batch: tuple[Any, Any] | None = None
         self.progress: dict[str, Any] = {}
         """The last planned batch's figures (:func:`spark_source.progress.batch_progress`)."""
 
@@ -188,6 +191,9 @@ class OrderedKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
     def cluster(self) -> Cluster:
         """The driver's Kafka and ZooKeeper clients (opened on first use)."""
         if self._cluster is None:
+            # Imported here: executors unpickle this module and never plan.
+            from spark_source.cluster import Cluster
+
             self._cluster = Cluster(self.options)
         return self._cluster
 
@@ -265,7 +271,10 @@ class OrderedKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         uncapped = self._uncapped or {}
         wait_ms = self._gate_clock.update(uncapped, capped, time.monotonic())
         self.progress = batch_progress(uncapped, capped, end, wait_ms)
-        if backlog(begin, end) > 0 or self.progress["recordsHeldAtGates"]:
+        batch = (to_spark(begin), to_spark(end))
+        # Once per batch: Spark asks again at every trigger while nothing changes.
+        if batch != self._logged_batch and (backlog(begin, end) > 0 or self._gate_clock.since):
+            self._logged_batch = batch
             _progress_log().info("ordered-kafka progress %s", json.dumps(self.progress))
 
     def plan(self, begin: Offsets) -> Offsets:
@@ -383,6 +392,8 @@ class OrderedKafkaBatchReader(DataSourceReader):
 
     def partitions(self) -> list[KafkaRangePartition]:
         """Resolve the starting and ending offsets now; one task per range."""
+        from spark_source.cluster import Cluster
+
         cluster = Cluster(self.options)
         try:
             parts = cluster.partitions()
