@@ -43,6 +43,7 @@ from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore
 from ordered.producer import OrderedProducer
 
+PROFILE: dict[str, list[dict[str, Any]]] = {}
 RESULTS = Path(__file__).resolve().parent / "results" / "spark.json"
 VALUE = b"x" * 100
 # Spark's connector needs only these of its dependencies: the rest ship with pyspark.
@@ -112,6 +113,21 @@ def read_once(spark: Any, fmt: str, options: dict[str, str], tmp: Path) -> tuple
     progress = query.recentProgress
     rows = sum(int(p["numInputRows"]) for p in progress)
     latest_ms = [p["durationMs"].get("latestOffset", 0) for p in progress if p["numInputRows"]]
+    # Where the time goes: inside Spark's micro-batches (reading, per batch costs) or
+    # outside them (query start: for a Python source, the planner's Python process,
+    # its clients, the initial offsets).
+    batches = [p for p in progress if p["numInputRows"]]
+    inside = sum(p["durationMs"].get("triggerExecution", 0) for p in progress) / 1000.0
+    PROFILE.setdefault(fmt, []).append(
+        {
+            "batches": len(batches),
+            "in_batches_s": round(inside, 2),
+            "add_batch_s": round(
+                sum(p["durationMs"].get("addBatch", 0) for p in batches) / 1000, 2
+            ),
+            "outside_batches_s": round(seconds - inside, 2),
+        }
+    )
     return seconds, rows, latest_ms
 
 
@@ -299,6 +315,13 @@ def main() -> None:
         "repeats": args.repeats,
         "source_rows_per_s": read_summary,
         "source_ratio": spread(read_ratios),
+        "source_profile": {
+            fmt: {
+                key: statistics.median(r[key] for r in runs)
+                for key in ("batches", "in_batches_s", "add_batch_s", "outside_batches_s")
+            }
+            for fmt, runs in PROFILE.items()
+        },
         "load_average_1m": {"min": min(loads), "max": max(loads)},
         "planning_ms_direct": plan,
         "spark_latest_offset_ms_median": {

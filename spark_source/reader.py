@@ -15,7 +15,8 @@ import threading
 import time
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping
-from operator import itemgetter
+from functools import partial
+from operator import is_, itemgetter
 from typing import Any, cast
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
@@ -151,6 +152,7 @@ _KEY: Callable[[Any], Any] = Message.key
 _VALUE: Callable[[Any], Any] = Message.value
 _OFFSET = cast(Callable[[Any], int], Message.offset)
 _TIMESTAMP: Callable[[Any], tuple[int, int]] = Message.timestamp
+_IS_NONE = partial(is_, None)
 _TYPE = itemgetter(0)
 _MILLIS = itemgetter(1)
 
@@ -194,7 +196,8 @@ def _clean(messages: list[Any]) -> tuple[list[Any], Any] | None:
     the per-message path.
     """
     errors = list(map(_ERROR, messages))
-    bad = len(errors) - errors.count(None)
+    # By identity: ``KafkaError == None`` raises, so ``errors.count(None)`` cannot be used.
+    bad = len(errors) - sum(map(_IS_NONE, errors))
     if bad == 0:
         return messages, None
     last = errors[-1]
