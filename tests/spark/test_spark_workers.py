@@ -1,6 +1,6 @@
 """``register()`` and the interpreter of Spark's Python workers, as a new user meets them.
 
-Each case runs a fresh driver in a subprocess of this venv's interpreter, with the venv
+One fresh driver runs in a subprocess of this venv's interpreter, with the venv
 NOT activated: no ``PYSPARK_PYTHON``, no ``spark.pyspark.python``, and a ``PATH`` whose
 ``python3`` cannot import the package. Real local Spark, real Kafka.
 """
@@ -26,7 +26,7 @@ from pyspark.sql import SparkSession
 import spark_source
 from spark_source.source import OrderedKafkaDataSource
 
-mode, bootstrap, topic = sys.argv[1:4]
+mode, bootstrap, topic, bad_python = sys.argv[1:5]
 spark = (
     SparkSession.builder.master("local[1]")
     .config("spark.ui.enabled", "false")
@@ -57,6 +57,14 @@ try:
     out["rows"] = count()
 except Exception as exc:
     out["error"] = f"{type(exc).__name__}: {exc}"
+# The same driver, now told to run workers with an interpreter that lacks the package.
+import os
+os.environ["PYSPARK_PYTHON"] = bad_python
+try:
+    spark_source.register(spark)
+    out["misconfigured_rows"] = count()
+except Exception as exc:
+    out["misconfigured_error"] = f"{type(exc).__name__}: {exc}"
 print("RESULT " + json.dumps(out), flush=True)
 spark.stop()
 """
@@ -74,11 +82,13 @@ def bare_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_driver(tmp_path: Path, mode: str, bootstrap: str, topic: str, env: dict[str, str]) -> dict:
+def run_driver(
+    tmp_path: Path, mode: str, bootstrap: str, topic: str, env: dict[str, str], bad_python: str
+) -> dict:
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
     done = subprocess.run(
-        [sys.executable, str(script), mode, bootstrap, topic],
+        [sys.executable, str(script), mode, bootstrap, topic, bad_python],
         env=env,
         cwd=tmp_path,
         capture_output=True,
@@ -115,31 +125,22 @@ def path_python_lacks_the_package(env: dict[str, str]) -> str:
     return python3
 
 
-def test_without_pyspark_python_register_makes_workers_run_the_drivers_interpreter(
-    filled_topic: str, bootstrap: str, tmp_path: Path
-) -> None:
-    env = bare_env()
-    path_python_lacks_the_package(env)
-    result = run_driver(tmp_path, "raw", bootstrap, filled_topic, env)
-    # Registering the class alone fails at the first read, deep in a worker.
-    assert "raw" not in result, result
-    assert "No module named" in result["raw_error"], result["raw_error"]
-    # register() makes the same read work.
-    assert result.get("error") is None, result
-    assert result["worker_python"] == sys.executable
-    assert result["rows"] == 50
-
-
-def test_a_pyspark_python_without_the_package_fails_at_register_naming_both_settings(
+def test_register_makes_workers_run_the_drivers_interpreter_or_fails_naming_both_settings(
     filled_topic: str, bootstrap: str, tmp_path: Path
 ) -> None:
     env = bare_env()
     python3 = path_python_lacks_the_package(env)
-    result = run_driver(
-        tmp_path, "register", bootstrap, filled_topic, bare_env(PYSPARK_PYTHON=python3)
-    )
-    assert "rows" not in result, result
-    error = result["error"]
+    result = run_driver(tmp_path, "raw", bootstrap, filled_topic, env, python3)
+    # Registering the class alone fails at the first read, deep in a worker.
+    assert "raw" not in result, result
+    assert "No module named" in result["raw_error"], result["raw_error"]
+    # Without PYSPARK_PYTHON, register() makes the same read work.
+    assert result.get("error") is None, result
+    assert result["worker_python"] == sys.executable
+    assert result["rows"] == 50
+    # With PYSPARK_PYTHON naming an interpreter without the package: refused at once.
+    assert "misconfigured_rows" not in result, result
+    error = result["misconfigured_error"]
     assert error.startswith("ConfigError: "), error
     assert "PYSPARK_PYTHON" in error and "spark.pyspark.python" in error, error
     assert python3 in error
