@@ -30,7 +30,9 @@ from spark_helpers import (
 from coordinator.controller import Controller
 from coordinator.store import LayoutStore
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(240)]
+# 480 s: the first Spark test of a session also starts the standalone cluster and the
+# session (both count against its timeout), over a minute each on a busy machine.
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(480)]
 
 
 def drain(spark: Any, options: dict[str, str], checkpoint: Path, sink: Collector) -> None:
