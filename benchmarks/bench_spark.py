@@ -11,13 +11,15 @@ Measured, all in one run, one SparkSession (``local[2]``), one broker:
    layout, with one expansion in its history, so the gates are live) is read whole by a
    streaming query with ``Trigger.AvailableNow`` into the ``noop`` sink, from query start
    to termination; ``format("ordered-kafka")`` and ``format("kafka")`` on the same topic,
-   interleaved and repeated (best and median kept).
+   in paired rounds (alternating which runs first); the ratio is taken per round and
+   reported with its spread (median, min, max, every round), with the load average.
 2. Planning time per micro-batch: ``latestOffset`` + ``partitions`` of the reader, called
-   directly (what Spark's driver-side Python runner calls), and ``durationMs.latestOffset``
-   as Spark reported it for the queries of (1).
+   directly (what Spark's driver-side Python runner calls), sampled after every round so
+   the samples spread over the run, and ``durationMs.latestOffset`` as Spark reported it
+   for the queries of (1).
 3. Sink rows/s: a batch DataFrame of keyed 100-byte rows written with
    ``df.write.format(...)`` into an adopted topic (``ordered-kafka``, through
-   ``OrderedProducer``) and into a plain topic (``kafka``), interleaved and repeated.
+   ``OrderedProducer``) and into a plain topic (``kafka``), in paired rounds as (1).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore
 from ordered.producer import OrderedProducer
 
+PROFILE: dict[str, list[dict[str, Any]]] = {}
 RESULTS = Path(__file__).resolve().parent / "results" / "spark.json"
 VALUE = b"x" * 100
 # Spark's connector needs only these of its dependencies: the rest ship with pyspark.
@@ -110,6 +113,21 @@ def read_once(spark: Any, fmt: str, options: dict[str, str], tmp: Path) -> tuple
     progress = query.recentProgress
     rows = sum(int(p["numInputRows"]) for p in progress)
     latest_ms = [p["durationMs"].get("latestOffset", 0) for p in progress if p["numInputRows"]]
+    # Where the time goes: inside Spark's micro-batches (reading, per batch costs) or
+    # outside them (query start: for a Python source, the planner's Python process,
+    # its clients, the initial offsets).
+    batches = [p for p in progress if p["numInputRows"]]
+    inside = sum(p["durationMs"].get("triggerExecution", 0) for p in progress) / 1000.0
+    PROFILE.setdefault(fmt, []).append(
+        {
+            "batches": len(batches),
+            "in_batches_s": round(inside, 2),
+            "add_batch_s": round(
+                sum(p["durationMs"].get("addBatch", 0) for p in batches) / 1000, 2
+            ),
+            "outside_batches_s": round(seconds - inside, 2),
+        }
+    )
     return seconds, rows, latest_ms
 
 
@@ -126,7 +144,7 @@ def write_once(spark: Any, fmt: str, options: dict[str, str], rows: int) -> floa
     return seconds
 
 
-def planning(options: dict[str, str], samples: int) -> dict[str, float]:
+def planning(options: dict[str, str], samples: int) -> list[float]:
     from pyspark.sql.streaming.datasource import ReadAllAvailable
 
     from spark_source.options import parse_source_options
@@ -134,6 +152,7 @@ def planning(options: dict[str, str], samples: int) -> dict[str, float]:
 
     reader = OrderedKafkaStreamReader(parse_source_options(options, streaming=True))
     start = reader.initialOffset()
+    reader.latestOffset(start, ReadAllAvailable())  # opens the clients: not a sample
     times: list[float] = []
     for _ in range(samples):
         t0 = time.perf_counter()
@@ -141,8 +160,14 @@ def planning(options: dict[str, str], samples: int) -> dict[str, float]:
         reader.partitions(start, end)
         times.append((time.perf_counter() - t0) * 1000)
     reader.stop()
-    times.sort()
+    return times
+
+
+def plan_summary(times: list[float]) -> dict[str, float]:
+    """Median, p95 and max of the planning times (ms), over every round's samples."""
+    times = sorted(times)
     return {
+        "samples": len(times),
         "median_ms": round(statistics.median(times), 2),
         "p95_ms": round(times[int(len(times) * 0.95) - 1], 2),
         "max_ms": round(times[-1], 2),
@@ -156,8 +181,10 @@ def main() -> None:
     parser.add_argument("--zookeeper", help="ZooKeeper connect string of a running ZooKeeper")
     parser.add_argument("--records", type=int, default=400_000)
     parser.add_argument("--sink-records", type=int, default=200_000)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--planning-samples", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=5, help="paired rounds")
+    parser.add_argument(
+        "--planning-samples", type=int, default=200, help="spread evenly over the rounds"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     tmp = Path(f"/tmp/bench-spark-{uuid.uuid4().hex[:8]}")
@@ -198,14 +225,31 @@ def main() -> None:
             read_once(spark, fmt, options, tmp)
         reads: dict[str, list[float]] = {name: [] for name in variants}
         latest: dict[str, list[float]] = {name: [] for name in variants}
-        for _ in range(args.repeats):
-            for name, (fmt, options) in variants.items():
+        read_ratios: list[float] = []
+        plan_times: list[float] = []
+        loads: list[float] = []
+        names = list(variants)
+        for round_no in range(args.repeats):
+            # Paired rounds, alternating which goes first: a busy spell hits both.
+            order = names if round_no % 2 == 0 else names[::-1]
+            rates: dict[str, float] = {}
+            for name in order:
+                fmt, options = variants[name]
                 seconds, rows, latest_ms = read_once(spark, fmt, options, tmp)
                 assert rows == args.records, (name, rows)
-                reads[name].append(rows / seconds)
+                rates[name] = rows / seconds
+                reads[name].append(rates[name])
                 latest[name].extend(latest_ms)
-                print(f"read {name}: {rows / seconds:,.0f} rows/s", flush=True)
-        plan = planning(ordered_options, args.planning_samples)
+            read_ratios.append(rates["ordered-kafka"] / rates["kafka"])
+            plan_times.extend(planning(ordered_options, args.planning_samples // args.repeats))
+            loads.append(os.getloadavg()[0])
+            print(
+                f"round {round_no}: read ordered-kafka {rates['ordered-kafka']:,.0f} rows/s, "
+                f"kafka {rates['kafka']:,.0f} rows/s, ratio {read_ratios[-1]:.2f}; "
+                f"load {loads[-1]:.1f}",
+                flush=True,
+            )
+        plan = plan_summary(plan_times)
         print(f"planning: {plan}", flush=True)
 
         out_ordered = f"bench-spark-out-{uuid.uuid4().hex[:8]}"
@@ -228,15 +272,36 @@ def main() -> None:
         for fmt, options in sinks.values():
             write_once(spark, fmt, options, 10_000)
         writes: dict[str, list[float]] = {name: [] for name in sinks}
-        for _ in range(args.repeats):
-            for name, (fmt, options) in sinks.items():
+        write_ratios: list[float] = []
+        sink_names = list(sinks)
+        for round_no in range(args.repeats):
+            order = sink_names if round_no % 2 == 0 else sink_names[::-1]
+            rates = {}
+            for name in order:
+                fmt, options = sinks[name]
                 seconds = write_once(spark, fmt, options, args.sink_records)
-                writes[name].append(args.sink_records / seconds)
-                print(f"write {name}: {args.sink_records / seconds:,.0f} rows/s", flush=True)
+                rates[name] = args.sink_records / seconds
+                writes[name].append(rates[name])
+            write_ratios.append(rates["ordered-kafka"] / rates["kafka"])
+            loads.append(os.getloadavg()[0])
+            print(
+                f"round {round_no}: write ordered-kafka {rates['ordered-kafka']:,.0f} rows/s, "
+                f"kafka {rates['kafka']:,.0f} rows/s, ratio {write_ratios[-1]:.2f}; "
+                f"load {loads[-1]:.1f}",
+                flush=True,
+            )
         spark.stop()
 
     def summary(rates: list[float]) -> dict[str, float]:
         return {"best": round(max(rates)), "median": round(statistics.median(rates))}
+
+    def spread(ratios: list[float]) -> dict[str, Any]:
+        return {
+            "median": round(statistics.median(ratios), 3),
+            "min": round(min(ratios), 3),
+            "max": round(max(ratios), 3),
+            "rounds": [round(r, 3) for r in ratios],
+        }
 
     read_summary = {name: summary(rates) for name, rates in reads.items()}
     write_summary = {name: summary(rates) for name, rates in writes.items()}
@@ -249,18 +314,22 @@ def main() -> None:
         "sink_records": args.sink_records,
         "repeats": args.repeats,
         "source_rows_per_s": read_summary,
-        "source_ratio_median": round(
-            read_summary["ordered-kafka"]["median"] / read_summary["kafka"]["median"], 2
-        ),
+        "source_ratio": spread(read_ratios),
+        "source_profile": {
+            fmt: {
+                key: statistics.median(r[key] for r in runs)
+                for key in ("batches", "in_batches_s", "add_batch_s", "outside_batches_s")
+            }
+            for fmt, runs in PROFILE.items()
+        },
+        "load_average_1m": {"min": min(loads), "max": max(loads)},
         "planning_ms_direct": plan,
         "spark_latest_offset_ms_median": {
             name: round(statistics.median(values), 1) if values else None
             for name, values in latest.items()
         },
         "sink_rows_per_s": write_summary,
-        "sink_ratio_median": round(
-            write_summary["ordered-kafka"]["median"] / write_summary["kafka"]["median"], 2
-        ),
+        "sink_ratio": spread(write_ratios),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")

@@ -13,10 +13,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from typing import Any
+from bisect import bisect_left
+from collections.abc import Callable, Iterator, Mapping
+from functools import partial
+from operator import is_, itemgetter
+from typing import Any, cast
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from coordinator import identity
 from coordinator.errors import DataLossError, OrderedKafkaError
@@ -143,22 +146,37 @@ def _log_start(consumer: Any, topic: str, partition: int, timeout_s: float) -> i
             time.sleep(0.05)
 
 
-def _arrow_batch(messages: list[Any], topic: str, partition: int, schema: Any) -> Any:
+# Unbound C methods: ``map`` over them runs the per-record calls without Python bytecode.
+_ERROR: Callable[[Any], Any] = Message.error
+_KEY: Callable[[Any], Any] = Message.key
+_VALUE: Callable[[Any], Any] = Message.value
+_OFFSET = cast(Callable[[Any], int], Message.offset)
+_TIMESTAMP: Callable[[Any], tuple[int, int]] = Message.timestamp
+_IS_NONE = partial(is_, None)
+_TYPE = itemgetter(0)
+_MILLIS = itemgetter(1)
+
+
+def _arrow_batch(
+    messages: list[Any], offsets: list[int], topic: str, partition: int, schema: Any
+) -> Any:
+    """One Arrow batch of Spark's Kafka schema; every per-record step is a C-level map."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     n = len(messages)
-    stamps = [m.timestamp() for m in messages]
-    millis = pa.array([s[1] for s in stamps], pa.int64())
+    stamps = list(map(_TIMESTAMP, messages))
+    millis = pa.array(list(map(_MILLIS, stamps)), pa.int64())
+    kinds = pa.array(list(map(_TYPE, stamps)), pa.int32())
     arrays = [
-        pa.array([m.key() for m in messages], pa.binary()),
-        pa.array([m.value() for m in messages], pa.binary()),
-        pa.array([topic] * n, pa.string()),
-        pa.array([partition] * n, pa.int32()),
-        pa.array([m.offset() for m in messages], pa.int64()),
+        pa.array(list(map(_KEY, messages)), pa.binary()),
+        pa.array(list(map(_VALUE, messages)), pa.binary()),
+        pa.repeat(pa.scalar(topic, pa.string()), n),
+        pa.repeat(pa.scalar(partition, pa.int32()), n),
+        pa.array(offsets, pa.int64()),
         pc.multiply(millis, 1000).cast(pa.timestamp("us", tz="UTC")),
         # confluent: 1 CreateTime, 2 LogAppendTime, 0 none; Spark (Java's ids): 0, 1, -1.
-        pa.array([s[0] - 1 for s in stamps], pa.int32()),
+        pc.subtract(kinds, pa.scalar(1, pa.int32())),
     ]
     if len(schema) == 8:
         headers = [m.headers() for m in messages]
@@ -169,6 +187,23 @@ def _arrow_batch(messages: list[Any], topic: str, partition: int, schema: Any) -
             )
         )
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _clean(messages: list[Any]) -> tuple[list[Any], Any] | None:
+    """``(records, trailing EOF or None)`` when no other event is among ``messages``.
+
+    The common case, checked without a Python-level loop; ``None`` sends the chunk to
+    the per-message path.
+    """
+    errors = list(map(_ERROR, messages))
+    # By identity: ``KafkaError == None`` raises, so ``errors.count(None)`` cannot be used.
+    bad = len(errors) - sum(map(_IS_NONE, errors))
+    if bad == 0:
+        return messages, None
+    last = errors[-1]
+    if bad == 1 and last is not None and last.code() == KafkaError._PARTITION_EOF:
+        return messages[:-1], messages[-1]
+    return None
 
 
 def read_range(
@@ -205,14 +240,8 @@ def read_range(
     try:
         pooled.learn(topic, partition, poll_timeout_s)
         pos = part.start
-        low = _log_start(consumer, topic, partition, poll_timeout_s)
-        if pos < low:
-            if fail_on_data_loss:
-                raise DataLossError(topic, partition, pos, f"the log now starts at {low}")
-            pos = low
-        if pos >= part.end:
-            healthy = True
-            return
+        # No up-front log start request: with ``auto.offset.reset=error`` a start below
+        # the log start comes back as an error event, handled below like any loss.
         consumer.assign([TopicPartition(topic, partition, pos)])
         idle_since = time.monotonic()
         while pos < part.end:
@@ -225,6 +254,22 @@ def read_range(
                     )
                 continue
             idle_since = time.monotonic()
+            clean = _clean(messages)
+            if clean is not None:
+                records, eof = clean
+                offsets = list(map(_OFFSET, records))
+                done = False
+                if offsets and offsets[-1] >= part.end:
+                    cut = bisect_left(offsets, part.end)
+                    records, offsets, done = records[:cut], offsets[:cut], True
+                if offsets:
+                    pos = offsets[-1] + 1
+                    yield _arrow_batch(records, offsets, topic, partition, schema)
+                # At the end of the log: whatever is missing up to ``end`` is a gap
+                # (transaction markers, compaction), not data to wait for.
+                if done or (eof is not None and eof.offset() >= part.end):
+                    break
+                continue
             good: list[Any] = []
             done = False
             for m in messages:
@@ -232,8 +277,6 @@ def read_range(
                 if err is not None:
                     code = err.code()
                     if code == KafkaError._PARTITION_EOF:
-                        # At the end of the log: whatever is missing up to ``end`` is a
-                        # gap (transaction markers, compaction), not data to wait for.
                         if m.offset() >= part.end:
                             done = True
                             break
@@ -241,7 +284,9 @@ def read_range(
                     if code in _LOSS_CODES:
                         low = _log_start(consumer, topic, partition, poll_timeout_s)
                         if fail_on_data_loss:
-                            raise DataLossError(topic, partition, pos, err.str())
+                            raise DataLossError(
+                                topic, partition, pos, f"the log now starts at {low}"
+                            )
                         pos = max(pos, low)
                         consumer.assign([TopicPartition(topic, partition, pos)])
                         break
@@ -255,7 +300,7 @@ def read_range(
                 good.append(m)
                 pos = offset + 1
             if good:
-                yield _arrow_batch(good, topic, partition, schema)
+                yield _arrow_batch(good, list(map(_OFFSET, good)), topic, partition, schema)
             if done:
                 break
         healthy = True

@@ -9,12 +9,15 @@ Columns, as Spark's Kafka sink takes them: ``value`` (required, binary or string
 ``key`` (binary or string), ``topic`` (string; the ``topic`` option overrides it),
 ``partition`` (int, explicit partition) and ``headers`` (array of ``key``/``value``
 structs). Each task flushes before it reports success; the first delivery error fails
-the task with the Kafka error named.
+the task with the Kafka error named. A Python worker keeps its producer for its next
+task (as Spark's Kafka sink caches its producers per executor).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,53 +88,135 @@ def _column(batch: Any, name: str) -> list[Any] | None:
     return values
 
 
+class _Pooled:
+    """A Python worker's producer for one configuration, and the current task's errors.
+
+    A Python worker runs one task at a time, so the failures of the task now writing
+    are the ones the delivery reports append to (reset when a task borrows it).
+    """
+
+    def __init__(self, config: Mapping[str, str]) -> None:
+        self.failures: list[Any] = []
+        self.used = time.monotonic()
+        self.producer = OrderedProducer(dict(config), on_delivery=self._on_delivery)
+
+    def _on_delivery(self, err: Any, _msg: Any) -> None:
+        if err is not None and not self.failures:
+            self.failures.append(err)
+
+
+_POOL_LOCK = threading.Lock()
+_POOL: dict[tuple[tuple[str, str], ...], _Pooled] = {}
+_IDLE_S = 600.0
+"""A pooled producer unused this long is closed (Spark's producer cache: 10 minutes)."""
+
+
+def _borrow(config: Mapping[str, str]) -> tuple[tuple[tuple[str, str], ...], _Pooled]:
+    """The worker's producer for ``config`` (created on first use), taken from the pool.
+
+    Spark's Kafka sink keeps its producers in a per-executor cache; this keeps one
+    ``OrderedProducer`` (with its ZooKeeper session and layout watches) per Python
+    worker and configuration, so a task does not pay for a new session and metadata.
+    """
+    key = tuple(sorted((str(k), str(v)) for k, v in config.items()))
+    now = time.monotonic()
+    stale: list[_Pooled] = []
+    with _POOL_LOCK:
+        pooled = _POOL.pop(key, None)
+        for other_key, other in list(_POOL.items()):
+            if now - other.used > _IDLE_S:
+                stale.append(_POOL.pop(other_key))
+    for old in stale:
+        old.producer.close()
+    if pooled is None:
+        pooled = _Pooled(config)
+    pooled.failures.clear()
+    return key, pooled
+
+
+def _give_back(key: tuple[tuple[str, str], ...], pooled: _Pooled) -> None:
+    pooled.used = time.monotonic()
+    with _POOL_LOCK:
+        previous = _POOL.pop(key, None)
+        _POOL[key] = pooled
+    if previous is not None:  # another thread of this worker pooled one meanwhile
+        previous.producer.close()
+
+
+def _produce_rows(
+    producer: OrderedProducer,
+    failures: list[Any],
+    options: SinkOptions,
+    batch: Any,
+) -> None:
+    """Queue one Arrow batch's rows (the compiled path for ``topic, value, key`` rows)."""
+    n = batch.num_rows
+    values = _column(batch, "value") or [None] * n
+    keys = _column(batch, "key") or [None] * n
+    partitions = _column(batch, "partition")
+    headers = _column(batch, "headers")
+    topics = None if options.topic else _column(batch, "topic")
+    if topics is not None and None in topics:
+        raise ConfigError(
+            "null topic present in the data. Use the topic option for setting a default topic."
+        )
+    produce = producer.produce
+    if topics is None and partitions is None and headers is None:
+        # Three positional arguments: the compiled send path when it is built.
+        topic = options.topic
+        assert topic is not None
+        for value, key in zip(values, keys, strict=True):
+            try:
+                produce(topic, value, key)
+            except BufferError:
+                while True:
+                    producer.poll(0.05)
+                    try:
+                        produce(topic, value, key)
+                        break
+                    except BufferError:
+                        continue
+            if failures:
+                return
+        return
+    for i in range(n):
+        topic = options.topic or topics[i]  # type: ignore[index]
+        partition = partitions[i] if partitions is not None else None
+        head = headers[i] if headers is not None else None
+        record_headers = [(h["key"], h["value"]) for h in head] if head else None
+        while True:
+            try:
+                produce(
+                    topic,
+                    values[i],
+                    keys[i],
+                    -1 if partition is None else partition,
+                    headers=record_headers,
+                )
+                break
+            except BufferError:
+                producer.poll(0.05)
+        if failures:
+            return
+
+
 def write_batches(options: SinkOptions, batches: Iterator[Any]) -> int:
-    """Write Arrow record batches through one ``OrderedProducer``; flush; count.
+    """Write Arrow record batches through the worker's ``OrderedProducer``; flush; count.
+
+    The producer stays open for the worker's next task of the same configuration; a
+    task that fails closes it instead.
 
     Raises:
         OrderedKafkaError: A record was not delivered (the first Kafka error, named).
     """
-    failures: list[Any] = []
-
-    def on_delivery(err: Any, _msg: Any) -> None:
-        if err is not None and not failures:
-            failures.append(err)
-
-    producer = OrderedProducer(dict(options.producer), on_delivery=on_delivery)
+    key, pooled = _borrow(options.producer)
+    producer, failures = pooled.producer, pooled.failures
     written = 0
+    healthy = False
     try:
         for batch in batches:
-            n = batch.num_rows
-            values = _column(batch, "value") or [None] * n
-            keys = _column(batch, "key") or [None] * n
-            topics = [options.topic] * n if options.topic else (_column(batch, "topic") or [])
-            partitions = _column(batch, "partition") or [None] * n
-            headers = _column(batch, "headers") or [None] * n
-            for i in range(n):
-                topic = topics[i]
-                if topic is None:
-                    raise ConfigError(
-                        "null topic present in the data. Use the topic option for setting a "
-                        "default topic."
-                    )
-                partition = partitions[i]
-                head = headers[i]
-                record_headers = [(h["key"], h["value"]) for h in head] if head else None
-                while True:
-                    try:
-                        producer.produce(
-                            topic,
-                            values[i],
-                            keys[i],
-                            -1 if partition is None else partition,
-                            headers=record_headers,
-                        )
-                        break
-                    except BufferError:
-                        producer.poll(0.05)
-                if failures:
-                    break
-            written += n
+            _produce_rows(producer, failures, options, batch)
+            written += batch.num_rows
             producer.poll(0)
             if failures:
                 break
@@ -144,13 +229,17 @@ def write_batches(options: SinkOptions, batches: Iterator[Any]) -> int:
             )
         if left:
             raise OrderedKafkaError(f"ordered-kafka sink: {left} records not delivered at flush")
+        healthy = True
     finally:
-        producer.close()
+        if healthy:
+            _give_back(key, pooled)
+        else:
+            producer.close()
     return written
 
 
 class OrderedKafkaBatchWriter(DataSourceArrowWriter):
-    """``df.write.format("ordered-kafka")``: one producer per task, flushed before success."""
+    """``df.write.format("ordered-kafka")``: the worker's producer, flushed before success."""
 
     def __init__(self, options: SinkOptions, schema: Any) -> None:
         _check_schema(options, schema)

@@ -21,10 +21,12 @@ in producer order.
 
 from __future__ import annotations
 
+import json
 import logging
+import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -43,7 +45,6 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from coordinator.errors import ConfigError, DataLossError
-from spark_source.cluster import Cluster
 from spark_source.offsets import Offsets, from_spark, to_spark
 from spark_source.options import (
     EARLIEST,
@@ -60,6 +61,7 @@ from spark_source.planner import (
     offset_ranges,
     rate_limit,
 )
+from spark_source.progress import GateClock, batch_progress
 from spark_source.reader import consumer_settings, read_range
 from spark_source.schema import arrow_schema, kafka_schema
 
@@ -74,7 +76,25 @@ __all__ = [
 NAME = "ordered-kafka"
 """The format name the source and sink are registered under."""
 
+if TYPE_CHECKING:
+    from spark_source.cluster import Cluster
+
 _log = logging.getLogger(__name__)
+
+
+def _progress_log() -> logging.Logger:
+    """The ``spark_source.progress`` logger; to stderr at INFO unless logging is set up.
+
+    It runs in Spark's driver-side Python worker, where nobody configures logging and
+    Python would drop INFO lines; its stderr goes to the driver's log.
+    """
+    log = logging.getLogger("spark_source.progress")
+    if not log.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+    return log
 
 
 class KafkaRangePartition(InputPartition):
@@ -155,6 +175,11 @@ class OrderedKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         self._latest: Offsets | None = None
         self._target: Offsets | None = None
         self._last_trigger_ms = 0.0
+        self._uncapped: Offsets | None = None
+        self._gate_clock = GateClock()
+        self._logged_batch: tuple[Any, Any] | None = None
+        self.progress: dict[str, Any] = {}
+        """The last planned batch's figures (:func:`spark_source.progress.batch_progress`)."""
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickle without the driver's clients (they are reopened lazily)."""
@@ -166,6 +191,9 @@ class OrderedKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
     def cluster(self) -> Cluster:
         """The driver's Kafka and ZooKeeper clients (opened on first use)."""
         if self._cluster is None:
+            # Imported here: executors unpickle this module and never plan.
+            from spark_source.cluster import Cluster
+
             self._cluster = Cluster(self.options)
         return self._cluster
 
@@ -216,7 +244,9 @@ class OrderedKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         """
         begin = from_spark(start)
         end = self.plan(begin)
+        capped = end
         if isinstance(limit, ReadAllAvailable):
+            self._report(begin, capped, end)
             return to_spark(end)
         options = self.options
         if options.min_offsets is not None and self._target is None:
@@ -229,7 +259,23 @@ class OrderedKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
             self._last_trigger_ms = now
         if options.max_offsets is not None:
             end = rate_limit(begin, end, options.max_offsets)
+        self._report(begin, capped, end)
         return to_spark(end)
+
+    def _report(self, begin: Offsets, capped: Offsets, end: Offsets) -> None:
+        """Keep and log the batch's progress figures (:mod:`spark_source.progress`).
+
+        PySpark's Python source API has no custom metrics: logged, once per batch that
+        reads something, on the ``spark_source.progress`` logger.
+        """
+        uncapped = self._uncapped or {}
+        wait_ms = self._gate_clock.update(uncapped, capped, time.monotonic())
+        self.progress = batch_progress(uncapped, capped, end, wait_ms)
+        batch = (to_spark(begin), to_spark(end))
+        # Once per batch: Spark asks again at every trigger while nothing changes.
+        if batch != self._logged_batch and (backlog(begin, end) > 0 or self._gate_clock.since):
+            self._logged_batch = batch
+            _progress_log().info("ordered-kafka progress %s", json.dumps(self.progress))
 
     def plan(self, begin: Offsets) -> Offsets:
         """Kafka's end offsets, then the layouts, then the caps (no read limit).
@@ -244,6 +290,7 @@ class OrderedKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         histories = cluster.histories(parts)
         self._latest = ends
         self._check_loss(begin, parts, ends, log_starts)
+        self._uncapped = ends
         target = ends
         if self._target is not None:
             target = {}
@@ -257,6 +304,7 @@ class OrderedKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
                     p: min(o, frozen[p]) if p in frozen else first.get(p, 0)
                     for p, o in last.items()
                 }
+            self._uncapped = target
         out: Offsets = {}
         for topic, last in target.items():
             first = begin.get(topic, {})
@@ -344,6 +392,8 @@ class OrderedKafkaBatchReader(DataSourceReader):
 
     def partitions(self) -> list[KafkaRangePartition]:
         """Resolve the starting and ending offsets now; one task per range."""
+        from spark_source.cluster import Cluster
+
         cluster = Cluster(self.options)
         try:
             parts = cluster.partitions()

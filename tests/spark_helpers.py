@@ -12,6 +12,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ __all__ = [
     "KeyedWriter",
     "check_batches",
     "offset_log",
+    "order_report",
     "source_options",
     "start",
 ]
@@ -60,8 +62,12 @@ def start(spark: Any, options: dict[str, str], checkpoint: Path, sink: Any, **tr
 class KeyedWriter:
     """An ``OrderedProducer`` writing ``key:seq`` records; remembers what was delivered."""
 
-    def __init__(self, bootstrap: str, zk_hosts: str, zk_root: str, keys: int = 20) -> None:
+    def __init__(
+        self, bootstrap: str, zk_hosts: str, zk_root: str, keys: int = 20, amounts: bool = False
+    ) -> None:
         self.keys = keys
+        # amounts: the value is the amount ``seq + 1`` alone (a job sums it per key).
+        self.amounts = amounts
         self.seq = [0] * keys
         self.delivered: dict[str, set[int]] = defaultdict(set)
         self.failed = 0
@@ -79,6 +85,9 @@ class KeyedWriter:
         if err is not None:
             self.failed += 1
             return
+        if self.amounts:
+            self.delivered[msg.key().decode()].add(int(msg.value()) - 1)
+            return
         key, seq = msg.value().decode().split(":")
         self.delivered[key].add(int(seq))
 
@@ -87,11 +96,10 @@ class KeyedWriter:
         for _ in range(count):
             j = self._i % self.keys
             key = f"k{j}"
+            value = f"{self.seq[j] + 1}" if self.amounts else f"{key}:{self.seq[j]}"
             while True:
                 try:
-                    self.producer.produce(
-                        topic, f"{key}:{self.seq[j]}".encode(), key, on_delivery=self._report
-                    )
+                    self.producer.produce(topic, value.encode(), key, on_delivery=self._report)
                     break
                 except BufferError:
                     self.producer.poll(0.02)
@@ -188,6 +196,36 @@ def check_batches(batches: dict[int, list[tuple[str, int, int, int]]]) -> dict[s
     for key, seqs in per_key.items():
         assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs), (key, seqs[:50])
     return dict(per_key)
+
+
+def order_report(
+    batches: dict[int, list[tuple[str, int, int, int]]], delivered: dict[str, set[int]]
+) -> dict[str, int]:
+    """Count what went wrong, without asserting: the figures a test prints and checks.
+
+    ``out_of_order``: per key, sequence numbers not above the one before (in batch,
+    partition, offset order); ``lost``: delivered but never read; ``duplicated``: read
+    twice; ``split_batches``: batches in which some key came from two partitions.
+    """
+    per_key: dict[str, list[int]] = defaultdict(list)
+    split_batches = 0
+    for batch_id in sorted(batches):
+        partitions: dict[str, set[int]] = defaultdict(set)
+        for key, seq, partition, _offset in batches[batch_id]:
+            partitions[key].add(partition)
+            per_key[key].append(seq)
+        split_batches += any(len(p) > 1 for p in partitions.values())
+    out_of_order = sum(1 for seqs in per_key.values() for a, b in pairwise(seqs) if b <= a)
+    lost = sum(len(seqs - set(per_key.get(key, []))) for key, seqs in delivered.items())
+    duplicated = sum(len(seqs) - len(set(seqs)) for seqs in per_key.values())
+    return {
+        "batches": len(batches),
+        "records": sum(len(rows) for rows in batches.values()),
+        "out_of_order": out_of_order,
+        "lost": lost,
+        "duplicated": duplicated,
+        "split_batches": split_batches,
+    }
 
 
 def offset_log(checkpoint: Path | str) -> dict[int, dict[str, dict[int, int]]]:

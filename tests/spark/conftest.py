@@ -1,4 +1,9 @@
-"""A session-scoped local Spark (``local[2]``) with the ``ordered-kafka`` format registered.
+"""A session-scoped SparkSession on a real Spark standalone cluster, ``ordered-kafka`` registered.
+
+By default the session starts a standalone master and two workers as separate JVMs on
+loopback (:mod:`spark_cluster`): executors in their own JVMs, with their own Python
+workers. ``ORDERED_TEST_SPARK_MASTER`` overrides it: ``local[2]`` for a quicker
+in-process run, or ``spark://host:port`` for a running cluster.
 
 Spark's Python workers run this interpreter (``PYSPARK_PYTHON``), so they import the
 package from the same environment as the tests.
@@ -9,10 +14,12 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from spark_cluster import StandaloneCluster
 
 import spark_source
 from coordinator.devcluster import jars
@@ -36,17 +43,51 @@ def connector_jars() -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """One SparkSession for the whole test session (about 5 s to start)."""
+def spark_master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The master URL: a standalone master and two workers started for the session.
+
+    About 15 s to start; 1 core and 1 GB per worker.
+    """
+    wanted = os.environ.get("ORDERED_TEST_SPARK_MASTER", "")
+    if wanted:
+        yield wanted
+        return
+    started = time.monotonic()
+    standalone = StandaloneCluster(tmp_path_factory.mktemp("spark-standalone"), workers=2)
+    standalone.start()
+    print(
+        f"[spark] standalone master {standalone.url} and 2 workers up in "
+        f"{time.monotonic() - started:.1f} s",
+        file=sys.stderr,
+    )
+    try:
+        yield standalone.url
+    finally:
+        standalone.stop()
+
+
+@pytest.fixture(scope="session")
+def spark(spark_master: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One SparkSession for the whole test session."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
+    builder = SparkSession.builder.master(spark_master)
+    if spark_master.startswith("spark://"):
+        builder = (
+            builder.config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.executor.memory", "512m")
+            .config("spark.executor.cores", "1")
+            .config("spark.cores.max", "2")
+        )
     session = (
-        SparkSession.builder.master("local[2]")
-        .appName("ordered-kafka-tests")
+        builder.appName("ordered-kafka-tests")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.warehouse.dir", str(warehouse))
         .config("spark.sql.streaming.stopTimeout", "30s")
@@ -58,5 +99,12 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     logging.getLogger("py4j").setLevel(logging.WARNING)
     spark_source.register(session)
     session.kafka_connector = bool(connector_jars())  # type: ignore[attr-defined]
+    if not os.environ.get("ORDERED_TEST_SPARK_MASTER"):
+        # Both executors registered before the first test (else tasks queue on one).
+        deadline = time.monotonic() + 120
+        status = session.sparkContext._jsc.sc().getExecutorMemoryStatus()
+        while status.size() < 3 and time.monotonic() < deadline:  # the driver + 2
+            time.sleep(0.2)
+            status = session.sparkContext._jsc.sc().getExecutorMemoryStatus()
     yield session
     session.stop()
