@@ -453,7 +453,8 @@ class FaultRunner:
         self.log.write({"ev": "reset", "g": "replay"})
         self._fault(FaultKind.OFFSET_RESET, "replay", "group stopped, offsets reset to log start")
         for slot in members:
-            self.slots.start(slot)
+            # Started by the main loop: a child dies with the thread that started it.
+            self._restart_later(slot, 0.0)
 
     def _log_starts(self, offsets: list[Any]) -> list[Any]:
         from confluent_kafka import Consumer, TopicPartition

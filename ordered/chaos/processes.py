@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import zlib
 from collections.abc import Callable
@@ -97,7 +98,14 @@ class Slots:
         return slot
 
     def start(self, slot: Slot) -> None:
-        """Start a new incarnation of ``slot`` (the previous one must be gone)."""
+        """Start a new incarnation of ``slot`` (the previous one must be gone).
+
+        Only from the main thread: ``PR_SET_PDEATHSIG`` fires when the *thread* that
+        started a child ends, so a child started by a worker thread would be killed
+        with it.
+        """
+        if threading.current_thread() is not threading.main_thread():
+            raise RuntimeError(f"{slot.name}: processes are started from the main thread only")
         slot.incarnation += 1
         slot.stopped = False
         slot.wanted = True

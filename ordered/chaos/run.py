@@ -36,7 +36,7 @@ from ordered.chaos.processes import Slots
 from ordered.chaos.schedule import ScheduleShape, digest, kinds_for, make_schedule
 from ordered.verify import HistoryWriter, check, read_events
 
-__all__ = ["ChaosOptions", "run_chaos"]
+__all__ = ["ChaosOptions", "Interrupted", "remove_workdir", "run_chaos"]
 
 TOPIC = "chaos"
 ROOT = "/ordered-chaos"

@@ -155,11 +155,31 @@ def _run_reader(spec: dict[str, Any], flags: _Flags) -> None:
             now = time.monotonic()
             if now >= next_stats:
                 next_stats = now + 1.0
-                _write_stats(spec["stats"], {"delivered": reader.delivered, "pass": reader.pass_no})
+                _write_stats(spec["stats"], _reader_stats(reader))
     finally:
+        final = {**_reader_stats(reader), "done": True}
+        if flags.drain:
+            # Why it stopped: what each gate says when nothing more came.
+            _log(spec, f"drained: {json.dumps(final, sort_keys=True)}")
         reader.close()
-        _write_stats(spec["stats"], {"delivered": reader.delivered, "done": True})
+        _write_stats(spec["stats"], final)
         events.close()
+
+
+def _reader_stats(reader: VerifiableReader) -> dict[str, Any]:
+    stats: dict[str, Any] = {"delivered": reader.delivered, "pass": reader.pass_no}
+    try:
+        consumer = reader.consumer
+        stats["metrics"] = consumer.metrics
+        stats["gates"] = {
+            str(g.partition): f"{g.state.name} limit {g.limit} held {g.held}"
+            for g in consumer.gate_status(waits=False)
+        }
+        positions = consumer.position(consumer.assignment())
+        stats["positions"] = {str(tp.partition): tp.offset for tp in positions}
+    except Exception as exc:  # diagnostics only: never fail the reader for them
+        stats["stats_error"] = repr(exc)
+    return stats
 
 
 def main(argv: list[str] | None = None) -> int:

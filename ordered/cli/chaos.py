@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ordered.chaos.run import ChaosOptions, remove_workdir, run_chaos
-from ordered.cli.output import emit, progress
+from ordered.chaos.run import ChaosOptions, Interrupted, remove_workdir, run_chaos
+from ordered.cli.output import emit, error, progress
 
 __all__ = ["add_parser"]
 
@@ -99,7 +99,11 @@ def _chaos(args: argparse.Namespace) -> int:
         keep=args.keep,
         drain_timeout=args.drain_timeout,
     )
-    result = run_chaos(options, progress)
+    try:
+        result = run_chaos(options, progress)
+    except Interrupted as exc:
+        error(f"{exc}; everything the run started was stopped", args.json, "Interrupted")
+        return 130
     remove_workdir(result, options)
     emit(result, _text(result), args.json)
     return 0 if result["holds"] else 1
