@@ -87,7 +87,13 @@ def _run_producer(spec: dict[str, Any], flags: _Flags) -> None:
     }
     keys = [f"k{i:04d}" for i in range(int(spec["keys"]))]
     producer = VerifiableProducer(
-        config, spec["id"], spec["topic"], spec["history"], keys, seed=int(spec["seed"])
+        config,
+        spec["id"],
+        spec["topic"],
+        spec["history"],
+        keys,
+        seed=int(spec["seed"]),
+        padding=int(spec.get("padding", 64)),
     )
     events = HistoryWriter(spec["history"])
     rate = float(spec["rate"])
@@ -131,6 +137,9 @@ def _run_reader(spec: dict[str, Any], flags: _Flags) -> None:
         "partition.assignment.strategy": "roundrobin",
         "topic.metadata.refresh.interval.ms": 2000,
         "ordered.gate.poll.interval.ms": 100,
+        # Small fetches make librdkafka interleave partitions within a batch (as large
+        # records do), so records of a key in several partitions race each other.
+        "max.partition.fetch.bytes": 8192,
     }
     reader = VerifiableReader(config, spec["group"], spec["id"], spec["topic"], spec["history"])
     events = HistoryWriter(spec["history"])
