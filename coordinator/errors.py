@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "BarrierTimeoutError",
     "ClusterError",
     "ConfigError",
     "DataLossError",
@@ -21,6 +22,7 @@ __all__ = [
     "OrderedError",
     "OrderedKafkaError",
     "RecordCorruptError",
+    "RunInterruptedError",
     "StateTransitionError",
     "StoreError",
     "StoreUnavailableError",
@@ -28,6 +30,7 @@ __all__ = [
     "TransitionInProgressError",
     "TrimError",
     "TrimRequestError",
+    "UnknownTopicError",
     "UsageError",
 ]
 
@@ -46,6 +49,10 @@ class ConfigError(UsageError):
 
 class ClusterError(OrderedError):
     """The local development cluster could not be started, found or stopped."""
+
+
+class RunInterruptedError(OrderedError):
+    """A long run (``ordered chaos``) was stopped by SIGINT or SIGTERM; it stopped everything."""
 
 
 class StoreError(OrderedError):
@@ -114,6 +121,14 @@ class TopicIdMismatchError(UsageError):
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickles (Spark ships exceptions between processes) with its three fields.
         return (type(self), (self.topic, self.recorded_id, self.kafka_id))
+
+
+class UnknownTopicError(UsageError):
+    """The topic does not exist in Kafka."""
+
+
+class BarrierTimeoutError(OrderedError):
+    """The barrier did not pass in time; the epoch stays pending for a later resume."""
 
 
 class TransitionInProgressError(OrderedError):

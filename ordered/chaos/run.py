@@ -30,13 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from coordinator import devcluster
-from coordinator.errors import OrderedError
+from coordinator.errors import OrderedError, RunInterruptedError
 from ordered.chaos.faults import FaultRunner
 from ordered.chaos.processes import Slots
 from ordered.chaos.schedule import ScheduleShape, digest, kinds_for, make_schedule
 from ordered.verify import HistoryWriter, check, read_events
 
-__all__ = ["ChaosOptions", "Interrupted", "remove_workdir", "run_chaos"]
+__all__ = ["ChaosOptions", "remove_workdir", "run_chaos"]
 
 TOPIC = "chaos"
 ROOT = "/ordered-chaos"
@@ -70,15 +70,11 @@ class ChaosOptions:
     drain_timeout: float = 300.0
 
 
-class Interrupted(OrderedError):
-    """The run was stopped by SIGINT or SIGTERM."""
-
-
 def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, Any]:
     """Run the chaos test and return its result (``holds`` is the verdict).
 
     Raises:
-        Interrupted: SIGINT or SIGTERM; everything started was stopped.
+        RunInterruptedError: SIGINT or SIGTERM; everything started was stopped.
         OrderedError: The cluster did not start.
     """
     shape = ScheduleShape(
@@ -105,7 +101,7 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
     try:
         state = devcluster.up(cluster_dir, brokers=options.brokers, progress=say)
         if stop.is_set():
-            raise Interrupted("interrupted while the cluster started")
+            raise RunInterruptedError("interrupted while the cluster started")
         conn = _Connection(state.bootstrap_servers, state.zookeeper_connect, ROOT)
         _create_and_adopt(conn, shape, options.brokers)
         slots = _slots(workdir, conn, options, shape)
@@ -123,10 +119,10 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
         say(f"started {len(slots.slots)} processes; traffic flows")
         runner.run(schedule, options.duration)
         if stop.is_set():
-            raise Interrupted("interrupted")
+            raise RunInterruptedError("interrupted")
         drained = runner.drain(options.drain_timeout)
         if stop.is_set():
-            raise Interrupted("interrupted")
+            raise RunInterruptedError("interrupted")
         layout_changes = runner.epoch()
         runner.close()
         slots.kill_all()

@@ -27,7 +27,7 @@ from types import FrameType
 from typing import Any
 
 from coordinator.errors import OrderedError
-from coordinator.zk import expire_session
+from coordinator.zk import KAZOO_LOGGER, expire_session
 from ordered.verify import HistoryWriter, VerifiableProducer, VerifiableReader
 
 __all__ = ["main"]
@@ -196,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     spec = json.loads(args[0])
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    # kazoo logs every refused connection while ZooKeeper restarts; the faults are logged.
+    logging.getLogger(KAZOO_LOGGER).setLevel(logging.CRITICAL)
     flags = _Flags()
     flags.install()
     Path(spec["stats"]).parent.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ordered.chaos.run import ChaosOptions, Interrupted, remove_workdir, run_chaos
+from coordinator.errors import RunInterruptedError
+from ordered.chaos.run import ChaosOptions, remove_workdir, run_chaos
 from ordered.cli.output import emit, error, progress
 
 __all__ = ["add_parser"]
@@ -101,8 +102,8 @@ def _chaos(args: argparse.Namespace) -> int:
     )
     try:
         result = run_chaos(options, progress)
-    except Interrupted as exc:
-        error(f"{exc}; everything the run started was stopped", args.json, "Interrupted")
+    except RunInterruptedError as exc:
+        error(f"{exc}; everything the run started was stopped", args.json, "RunInterruptedError")
         return 130
     remove_workdir(result, options)
     emit(result, _text(result), args.json)
