@@ -135,7 +135,7 @@ class FaultRunner:
         groups: dict[str, int] = {}
         for name, s in stats.items():
             group = name.split("-")[0]
-            if group in ("main", "lag", "replay"):
+            if group in ("main", "lag", "replay", "eosout"):
                 groups[group] = groups.get(group, 0) + int(s.get("delivered", 0))
         delivered = ", ".join(f"{g} {n}" for g, n in sorted(groups.items()))
         self.say(
@@ -203,6 +203,7 @@ class FaultRunner:
             FaultKind.EXPIRE_PRODUCER_SESSION: "producer",
             FaultKind.KILL_COORDINATOR: "coordinator",
             FaultKind.STOP_COORDINATOR: "coordinator",
+            FaultKind.KILL_PIPELINE: "pipeline",
         }
         if kind is FaultKind.REBALANCE:
             self._rebalance(bool(params.get("join")))
@@ -217,7 +218,12 @@ class FaultRunner:
             self.say(f"{kind.value}: no running process for {fault.target}, skipped")
             return
         down = float(params.get("down_s", 0.0))
-        if kind in (FaultKind.KILL_PRODUCER, FaultKind.KILL_CONSUMER, FaultKind.KILL_COORDINATOR):
+        if kind in (
+            FaultKind.KILL_PRODUCER,
+            FaultKind.KILL_CONSUMER,
+            FaultKind.KILL_COORDINATOR,
+            FaultKind.KILL_PIPELINE,
+        ):
             pid = slot.pid
             self.slots.signal(slot, signal.SIGKILL)
             with self._lock:
@@ -519,13 +525,16 @@ class FaultRunner:
             if slot.wanted and not slot.alive:
                 self.slots.start(slot)
         producers = [s for s in self.slots.slots.values() if s.kind == "producer"]
+        # The readers (the exactly-once stage among them) drain after the producers.
         for slot in producers:
             self.slots.signal(slot, signal.SIGHUP)
         self.say("producers finishing")
         for slot in self.slots.wait_exit(producers, 90.0, lambda: None):
             self.slots.signal(slot, signal.SIGKILL)
         self.progress()
-        readers = [s for s in self.slots.slots.values() if s.kind == "reader" and s.alive]
+        readers = [
+            s for s in self.slots.slots.values() if s.kind in ("reader", "pipeline") and s.alive
+        ]
         for slot in readers:
             self.slots.signal(slot, signal.SIGHUP)
         self.say(f"groups reading to the end (at most {timeout:g} s)")

@@ -41,7 +41,7 @@ class Slot:
 
     Attributes:
         name: The slot (``producer-0``, ``main-1``, ``lag-0``, ``coordinator-1``).
-        kind: ``producer``, ``reader`` or ``coordinator``.
+        kind: ``producer``, ``reader``, ``pipeline`` or ``coordinator``.
         group: The consumer group of a reader, else empty.
         incarnation: How many processes this slot has had.
         proc: The current process (``None`` before the first start).
@@ -116,7 +116,7 @@ class Slots:
             spec = {
                 **self.base,
                 **slot.extra,
-                "role": "producer" if slot.kind == "producer" else "reader",
+                "role": slot.kind,
                 "id": slot.ident,
                 "group": slot.group,
                 "seed": zlib.crc32(slot.ident.encode()),

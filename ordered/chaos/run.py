@@ -39,6 +39,7 @@ from ordered.verify import HistoryWriter, check, read_events
 __all__ = ["ChaosOptions", "remove_workdir", "run_chaos"]
 
 TOPIC = "chaos"
+OUTPUT = "chaos-out"
 ROOT = "/ordered-chaos"
 
 
@@ -52,6 +53,7 @@ class ChaosOptions:
         brokers: Kafka brokers (1, or 3 with replication factor 3).
         rate: Records per second, over all producers.
         replays: Seeks backwards and offset resets on.
+        eos: Run the exactly-once stage (a transactional copy to a second topic).
         keys: Distinct keys per producer.
         directory: Where the cluster, histories and logs go (default: a temp dir,
             removed after a run that holds unless ``keep``).
@@ -64,6 +66,7 @@ class ChaosOptions:
     brokers: int = 1
     rate: float = 300.0
     replays: bool = False
+    eos: bool = False
     keys: int = 200
     directory: Path | None = None
     keep: bool = False
@@ -78,7 +81,10 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
         OrderedError: The cluster did not start.
     """
     shape = ScheduleShape(
-        duration=options.duration, brokers=options.brokers, replays=options.replays
+        duration=options.duration,
+        brokers=options.brokers,
+        replays=options.replays,
+        eos=options.eos,
     )
     schedule = make_schedule(options.seed, shape)
     workdir = options.directory or Path(tempfile.mkdtemp(prefix="ordered-chaos-"))
@@ -103,7 +109,9 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
         if stop.is_set():
             raise RunInterruptedError("interrupted while the cluster started")
         conn = _Connection(state.bootstrap_servers, state.zookeeper_connect, ROOT)
-        _create_and_adopt(conn, shape, options.brokers)
+        _create_and_adopt(conn, TOPIC, shape, options.brokers)
+        if options.eos:
+            _create_and_adopt(conn, OUTPUT, shape, options.brokers)
         slots = _slots(workdir, conn, options, shape)
         runner = FaultRunner(
             conn,
@@ -129,8 +137,9 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
         devcluster.down(cluster_dir)
         state = None
         say("cluster stopped; checking the histories")
-        groups = sorted({s.group for s in slots.slots.values() if s.group})
-        verdict = check(read_events(sorted((workdir / "history").glob("*.jsonl"))), groups)
+        groups = sorted({s.group for s in slots.slots.values() if s.kind == "reader"})
+        histories = sorted((workdir / "history").glob("*.jsonl"))
+        verdict = check(read_events(histories), groups, ["eosout"] if options.eos else [])
         result = verdict.to_dict()
         kinds = Counter(runner.fault_kinds)
         result.update(
@@ -140,6 +149,7 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
             brokers=options.brokers,
             rate=options.rate,
             replays=options.replays,
+            eos=options.eos,
             schedule_digest=digest(schedule),
             faults=sum(kinds.values()),
             fault_kinds=dict(sorted(kinds.items())),
@@ -184,16 +194,16 @@ class _Connection:
         return done.returncode, payload, done.stderr
 
 
-def _create_and_adopt(conn: _Connection, shape: ScheduleShape, brokers: int) -> None:
+def _create_and_adopt(conn: _Connection, topic: str, shape: ScheduleShape, brokers: int) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     admin = AdminClient({"bootstrap.servers": conn.bootstrap})
-    futures = admin.create_topics([NewTopic(TOPIC, shape.initial, min(brokers, 3))])
+    futures = admin.create_topics([NewTopic(topic, shape.initial, min(brokers, 3))])
     for future in futures.values():
         future.result(60)
-    code, _payload, err = conn.cli("adopt", TOPIC)
+    code, _payload, err = conn.cli("adopt", topic)
     if code != 0:
-        raise OrderedError(f"adopting {TOPIC} failed: {err.strip()}")
+        raise OrderedError(f"adopting {topic} failed: {err.strip()}")
 
 
 def _slots(workdir: Path, conn: _Connection, options: ChaosOptions, shape: ScheduleShape) -> Slots:
@@ -224,6 +234,9 @@ def _slots(workdir: Path, conn: _Connection, options: ChaosOptions, shape: Sched
         slots.add(f"main-{i}", "reader", "main")
     slots.add("lag-0", "reader", "lag")
     slots.add("replay-0", "reader", "replay")
+    if options.eos:
+        slots.add("eos-0", "pipeline", "eos", output=OUTPUT, txn_id="chaos-eos-0")
+        slots.add("eosout-0", "reader", "eosout", topic=OUTPUT, read_committed=True)
     return slots
 
 

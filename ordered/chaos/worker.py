@@ -1,12 +1,12 @@
-"""A process of a chaos run: one verifiable producer or one verifiable reader.
+"""A process of a chaos run: a verifiable producer, a verifiable reader or the EOS stage.
 
 ``python -m ordered.chaos.worker SPEC_JSON`` where the spec names the role
-(``producer`` or ``reader``), its id, the cluster, the topic, its history and stats
+(``producer``, ``reader`` or ``pipeline``), its id, the cluster, the topic, its history and stats
 files. Signals the run sends it:
 
 * ``SIGTERM``: stop now, cleanly (a producer flushes and closes);
-* ``SIGHUP``: drain: a producer stops sending, flushes and exits; a reader reads on and
-  exits once nothing came for ``idle_exit`` seconds;
+* ``SIGHUP``: drain: a producer stops sending, flushes and exits; a reader (or the
+  exactly-once stage) reads on and exits once nothing came for ``idle_exit`` seconds;
 * ``SIGUSR1``: expire this process's ZooKeeper session;
 * ``SIGUSR2``: (reader) seek every assigned partition back to its log start.
 
@@ -28,6 +28,7 @@ from typing import Any
 
 from coordinator.errors import OrderedError
 from coordinator.zk import KAZOO_LOGGER, expire_session
+from ordered.chaos.pipeline import run_pipeline
 from ordered.verify import HistoryWriter, VerifiableProducer, VerifiableReader
 
 __all__ = ["main"]
@@ -141,6 +142,8 @@ def _run_reader(spec: dict[str, Any], flags: _Flags) -> None:
         # records do), so records of a key in several partitions race each other.
         "max.partition.fetch.bytes": 8192,
     }
+    if spec.get("read_committed"):
+        config["isolation.level"] = "read_committed"
     reader = VerifiableReader(config, spec["group"], spec["id"], spec["topic"], spec["history"])
     events = HistoryWriter(spec["history"])
     idle_exit = float(spec.get("idle_exit", 20.0))
@@ -191,6 +194,22 @@ def _reader_stats(reader: VerifiableReader) -> dict[str, Any]:
     return stats
 
 
+def _run_pipeline(spec: dict[str, Any], flags: _Flags) -> None:
+    last = {"copied": -1, "at": time.monotonic()}
+    idle_exit = float(spec.get("idle_exit", 20.0))
+
+    def report(stats: dict[str, Any]) -> None:
+        if stats["copied"] != last["copied"]:
+            last.update(copied=stats["copied"], at=time.monotonic())
+        _write_stats(spec["stats"], stats)
+
+    def stop() -> bool:
+        idle = time.monotonic() - last["at"] > idle_exit
+        return flags.stop or (flags.drain and idle)
+
+    run_pipeline(spec, stop, report)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the worker described by the JSON spec in ``argv[0]``."""
     args = sys.argv[1:] if argv is None else argv
@@ -204,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if spec["role"] == "producer":
             _run_producer(spec, flags)
+        elif spec["role"] == "pipeline":
+            _run_pipeline(spec, flags)
         else:
             _run_reader(spec, flags)
     except OrderedError as exc:

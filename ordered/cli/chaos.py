@@ -53,6 +53,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         action="store_true",
         help="also seek a running consumer backwards and reset a stopped group's offsets",
     )
+    p.add_argument(
+        "--eos",
+        action="store_true",
+        help="also run an exactly-once stage (transactional copy to a second topic), killed "
+        "mid-transaction",
+    )
     p.add_argument("--dir", type=Path, default=None, help="run directory (default: a temp dir)")
     p.add_argument("--keep", action="store_true", help="keep the run directory")
     p.add_argument(
@@ -68,7 +74,7 @@ def _text(r: dict[str, Any]) -> str:
         f"verdict: {'HOLDS' if r['holds'] else 'VIOLATED'} (seed {r['seed']}, "
         f"schedule {r['schedule_digest']})",
         f"records acked {r['records']}, order violations {r['violations']}, lost {r['lost']}, "
-        f"duplicates {r['duplicates']}",
+        f"duplicates {r['duplicates']}, copies in the exactly-once output {r['copies']}",
         f"faults {r['faults']} ({kinds}); layout changes {r['layout_changes']}; "
         f"process kills {r['process_kills']}",
     ]
@@ -96,6 +102,7 @@ def _chaos(args: argparse.Namespace) -> int:
         brokers=args.brokers,
         rate=args.rate,
         replays=args.replays,
+        eos=args.eos,
         directory=args.dir,
         keep=args.keep,
         drain_timeout=args.drain_timeout,

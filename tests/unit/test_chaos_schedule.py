@@ -6,7 +6,7 @@ from ordered.chaos.schedule import FaultKind, ScheduleShape, digest, kinds_for, 
 
 
 def test_the_same_seed_gives_the_same_schedule() -> None:
-    shape = ScheduleShape(duration=150, brokers=3, replays=True)
+    shape = ScheduleShape(duration=150, brokers=3, replays=True, eos=True)
     first, again = make_schedule(42, shape), make_schedule(42, shape)
     assert [f.to_dict() for f in first] == [f.to_dict() for f in again]
     assert digest(first) == digest(again)
@@ -15,7 +15,7 @@ def test_the_same_seed_gives_the_same_schedule() -> None:
 
 
 def test_every_kind_comes_at_least_once_and_in_time() -> None:
-    shape = ScheduleShape(duration=150, brokers=3, replays=True)
+    shape = ScheduleShape(duration=150, brokers=3, replays=True, eos=True)
     schedule = make_schedule(1, shape)
     assert {f.kind for f in schedule} == set(FaultKind)
     times = [f.at for f in schedule]
@@ -23,10 +23,11 @@ def test_every_kind_comes_at_least_once_and_in_time() -> None:
     assert times[0] > 0 and times[-1] < 150 * 0.9 + 1e-9
 
 
-def test_broker_restarts_need_three_brokers_and_replays_need_the_flag() -> None:
+def test_broker_restarts_need_three_brokers_replays_and_eos_their_flags() -> None:
     kinds = kinds_for(ScheduleShape(duration=150))
     assert FaultKind.BROKER_RESTART not in kinds
     assert FaultKind.SEEK_BACK not in kinds and FaultKind.OFFSET_RESET not in kinds
+    assert FaultKind.KILL_PIPELINE not in kinds
     schedule = make_schedule(5, ScheduleShape(duration=150))
     assert {f.kind for f in schedule} == set(kinds)
 
