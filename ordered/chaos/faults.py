@@ -415,8 +415,8 @@ class FaultRunner:
             parts = payload.get("partitions", payload)
             self._fault(kind, "", f"trim --consumed: exit {code} {str(parts)[:200]}")
         elif kind is FaultKind.RETENTION_SWEEP:
-            code, _payload, err = self.conn.cli("retention", TOPIC, "--consumed-ms", "30000")
-            self._fault(kind, "", f"consumed retention 30 s on: exit {code} {err.strip()[-120:]}")
+            code, _payload, err = self.conn.cli("retention", TOPIC, "--consumed-ms", "10000")
+            self._fault(kind, "", f"consumed retention 10 s on: exit {code} {err.strip()[-120:]}")
         elif kind is FaultKind.OFFSET_RESET:
             self._offset_reset()
 
