@@ -161,6 +161,10 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
         )
         result["trim_proof"] = result.pop("pauses")
         return result
+    except OrderedError:
+        raise
+    except Exception as exc:  # no traceback for the user: the message, then the cleanup
+        raise OrderedError(f"the chaos run failed: {type(exc).__name__}: {exc}") from exc
     finally:
         if slots is not None:
             slots.kill_all()
