@@ -21,6 +21,7 @@ Kafka, no ZooKeeper, only the events.
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -203,15 +204,16 @@ class _OrderCheck:
 
 
 def _delivery(ev: dict[str, Any]) -> Delivery:
+    # Interned: a long run holds millions of deliveries of a few hundred keys and ids.
     return Delivery(
         int(ev["ts"]),
-        str(ev["p"]),
-        str(ev["k"]),
+        sys.intern(str(ev["p"])),
+        sys.intern(str(ev["k"])),
         int(ev["s"]),
         int(ev["tp"]),
         int(ev["o"]),
         int(ev.get("e", -1)),
-        str(ev["r"]),
+        sys.intern(str(ev["r"])),
         int(ev.get("n", 0)),
     )
 
