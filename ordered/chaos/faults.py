@@ -66,6 +66,7 @@ class FaultRunner:
         self.log, self._say, self.stop = log, say, stop
         self.fault_kinds: list[str] = []
         self.kills = 0
+        self.crashes: list[dict[str, Any]] = []
         self.t0 = time.monotonic()
         self._lock = threading.Lock()
         self._timers: list[tuple[float, str, Callable[[], None]]] = []
@@ -123,10 +124,25 @@ class FaultRunner:
             while pending and pending[0].at <= elapsed:
                 self._inject(pending.pop(0))
             self._run_timers()
+            self._reap_crashes()
             if elapsed >= next_progress:
                 next_progress += 10.0
                 self.progress()
             self.stop.wait(0.2)
+
+    def _reap_crashes(self) -> None:
+        """Replace a process that ended without being told to (as a supervisor would)."""
+        for slot in list(self.slots.slots.values()):
+            proc = slot.proc
+            if proc is None or slot.signalled or not slot.wanted or proc.poll() is None:
+                continue
+            slot.signalled = True  # noted once
+            crash = {"slot": slot.name, "ident": slot.ident, "code": proc.returncode}
+            crash["at_s"] = round(time.monotonic() - self.t0, 1)
+            self.crashes.append(crash)
+            self.log.write({"ev": "crash", **crash})
+            self.say(f"CRASH {slot.ident} exited by itself (code {proc.returncode}); replaced")
+            self._restart_later(slot, 2.0)
 
     def progress(self) -> None:
         """Print one progress line: records acked, delivered per group, layout, faults."""

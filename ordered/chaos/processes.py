@@ -47,6 +47,8 @@ class Slot:
         proc: The current process (``None`` before the first start).
         stopped: Whether the run has SIGSTOPped it.
         wanted: Whether the slot should be filled (a member that left is not).
+        signalled: Whether the run told the current process to end (an exit without
+            that is a crash).
     """
 
     name: str
@@ -56,6 +58,7 @@ class Slot:
     proc: subprocess.Popen[bytes] | None = None
     stopped: bool = False
     wanted: bool = True
+    signalled: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -109,6 +112,7 @@ class Slots:
         slot.incarnation += 1
         slot.stopped = False
         slot.wanted = True
+        slot.signalled = False
         log = open(self.workdir / "logs" / f"{slot.name}.log", "ab")  # noqa: SIM115
         if slot.kind == "coordinator":
             argv = self.coordinator_argv
@@ -142,6 +146,8 @@ class Slots:
             return False
         with contextlib.suppress(ProcessLookupError):
             os.kill(slot.proc.pid, sig)
+        if sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGHUP):
+            slot.signalled = True
         if sig == signal.SIGSTOP:
             slot.stopped = True
         elif sig in (signal.SIGCONT, signal.SIGKILL):

@@ -156,6 +156,7 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
             missing_fault_kinds=sorted(k.value for k in kinds_for(shape) if k.value not in kinds),
             layout_changes=layout_changes,
             process_kills=runner.kills,
+            crashes=runner.crashes,
             drained=drained,
             directory=str(workdir),
         )

@@ -89,6 +89,8 @@ def _text(r: dict[str, Any]) -> str:
         lines.append("violation: " + json.dumps(v, sort_keys=True))
     for lost in r["lost_samples"][:10]:
         lines.append("lost: " + json.dumps(lost, sort_keys=True))
+    for crash in r["crashes"]:
+        lines.append(f"crash (not injected): {crash['ident']} exit code {crash['code']}")
     if r["missing_fault_kinds"]:
         lines.append("fault kinds that did not happen: " + ", ".join(r["missing_fault_kinds"]))
     lines.append(f"run directory: {r['directory']}")
