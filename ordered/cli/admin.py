@@ -23,10 +23,15 @@ from types import FrameType
 from typing import Any, Final
 
 from coordinator import devcluster
+from coordinator.autoscale import DEFAULT_AUTOSCALE_INTERVAL_S
 from coordinator.controller import Controller, TransitionResult
 from coordinator.daemon import CoordinatorDaemon
-from coordinator.daemon_metrics import DEFAULT_METRICS_ADDRESS, open_metrics
-from coordinator.errors import StoreUnavailableError, TransitionInProgressError
+from coordinator.daemon_metrics import (
+    DEFAULT_METRICS_ADDRESS,
+    open_metrics,
+    parse_metrics_address,
+)
+from coordinator.errors import ConfigError, StoreUnavailableError, TransitionInProgressError
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.retention import DEFAULT_SWEEP_INTERVAL_S, SweepSettings
 from coordinator.store import DEFAULT_ROOT, LayoutStore, TopicRecord
@@ -98,6 +103,15 @@ def _common(p: argparse.ArgumentParser, timeout: float | None) -> None:
 def common_arguments(p: argparse.ArgumentParser, timeout: float | None) -> None:
     """Add the server, output and timeout flags every admin command takes."""
     _common(p, timeout)
+
+
+def _metrics_address(text: str) -> str:
+    """argparse type: ``HOST:PORT`` or ``off`` (a malformed one is a usage error)."""
+    try:
+        parse_metrics_address(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--metrics-address: ")) from None
+    return text
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -188,6 +202,12 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="seconds between rounds of the drain monitor and consumed-retention sweep (0: off)",
     )
     daemon.add_argument(
+        "--autoscale-interval",
+        type=seconds_or_zero,
+        default=DEFAULT_AUTOSCALE_INTERVAL_S,
+        help="seconds between autoscaler ticks for topics with an autoscale policy (0: off)",
+    )
+    daemon.add_argument(
         "--trim-timeout",
         type=seconds,
         default=30.0,
@@ -195,6 +215,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     daemon.add_argument(
         "--metrics-address",
+        type=_metrics_address,
         default=None,
         metavar="HOST:PORT",
         help="serve Prometheus metrics on http://HOST:PORT/metrics (port 0: any free port; "
@@ -388,6 +409,7 @@ def _coordinator(args: argparse.Namespace) -> int:
             relay_interval=args.relay_interval,
             sweep_interval=args.sweep_interval,
             sweep_settings=SweepSettings(interest_settings(args), args.trim_timeout),
+            autoscale_interval=args.autoscale_interval,
             metrics=metrics,
         )
         stopping = threading.Event()

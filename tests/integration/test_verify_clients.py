@@ -96,9 +96,6 @@ def test_verifiable_clients_across_an_expansion_and_a_shrink(
     assert verdict.lost[0]["partition"] == 3
 
 
-@pytest.mark.xfail(
-    reason="replays keep order only with the consumer's replay fix (gate cache)", strict=True
-)
 def test_a_running_readers_seek_back_is_checked_as_a_replay_pass(
     tmp_path: Path,
     topic_factory: Callable[..., str],
