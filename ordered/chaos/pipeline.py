@@ -98,7 +98,12 @@ def run_pipeline(
         }
     )
     producer = OrderedProducer(
-        {**common, "transactional.id": spec["txn_id"], "transaction.timeout.ms": 30000}
+        {
+            **common,
+            "transactional.id": spec["txn_id"],
+            "transaction.timeout.ms": 30000,
+            "delivery.timeout.ms": 20000,
+        }
     )
     producer.init_transactions(60)
     txn = _Transaction(consumer, producer)
