@@ -47,6 +47,7 @@ __all__ = [
     "close_client",
     "close_client_within",
     "exit_hook",
+    "expire_session",
     "make_client",
     "run_bounded",
     "start_client",
@@ -212,3 +213,25 @@ def exit_hook(owner: _T, on_exit: Callable[[_T], None]) -> Callable[[], None]:
 
     atexit.register(hook)
     return hook
+
+
+def expire_session(client: KazooClient, timeout_s: float = 15.0) -> None:
+    """Make ZooKeeper expire ``client``'s session now (fault injection).
+
+    The way ZooKeeper's and kazoo's own test harnesses do it: a second connection joins
+    the session with its id and password, then closes, which ends the session on the
+    server; ``client`` then sees it expired (``LOST``) and starts a new one. Does
+    nothing when ``client`` has no session.
+
+    Raises:
+        StoreUnavailableError: The second connection could not be made.
+    """
+    session = client.client_id
+    if not session or not session[0]:
+        return
+    hosts = ",".join(f"{host}:{port}" for host, port in client.hosts) + (client.chroot or "")
+    other = make_client(hosts, client_id=session, reconnect=False)
+    try:
+        start_client(other, timeout_s, "session expiry")
+    finally:
+        close_client(other)
