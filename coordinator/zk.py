@@ -20,7 +20,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from coordinator.errors import StoreUnavailableError
 
-__all__ = ["COMMAND_RETRY", "close_client", "make_client", "start_client"]
+__all__ = ["COMMAND_RETRY", "close_client", "expire_session", "make_client", "start_client"]
 
 COMMAND_RETRY: dict[str, Any] = {"max_tries": 20, "delay": 0.05, "max_delay": 0.5, "deadline": 5.0}
 """Default retry bounds of one store command: at most 20 tries within 5 s."""
@@ -105,3 +105,25 @@ def close_client(client: KazooClient) -> None:
         client.close()
     except Exception:  # best effort on the way out
         logging.getLogger(__name__).debug("kazoo close failed", exc_info=True)
+
+
+def expire_session(client: KazooClient, timeout_s: float = 15.0) -> None:
+    """Make ZooKeeper expire ``client``'s session now (fault injection).
+
+    The way ZooKeeper's and kazoo's own test harnesses do it: a second connection joins
+    the session with its id and password, then closes, which ends the session on the
+    server; ``client`` then sees it expired (``LOST``) and starts a new one. Does
+    nothing when ``client`` has no session.
+
+    Raises:
+        StoreUnavailableError: The second connection could not be made.
+    """
+    session = client.client_id
+    if not session or not session[0]:
+        return
+    hosts = ",".join(f"{host}:{port}" for host, port in client.hosts) + (client.chroot or "")
+    other = make_client(hosts, client_id=session, reconnect=False)
+    try:
+        start_client(other, timeout_s, "session expiry")
+    finally:
+        close_client(other)

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from coordinator.errors import OrderedError, UsageError
-from ordered.cli import admin, cluster, demo, trim
+from ordered.cli import admin, chaos, cluster, demo, trim
 from ordered.cli.output import error
 
 __all__ = ["build_parser", "main"]
@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     admin.add_parsers(sub)
     trim.add_parsers(sub)
     demo.add_parser(sub)
+    chaos.add_parser(sub)
     return parser
 
 

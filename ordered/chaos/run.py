@@ -1,0 +1,237 @@
+"""``ordered chaos``: a local cluster, traffic, seeded faults, then the checker's verdict.
+
+The run starts its own dev cluster in a fresh directory, adopts a topic, and starts
+coordinator daemons, verifiable producers and verifiable readers as separate processes
+(:mod:`ordered.chaos.worker`), in three groups: ``main`` (several members: kills,
+stops, rebalances, session expiries), ``lag`` (one member, stopped for long stretches
+so that layout changes pile up behind it and trims must wait for it) and ``replay``
+(one member: seeks backwards and offset resets, when on). While traffic flows it
+injects the faults of :mod:`ordered.chaos.schedule`. When the faults are over it
+continues everything stopped, lets the producers finish, lets every group read to the
+end, stops everything it started, and checks the histories
+(:mod:`ordered.verify.checker`). Everything it started is stopped on every way out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from coordinator import devcluster
+from coordinator.errors import OrderedError
+from ordered.chaos.faults import FaultRunner
+from ordered.chaos.processes import Slots
+from ordered.chaos.schedule import ScheduleShape, digest, kinds_for, make_schedule
+from ordered.verify import HistoryWriter, check, read_events
+
+__all__ = ["ChaosOptions", "run_chaos"]
+
+TOPIC = "chaos"
+ROOT = "/ordered-chaos"
+
+
+@dataclass(frozen=True)
+class ChaosOptions:
+    """How a chaos run is shaped.
+
+    Attributes:
+        duration: Seconds of traffic with faults.
+        seed: The fault schedule's seed.
+        brokers: Kafka brokers (1, or 3 with replication factor 3).
+        rate: Records per second, over all producers.
+        replays: Seeks backwards and offset resets on.
+        keys: Distinct keys per producer.
+        directory: Where the cluster, histories and logs go (default: a temp dir,
+            removed after a run that holds unless ``keep``).
+        keep: Keep the directory.
+        drain_timeout: Seconds the groups get to read to the end after the faults.
+    """
+
+    duration: float
+    seed: int
+    brokers: int = 1
+    rate: float = 300.0
+    replays: bool = False
+    keys: int = 200
+    directory: Path | None = None
+    keep: bool = False
+    drain_timeout: float = 300.0
+
+
+class Interrupted(OrderedError):
+    """The run was stopped by SIGINT or SIGTERM."""
+
+
+def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, Any]:
+    """Run the chaos test and return its result (``holds`` is the verdict).
+
+    Raises:
+        Interrupted: SIGINT or SIGTERM; everything started was stopped.
+        OrderedError: The cluster did not start.
+    """
+    shape = ScheduleShape(
+        duration=options.duration, brokers=options.brokers, replays=options.replays
+    )
+    schedule = make_schedule(options.seed, shape)
+    workdir = options.directory or Path(tempfile.mkdtemp(prefix="ordered-chaos-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    say(
+        f"seed {options.seed}: {len(schedule)} faults over {options.duration:g} s "
+        f"(schedule {digest(schedule)}), {options.brokers} broker(s), {options.rate:g} records/s, "
+        f"directory {workdir}"
+    )
+    cluster_dir = workdir / "cluster"
+    state = None
+    slots: Slots | None = None
+    started = time.monotonic()
+    try:
+        state = devcluster.up(cluster_dir, brokers=options.brokers, progress=say)
+        if stop.is_set():
+            raise Interrupted("interrupted while the cluster started")
+        conn = _Connection(state.bootstrap_servers, state.zookeeper_connect, ROOT)
+        _create_and_adopt(conn, shape, options.brokers)
+        slots = _slots(workdir, conn, options, shape)
+        runner = FaultRunner(
+            conn,
+            slots,
+            cluster_dir,
+            shape,
+            HistoryWriter(workdir / "history" / "run.jsonl"),
+            say,
+            stop,
+        )
+        for slot in slots.slots.values():
+            slots.start(slot)
+        say(f"started {len(slots.slots)} processes; traffic flows")
+        runner.run(schedule, options.duration)
+        if stop.is_set():
+            raise Interrupted("interrupted")
+        drained = runner.drain(options.drain_timeout)
+        if stop.is_set():
+            raise Interrupted("interrupted")
+        layout_changes = runner.epoch()
+        runner.close()
+        slots.kill_all()
+        devcluster.down(cluster_dir)
+        state = None
+        say("cluster stopped; checking the histories")
+        groups = sorted({s.group for s in slots.slots.values() if s.group})
+        verdict = check(read_events(sorted((workdir / "history").glob("*.jsonl"))), groups)
+        result = verdict.to_dict()
+        kinds = Counter(runner.fault_kinds)
+        result.update(
+            seed=options.seed,
+            duration_s=options.duration,
+            elapsed_s=round(time.monotonic() - started, 1),
+            brokers=options.brokers,
+            rate=options.rate,
+            replays=options.replays,
+            schedule_digest=digest(schedule),
+            faults=sum(kinds.values()),
+            fault_kinds=dict(sorted(kinds.items())),
+            missing_fault_kinds=sorted(k.value for k in kinds_for(shape) if k.value not in kinds),
+            layout_changes=layout_changes,
+            process_kills=runner.kills,
+            drained=drained,
+            directory=str(workdir),
+        )
+        result["trim_proof"] = result.pop("pauses")
+        return result
+    finally:
+        if slots is not None:
+            slots.kill_all()
+        if state is not None:
+            with contextlib.suppress(OrderedError):
+                devcluster.down(cluster_dir)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@dataclass(frozen=True)
+class _Connection:
+    bootstrap: str
+    zookeeper: str
+    root: str
+
+    def cli(self, *args: str, timeout: float = 120.0) -> tuple[int, dict[str, Any], str]:
+        """Run ``ordered ARGS --json`` against the run's cluster: (code, JSON, stderr)."""
+        argv = [sys.executable, "-m", "ordered.cli", *args, "--zookeeper", self.zookeeper]
+        argv += ["--bootstrap-servers", self.bootstrap, "--root", self.root, "--json"]
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return 124, {}, f"timed out after {timeout:g} s"
+        try:
+            payload = (
+                json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else {}
+            )
+        except ValueError:
+            payload = {}
+        return done.returncode, payload, done.stderr
+
+
+def _create_and_adopt(conn: _Connection, shape: ScheduleShape, brokers: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+    admin = AdminClient({"bootstrap.servers": conn.bootstrap})
+    futures = admin.create_topics([NewTopic(TOPIC, shape.initial, min(brokers, 3))])
+    for future in futures.values():
+        future.result(60)
+    code, _payload, err = conn.cli("adopt", TOPIC)
+    if code != 0:
+        raise OrderedError(f"adopting {TOPIC} failed: {err.strip()}")
+
+
+def _slots(workdir: Path, conn: _Connection, options: ChaosOptions, shape: ScheduleShape) -> Slots:
+    base = {
+        "bootstrap": conn.bootstrap,
+        "zookeeper": conn.zookeeper,
+        "root": conn.root,
+        "topic": TOPIC,
+        "keys": options.keys,
+    }
+    coordinator = [
+        sys.executable,
+        "-m",
+        "ordered.cli",
+        "coordinator",
+        "--zookeeper",
+        conn.zookeeper,
+    ]
+    coordinator += ["--bootstrap-servers", conn.bootstrap, "--root", conn.root]
+    coordinator += ["--sweep-interval", "3", "--trim-timeout", "20"]
+    slots = Slots(workdir, base, coordinator)
+    for i in range(shape.coordinators):
+        slots.add(f"coordinator-{i}", "coordinator")
+    rate = options.rate / shape.producers
+    for i in range(shape.producers):
+        slots.add(f"producer-{i}", "producer", rate=rate)
+    for i in range(shape.consumers):
+        slots.add(f"main-{i}", "reader", "main")
+    slots.add("lag-0", "reader", "lag")
+    slots.add("replay-0", "reader", "replay")
+    return slots
+
+
+def remove_workdir(result: dict[str, Any], options: ChaosOptions) -> None:
+    """Remove the run's directory after a run that holds, unless it was asked for."""
+    if result.get("holds") and not options.keep and options.directory is None:
+        shutil.rmtree(result["directory"], ignore_errors=True)

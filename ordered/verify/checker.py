@@ -1,0 +1,361 @@
+"""The checker of verifiable runs: order, loss and duplicates, from histories alone.
+
+It reads the events of :mod:`ordered.verify.history` and checks, for each group:
+
+* **first deliveries in order**: for each (producer, key), the records delivered to the
+  group for the first time come in the order the producer sent them (increasing
+  sequence). A redelivery after a crash or a rewind is not a first delivery;
+* **every pass in order**: the same, counting only the first delivery of each record
+  within one pass. A pass is what one reader delivers between two changes of its
+  assignment or seeks (the reader numbers them), and, for a group whose offsets were
+  reset while none of its members ran, everything the group delivers after the reset;
+* **nothing lost**: every record a producer's delivery report acked was delivered to
+  the group (for the groups that must be complete). A lost record below a log start
+  offset seen in the history is reported as trimmed before the group delivered it;
+* **duplicates**: deliveries beyond the first, counted (at-least-once allows them).
+
+Every violation names the key, the producer, both records' sequences, partitions,
+offsets and epochs, who delivered them and in which pass. The checker is pure: no
+Kafka, no ZooKeeper, only the events.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any, NamedTuple
+
+__all__ = ["Delivery", "PauseProof", "Verdict", "Violation", "check"]
+
+MAX_REPORTED = 50
+"""Violations and lost records listed in full per kind; the counts are always exact."""
+
+
+class Delivery(NamedTuple):
+    """One delivery of a record to a group, as a reader recorded it."""
+
+    ts: int
+    producer: str
+    key: str
+    seq: int
+    partition: int
+    offset: int
+    epoch: int
+    reader: str
+    pass_no: int
+
+    def describe(self) -> dict[str, Any]:
+        """The delivery as a JSON-ready dict."""
+        return {
+            "seq": self.seq,
+            "partition": self.partition,
+            "offset": self.offset,
+            "epoch": self.epoch,
+            "reader": self.reader,
+            "pass": self.pass_no,
+        }
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A record delivered after a later record of the same (producer, key).
+
+    Attributes:
+        check: ``first-delivery``, ``reader-pass`` or ``reset-pass``.
+        group: The consumer group.
+        producer: The producer id.
+        key: The record key.
+        record: The record delivered too late (seq, partition, offset, epoch, reader, pass).
+        after: The later record (higher sequence) delivered before it.
+        scope: The pass (``reader#n`` or ``reset@ts``), empty for first deliveries.
+    """
+
+    check: str
+    group: str
+    producer: str
+    key: str
+    record: dict[str, Any]
+    after: dict[str, Any]
+    scope: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The violation as a JSON-ready dict."""
+        return asdict(self)
+
+    def __str__(self) -> str:
+        r, a = self.record, self.after
+        where = f" in {self.scope}" if self.scope else ""
+        return (
+            f"{self.check}{where}: group {self.group} key {self.key!r} producer {self.producer}: "
+            f"seq {r['seq']} (partition {r['partition']} offset {r['offset']} epoch "
+            f"{r['epoch']}, by {r['reader']}) came after seq {a['seq']} (partition "
+            f"{a['partition']} offset {a['offset']} epoch {a['epoch']}, by {a['reader']})"
+        )
+
+
+@dataclass(frozen=True)
+class PauseProof:
+    """What happened to a group while all of its members were stopped.
+
+    Attributes:
+        group: The group.
+        paused_s: Seconds its members were stopped, over all pauses.
+        trims: Log start advances (trims) seen on any partition during its pauses.
+        lost: Acked records the group never got (0: no trim removed one it needed).
+    """
+
+    group: str
+    paused_s: float
+    trims: int
+    lost: int
+
+
+@dataclass
+class Verdict:
+    """The checker's answer.
+
+    Attributes:
+        records: Records acked by producers.
+        nacked: Records whose delivery failed (not required anywhere).
+        groups: Per group: ``delivered`` (distinct records), ``deliveries``,
+            ``duplicates``, ``replayed`` (deliveries in reset or seek passes that repeat
+            a record), ``lost``.
+        violations: Order violations (at most :data:`MAX_REPORTED` per check listed).
+        violation_count: Their exact number.
+        lost: Acked records some complete group never got (listed up to the cap).
+        lost_count: Their exact number, summed over groups.
+        duplicates: Deliveries beyond the first, summed over groups.
+        mismatched: Deliveries whose key differs from the key the producer acked.
+        pauses: Per paused group, its :class:`PauseProof`.
+    """
+
+    records: int = 0
+    nacked: int = 0
+    groups: dict[str, dict[str, int]] = field(default_factory=dict)
+    violations: list[Violation] = field(default_factory=list)
+    violation_count: int = 0
+    lost: list[dict[str, Any]] = field(default_factory=list)
+    lost_count: int = 0
+    duplicates: int = 0
+    mismatched: int = 0
+    pauses: list[PauseProof] = field(default_factory=list)
+
+    @property
+    def holds(self) -> bool:
+        """No order violation, nothing lost, no corrupted record."""
+        return self.violation_count == 0 and self.lost_count == 0 and self.mismatched == 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The verdict as a JSON-ready dict."""
+        return {
+            "holds": self.holds,
+            "records": self.records,
+            "nacked": self.nacked,
+            "groups": self.groups,
+            "violations": self.violation_count,
+            "violation_samples": [v.to_dict() for v in self.violations],
+            "lost": self.lost_count,
+            "lost_samples": self.lost,
+            "duplicates": self.duplicates,
+            "mismatched": self.mismatched,
+            "pauses": [asdict(p) for p in self.pauses],
+        }
+
+
+class _OrderCheck:
+    """Per (producer, key): the highest sequence delivered so far in one scope."""
+
+    def __init__(self, check: str, group: str, scope: str, out: Verdict) -> None:
+        self.check, self.group, self.scope, self.out = check, group, scope, out
+        self.seen: set[tuple[str, int]] = set()
+        self.highest: dict[tuple[str, str], Delivery] = {}
+
+    def feed(self, d: Delivery) -> bool:
+        """Take delivery ``d``; return whether it is the record's first in this scope."""
+        rid = (d.producer, d.seq)
+        if rid in self.seen:
+            return False
+        self.seen.add(rid)
+        pk = (d.producer, d.key)
+        top = self.highest.get(pk)
+        if top is not None and top.seq > d.seq:
+            self.out.violation_count += 1
+            if sum(v.check == self.check for v in self.out.violations) < MAX_REPORTED:
+                self.out.violations.append(
+                    Violation(
+                        self.check,
+                        self.group,
+                        d.producer,
+                        d.key,
+                        d.describe(),
+                        top.describe(),
+                        self.scope,
+                    )
+                )
+        else:
+            self.highest[pk] = d
+        return True
+
+
+def _delivery(ev: dict[str, Any]) -> Delivery:
+    return Delivery(
+        int(ev["ts"]),
+        str(ev["p"]),
+        str(ev["k"]),
+        int(ev["s"]),
+        int(ev["tp"]),
+        int(ev["o"]),
+        int(ev.get("e", -1)),
+        str(ev["r"]),
+        int(ev.get("n", 0)),
+    )
+
+
+def check(
+    events: Iterable[dict[str, Any]], complete_groups: Iterable[str] | None = None
+) -> Verdict:
+    """Check the events of a run (any order; they are sorted by time here).
+
+    Args:
+        events: Events of :mod:`ordered.verify.history`, from every file of the run.
+        complete_groups: Groups that must have every acked record (default: every group
+            that delivered anything).
+
+    Returns:
+        The :class:`Verdict`.
+    """
+    out = Verdict()
+    acked: dict[tuple[str, int], tuple[str, int, int]] = {}
+    deliveries: dict[str, list[Delivery]] = defaultdict(list)
+    resets: dict[str, list[int]] = defaultdict(list)
+    lows: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    pause_marks: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    seeks: set[tuple[str, int]] = set()
+    for ev in events:
+        kind = ev.get("ev")
+        if kind == "dlv":
+            deliveries[str(ev["g"])].append(_delivery(ev))
+        elif kind == "ack":
+            acked[(str(ev["p"]), int(ev["s"]))] = (str(ev["k"]), int(ev["tp"]), int(ev["o"]))
+        elif kind == "nack":
+            out.nacked += 1
+        elif kind == "pass" and ev.get("why") == "seek":
+            seeks.add((str(ev["r"]), int(ev["n"])))
+        elif kind == "reset":
+            resets[str(ev["g"])].append(int(ev["ts"]))
+        elif kind == "low":
+            lows[int(ev["tp"])].append((int(ev["ts"]), int(ev["o"])))
+        elif kind in ("pause", "resume"):
+            pause_marks[str(ev["g"])].append((int(ev["ts"]), kind))
+    out.records = len(acked)
+    wanted = set(deliveries) if complete_groups is None else set(complete_groups)
+    for group in sorted(set(deliveries) | wanted):
+        found = deliveries.get(group, [])
+        stats = _check_group(group, found, resets.get(group, []), seeks, acked, out)
+        lost = _lost(group, stats.pop("_delivered_set"), acked, lows, out) if group in wanted else 0
+        stats["lost"] = lost
+        out.groups[group] = stats
+    for group, marks in sorted(pause_marks.items()):
+        out.pauses.append(_pause_proof(group, marks, lows, out.groups.get(group, {})))
+    return out
+
+
+def _check_group(
+    group: str,
+    found: list[Delivery],
+    reset_times: list[int],
+    seeks: set[tuple[str, int]],
+    acked: dict[tuple[str, int], tuple[str, int, int]],
+    out: Verdict,
+) -> dict[str, Any]:
+    found.sort(key=lambda d: d.ts)
+    first = _OrderCheck("first-delivery", group, "", out)
+    passes: dict[tuple[str, int], _OrderCheck] = {}
+    resets = sorted(reset_times)
+    reset_check: _OrderCheck | None = None
+    next_reset = 0
+    duplicates = replayed = 0
+    for d in found:
+        while next_reset < len(resets) and resets[next_reset] <= d.ts:
+            reset_check = _OrderCheck("reset-pass", group, f"reset@{resets[next_reset]}", out)
+            next_reset += 1
+        was_new = first.feed(d)
+        if not was_new:
+            duplicates += 1
+        scope = (d.reader, d.pass_no)
+        pass_check = passes.get(scope)
+        if pass_check is None:
+            pass_check = passes[scope] = _OrderCheck(
+                "reader-pass", group, f"{d.reader}#{d.pass_no}", out
+            )
+        pass_check.feed(d)
+        in_reset = reset_check is not None and reset_check.feed(d)
+        if not was_new and (in_reset or scope in seeks):
+            replayed += 1
+        ack = acked.get((d.producer, d.seq))
+        if ack is not None and ack[0] != d.key:
+            out.mismatched += 1
+    out.duplicates += duplicates
+    return {
+        "delivered": len(first.seen),
+        "deliveries": len(found),
+        "duplicates": duplicates,
+        "replayed": replayed,
+        "_delivered_set": first.seen,
+    }
+
+
+def _lost(
+    group: str,
+    delivered: set[tuple[str, int]],
+    acked: dict[tuple[str, int], tuple[str, int, int]],
+    lows: dict[int, list[tuple[int, int]]],
+    out: Verdict,
+) -> int:
+    count = 0
+    for rid, (key, partition, offset) in sorted(acked.items()):
+        if rid in delivered:
+            continue
+        count += 1
+        if len(out.lost) < MAX_REPORTED:
+            start = max((o for _, o in lows.get(partition, [])), default=-1)
+            out.lost.append(
+                {
+                    "group": group,
+                    "producer": rid[0],
+                    "seq": rid[1],
+                    "key": key,
+                    "partition": partition,
+                    "offset": offset,
+                    "trimmed": offset < start,
+                    "log_start_seen": start,
+                }
+            )
+    out.lost_count += count
+    return count
+
+
+def _pause_proof(
+    group: str,
+    marks: list[tuple[int, str]],
+    lows: dict[int, list[tuple[int, int]]],
+    stats: dict[str, Any],
+) -> PauseProof:
+    intervals: list[tuple[int, int]] = []
+    started: int | None = None
+    for ts, kind in sorted(marks):
+        if kind == "pause" and started is None:
+            started = ts
+        elif kind == "resume" and started is not None:
+            intervals.append((started, ts))
+            started = None
+    trims = 0
+    for samples in lows.values():
+        previous = -1
+        for ts, offset in sorted(samples):
+            if previous >= 0 and offset > previous and any(a <= ts <= b for a, b in intervals):
+                trims += 1
+            previous = max(previous, offset)
+    paused = sum(b - a for a, b in intervals) / 1e9
+    return PauseProof(group, round(paused, 1), trims, int(stats.get("lost", 0)))
