@@ -4,7 +4,8 @@
 coordinator daemon, producer and consumer processes, runs a scripted sequence of
 layout changes while records flow, checks every key's order and that nothing was lost,
 and draws a timeline PNG. The parts: :mod:`~ordered.demo.worker` (the client
-processes), :mod:`~ordered.demo.checker` (the order check), :mod:`~ordered.demo.monitor`
+processes, around the verifiable clients of :mod:`ordered.verify`, whose checker
+checks the order), :mod:`~ordered.demo.monitor`
 (what the view and the picture show), :mod:`~ordered.demo.view` (live view),
 :mod:`~ordered.demo.timeline` (the PNG), :mod:`~ordered.demo.runner` (the run).
 """

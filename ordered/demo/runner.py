@@ -10,13 +10,14 @@ The run:
    a shrink, the trim of the retired partitions (done by the daemon's drain monitor
    once the group has committed them), and an expansion over the trimmed partitions;
 5. stops the producers, lets the group read everything, stops every process it started;
-6. checks the order end to end (:mod:`ordered.demo.checker`), draws the timeline
+6. checks the order end to end (:func:`ordered.verify.check`), draws the timeline
    (:mod:`ordered.demo.timeline`) and returns the summary.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -40,7 +41,8 @@ from coordinator.kafka_admin import KafkaAdmin
 from coordinator.retention import Sweeper
 from coordinator.store import DEFAULT_ROOT, LayoutStore
 from coordinator.zk import close_client, make_client, start_client
-from ordered.demo import checker, timeline
+from ordered import verify
+from ordered.demo import timeline
 from ordered.demo.monitor import Monitor, Sample
 from ordered.demo.view import View, make_view
 
@@ -168,9 +170,18 @@ def _create_topic(bootstrap: str, topic: str, partitions: int) -> None:
 
 
 def _worker(run: _Run, role: str, name: str, common: list[str], extra: list[str]) -> None:
-    out = run.workdir / f"{name}.txt"
-    argv = [sys.executable, "-m", "ordered.demo.worker", role, "--name", name, "--out", str(out)]
+    files = ["--history", str(run.workdir / f"{name}.jsonl")]
+    files += ["--stats", str(run.workdir / f"{name}.json")]
+    argv = [sys.executable, "-m", "ordered.demo.worker", role, "--name", name, *files]
     _spawn(run, name, argv + common + extra)
+
+
+def _stats(path: Path) -> dict[str, Any]:
+    try:
+        found: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}  # the worker died before writing them; its history still counts
+    return found
 
 
 def _flowing(admin: KafkaAdmin, topic: str) -> bool:
@@ -310,8 +321,10 @@ def _with_cluster(
         # The group can read twice what is written, but joins late: it is behind at the
         # first expansion, so that the gates have records to hold back.
         pace = 2.0 * options.rate * options.producers / options.consumers
-        for name in producers:
-            _worker(run, "producer", name, common, ["--rate", str(options.rate)])
+        for i, name in enumerate(producers):
+            _worker(
+                run, "producer", name, common, ["--rate", f"{options.rate:g}", "--seed", str(i)]
+            )
         monitor = Monitor(store, admin, topic, group, on_sample=run.view.update)
         monitor.begin()
         run.t0 = monitor.start
@@ -370,13 +383,14 @@ def _summarise(
     drained: bool,
 ) -> dict[str, Any]:
     workdir = run.workdir
-    acks = checker.read_acks(workdir / f"{p}.txt" for p in producers)
-    deliveries = checker.read_deliveries(workdir / f"{c}.txt" for c in consumers)
-    result = checker.check(acks, deliveries)
-    made = [checker.worker_summary(workdir / f"{p}.txt") for p in producers]
-    produced = sum(m.get("produced", 0) for m in made)
-    members = [checker.worker_summary(workdir / f"{c}.txt") for c in consumers]
-    gate_wait = max([m.get("longest_gate_wait_s", 0.0) for m in members] + [0.0])
+    names = producers + consumers
+    verdict = verify.check(
+        verify.read_events(workdir / f"{n}.jsonl" for n in names), complete_groups=[group]
+    )
+    produced = sum(_stats(workdir / f"{p}.json").get("sent", 0) for p in producers)
+    members = {c: _stats(workdir / f"{c}.json") for c in consumers}
+    gate_wait = max([m.get("longest_gate_wait_s", 0.0) for m in members.values()] + [0.0])
+    delivered = verdict.groups.get(group, {}).get("delivered", 0)
     png = timeline.draw(
         samples,
         run.marks,
@@ -388,13 +402,13 @@ def _summarise(
         "topic": topic,
         "group": group,
         "produced": produced,
-        "records": result.acked,
-        "delivered": result.delivered,
-        "duplicates": result.duplicates,
-        "violations": len(result.violations),
-        "lost": len(result.lost),
-        "violation_examples": [v.to_dict() for v in result.violations[:10]],
-        "lost_examples": [list(r) for r in result.lost[:10]],
+        "records": verdict.records,
+        "delivered": delivered,
+        "duplicates": verdict.duplicates,
+        "violations": verdict.violation_count,
+        "lost": verdict.lost_count,
+        "violation_examples": [v.to_dict() for v in verdict.violations[:10]],
+        "lost_examples": verdict.lost[:10],
         "epochs": max((s["epoch"] for s in epochs), default=0),
         "layout_changes": epochs,
         "steps": run.steps,
@@ -410,6 +424,7 @@ def _summarise(
         and summary["lost"] == 0
         and drained
         and all(s["ok"] for s in run.steps)
-        and result.acked > 0
+        and verdict.holds
+        and verdict.records > 0
     )
     return summary
