@@ -61,6 +61,15 @@ def _text(s: dict[str, Any]) -> str:
         f"epochs {s['epochs']}: {changes}",
         f"longest gate wait {s['longest_gate_wait_s']:.2f} s",
         f"order violations {s['violations']}, records lost {s['lost']}",
+        *(
+            [
+                f"Spark query: {s['spark'].get('delivered', 0)} records in order, lost "
+                f"{s['spark'].get('lost', 0)}"
+                + (f", failed: {s['spark']['error']}" if s["spark"].get("error") else "")
+            ]
+            if s.get("spark")
+            else []
+        ),
         f"timeline {s['png']} (logs in {s['logs']})",
         "OK: every key in order, nothing lost" if s["ok"] else "FAILED: see above",
     ]

@@ -54,6 +54,9 @@ INITIAL_PARTITIONS: Final = 2
 SCRIPT: Final = (("expand", 3), ("expand", 4), ("shrink", 2), ("trim", 0), ("expand", 4))
 """The layout changes, in order: ``(step, active count)``."""
 
+SPARK: Final = "spark"
+"""The Spark reader's process name and its group in the history."""
+
 MIN_DURATION: Final = 15.0
 """The shortest ``--duration`` (seconds) that leaves each step time to show."""
 
@@ -182,6 +185,11 @@ def _stats(path: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}  # the worker died before writing them; its history still counts
     return found
+
+
+def _acked(workdir: Path, producers: list[str]) -> int:
+    events = verify.read_events(workdir / f"{p}.jsonl" for p in producers)
+    return len({(e["p"], e["s"]) for e in events if e.get("ev") == "ack"})
 
 
 def _flowing(admin: KafkaAdmin, topic: str) -> bool:
@@ -321,6 +329,17 @@ def _with_cluster(
         # The group can read twice what is written, but joins late: it is behind at the
         # first expansion, so that the gates have records to hold back.
         pace = 2.0 * options.rate * options.producers / options.consumers
+        if options.spark:  # first: Spark takes the longest to start
+            _spawn(
+                run,
+                SPARK,
+                [
+                    *[sys.executable, "-m", "spark_source.verifiable", *common, "--group", SPARK],
+                    *["--commit-group", f"{group}-spark"],
+                    *["--history", str(run.workdir / f"{SPARK}.jsonl")],
+                    *["--stats", str(run.workdir / f"{SPARK}.json")],
+                ],
+            )
         for i, name in enumerate(producers):
             _worker(
                 run, "producer", name, common, ["--rate", f"{options.rate:g}", "--seed", str(i)]
@@ -348,10 +367,27 @@ def _with_cluster(
             )
             if not drained:
                 _say(run, "the group did not read everything within 60 s")
+            if options.spark:
+                acked = _acked(run.workdir, producers)
+                spark_ok = _wait(
+                    lambda: (
+                        _stats(run.workdir / "spark.json").get("rows", 0) >= acked
+                        or "error" in _stats(run.workdir / "spark.json")
+                    ),
+                    180.0,
+                    poll=1.0,
+                )
+                drained = drained and spark_ok
+                _say(
+                    run,
+                    f"the Spark query read {_stats(run.workdir / f'{SPARK}.json').get('rows', 0)}"
+                    " rows",
+                )
             time.sleep(1.0)  # one more sample of the quiet topic for the picture
         finally:
             monitor.stop()
         _stop(run, consumers)
+        _stop(run, [SPARK], timeout=60)
         _stop(run, ["coordinator"])
         _say(run, "stopped the consumers and the coordinator daemon")
         return _summarise(run, topic, group, monitor.samples, producers, consumers, drained)
@@ -383,9 +419,10 @@ def _summarise(
     drained: bool,
 ) -> dict[str, Any]:
     workdir = run.workdir
-    names = producers + consumers
+    names = producers + consumers + ([SPARK] if run.options.spark else [])
+    groups = [group] + ([SPARK] if run.options.spark else [])
     verdict = verify.check(
-        verify.read_events(workdir / f"{n}.jsonl" for n in names), complete_groups=[group]
+        verify.read_events(workdir / f"{n}.jsonl" for n in names), complete_groups=groups
     )
     produced = sum(_stats(workdir / f"{p}.json").get("sent", 0) for p in producers)
     members = {c: _stats(workdir / f"{c}.json") for c in consumers}
@@ -415,6 +452,11 @@ def _summarise(
         "longest_gate_wait_s": round(gate_wait, 3),
         "longest_blocked_sampled_s": round(_longest_blocked(samples), 3),
         "consumers": members,
+        "spark": (
+            {**verdict.groups.get(SPARK, {}), **_stats(workdir / f"{SPARK}.json")}
+            if run.options.spark
+            else None
+        ),
         "drained": drained,
         "png": str(png),
         "logs": str(workdir),
