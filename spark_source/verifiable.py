@@ -51,6 +51,11 @@ def _write_stats(path: str, stats: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def _commit(admin: AdminClient, group: str, offsets: list[TopicPartition]) -> None:
+    request = [ConsumerGroupTopicPartitions(group, offsets)]
+    admin.alter_consumer_group_offsets(request)[group].result(30)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m spark_source.verifiable")
     p.add_argument("--topic", required=True)
@@ -72,6 +77,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(sig, _on_signal)
     # Spark's Python workers must import this environment's packages.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    admin = AdminClient({"bootstrap.servers": args.bootstrap})
+    # Hold trims back from the start: a group without commits would hold nothing back.
+    known = admin.list_topics(args.topic, timeout=30).topics[args.topic].partitions
+    _commit(admin, args.commit_group, [TopicPartition(args.topic, p, 0) for p in sorted(known)])
+    _write_stats(args.stats, {"rows": 0, "batches": 0})
     from pyspark.sql import SparkSession
 
     import spark_source
@@ -89,7 +99,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     spark_source.register(spark)
     history = HistoryWriter(args.history)
     stats = {"rows": 0, "batches": 0}
-    admin = AdminClient({"bootstrap.servers": args.bootstrap})
 
     def record(batch: Any, _batch_id: int) -> None:
         rows = batch.select("key", "value", "partition", "offset").orderBy("partition", "offset")
@@ -120,8 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         history.flush()
         if ends:
             parts = [TopicPartition(args.topic, p, o) for p, o in sorted(ends.items())]
-            request = [ConsumerGroupTopicPartitions(args.commit_group, parts)]
-            admin.alter_consumer_group_offsets(request)[args.commit_group].result(30)
+            _commit(admin, args.commit_group, parts)
         stats["batches"] += 1
         _write_stats(args.stats, stats)
 

@@ -224,7 +224,9 @@ def _script(
         started = time.monotonic()
         if kind == "trim":
             retired = _retired(store, topic)
-            ok = _wait(partial(_trim, sweeper, store, topic, retired), max(10.0, gap))
+            # The trim waits for every interested group, the Spark query's too (slow to start).
+            patience = max(10.0, gap) + (240.0 if run.options.spark else 0.0)
+            ok = _wait(partial(_trim, sweeper, store, topic, retired), patience)
             took = time.monotonic() - started
             text = (
                 f"trim: retired partitions {retired} trimmed (DeleteRecords to their final "
@@ -350,6 +352,8 @@ def _with_cluster(
         try:
             if not _wait(partial(_flowing, admin, topic), 60.0):
                 raise ClusterError(f"no record reached {topic} within 60 s; see {run.workdir}")
+            if options.spark and not _wait(lambda: bool(_stats(run.workdir / f"{SPARK}.json")), 60):
+                raise ClusterError(f"the Spark reader did not start; see {run.workdir}/spark.log")
             for name in consumers:
                 extra = ["--group", group, "--max-rate", f"{pace:g}"]
                 _worker(run, "consumer", name, common, [*extra, "--start-delay", f"{gap * 0.3:g}"])
