@@ -219,8 +219,11 @@ def _script(
 ) -> None:
     t0 = time.monotonic()
     gap = run.options.duration / (len(SCRIPT) + 1)
+    done = t0
     for i, (kind, to) in enumerate(SCRIPT, start=1):
-        time.sleep(max(0.0, t0 + i * gap - time.monotonic()))
+        # On schedule, but never sooner than half a gap after a late step: each state
+        # stays long enough to be seen.
+        time.sleep(max(0.0, t0 + i * gap - time.monotonic(), done + gap / 2 - time.monotonic()))
         started = time.monotonic()
         if kind == "trim":
             retired = _retired(store, topic)
@@ -234,9 +237,12 @@ def _script(
                 if ok
                 else f"trim: retired partitions {retired} not trimmed within {took:.0f} s"
             )
-            run.steps.append({"step": "trim", "partitions": retired, "ok": ok, "seconds": took})
+            run.steps.append(
+                {"step": "trim", "partitions": retired, "ok": ok, "seconds": round(took, 3)}
+            )
             run.marks.append(timeline.Mark(time.monotonic() - run.t0, "trimmed"))
             _say(run, text)
+            done = time.monotonic()
             continue
         before = store.get_topic(topic)
         run_step = controller.expand if kind == "expand" else controller.shrink
@@ -255,7 +261,10 @@ def _script(
             }
         )
         _say(run, f"{kind} {frm} -> {to}: epoch {result.epoch} sealed in {result.seconds:.2f} s")
-    time.sleep(max(0.0, t0 + run.options.duration - time.monotonic()))
+        done = time.monotonic()
+    time.sleep(
+        max(0.0, t0 + run.options.duration - time.monotonic(), done + gap - time.monotonic())
+    )
 
 
 def _retired(store: LayoutStore, topic: str) -> list[int]:
