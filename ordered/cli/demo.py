@@ -75,7 +75,8 @@ def _text(s: dict[str, Any]) -> str:
         f"records produced {s['produced']}, acknowledged {s['records']}, delivered "
         f"{s['delivered']} (+{s['duplicates']} re-deliveries)",
         f"epochs {s['epochs']}: {changes}",
-        f"longest gate wait {s['longest_gate_wait_s']:.2f} s",
+        f"longest gate wait {s['longest_gate_wait_s']:.1f} s (records held at a closed gate; "
+        f"a member paused a partition for at most {s['longest_member_pause_s']:.1f} s)",
         f"order violations {s['violations']}, records lost {s['lost']}",
         *(
             [
