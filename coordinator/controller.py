@@ -3,7 +3,9 @@
 A transition (``docs/protocol.md``, "A transition") is a state machine over
 :class:`Step`; every step reads what is already written and skips what is done, so a
 controller that dies anywhere leaves a state that :meth:`Controller.resume` (the
-``ordered coordinator`` daemon, or the same command again) completes.
+``ordered coordinator`` daemon, or the same command again) completes. The steps, the
+results and the barrier rule are in :mod:`coordinator.transition` (re-exported here);
+adoption is in :mod:`coordinator.adoption`.
 """
 
 from __future__ import annotations
@@ -12,15 +14,16 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from enum import Enum
-from typing import Any, Final
+from dataclasses import replace
+from typing import Final
 
 from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 
+from coordinator.adoption import Adoption
 from coordinator.errors import (
+    BarrierTimeoutError,
     LayoutError,
     NotAdoptedError,
     OrderedError,
@@ -28,14 +31,30 @@ from coordinator.errors import (
     TransitionInProgressError,
 )
 from coordinator.identity import process_identity
-from coordinator.kafka_admin import KafkaAdmin, KafkaTopic, UnknownTopicError
-from coordinator.store import EpochRecord, LayoutStore, ProducerRecord, TopicRecord
+from coordinator.kafka_admin import KafkaAdmin
+from coordinator.store import EpochRecord, LayoutStore, TopicRecord
 from coordinator.topic_ids import check_topic_id
-from linear_hash import ALGORITHMS, key_flow
+from coordinator.transition import (
+    DEFAULT_DELIVERY_TIMEOUT_MS,
+    EXPIRY_GRACE_S,
+    NEXT_STEP,
+    UNKNOWN_DELIVERY_TIMEOUT_MS,
+    BarrierStatus,
+    Description,
+    Step,
+    TransitionResult,
+    _edges_text,
+    _Transition,
+    _waiting_ids,
+    _waiting_text,
+    barrier_status,
+)
+from linear_hash import key_flow
 
 __all__ = [
     "DEFAULT_DELIVERY_TIMEOUT_MS",
     "EXPIRY_GRACE_S",
+    "UNKNOWN_DELIVERY_TIMEOUT_MS",
     "BarrierStatus",
     "BarrierTimeoutError",
     "Controller",
@@ -45,13 +64,6 @@ __all__ = [
     "barrier_status",
 ]
 
-EXPIRY_GRACE_S: Final = 1.0
-"""Seconds added to a gone producer's ``delivery_timeout_ms`` before it stops counting."""
-
-DEFAULT_DELIVERY_TIMEOUT_MS: Final = 300_000
-"""librdkafka's default ``delivery.timeout.ms``: assumed for a listed producer whose
-registration (and so its declared timeout) was never seen by any controller."""
-
 _REPORT_EVERY_S: Final = 5.0
 # The watches wake the barrier on every registration and ack change; this only bounds
 # how late a missed watch event (e.g. across a reconnect) is noticed.
@@ -60,151 +72,7 @@ _RECHECK_S: Final = 1.0
 Progress = Callable[[str], None]
 
 
-class BarrierTimeoutError(OrderedError):
-    """The barrier did not pass in time; the epoch stays pending for a later resume."""
-
-
-class Step(Enum):
-    """The steps of one transition, in order.
-
-    Transitions (the only ones; :meth:`Controller._run` applies them)::
-
-        PARTITIONS -> PUBLISH -> PRODUCERS -> BARRIER -> SEAL -> DONE
-
-    A new transition enters at ``PARTITIONS``; resuming a pending epoch enters at
-    ``PRODUCERS`` (its partitions exist and it is published).
-
-    Attributes:
-        PARTITIONS: CreatePartitions up to the target if Kafka has fewer.
-        PUBLISH: Read the receiving partitions' end offsets; write the pending epoch
-            and the topic record in one transaction.
-        PRODUCERS: Record in the epoch which producers registered before it.
-        BARRIER: Wait for each listed producer's ack, or its expiry plus its delivery
-            timeout and :data:`EXPIRY_GRACE_S`.
-        SEAL: Read the giving partitions' end offsets; write the epoch sealed and the
-            topic record without ``pending`` in one transaction.
-        DONE: Sealed.
-    """
-
-    PARTITIONS = "partitions"
-    PUBLISH = "publish"
-    PRODUCERS = "producers"
-    BARRIER = "barrier"
-    SEAL = "seal"
-    DONE = "done"
-
-
-_NEXT: Final = {
-    Step.PARTITIONS: Step.PUBLISH,
-    Step.PUBLISH: Step.PRODUCERS,
-    Step.PRODUCERS: Step.BARRIER,
-    Step.BARRIER: Step.SEAL,
-    Step.SEAL: Step.DONE,
-}
-
-
-@dataclass
-class _Transition:
-    """The working state of one transition (owned by the thread running it)."""
-
-    topic: str
-    target: int
-    deadline: float
-    record: TopicRecord
-    version: int
-    kafka_partitions: int
-    epoch: EpochRecord | None = None
-    step: Step = Step.PARTITIONS
-    resumed: bool = False
-    created_partitions: bool = False
-    started: float = field(default_factory=time.monotonic)
-    session_lost: threading.Event = field(default_factory=threading.Event)
-
-    @property
-    def current_epoch(self) -> EpochRecord:
-        if self.epoch is None:
-            raise AssertionError(f"step {self.step.value} needs a published epoch")
-        return self.epoch
-
-
-@dataclass(frozen=True)
-class TransitionResult:
-    """The outcome of a completed transition.
-
-    Attributes:
-        topic: The topic.
-        epoch: The sealed epoch.
-        from_active: Active count before.
-        to_active: Active count after.
-        boundaries: The epoch's boundaries (partition -> offset).
-        producers: The producers the barrier waited for.
-        expired: Those that expired instead of acking (id -> unix time seen gone).
-        created_partitions: Whether this run created Kafka partitions.
-        resumed: Whether this run resumed an epoch that was already published.
-        seconds: How long the run took.
-    """
-
-    topic: str
-    epoch: int
-    from_active: int
-    to_active: int
-    boundaries: dict[int, int]
-    producers: tuple[str, ...]
-    expired: dict[str, float]
-    created_partitions: bool
-    resumed: bool
-    seconds: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready dict."""
-        return {
-            "topic": self.topic,
-            "epoch": self.epoch,
-            "from_active": self.from_active,
-            "to_active": self.to_active,
-            "boundaries": {str(p): o for p, o in self.boundaries.items()},
-            "producers": list(self.producers),
-            "expired": dict(self.expired),
-            "created_partitions": self.created_partitions,
-            "resumed": self.resumed,
-            "seconds": round(self.seconds, 3),
-        }
-
-
-@dataclass(frozen=True)
-class Description:
-    """What ``describe`` reports about a topic.
-
-    Attributes:
-        topic: The topic record (``None``: the topic exists in Kafka, not adopted).
-        kafka_partitions: The partition count in Kafka.
-        epochs: Every epoch, ascending.
-        producers: Registered producers by id.
-        acks: Producer ids that acked the pending epoch (empty if none is pending).
-        kafka_topic_id: Kafka's topic id of the topic.
-    """
-
-    topic: TopicRecord | None
-    kafka_partitions: int
-    epochs: tuple[EpochRecord, ...]
-    producers: dict[str, ProducerRecord]
-    acks: tuple[str, ...]
-    kafka_topic_id: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready dict."""
-        return {
-            "adopted": self.topic is not None,
-            "topic": None if self.topic is None else self.topic.to_dict(),
-            "kafka_partitions": self.kafka_partitions,
-            "kafka_topic_id": self.kafka_topic_id,
-            "epochs": [e.to_dict() for e in self.epochs],
-            "producers": {k: v.to_dict() for k, v in self.producers.items()},
-            "pending_acks": list(self.acks),
-        }
-
-
-class Controller:
+class Controller(Adoption):
     """Runs adoptions and transitions against a layout store and a Kafka cluster.
 
     Thread-safe as far as the store and Kafka are: every call keeps its state local.
@@ -241,186 +109,6 @@ class Controller:
     def store(self) -> LayoutStore:
         """The layout store."""
         return self._store
-
-    # --- adoption ------------------------------------------------------------------
-
-    def adopt(
-        self,
-        topic: str,
-        algorithm: str = "murmur3",
-        ordered: bool = True,
-        replace_existing: bool = False,
-    ) -> TopicRecord:
-        """Adopt ``topic`` with its current partition count as ``initial``.
-
-        The layout is bound to Kafka's topic id of ``topic``
-        (:attr:`TopicRecord.topic_id`). Idempotent: adopting again with the same
-        algorithm and ``ordered`` returns the existing record. A record of an older
-        version (no topic id) with the same settings is bound to the topic's current
-        id, unless Kafka's topic has fewer partitions than the layout (then it cannot
-        be the adopted topic).
-
-        With ``replace_existing`` (``ordered adopt --replace``), an existing layout of
-        another topic id or other settings is replaced: every epoch is dropped and
-        the topic adopted afresh, with an epoch numbered after the old last one.
-        Refused while an epoch of the adopted topic is pending; a pending epoch of a
-        topic that was deleted (another id in Kafka now) does not hold it up.
-
-        Raises:
-            LayoutError: Unknown algorithm, or adopted already with other settings.
-            TopicIdMismatchError: Adopted for another topic id (without
-                ``replace_existing``).
-            TransitionInProgressError: An epoch is pending (``replace_existing``), or
-                the record changed meanwhile.
-            UnknownTopicError: The topic does not exist in Kafka.
-            OrderedKafkaError: Kafka failed.
-            StoreError: ZooKeeper failed or holds a bad record.
-        """
-        if algorithm not in ALGORITHMS:
-            raise LayoutError(
-                f"unknown algorithm {algorithm!r} (known: {', '.join(sorted(ALGORITHMS))})"
-            )
-        kafka = self._kafka_topic(topic)
-        existing, version = self._store.get_topic_and_version(topic)
-        if existing is not None:
-            same = existing.algorithm == algorithm and existing.ordered == ordered
-            if same and existing.topic_id == kafka.topic_id:
-                return existing
-            if not replace_existing:
-                return self._adopt_again(existing, version, kafka, same)
-            self._check_no_live_pending(existing, kafka, "re-adopt")
-        compacted = self._admin.is_compacted(topic)
-        now = time.time()
-        # An epoch number never names two layouts of one topic name, so a new adoption
-        # continues after the old epochs (a client that missed the change still sees
-        # a newer record, and no cached gate of an old epoch matches a new one).
-        first = self._store.first_epoch(topic) if existing is None else existing.epoch + 1
-        record = TopicRecord(
-            topic=topic,
-            topic_id=kafka.topic_id,
-            initial=kafka.partitions,
-            active=kafka.partitions,
-            epoch=first,
-            pending=None,
-            physical=kafka.partitions,
-            algorithm=algorithm,
-            ordered=ordered,
-            compacted=compacted,
-            adopted_at=now,
-        )
-        epoch = EpochRecord(
-            topic=topic,
-            epoch=first,
-            initial=kafka.partitions,
-            from_active=kafka.partitions,
-            to_active=kafka.partitions,
-            state="sealed",
-            edges=(),
-            boundaries={},
-            producers=(),
-            expired={},
-            created_at=now,
-            sealed_at=now,
-        )
-        if existing is None:
-            self._store.create_topic(record, epoch)
-            self._progress(f"adopted {topic}: {kafka.partitions} partitions, {algorithm}")
-        else:
-            self._store.replace_topic(record, epoch, version)
-            self._progress(
-                f"re-adopted {topic} (topic id {kafka.topic_id}): {kafka.partitions} "
-                f"partitions, {algorithm}, from epoch {first}; the layout of "
-                f"{_id_text(existing.topic_id)} is gone"
-            )
-        result = self._store.get_topic(topic)
-        if result is None:
-            raise StoreError(f"topic {topic} vanished right after its adoption")
-        return result
-
-    def _kafka_topic(self, topic: str) -> KafkaTopic:
-        """Kafka's description of ``topic``; a deleted adopted topic says what to do."""
-        try:
-            return self._admin.describe_topic(topic)
-        except UnknownTopicError:
-            if self._store.get_topic(topic) is None:
-                raise
-            raise UnknownTopicError(
-                f"topic {topic} does not exist in Kafka, but a layout of it is adopted (the "
-                f"topic was deleted?): remove the layout with `ordered unadopt {topic}`, or "
-                f"create the topic again and run `ordered adopt {topic} --replace`"
-            ) from None
-
-    def _adopt_again(
-        self, existing: TopicRecord, version: int, kafka: KafkaTopic, same: bool
-    ) -> TopicRecord:
-        """``adopt`` of an adopted topic without ``--replace``: bind, or refuse."""
-        topic = existing.topic
-        check_topic_id(existing, kafka.topic_id)
-        if not same:
-            raise LayoutError(
-                f"topic {topic} is already adopted with algorithm {existing.algorithm}, "
-                f"ordered {str(existing.ordered).lower()} (re-adopt it with other settings: "
-                f"ordered adopt {topic} --replace)"
-            )
-        # A record of an older version: bind it to the topic Kafka has now, if it can be
-        # the adopted one (Kafka never takes partitions away).
-        if kafka.partitions < existing.physical:
-            raise LayoutError(
-                f"topic {topic} has {kafka.partitions} partitions in Kafka, fewer than the "
-                f"{existing.physical} of its layout: it is not the topic that was adopted "
-                f"(deleted and created again?); re-adopt it with `ordered adopt {topic} "
-                f"--replace` or remove the layout with `ordered unadopt {topic}`"
-            )
-        bound = self._store.bind_topic_id(topic, kafka.topic_id, version)
-        self._progress(f"bound the layout of {topic} to topic id {kafka.topic_id}")
-        return bound
-
-    def _check_no_live_pending(
-        self, record: TopicRecord, kafka: KafkaTopic | None, what: str
-    ) -> None:
-        """Refuse to ``what`` a topic whose pending epoch belongs to the live topic."""
-        if record.pending is None:
-            return
-        gone = kafka is None or (record.topic_id is not None and record.topic_id != kafka.topic_id)
-        if gone:
-            return  # the pending epoch's topic was deleted: nothing to wait for
-        raise TransitionInProgressError(
-            f"cannot {what} {record.topic}: epoch {record.pending} (to {record.active} "
-            f"partitions) is pending; it completes with `ordered coordinator` running, or "
-            f"run `ordered expand {record.topic} --to {record.active}` (or shrink) to "
-            "complete it first"
-        )
-
-    def unadopt(self, topic: str) -> TopicRecord | None:
-        """Remove ``topic``'s layout: its record and every epoch (``ordered unadopt``).
-
-        Producers then route the topic as plain Kafka does and consumers read it
-        without gates. Idempotent: a topic not adopted is left alone. Refused while an
-        epoch of the adopted topic is pending; Kafka is asked only then, and a topic
-        gone from Kafka (or created again, with another id) does not hold it up.
-
-        Returns:
-            The record removed, ``None`` when the topic was not adopted.
-
-        Raises:
-            TransitionInProgressError: An epoch is pending, or the record changed
-                meanwhile.
-            OrderedKafkaError: Kafka failed (asked only when an epoch is pending).
-            StoreError: ZooKeeper failed or holds a bad record.
-        """
-        existing, version = self._store.get_topic_and_version(topic)
-        if existing is None:
-            return None
-        if existing.pending is not None:
-            kafka: KafkaTopic | None
-            try:
-                kafka = self._admin.describe_topic(topic)
-            except UnknownTopicError:
-                kafka = None
-            self._check_no_live_pending(existing, kafka, "unadopt")
-        self._store.remove_topic(topic, version)
-        self._progress(f"unadopted {topic}: its layout (up to epoch {existing.epoch}) is gone")
-        return existing
 
     # --- transitions ---------------------------------------------------------------
 
@@ -592,12 +280,12 @@ class Controller:
                         f"topic {topic} says epoch {record.pending} is pending but its "
                         "record is sealed"
                     )
-                tr.step = Step.PRODUCERS
                 self._progress(
                     f"epoch {record.pending} of {topic}: resuming "
                     f"({tr.epoch.from_active} -> {tr.epoch.to_active} partitions)"
                 )
-            self._run(tr)
+            # A resumed epoch's partitions exist and it is published.
+            self._run(tr, Step.PRODUCERS if resuming else Step.PARTITIONS)
             return self._result(topic, tr.current_epoch, tr.created_partitions, tr.resumed, started)
         finally:
             # The lock node is ephemeral: a lost session releases it anyway.
@@ -621,14 +309,15 @@ class Controller:
             seconds=time.monotonic() - started,
         )
 
-    def _run(self, tr: _Transition) -> None:
-        """Drive ``tr`` through its steps: the one place that changes ``tr.step``."""
+    def _run(self, tr: _Transition, start: Step) -> None:
+        """Drive ``tr`` through its steps from ``start``: the one place that changes ``tr.step``."""
 
         def on_state(state: str) -> None:
             # Runs on kazoo's thread: only set a flag.
             if state == KazooState.LOST:
                 tr.session_lost.set()
 
+        tr.step = start
         client = self._store.client
         client.add_listener(on_state)
         try:
@@ -639,7 +328,7 @@ class Controller:
                         "the lock is gone, the next controller completes the transition"
                     )
                 self._handlers[tr.step](tr)
-                tr.step = _NEXT[tr.step]
+                tr.step = NEXT_STEP[tr.step]
         finally:
             client.remove_listener(on_state)
 
@@ -788,90 +477,5 @@ class Controller:
         return record, version
 
 
-@dataclass(frozen=True)
-class BarrierStatus:
-    """Where a barrier stands at one moment (see :func:`barrier_status`).
-
-    Attributes:
-        waiting: Listed producers still holding the barrier, in list order.
-        expired: The epoch's ``expired`` map with producers first seen gone now added.
-        grace_ends: Unix times at which a gone producer's grace ends, for those still
-            in their grace.
-    """
-
-    waiting: tuple[str, ...]
-    expired: dict[str, float]
-    grace_ends: tuple[float, ...]
-
-    @property
-    def passed(self) -> bool:
-        """Whether no listed producer holds the barrier any more."""
-        return not self.waiting
-
-
-def barrier_status(
-    epoch: EpochRecord, acked: set[str], live: set[str], now: float
-) -> BarrierStatus:
-    """Decide the barrier of ``epoch``: pure, no I/O.
-
-    A listed producer no longer holds the barrier once it acked, or once it has been
-    seen gone (not in ``live``; the time is kept in ``expired``) for its
-    ``delivery_timeout_ms`` (:data:`DEFAULT_DELIVERY_TIMEOUT_MS` if unknown) plus
-    :data:`EXPIRY_GRACE_S`. A producer once seen gone keeps that clock even if the
-    same id registers again: every record it routed by the old layout was produced
-    before its session ended.
-
-    Args:
-        epoch: The pending epoch (its ``producers``, ``expired``, timeouts).
-        acked: Ids with an ack of the epoch.
-        live: Ids registered now.
-        now: The current unix time.
-
-    Returns:
-        The status.
-    """
-    expired = dict(epoch.expired)
-    waiting: list[str] = []
-    grace_ends: list[float] = []
-    for pid in epoch.producers:
-        if pid in acked:
-            continue
-        if pid not in expired and pid not in live:
-            expired[pid] = now
-        if pid in expired:
-            ms = epoch.delivery_timeouts_ms.get(pid, DEFAULT_DELIVERY_TIMEOUT_MS)
-            until = expired[pid] + ms / 1000.0 + EXPIRY_GRACE_S
-            if now >= until:
-                continue
-            grace_ends.append(until)
-        waiting.append(pid)
-    return BarrierStatus(tuple(waiting), expired, tuple(grace_ends))
-
-
 class _NothingPending(OrderedError):
     """Internal: a resume found the epoch sealed by someone else meanwhile."""
-
-
-def _id_text(topic_id: str | None) -> str:
-    return "the unbound adoption" if topic_id is None else f"topic id {topic_id}"
-
-
-def _edges_text(edges: list[tuple[int, int]]) -> str:
-    return ", ".join(f"{a}->{b}" for a, b in edges) or "none"
-
-
-def _waiting_ids(waiting: list[str], expired: dict[str, float]) -> str:
-    parts = [f"{pid} (gone, in grace)" if pid in expired else pid for pid in waiting]
-    return "producer(s) " + ", ".join(parts)
-
-
-def _waiting_text(epoch: EpochRecord, waiting: list[str], expired: dict[str, float]) -> str:
-    total = len(epoch.producers)
-    grace = [p for p in waiting if p in expired]
-    text = (
-        f"epoch {epoch.epoch} of {epoch.topic}: waiting for {len(waiting)} of {total} "
-        f"producers ({', '.join(waiting)})"
-    )
-    if grace:
-        text += f"; {len(grace)} gone, waiting out their delivery timeout"
-    return text

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "BarrierTimeoutError",
     "ClusterError",
     "ConfigError",
     "DataLossError",
@@ -28,6 +29,7 @@ __all__ = [
     "TransitionInProgressError",
     "TrimError",
     "TrimRequestError",
+    "UnknownTopicError",
     "UsageError",
 ]
 
@@ -114,6 +116,14 @@ class TopicIdMismatchError(UsageError):
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickles (Spark ships exceptions between processes) with its three fields.
         return (type(self), (self.topic, self.recorded_id, self.kafka_id))
+
+
+class UnknownTopicError(UsageError):
+    """The topic does not exist in Kafka."""
+
+
+class BarrierTimeoutError(OrderedError):
+    """The barrier did not pass in time; the epoch stays pending for a later resume."""
 
 
 class TransitionInProgressError(OrderedError):

@@ -11,10 +11,11 @@ its own thread. Kazoo's watch callbacks never read ZooKeeper themselves: a read 
 retries on kazoo's worker thread blocks ``KazooClient.stop()`` (and interpreter exit)
 while ZooKeeper is away.
 
-Session states of a watcher (kazoo's, as an :class:`SessionState`)::
+Session states of a watcher: the shared machine of :mod:`coordinator.session`
+(:class:`SessionState`, re-exported here)::
 
     CONNECTED --(connection lost)--> SUSPENDED --(reconnected)--> CONNECTED
-    SUSPENDED --(session expired)--> LOST --(new session)--> CONNECTED
+    CONNECTED | SUSPENDED --(session expired)--> LOST --(new session)--> CONNECTED
     any --(stop)--> STOPPED
 
 A reader that saw ``SUSPENDED`` or ``LOST`` must reload before it trusts its copy
@@ -24,15 +25,15 @@ reconnect so it can tell.
 
 from __future__ import annotations
 
-import enum
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
-from kazoo.client import KazooClient, KazooState
+from kazoo.client import KazooClient
 
 from coordinator.errors import NotAdoptedError
+from coordinator.session import SESSION_TRANSITIONS, SessionMachine, SessionState
 from coordinator.store import LayoutStore, TopicRecord, Watch
 from coordinator.store import paths as store_paths
 from coordinator.topic_ids import TopicIds, check_topic_id
@@ -153,7 +154,7 @@ def load_history(
     """
     if sync:
         path = store_paths.topic_path(store.root, topic)
-        store._run(f"sync {path}", store.client.sync, path)
+        store.sync(path)
     record = store.get_topic(topic)
     check_topic_id(record, topic_id)
     if ids is not None:
@@ -165,21 +166,7 @@ def load_history(
     return TopicHistory.from_records(record, store.epochs(topic))
 
 
-class SessionState(enum.Enum):
-    """The ZooKeeper session as a watcher sees it (see the module doc)."""
-
-    CONNECTED = "connected"
-    SUSPENDED = "suspended"
-    LOST = "lost"
-    STOPPED = "stopped"
-
-
-_TRANSITIONS: dict[SessionState, frozenset[SessionState]] = {
-    SessionState.CONNECTED: frozenset({SessionState.SUSPENDED, SessionState.LOST}),
-    SessionState.SUSPENDED: frozenset({SessionState.CONNECTED, SessionState.LOST}),
-    SessionState.LOST: frozenset({SessionState.CONNECTED}),
-    SessionState.STOPPED: frozenset(),
-}
+_TRANSITIONS: Final = SESSION_TRANSITIONS  # the shared table, under its first name
 
 
 class HistoryWatcher:
@@ -202,41 +189,29 @@ class HistoryWatcher:
         self._dirty: set[str] = set()
         self._unarmed: set[str] = set()
         self._watches: dict[str, Watch] = {}
-        self._state = SessionState.CONNECTED
-        self.generation = 0
-        """Incremented at every reconnect after a suspension or a lost session."""
+        self._session = _WatcherSession(self)
         store.client.add_listener(self._on_session)
 
     @property
     def state(self) -> SessionState:
         """The session state now."""
-        return self._state
+        return self._session.state
 
-    def _set_state(self, new: SessionState) -> None:
-        """The only writer of the state; ignores a repeat, rejects an unlisted move."""
-        with self._lock:
-            old = self._state
-            if new is old:
-                return
-            if new is not SessionState.STOPPED and new not in _TRANSITIONS[old]:
-                raise RuntimeError(f"session state {old.name} -> {new.name} is not a transition")
-            self._state = new
-            if new is SessionState.CONNECTED:
-                self.generation += 1
-                # Watches may have missed changes while away (and a new session has
-                # none): everything is dirty and armed again.
-                self._dirty.update(self._watches)
-                self._unarmed.update(self._watches)
+    @property
+    def generation(self) -> int:
+        """Incremented at every reconnect after a suspension or a lost session."""
+        return self._session.generation
+
+    def _reconnected(self) -> None:
+        # Under self._lock (the machine's lock): watches may have missed changes while
+        # away (and a new session has none): everything is dirty and armed again.
+        self._dirty.update(self._watches)
+        self._unarmed.update(self._watches)
 
     def _on_session(self, state: Any) -> bool | None:
-        if self._state is SessionState.STOPPED:
+        if self._session.stopped:
             return True  # removes the listener
-        new = {
-            KazooState.CONNECTED: SessionState.CONNECTED,
-            KazooState.SUSPENDED: SessionState.SUSPENDED,
-            KazooState.LOST: SessionState.LOST,
-        }[state]
-        self._set_state(new)
+        self._session.on_kazoo(state)
         self._poke()
         return None
 
@@ -279,7 +254,7 @@ class HistoryWatcher:
             self._poke()
 
         try:
-            self._store._run(f"watch {path}", self._store.client.exists, path, fired)
+            self._store.exists_and_watch(path, fired)
         except Exception:
             with self._lock:
                 self._unarmed.add(topic)
@@ -295,7 +270,7 @@ class HistoryWatcher:
         with self._lock:
             dirty, self._dirty = self._dirty, set()
             unarmed, self._unarmed = self._unarmed, set()
-            if self._state is SessionState.STOPPED:
+            if self._session.stopped:
                 return dirty
         for topic in unarmed:
             try:
@@ -311,11 +286,23 @@ class HistoryWatcher:
 
     def stop(self) -> None:
         """Stop every watch and the session listener; never blocks."""
+        self._session.stop()
         with self._lock:
-            self._state = SessionState.STOPPED
             watches = list(self._watches.values())
             self._watches.clear()
         for watch in watches:
             watch.stop()  # a one-shot watch that fires later finds it stopped
         client: KazooClient = self._store.client
         client.remove_listener(self._on_session)
+
+
+class _WatcherSession(SessionMachine):
+    """A watcher's session: the shared machine; a reconnect marks every topic dirty."""
+
+    def __init__(self, watcher: HistoryWatcher) -> None:
+        super().__init__("history watcher", watcher._lock)
+        self._watcher = watcher
+
+    def _entered(self, old: SessionState, new: SessionState) -> None:
+        if new is SessionState.CONNECTED:
+            self._watcher._reconnected()

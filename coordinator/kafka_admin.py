@@ -34,7 +34,7 @@ from confluent_kafka.admin._listoffsets import OffsetSpec
 from confluent_kafka.admin._resource import ResourceType
 from confluent_kafka.cimpl import NewPartitions
 
-from coordinator.errors import OrderedKafkaError, UsageError
+from coordinator.errors import OrderedKafkaError, UnknownTopicError
 
 __all__ = [
     "TRANSIENT_ERRORS",
@@ -78,10 +78,6 @@ _LATEST: OffsetSpec = OffsetSpec.latest()  # type: ignore[no-untyped-call]
 _MAX_PROBES = 16
 
 _EARLIEST: OffsetSpec = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
-
-
-class UnknownTopicError(UsageError):
-    """The topic does not exist in Kafka."""
 
 
 @dataclass(frozen=True)

@@ -34,11 +34,11 @@ from typing import Any, Final
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
-from kazoo.protocol.states import ZnodeStat
 
 from coordinator.errors import StoreError
 from coordinator.store import paths
 from coordinator.store.records import RECORD_VERSION, Interest, Progress
+from coordinator.store.watches import watch_node
 
 __all__ = [
     "POSITIONS_VERSION",
@@ -170,7 +170,7 @@ class PositionService:
         self._watched.add(key)
         path = self.progress_path(topic, partition)
 
-        def on_data(data: bytes | None, _stat: ZnodeStat | None, _event: Any = None) -> None:
+        def on_data(data: bytes | None) -> None:
             if not data:
                 return
             try:
@@ -178,7 +178,7 @@ class PositionService:
             except StoreError as exc:
                 _log.warning("position service: %s", exc)
 
-        self._client.DataWatch(path, on_data)
+        self._client.retry(watch_node, self._client, path, on_data)
         return True
 
     def progress(self, topic: str) -> dict[int, Progress]:

@@ -8,19 +8,48 @@ Why bounded: kazoo retries a command forever by default, and a watch callback th
 reads through such a retry blocks kazoo's worker thread, ``KazooClient.stop()`` and so
 interpreter exit, while ZooKeeper is away. A bounded ``command_retry`` makes every store
 call fail with :class:`~coordinator.errors.StoreUnavailableError` instead.
+
+Lifecycle, shared by both clients: :func:`close_client_within` closes a client in a
+bounded time (kazoo's ``stop()`` joins its threads, which a stuck retry can hold), and
+:func:`exit_hook` ends a client's work at interpreter exit without keeping it alive.
+
+Logging: kazoo logs through the ``kazoo.client`` logger (every refused connection, at
+warning level); this module leaves it to the application. The ``ordered`` command
+turns it down; an application that wants the same sets
+``logging.getLogger("kazoo.client").setLevel(logging.CRITICAL)``.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import logging
-from typing import Any
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from kazoo.client import KazooClient
 from kazoo.handlers.threading import KazooTimeoutError
 
 from coordinator.errors import StoreUnavailableError
 
-__all__ = ["COMMAND_RETRY", "close_client", "expire_session", "make_client", "start_client"]
+__all__ = [
+    "COMMAND_RETRY",
+    "KAZOO_LOGGER",
+    "close_client",
+    "close_client_within",
+    "exit_hook",
+    "expire_session",
+    "make_client",
+    "run_bounded",
+    "start_client",
+]
+
+KAZOO_LOGGER = "kazoo.client"
+"""The name of kazoo's logger (left to the application; see the module doc)."""
+
+_T = TypeVar("_T")
 
 COMMAND_RETRY: dict[str, Any] = {"max_tries": 20, "delay": 0.05, "max_delay": 0.5, "deadline": 5.0}
 """Default retry bounds of one store command: at most 20 tries within 5 s."""
@@ -57,8 +86,6 @@ def make_client(
     connection = dict(_CONNECTION_RETRY)
     if not reconnect:
         connection["max_tries"] = 3
-    # kazoo logs every refused connection; callers report one error instead.
-    logging.getLogger("kazoo.client").setLevel(logging.CRITICAL)
     return KazooClient(
         hosts=hosts,
         timeout=session_timeout_s,
@@ -105,6 +132,58 @@ def close_client(client: KazooClient) -> None:
         client.close()
     except Exception:  # best effort on the way out
         logging.getLogger(__name__).debug("kazoo close failed", exc_info=True)
+
+
+def run_bounded(func: Callable[..., Any], *args: Any, timeout: float, name: str) -> bool:
+    """Run ``func(*args)`` in a daemon thread and wait at most ``timeout`` seconds for it.
+
+    For ZooKeeper work on the way out: a kazoo call made just as ZooKeeper goes away
+    blocks until the session resolves, and a daemon thread cannot delay exit.
+
+    Returns:
+        Whether it finished in time.
+    """
+    worker = threading.Thread(target=func, args=args, name=name, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    return not worker.is_alive()
+
+
+def close_client_within(client: KazooClient, timeout: float) -> bool:
+    """Close ``client`` within ``timeout`` seconds, whatever ZooKeeper does.
+
+    kazoo's ``stop()`` joins its worker threads; one stuck in a kazoo recipe's
+    unbounded retry would hold it (and, through kazoo's own exit hook, interpreter
+    exit) while ZooKeeper is away. The close runs in a daemon thread instead, and
+    kazoo's exit hook is removed: an unfinished close cannot delay exit.
+
+    Returns:
+        Whether the close finished in time.
+    """
+    with contextlib.suppress(Exception):
+        atexit.unregister(client.handler.stop)
+    return run_bounded(close_client, client, timeout=timeout, name="zookeeper-close")
+
+
+def exit_hook(owner: _T, on_exit: Callable[[_T], None]) -> Callable[[], None]:
+    """Register ``on_exit(owner)`` to run at interpreter exit, holding ``owner`` weakly.
+
+    An exit hook must not keep its client alive: a client collected before exit has
+    nothing to do. Registered after kazoo's own hook (made at connect), it runs
+    before it. Pass the returned hook to ``atexit.unregister`` when the client closes.
+
+    Returns:
+        The registered hook.
+    """
+    ref = weakref.ref(owner)
+
+    def hook() -> None:
+        alive = ref()
+        if alive is not None:
+            on_exit(alive)
+
+    atexit.register(hook)
+    return hook
 
 
 def expire_session(client: KazooClient, timeout_s: float = 15.0) -> None:

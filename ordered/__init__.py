@@ -27,10 +27,11 @@ from coordinator.errors import (
     TrimRequestError,
     UsageError,
 )
-from ordered.config import OrderedSettings, ProducerConfig, split_producer_config
+from ordered.config import OrderedSettings
 from ordered.consumer import OrderedConsumer
 from ordered.listener import PartitionKeyRebalanceListener
 from ordered.producer import OrderedProducer, TopicState
+from ordered.producer_config import ProducerConfig, ProducerSettings, split_producer_config
 
 __all__ = [
     "ClusterError",
@@ -46,6 +47,7 @@ __all__ = [
     "OrderedSettings",
     "PartitionKeyRebalanceListener",
     "ProducerConfig",
+    "ProducerSettings",
     "RecordCorruptError",
     "StateTransitionError",
     "StoreError",

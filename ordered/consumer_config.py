@@ -21,17 +21,18 @@ Two librdkafka settings are changed (see :class:`ConsumerConfig`):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from ordered.settings import (
     ORDERED_PREFIX,
     VIOLATION_POLICIES,
     Role,
-    default,
     keys_for,
     parse_bool,
     parse_settings,
+    setting_field,
+    settings_view,
     split_ordered,
 )
 
@@ -53,11 +54,13 @@ METADATA_REFRESH_MS: Final = 2000
 """The default ``topic.metadata.refresh.interval.ms`` of an ordered consumer."""
 
 
+@settings_view(Role.CONSUMER)
 @dataclass(frozen=True, slots=True)
 class ConsumerSettings:
     """The parsed ``ordered.*`` settings of a consumer.
 
-    Defaults come from :data:`ordered.settings.SETTINGS`.
+    Keys and defaults come from :data:`ordered.settings.SETTINGS` (a field the table
+    does not give the consumer fails at import).
 
     Attributes:
         zookeeper_connect: ``ordered.zookeeper.connect``; may end in a chroot path.
@@ -69,7 +72,8 @@ class ConsumerSettings:
             layer. Not needed for order: a new epoch is known before a batch fetched
             after it is judged (the fetch check). Reading headers costs
             confluent-kafka about half a microsecond per record.
-        epoch_header_name: ``ordered.epoch.header.name`` (also :attr:`header_name`).
+        epoch_header_name: ``ordered.epoch.header.name`` (``header_name`` is an old
+            alias, kept for callers outside the project).
         key_audit: ``ordered.key.audit``.
         gate_poll_interval_ms: ``ordered.gate.poll.interval.ms``.
         audit_every: ``ordered.audit.every``: the audits look at every N-th record of a
@@ -86,16 +90,16 @@ class ConsumerSettings:
             decide.
     """
 
-    zookeeper_connect: str
-    zookeeper_root: str = field(default=default("zookeeper_root"))
-    zookeeper_session_timeout_ms: int = field(default=default("zookeeper_session_timeout_ms"))
-    violation_policy: str = field(default=default("violation_policy"))
-    header_audit: bool = field(default=default("header_audit"))
-    epoch_header_name: str = field(default=default("epoch_header_name"))
-    key_audit: bool = field(default=default("key_audit"))
-    gate_poll_interval_ms: int = field(default=default("gate_poll_interval_ms"))
-    audit_every: int = field(default=default("audit_every"))
-    positions: bool = field(default=default("positions"))
+    zookeeper_connect: str = setting_field("zookeeper_connect")
+    zookeeper_root: str = setting_field("zookeeper_root")
+    zookeeper_session_timeout_ms: int = setting_field("zookeeper_session_timeout_ms")
+    violation_policy: str = setting_field("violation_policy")
+    header_audit: bool = setting_field("header_audit")
+    epoch_header_name: str = setting_field("epoch_header_name")
+    key_audit: bool = setting_field("key_audit")
+    gate_poll_interval_ms: int = setting_field("gate_poll_interval_ms")
+    audit_every: int = setting_field("audit_every")
+    positions: bool = setting_field("positions")
 
     @property
     def header_name(self) -> str:

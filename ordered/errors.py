@@ -1,12 +1,14 @@
 """The error classes, under their historical import path.
 
 The hierarchy itself lives in the leaf module :mod:`coordinator.errors`; this module
-re-exports it so that ``from ordered.errors import ...`` keeps working.
+re-exports all of it, so ``from ordered.errors import ...`` reaches every public error.
 """
 
 from coordinator.errors import (
+    BarrierTimeoutError,
     ClusterError,
     ConfigError,
+    DataLossError,
     LayoutError,
     LayoutUnavailableError,
     NotAdoptedError,
@@ -21,12 +23,15 @@ from coordinator.errors import (
     TransitionInProgressError,
     TrimError,
     TrimRequestError,
+    UnknownTopicError,
     UsageError,
 )
 
 __all__ = [
+    "BarrierTimeoutError",
     "ClusterError",
     "ConfigError",
+    "DataLossError",
     "LayoutError",
     "LayoutUnavailableError",
     "NotAdoptedError",
@@ -41,5 +46,6 @@ __all__ = [
     "TransitionInProgressError",
     "TrimError",
     "TrimRequestError",
+    "UnknownTopicError",
     "UsageError",
 ]

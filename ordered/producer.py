@@ -9,8 +9,11 @@ boundaries.
 
 The producer by concern:
 
-- this module: the confluent API surface, the send path, first use and the lifecycle
-  (close, context manager, interpreter exit);
+- this module: the confluent API surface and the send path;
+- :mod:`ordered.producer_topics`: first use of a topic, layout changes, the barrier's
+  drain and acks, the session handler;
+- :mod:`ordered.producer_leave`: the lifecycle (close, context manager, interpreter
+  exit);
 - :mod:`ordered.producer_routes`: routes and topic states (the topic state machine);
 - :mod:`ordered.producer_tracking`: delivery tracking (which records a switch must
   wait for) and the delivery callbacks;
@@ -27,45 +30,41 @@ Compacted topics follow KIP-253 section 9 (:mod:`ordered.compaction`).
 
 from __future__ import annotations
 
-import atexit
-import functools
 import importlib
 import logging
 import os
 import queue
 import threading
-import time
-import weakref
 from collections.abc import Callable
 from typing import Any, Final
 
 import confluent_kafka
-from kazoo.client import KazooClient, KazooState
+from kazoo.client import KazooClient
 
 from coordinator import identity
 from coordinator.errors import (
     LayoutUnavailableError,
-    OrderedKafkaError,
-    StoreError,
-    StoreUnavailableError,
 )
-from coordinator.store import AckRecord, LayoutStore, ProducerRecord, TopicRecord
-from coordinator.store import paths as store_paths
+from coordinator.store import LayoutStore, TopicRecord
 from coordinator.topic_ids import TopicIds
-from coordinator.zk import close_client, make_client, start_client
+from coordinator.zk import (
+    close_client,
+    exit_hook,
+    make_client,
+    start_client,
+)
 from linear_hash import Layout
 from ordered.compaction import TOMBSTONE_HEADER, ancestors
-from ordered.config import ProducerConfig, split_producer_config
+from ordered.producer_config import ProducerConfig, split_producer_config
+from ordered.producer_leave import ProducerLeave
 from ordered.producer_routes import (
-    PLAIN_ROUTE,
-    AckDue,
     Route,
     RouteTable,
-    TopicInfo,
     TopicState,
     merge_headers,
 )
-from ordered.producer_session import Event, EventKind, ProducerSession
+from ordered.producer_session import Event, ProducerSession
+from ordered.producer_topics import ProducerTopics
 from ordered.producer_tracking import (
     DeliveryCallback,
     DrainTracker,
@@ -106,29 +105,15 @@ fall-through, so a method added by a later confluent-kafka cannot bypass the rou
 ``tests/unit/test_producer_surface.py`` fails until it is wrapped or listed here.
 """
 
-_METADATA_TIMEOUT_S: Final = 5.0
-_EXIT_FLUSH_S: Final = 5.0
-"""At interpreter exit, flush for at most this long ..."""
-_LEAVE_S: Final = 3.0
-"""How long close waits for its final acks and unregistrations."""
-_EXIT_STALL_S: Final = 1.0
-"""... and give up sooner when nothing was delivered for this long (Kafka is gone)."""
 
-
-def _close_at_exit(ref: weakref.ref[OrderedProducer]) -> None:
-    producer = ref()
-    if producer is not None:
-        producer._close(exiting=True)
-
-
-class OrderedProducer:
+class OrderedProducer(ProducerTopics, ProducerLeave):
     """A ``confluent_kafka.Producer`` that keeps per-key order across layout changes.
 
     Wraps (does not subclass) a ``confluent_kafka.Producer``: same methods, argument
     order, defaults, callbacks, exceptions (``BufferError``, ``KafkaException`` with the
     original ``KafkaError``) and return values. The configuration is confluent's plus
     the ``ordered.*`` keys of :mod:`ordered.settings`; ``enable.idempotence`` is forced
-    on and ``delivery.timeout.ms`` defaults to 60 s (:mod:`ordered.config`).
+    on and ``delivery.timeout.ms`` defaults to 60 s (:mod:`ordered.producer_config`).
 
     Per topic, on first use the producer registers itself in the layout store, then
     reads and watches the topic's record:
@@ -223,8 +208,7 @@ class OrderedProducer:
         # Registered after kazoo's own exit hook, so it runs first (atexit is LIFO)
         # while the kazoo client still works; a weak reference, so an unreferenced
         # producer can still be collected.
-        self._exit_hook = functools.partial(_close_at_exit, weakref.ref(self))
-        atexit.register(self._exit_hook)
+        self._exit_hook = exit_hook(self, _close_at_exit)
 
     # --- introspection (not in confluent) -------------------------------------------
 
@@ -558,243 +542,6 @@ class OrderedProducer:
         """Flush and close (confluent flushes and destroys the producer here)."""
         self.close()
 
-    # --- leaving -------------------------------------------------------------------
 
-    def _close(self, exiting: bool) -> bool:
-        with self._close_lock:
-            if self._closed:
-                return True
-            atexit.unregister(self._exit_hook)
-            left = self._flush_at_exit() if exiting else self._producer.flush()
-            with self._lock:
-                self._closed = True
-                self._table.enable_fast(False)
-                drained = left == 0 and len(self._producer) == 0
-                acks = self._table.close_all() if drained else []
-                topics = [i.topic for i in self._table.infos.values() if i.valid]
-            if drained and self._kz.state == KazooState.CONNECTED:
-                # In a thread of its own, waited for a bounded time: a kazoo call made
-                # just as ZooKeeper goes away blocks until the session resolves.
-                leaver = threading.Thread(
-                    target=self._leave, args=(topics, acks), name="ordered-leave", daemon=True
-                )
-                leaver.start()
-                leaver.join(_LEAVE_S)
-                if leaver.is_alive():
-                    _log.warning("leaving the layout store timed out after %.0f s", _LEAVE_S)
-            # The worker may use the librdkafka handle (a metadata refresh): stop it first.
-            self._events.put(Event(EventKind.STOP))
-            # A daemon thread: at exit, do not wait long for one stuck in a store call.
-            self._worker.join(timeout=1.0 if exiting else 5.0)
-            if not drained:
-                # What is left cannot be delivered now; confluent's close would wait.
-                self._producer.purge(True, True, False)
-            result = bool(self._producer.close())
-            self._session.stop()
-            close_client(self._kz)
-            return result
-
-    def _flush_at_exit(self) -> int:
-        """Flush at interpreter exit: at most 5 s, and not while nothing is delivered."""
-        deadline = time.monotonic() + _EXIT_FLUSH_S
-        progress_at = time.monotonic()
-        left = len(self._producer)
-        while left and time.monotonic() < deadline:
-            now_left: int = self._producer.flush(0.1)
-            if now_left < left:
-                progress_at = time.monotonic()
-            elif time.monotonic() - progress_at > _EXIT_STALL_S:
-                break
-            left = now_left
-        return left
-
-    def _leave(self, topics: list[str], acks: list[AckDue]) -> None:
-        """Ack, unregister, then ack any epoch published meanwhile (everything is delivered).
-
-        After the flush this producer has no record in flight, so acking any pending
-        epoch is true; the second round covers an epoch published while leaving, which
-        may have listed this producer before its registration went.
-        """
-        try:
-            for ack in acks:
-                self._store.ack(ack.topic, ack.epoch, self._ack_record(ack))
-            for topic in topics:
-                self._store.unregister_producer(topic, self.producer_id)
-            for topic in topics:
-                record = self._store.get_topic(topic)
-                if record is not None and record.pending is not None:
-                    due = AckDue(topic, record.pending, {})
-                    self._store.ack(topic, record.pending, self._ack_record(due))
-        except StoreError as exc:
-            # The session ends right after: registrations go with it; the barrier then
-            # waits out this producer's delivery timeout for an unacked epoch.
-            _log.warning("leaving the layout store incompletely: %s", exc)
-
-    # --- topics: first use and records ----------------------------------------------
-
-    def _producer_record(self) -> ProducerRecord:
-        return ProducerRecord(
-            id=self.producer_id,
-            host=identity.host_name(),
-            pid=os.getpid(),
-            delivery_timeout_ms=self._split.delivery_timeout_ms,
-            registered_at=time.time(),
-            client_id=self._split.client_id,
-        )
-
-    def _ack_record(self, ack: AckDue) -> AckRecord:
-        return AckRecord(
-            id=self.producer_id,
-            epoch=ack.epoch,
-            last_offsets=ack.last_offsets,
-            acked_at=time.time(),
-        )
-
-    def _watcher(self, topic: str) -> Callable[[Any], None]:
-        # One callable per topic: kazoo keeps a set of watchers per path, so re-arming
-        # with the same one never piles up duplicates.
-        found = self._watchers.get(topic)
-        if found is None:
-            found = self._watchers[topic] = functools.partial(self._on_watch, topic)
-        return found
-
-    def _on_watch(self, topic: str, _event: Any) -> None:
-        # kazoo's thread: never block, never read; the worker re-reads and re-arms.
-        self._events.put(Event(EventKind.TOPIC_CHANGED, topic))
-
-    def _first_use(self, topic: str) -> Route:
-        with self._first_use_lock:
-            route = self._routes.get(topic)
-            if route is not None:
-                return route
-            try:
-                store_paths.check_topic(topic)
-            except (ValueError, TypeError):
-                # Not a Kafka topic name: confluent reports its own error for it.
-                with self._lock:
-                    info = self._table.info(topic, valid=False)
-                    self._table.set_state(info, TopicState.PLAIN, PLAIN_ROUTE)
-                return PLAIN_ROUTE
-            if not self._session.usable:
-                raise LayoutUnavailableError(
-                    f"cannot read the layout of {topic}: ZooKeeper is unreachable; poll() and retry"
-                )
-            try:
-                # A layout of another topic id (the topic was deleted and created again)
-                # is refused before registering: a refused producer must not hold up
-                # that topic's barrier.
-                self._topic_ids.verify(self._store.get_topic(topic))
-                self._store.register_producer(topic, self._producer_record())
-                record = self._topic_ids.verify(
-                    self._store.get_topic_and_watch(topic, self._watcher(topic))
-                )
-            except StoreUnavailableError as exc:
-                raise LayoutUnavailableError(
-                    f"cannot read the layout of {topic}: {exc}; poll() and retry"
-                ) from exc
-            except OrderedKafkaError as exc:  # Kafka did not answer the topic-id check
-                raise LayoutUnavailableError(
-                    f"cannot check the topic id of {topic}: {exc}; poll() and retry"
-                ) from exc
-            with self._lock:
-                info = self._table.info(topic)
-            self._apply(info, record, first_use=True)
-            return self._routes[topic]
-
-    def _refresh_metadata(self, topic: str, timeout: float) -> int:
-        """Refresh librdkafka's metadata of ``topic``; return its partition count (or 0).
-
-        librdkafka refuses an explicit partition beyond its cached partition count
-        (``_UNKNOWN_PARTITION``) until its next periodic refresh; a metadata request
-        updates that cache at once.
-        """
-        if self._closed:
-            return 0
-        try:
-            metadata = self._producer.list_topics(topic, timeout)
-        except confluent_kafka.KafkaException as exc:
-            _log.warning("metadata of %s not refreshed: %s", topic, exc.args[0])
-            return 0
-        except RuntimeError:
-            if self._closed:
-                return 0  # closed meanwhile ("Handle has been closed")
-            raise
-        entry = metadata.topics.get(topic)
-        if entry is None or entry.error is not None:
-            return 0
-        return len(entry.partitions)
-
-    def _apply(self, info: TopicInfo, record: TopicRecord | None, first_use: bool = False) -> None:
-        """Move ``info`` to the state its topic record calls for (worker or first use)."""
-        topic = info.topic
-        with self._lock:
-            if self._table.is_stale(info, record):
-                return
-        if record is not None and record.ordered and record.active > info.known_partitions:
-            # Only growth needs fresh metadata; a shrink routes to partitions it knows.
-            known = self._refresh_metadata(topic, 1.0 if first_use else _METADATA_TIMEOUT_S)
-            info.known_partitions = max(info.known_partitions, known)
-            if known < record.active and not first_use:
-                # Keep routing by the old layout (safe: the ack waits) and retry.
-                _log.debug("%s: librdkafka does not know %d partitions yet", topic, record.active)
-                info.deferred = record
-                return
-        with self._lock:
-            acks = self._table.apply(info, record, self._session.usable)
-            self._update_tracking()
-        for ack in acks:
-            self._queue_ack(ack)
-
-    @property
-    def _is_closed(self) -> bool:
-        return self._closed
-
-    def _update_tracking_locked(self) -> None:
-        with self._lock:
-            self._update_tracking()
-
-    def _update_tracking(self) -> None:
-        # Under _lock. Tracking stops once no switch waits for its ack; the compiled
-        # path runs only while nothing is tracked and the session is usable.
-        tracker = self._tracker
-        if not self._table.switches and tracker.tracking:
-            tracker.stop()
-        self._direct = not tracker.tracking and not self._only_error
-        self._table.enable_fast(not tracker.tracking and self._session.usable and not self._closed)
-
-    # --- the barrier: tracking, drain, ack --------------------------------------------
-
-    def _on_tracked(self, generation: int, err: Any, msg: Any) -> None:
-        with self._lock:
-            self._tracker.done(generation)
-            if err is None:
-                switch = self._table.switches.get(msg.topic())
-                if switch is not None:
-                    switch.delivered(generation, msg.partition(), msg.offset())
-
-    def _check_drained(self, idle_only: bool = False) -> None:
-        """Ack every switch whose older records are all delivered (see RouteTable.drained)."""
-        with self._lock:
-            if not self._table.switches or not self._session.usable or self._closed:
-                return
-            acks = self._table.drained(len(self._producer), idle_only)
-            if acks:
-                self._update_tracking()
-        for ack in acks:
-            self._queue_ack(ack)
-
-    def _queue_ack(self, ack: AckDue) -> None:
-        # The worker writes it: the send path never waits for a ZooKeeper round trip.
-        self._events.put(Event(EventKind.ACK_DUE, ack.topic, self._ack_record(ack)))
-
-    # --- ZooKeeper session and the worker ---------------------------------------------
-
-    def _on_session(self, state: str) -> None:
-        # kazoo's connection thread: in-memory only, then hand over to the worker.
-        if not self._session.on_kazoo(state):
-            return
-        if state != KazooState.CONNECTED:
-            with self._lock:
-                self._table.enable_fast(False)
-                self._table.suspend_all()
-        self._events.put(Event(EventKind.SESSION_CHANGED))
+def _close_at_exit(producer: OrderedProducer) -> None:
+    producer._close(exiting=True)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Final
 
+from coordinator.errors import StateTransitionError
 from coordinator.store import TopicRecord
 from linear_hash import DEFAULT_ALGORITHM, Layout
 from ordered.compaction import TombstoneMemo
@@ -92,9 +93,10 @@ TRANSITIONS: Final[dict[TopicState, frozenset[TopicState]]] = {
 
 
 def check_transition(old: TopicState, new: TopicState) -> None:
-    """Raise ``RuntimeError`` if ``old -> new`` is not a transition of :class:`TopicState`."""
+    """Raise :class:`~coordinator.errors.StateTransitionError` (a ``RuntimeError``) if
+    ``old -> new`` is not a transition of :class:`TopicState`."""
     if new not in TRANSITIONS[old]:
-        raise RuntimeError(f"illegal topic state transition {old.name} -> {new.name}")
+        raise StateTransitionError(f"illegal topic state transition {old.name} -> {new.name}")
 
 
 class Route:

@@ -1,22 +1,29 @@
-"""The one table of ``ordered.`` settings, shared by both wrappers.
+"""The one table of ``ordered.`` settings, shared by every reader of settings.
 
 Every setting of the ordering layer is one :class:`Setting` in :data:`SETTINGS`: its
 key, the attribute it becomes, its default (stated here and nowhere else), how its value
-is checked, what it means and which wrapper reads it. :mod:`ordered.config` (the
-producer) and :mod:`ordered.consumer_config` (the consumer) build their settings
-objects from this table with :func:`parse_settings`, and remove every ``ordered.`` key
-with :func:`split_ordered` before the dict reaches librdkafka (which rejects keys it
-does not know). A key that starts with ``ordered.`` but is not in the table (for that
-wrapper) is a :class:`~coordinator.errors.ConfigError` naming it, so a typo never
-silently turns a setting off.
+is checked, what it means and who reads it (:class:`Role`: the producer, the consumer,
+the Spark source; the Spark sink hands its ``ordered.`` options to a producer).
+
+:mod:`ordered.producer_config` and :mod:`ordered.consumer_config` declare their settings
+objects with :func:`setting_field` and :func:`settings_view` (defaults, keys and the
+set of fields all come from this table; a view that drifts from it fails at import),
+parse with :func:`parse_settings`, and remove every ``ordered.`` key with
+:func:`split_ordered` before the dict reaches librdkafka (which rejects keys it does
+not know). ``spark_source.options`` parses its ``ordered.`` options with the same
+function, so one value is accepted or refused alike by all three. A key that starts
+with ``ordered.`` but is not in the table (for that reader) is a
+:class:`~coordinator.errors.ConfigError` naming it, so a typo never silently turns a
+setting off.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from coordinator.errors import ConfigError
 
@@ -32,8 +39,12 @@ __all__ = [
     "parse_int",
     "parse_settings",
     "parse_str",
+    "setting_field",
+    "settings_view",
     "split_ordered",
 ]
+
+_View = TypeVar("_View", bound=type)
 
 ORDERED_PREFIX: Final = "ordered."
 """Every setting of the ordering layer starts with this prefix."""
@@ -46,11 +57,21 @@ _FALSE: Final = frozenset({"false", "f", "0"})
 
 
 class Role(enum.Flag):
-    """Which wrapper reads a setting."""
+    """Who reads a setting.
+
+    Attributes:
+        PRODUCER: ``OrderedProducer`` (and so the Spark sink, which builds one).
+        CONSUMER: ``OrderedConsumer``.
+        SOURCE: The Spark ``ordered-kafka`` source.
+        BOTH: Both clients.
+        ALL: Both clients and the Spark source.
+    """
 
     PRODUCER = enum.auto()
     CONSUMER = enum.auto()
+    SOURCE = enum.auto()
     BOTH = PRODUCER | CONSUMER
+    ALL = PRODUCER | CONSUMER | SOURCE
 
 
 def parse_bool(key: str, value: Any) -> bool:
@@ -153,6 +174,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         None,
         parse_str,
         "ZooKeeper connect string, optionally with a chroot (required)",
+        Role.ALL,
     ),
     Setting(
         "ordered.zookeeper.root",
@@ -160,6 +182,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "/ordered",
         _root,
         "root znode of the layout store",
+        Role.ALL,
     ),
     Setting(
         "ordered.zookeeper.session.timeout.ms",
@@ -167,6 +190,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         10_000,
         _positive,
         "ZooKeeper session timeout",
+        Role.ALL,
     ),
     Setting(
         "ordered.epoch.header",
@@ -174,7 +198,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         False,
         parse_bool,
         "add the layout epoch header to every routed record (an opt-in audit aid; "
-        "costs about a third of the producer's throughput)",
+        "the producer benchmark ran at about 0.4 of the default's throughput with it)",
         Role.PRODUCER,
     ),
     Setting(
@@ -288,12 +312,16 @@ def split_ordered(
     return kafka, ordered
 
 
-def parse_settings(settings: Mapping[str, Any], role: Role) -> dict[str, Any]:
-    """Check and convert the ``ordered.`` keys a wrapper was given.
+def parse_settings(
+    settings: Mapping[str, Any], role: Role, *, require: bool = True
+) -> dict[str, Any]:
+    """Check and convert the ``ordered.`` keys a reader was given.
 
     Args:
         settings: Only ``ordered.`` keys.
-        role: The wrapper: keys of the other wrapper only are unknown here.
+        role: The reader: keys of the other readers only are unknown here.
+        require: ``False`` leaves a missing required setting out of the result instead
+            of refusing it (the Spark source reads plain topics without ZooKeeper).
 
     Returns:
         Attribute -> value for every setting of ``role``, defaults filled in.
@@ -315,7 +343,51 @@ def parse_settings(settings: Mapping[str, Any], role: Role) -> dict[str, Any]:
         if s.key in settings:
             out[s.attr] = s.parse(s.key, settings[s.key])
         elif s.default is None:
+            if not require:
+                continue
             raise ConfigError(f"{s.key} is required (the layout store)")
         else:
             out[s.attr] = s.default
     return out
+
+
+def setting_field(attr: str) -> Any:
+    """A dataclass field for the setting ``attr``: its default (none when required) and,
+    as metadata, its :class:`Setting`.
+
+    Raises:
+        KeyError: No such setting.
+    """
+    setting = _BY_ATTR[attr]
+    meta = {"setting": setting}
+    if setting.default is None:
+        return dataclasses.field(metadata=meta)
+    return dataclasses.field(default=setting.default, metadata=meta)
+
+
+def settings_view(role: Role) -> Callable[[_View], _View]:
+    """Class decorator: check that a settings dataclass holds exactly ``role``'s settings.
+
+    Every field must come from :func:`setting_field`, and every setting ``role`` reads
+    must be a field, so a view can never drift from the table (the check runs when the
+    module is imported).
+
+    Raises:
+        TypeError: The view lacks a setting, has a field the table does not give it, or
+            a field with a default other than the table's.
+    """
+
+    def check(cls: _View) -> _View:
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        wanted = {s.attr for s in SETTINGS if s.role & role}
+        if set(fields) != wanted:
+            raise TypeError(
+                f"{cls.__name__}: fields {sorted(set(fields) ^ wanted)} differ from the "
+                f"settings table for {role}"
+            )
+        for name, f in fields.items():
+            if f.metadata.get("setting") is not _BY_ATTR[name]:
+                raise TypeError(f"{cls.__name__}.{name}: declare it with setting_field()")
+        return cls
+
+    return check

@@ -30,7 +30,12 @@ from ordered.settings import SETTINGS, Role  # noqa: E402
 README = ROOT / "README.md"
 REFERENCE = ROOT / "docs" / "reference.md"
 
-_ROLES = {Role.PRODUCER: "producer", Role.CONSUMER: "consumer", Role.BOTH: "both"}
+_READERS = (("PRODUCER", "producer"), ("CONSUMER", "consumer"), ("SOURCE", "Spark source"))
+
+
+def _readers(role: Role) -> str:
+    flags = [(getattr(Role, name, None), text) for name, text in _READERS]
+    return ", ".join(text for flag, text in flags if flag is not None and flag & role)
 
 
 def _cell(text: str) -> str:
@@ -49,10 +54,7 @@ def settings_table() -> str:
     """The ``ordered.`` settings as a Markdown table."""
     lines = ["| setting | default | read by | meaning |", "|---|---|---|---|"]
     for s in SETTINGS:
-        lines.append(
-            f"| `{s.key}` | {_show(s.default)} | {_ROLES.get(s.role, str(s.role))} "
-            f"| {_cell(s.doc)} |"
-        )
+        lines.append(f"| `{s.key}` | {_show(s.default)} | {_readers(s.role)} | {_cell(s.doc)} |")
     return "\n".join(lines)
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from coordinator.errors import ConfigError
-from coordinator.store.paths import DEFAULT_ROOT
+from ordered.settings import ORDERED_PREFIX, Role, default, parse_settings
 
 __all__ = [
     "EARLIEST",
@@ -65,11 +65,6 @@ _AUTO_OFFSET_RESET: Final = (
     "the query left off."
 )
 
-# The ordered.* settings the source and sink understand (the sink passes the rest of
-# ordered.* to OrderedProducer, which checks them).
-_ORDERED_SOURCE_KEYS: Final = frozenset(
-    {"ordered.zookeeper.connect", "ordered.zookeeper.root", "ordered.zookeeper.session.timeout.ms"}
-)
 
 _DURATION: Final = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h|d)?\s*$", re.IGNORECASE)
 _UNIT_MS: Final[Mapping[str, int]] = {
@@ -124,8 +119,8 @@ class SourceOptions:
     max_trigger_delay_ms: int = 15 * 60_000
     kafka: Mapping[str, str] = field(default_factory=dict)
     zookeeper_connect: str | None = None
-    zookeeper_root: str = DEFAULT_ROOT
-    zookeeper_session_timeout_ms: int = 10_000
+    zookeeper_root: str = default("zookeeper_root")
+    zookeeper_session_timeout_ms: int = default("zookeeper_session_timeout_ms")
     poll_timeout_ms: int = 120_000
     group_id_prefix: str = "spark-kafka-source"
 
@@ -270,12 +265,13 @@ def _client_settings(low: Mapping[str, str], options: Mapping[str, Any]) -> dict
     return out
 
 
-def _check_ordered(low: Mapping[str, str], allowed: frozenset[str]) -> None:
-    for key in low:
-        if key.startswith("ordered.") and key not in allowed:
-            raise ConfigError(
-                f"unknown option '{key}'; the ordered.* options are {', '.join(sorted(allowed))}"
-            )
+def _ordered(low: Mapping[str, str], role: Role, *, require: bool) -> dict[str, Any]:
+    """The ``ordered.*`` options, checked by the one settings table as the clients check them.
+
+    Option names are case-insensitive (Spark's rule); the table's keys are lower case.
+    """
+    given = {key: value for key, value in low.items() if key.startswith(ORDERED_PREFIX)}
+    return parse_settings(given, role, require=require)
 
 
 def parse_source_options(options: Mapping[str, Any], *, streaming: bool | None) -> SourceOptions:
@@ -341,7 +337,7 @@ def parse_source_options(options: Mapping[str, Any], *, streaming: bool | None) 
         raise ConfigError(
             "Option 'kafka.bootstrap.servers' must be specified for configuring Kafka consumer"
         )
-    _check_ordered(low, _ORDERED_SOURCE_KEYS)
+    settings = _ordered(low, Role.SOURCE, require=False)
 
     if streaming is True and "endingoffsets" in low:
         raise ConfigError("ending offset not valid in streaming queries (option 'endingOffsets')")
@@ -385,17 +381,6 @@ def parse_source_options(options: Mapping[str, Any], *, streaming: bool | None) 
     fail = _bool("failOnDataLoss", low.get("failondataloss", "true"))
     headers = _bool("includeHeaders", low.get("includeheaders", "false"))
     kafka = _client_settings(low, options)
-    connect = low.get("ordered.zookeeper.connect")
-    if connect is not None and not connect.strip():
-        raise ConfigError("option 'ordered.zookeeper.connect' is empty")
-    root = low.get("ordered.zookeeper.root", DEFAULT_ROOT)
-    if not root.startswith("/"):
-        raise ConfigError(f"option 'ordered.zookeeper.root' must start with '/', got '{root}'")
-    session_ms = 10_000
-    if "ordered.zookeeper.session.timeout.ms" in low:
-        session_ms = _positive_int(
-            "ordered.zookeeper.session.timeout.ms", low["ordered.zookeeper.session.timeout.ms"]
-        )
     poll_ms = 120_000
     if "kafkaconsumer.polltimeoutms" in low:
         poll_ms = _positive_int("kafkaConsumer.pollTimeoutMs", low["kafkaconsumer.polltimeoutms"])
@@ -416,9 +401,9 @@ def parse_source_options(options: Mapping[str, Any], *, streaming: bool | None) 
         min_offsets=min_offsets,
         max_trigger_delay_ms=delay,
         kafka=kafka,
-        zookeeper_connect=connect.strip() if connect else None,
-        zookeeper_root=root,
-        zookeeper_session_timeout_ms=session_ms,
+        zookeeper_connect=settings.get("zookeeper_connect"),
+        zookeeper_root=settings["zookeeper_root"],
+        zookeeper_session_timeout_ms=settings["zookeeper_session_timeout_ms"],
     )
 
 
@@ -427,7 +412,8 @@ def parse_sink_options(options: Mapping[str, Any]) -> SinkOptions:
 
     Raises:
         ConfigError: ``kafka.bootstrap.servers`` or ``ordered.zookeeper.connect`` is
-            missing, or a refused Kafka setting is given; the message names it.
+            missing, an ``ordered.*`` option the producer would refuse, or a refused
+            Kafka setting is given; the message names it.
     """
     low = _lower(options)
     if "kafka.bootstrap.servers" not in low or not low["kafka.bootstrap.servers"].strip():
@@ -444,6 +430,7 @@ def parse_sink_options(options: Mapping[str, Any]) -> SinkOptions:
         raise ConfigError(
             "Option 'ordered.zookeeper.connect' must be specified for writing to ordered-kafka"
         )
+    _ordered(low, Role.PRODUCER, require=True)  # refused at definition, not in a task
     producer: dict[str, str] = _client_settings(low, options)
     for key, value in options.items():
         if str(key).lower().startswith("ordered."):

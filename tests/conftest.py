@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import fixtures
 import pytest
-from fixtures import kazoo_factory, make_consumer, make_producer, ordered_cli, zk
 from helpers import create_topic, unique
 from kazoo.client import KazooClient
 
@@ -26,15 +26,19 @@ from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore
 from coordinator.zk import close_client, make_client, start_client
 
-# The fixtures module's fixtures, for every test (pytest finds fixtures by name here).
-__all__ = ["kazoo_factory", "make_consumer", "make_producer", "ordered_cli", "zk"]
-
 _capture: Any = None
+
+FIXTURES_PLUGIN = "ordered-test-fixtures"
+"""The plugin name of ``tests/fixtures.py``. It is registered here, not listed in
+``pytest_plugins``: pytest reserves the plugin name ``fixtures`` (its own
+``_pytest.fixtures``), so ``pytest_plugins = ["fixtures"]`` would silently load nothing."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Keep the capture manager: session fixtures run under capture."""
+    """Register the fixtures module as a plugin; keep the capture manager."""
     global _capture
+    if config.pluginmanager.get_plugin(FIXTURES_PLUGIN) is None:
+        config.pluginmanager.register(fixtures, FIXTURES_PLUGIN)
     _capture = config.pluginmanager.get_plugin("capturemanager")
 
 

@@ -1,7 +1,7 @@
 """The test fixtures module: clients the tests make, and tear down, in one place.
 
-Registered from ``conftest.py``. Fixtures: ``kazoo_factory``, ``zk``, ``make_producer``,
-``make_consumer``, ``ordered_cli``. Helpers: :func:`lose_connection`,
+A pytest plugin (``pytest_plugins`` in ``conftest.py``). Fixtures: ``kazoo_factory``,
+``zk``, ``make_producer``, ``make_consumer``, ``ordered_cli``. Helpers: :func:`lose_connection`,
 :func:`expire_session`, :func:`consume_all`, :func:`run_in_background`. Every ZooKeeper
 client comes from ``coordinator.zk``; nothing here fakes a server.
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
-from helpers import run_cli, wait_until
+from helpers import run_cli
 from kazoo.client import KazooClient, KazooState
 from kazoo.protocol.connection import _CONNECTION_DROP
 
@@ -104,17 +104,33 @@ def expire_session(client: KazooClient, hosts: str | None = None, timeout: float
     """Expire ``client``'s ZooKeeper session for real, the way kazoo's own harness does.
 
     A second connection that reuses the session id and password and then closes makes
-    the server expire the session; ``client`` sees EXPIRED_SESSION and reconnects.
-    ``hosts`` defaults to the servers ``client`` talks to.
+    the server expire the session; ``client`` sees EXPIRED_SESSION (``LOST``) and
+    reconnects with a new session. Returns once it is connected again; the listener
+    it adds is removed. ``hosts`` defaults to the servers ``client`` talks to.
     """
-    lost = []
-    client.add_listener(lambda state: lost.append(state) if state == "LOST" else None)
-    other = make_client(hosts or _hosts_of(client), client_id=client.client_id)
+    lost = threading.Event()
+    back = threading.Event()
+
+    def watch(state: str) -> bool:
+        # kazoo's thread: flags only; returning True removes the listener.
+        if state == KazooState.LOST:
+            lost.set()
+        elif state == KazooState.CONNECTED and lost.is_set():
+            back.set()
+            return True
+        return False
+
+    client.add_listener(watch)
     try:
-        start_client(other, timeout)
+        other = make_client(hosts or _hosts_of(client), client_id=client.client_id)
+        try:
+            start_client(other, timeout)
+        finally:
+            close_client(other)
+        assert lost.wait(timeout), "the session did not expire"
+        assert back.wait(timeout), "the client did not reconnect after the expiry"
     finally:
-        close_client(other)
-    wait_until(lambda: lost, timeout=timeout, what="session expiry")
+        client.remove_listener(watch)
 
 
 @pytest.fixture

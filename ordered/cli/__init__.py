@@ -7,10 +7,12 @@ Exit codes: 0 success, 1 an operation failed (the message says why), 2 a usage e
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 
 from coordinator.errors import OrderedError, UsageError
+from coordinator.zk import KAZOO_LOGGER
 from ordered.cli import admin, chaos, cluster, demo, trim
 from ordered.cli.output import error
 
@@ -34,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``ordered`` command and return its exit code."""
+    # kazoo logs every refused connection; the command reports one error instead.
+    logging.getLogger(KAZOO_LOGGER).setLevel(logging.CRITICAL)
     parser = build_parser()
     args = parser.parse_args(argv)
     as_json = bool(getattr(args, "json", False))

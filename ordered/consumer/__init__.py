@@ -42,15 +42,21 @@ Commits and the guarantee:
 The parts, one concern each:
 
 * :mod:`~ordered.consumer.wrapper`: the confluent API surface;
+* :mod:`~ordered.consumer.upkeep`: partition tracking, layout upkeep, the layout state;
 * :mod:`~ordered.consumer.rebalance`: ``on_assign``/``on_revoke``/``on_lost``;
 * :mod:`~ordered.consumer.layouts`: histories, their watcher, the fetch check;
 * :mod:`~ordered.consumer.fetch`: batches from librdkafka, released once checked;
 * :mod:`~ordered.consumer.gate`: the per-partition gate, pause and stash (pure);
 * :mod:`~ordered.consumer.recheck`: gate decisions, re-checks, interest;
 * :mod:`~ordered.consumer.announce`: boundary announcements and stored offsets;
+* :mod:`~ordered.consumer.announcement`: one announcement's state machine (pure);
 * :mod:`~ordered.consumer.probe`: the log-start probe;
 * :mod:`~ordered.consumer.batch`: the fast and checked batch paths and the audit;
 * :mod:`~ordered.consumer.state`: what they share.
+
+They import each other in layers (an import-linter contract): ``wrapper``, ``upkeep``,
+``rebalance``/``batch``, ``recheck``, ``announce``/``fetch``, ``state``/``probe``,
+``announcement``/``gate``/``layouts``; a lower layer never imports a higher one.
 """
 
 from __future__ import annotations

@@ -202,7 +202,7 @@ class BatchFilter:
             return None
         layout = span.layouts[0]
         memo = self._key_memos.setdefault((view.algorithm, layout), {})
-        header = [(self._core.config.ordered.header_name, str(layout.epoch).encode())]
+        header = [(self._core.config.ordered.epoch_header_name, str(layout.epoch).encode())]
         return _FastSpan(span.first, span.end, header, layout, memo)
 
     def _filter_checked(self, batch: Sequence[Any], audit: bool, from_stash: bool) -> list[Any]:
@@ -330,7 +330,7 @@ class BatchFilter:
         if settings.header_audit:
             headers = message.headers()
             if headers:
-                value = next((v for k, v in headers if k == settings.header_name), None)
+                value = next((v for k, v in headers if k == settings.epoch_header_name), None)
                 if value is not None:
                     try:
                         header_epoch = int(value)

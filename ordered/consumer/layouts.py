@@ -21,6 +21,7 @@ are never inspected for this: no header is needed.
 
 from __future__ import annotations
 
+import enum
 import logging
 import time
 from collections.abc import Iterable
@@ -29,7 +30,7 @@ from typing import Any, NamedTuple
 
 from kazoo.client import KazooClient
 
-from coordinator.errors import StoreError, TopicIdMismatchError
+from coordinator.errors import StateTransitionError, StoreError, TopicIdMismatchError
 from coordinator.history import HistoryWatcher, SessionState, TopicHistory, load_history
 from coordinator.store import LayoutStore, TopicRecord
 from coordinator.store import paths as store_paths
@@ -37,7 +38,48 @@ from coordinator.topic_ids import TopicIds
 from linear_hash import Layout
 from linear_hash.gating import EpochInfo, GateEvaluator
 
-__all__ = ["AuditSpan", "FetchCheck", "LayoutTracker", "TopicView"]
+__all__ = [
+    "LAYOUT_TRANSITIONS",
+    "AuditSpan",
+    "FetchCheck",
+    "LayoutState",
+    "LayoutTracker",
+    "TopicView",
+    "check_layout_transition",
+]
+
+
+class LayoutState(enum.Enum):
+    """Whether the consumer can trust its copy of the layouts.
+
+    Transitions (:data:`LAYOUT_TRANSITIONS`; the consumer's one writer checks them)::
+
+        TRUSTED --(session away, or a reload failed)--> HELD
+        HELD --(connected again and every topic re-read)--> TRUSTED
+
+    Attributes:
+        TRUSTED: The layouts are current; gates decide as usual.
+        HELD: They may be stale: every record of an ordered topic is held.
+    """
+
+    TRUSTED = "trusted"
+    HELD = "held"
+
+
+LAYOUT_TRANSITIONS: dict[LayoutState, frozenset[LayoutState]] = {
+    LayoutState.TRUSTED: frozenset({LayoutState.HELD}),
+    LayoutState.HELD: frozenset({LayoutState.TRUSTED}),
+}
+"""Every legal ``old -> new`` of :class:`LayoutState`."""
+
+
+def check_layout_transition(old: LayoutState, new: LayoutState) -> None:
+    """Raise :class:`~coordinator.errors.StateTransitionError` for an unlisted move."""
+    if new not in LAYOUT_TRANSITIONS[old]:
+        raise StateTransitionError(
+            f"consumer layouts: {old.name} -> {new.name} is not a transition"
+        )
+
 
 _log = logging.getLogger(__name__)
 
@@ -209,7 +251,7 @@ class LayoutTracker:
         # again (harmless); the other order could miss a write. A zxid, unlike the
         # znode version, never repeats when a topic is deleted and adopted again.
         path = store_paths.topic_path(self.store.root, view.name)
-        zxid = _zxid(self.store._run(f"check {path}", self.client.exists, path))
+        zxid = _zxid(self.store.exists(path))
         # Another topic id than the layout's raises TopicIdMismatchError (refused).
         history = load_history(self.store, view.name, ids=self._ids)
         view.zxid = zxid

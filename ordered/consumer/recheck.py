@@ -120,7 +120,7 @@ class GateChecker:
         core = self._core
         if not core.layouts.usable:
             core.fire(part, GateEvent.UNAVAILABLE, held=offset)
-            core.next_check = 0.0
+            core.check_gates_at(0.0)
             return False
         view = core.layouts.topics.get(part.topic)
         gates = view.gates if view is not None else None
@@ -133,7 +133,7 @@ class GateChecker:
             core.fire(part, GateEvent.GATE_CLOSED, held=offset)
             # With the position service, re-check at once: that declares the interest
             # and sets the watches that make later re-checks prompt.
-            core.next_check = (
+            core.check_gates_at(
                 0.0 if self.positions is not None else time.monotonic() + self._interval
             )
             return False
@@ -148,14 +148,14 @@ class GateChecker:
         """Re-check closed gates when due (at once after a position-service notice)."""
         if self._poked.is_set():
             self._poked.clear()
-            self._core.next_check = 0.0
+            self._core.check_gates_at(0.0)
         if time.monotonic() >= self._core.next_check:
             self.recheck_blocked()
 
     def recheck_blocked(self) -> None:
         """Re-check every ``BLOCKED`` partition from the committed offsets."""
         core = self._core
-        core.next_check = time.monotonic() + self._interval
+        core.check_gates_at(time.monotonic() + self._interval)
         if not core.layouts.usable:
             return
         by_topic: dict[str, list[PartState]] = {}

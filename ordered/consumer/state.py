@@ -8,7 +8,7 @@ from typing import Any
 
 from confluent_kafka import TopicPartition
 
-from ordered.consumer.announce import Announcement
+from ordered.consumer.announcement import Announcement
 from ordered.consumer.gate import NO_LIMIT, Change, GateEvent, GateState, PartitionGate
 from ordered.consumer.layouts import LayoutTracker
 from ordered.consumer_config import ConsumerConfig
@@ -74,6 +74,13 @@ class Core:
         self.next_check = 0.0
         self.request_timeout = 10.0
         self.violations = 0
+
+    def check_gates_at(self, when: float) -> None:
+        """Re-check closed gates at ``when`` (``time.monotonic()``; 0.0: at the next service).
+
+        The one writer of :attr:`next_check`.
+        """
+        self.next_check = when
 
     def open_limit(self, topic: str, partition: int) -> float:
         """The partition's next gate not known to be open (``inf``: none or not ordered)."""

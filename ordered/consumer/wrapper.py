@@ -10,22 +10,16 @@ fails until it is listed here.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import logging
-import threading
 import time
-import weakref
-from collections.abc import Iterable
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from coordinator import identity
-from coordinator.errors import StoreError
-from coordinator.history import SessionState
 from coordinator.positions import PositionService
 from coordinator.topic_ids import TopicIds
-from coordinator.zk import close_client, make_client, start_client
+from coordinator.zk import close_client, close_client_within, exit_hook, make_client, start_client
 from ordered.consumer.announce import Announcer
 from ordered.consumer.batch import BatchFilter
 from ordered.consumer.fetch import Fetcher
@@ -34,13 +28,16 @@ from ordered.consumer.gate import (
     GateEvent,
     GateState,
     GateStatus,
-    PartitionGate,
 )
-from ordered.consumer.layouts import LayoutTracker, TopicView
+from ordered.consumer.layouts import (
+    LayoutState,
+    LayoutTracker,
+)
 from ordered.consumer.probe import LogStartProbe
 from ordered.consumer.rebalance import Callback, RebalanceHooks
 from ordered.consumer.recheck import GateChecker
-from ordered.consumer.state import Core, PartState
+from ordered.consumer.state import Core
+from ordered.consumer.upkeep import ConsumerUpkeep
 from ordered.consumer_config import ConsumerConfig, split_consumer_config
 from ordered.listener import PartitionKeyRebalanceListener
 
@@ -91,7 +88,7 @@ CLOSE_TIMEOUT = 3.0
 """Seconds ``close()`` (and an exit without it) waits for the ZooKeeper session to end."""
 
 
-class OrderedConsumer:
+class OrderedConsumer(ConsumerUpkeep):
     """A ``confluent_kafka.Consumer`` that delivers each key's records in order across layouts.
 
     Takes the same configuration dict as ``confluent_kafka.Consumer`` plus the
@@ -149,10 +146,9 @@ class OrderedConsumer:
         self._fetcher = Fetcher(
             self._consumer, layouts, core.metrics, self._after_reload, self._apply_stale
         )
-        self._stale = False  # the layouts were found unusable and holds applied
+        self._layout_state = LayoutState.TRUSTED
         self._closed = False
-        self._exit_hook = _exit_hook_for(self)
-        atexit.register(self._exit_hook)
+        self._exit_hook = exit_hook(self, _close_at_exit)
 
     @property
     def violations(self) -> int:
@@ -442,7 +438,7 @@ class OrderedConsumer:
             self._probe.close()
         finally:
             self._layouts.stop()
-            _close_zk(self._zk, CLOSE_TIMEOUT)
+            close_client_within(self._zk, CLOSE_TIMEOUT)
 
     def __enter__(self) -> OrderedConsumer:
         return self
@@ -536,146 +532,17 @@ class OrderedConsumer:
             out.append(GateStatus(topic, partition, gate.state, limit, gate.held, found))
         return out
 
-    # --- per-partition bookkeeping (poll thread) ---------------------------------------
 
-    def _track(self, partitions: Iterable[TopicPartition]) -> None:
-        core = self._core
-        for tp in partitions:
-            key = (tp.topic, tp.partition)
-            if key in core.parts:
-                continue
-            self._layouts.topic(tp.topic)
-            limit = core.open_limit(tp.topic, tp.partition)
-            core.parts[key] = PartState(tp.topic, tp.partition, PartitionGate(*key, limit))
-            if self._stale and self._layouts.topics[tp.topic].ordered:
-                core.fire(core.parts[key], GateEvent.LAYOUT_LOST)
-        self._filter.update_single()
+def _close_at_exit(consumer: OrderedConsumer) -> None:
+    """End ``consumer``'s ZooKeeper session promptly at exit if it is not closed.
 
-    def _drop(self, key: tuple[str, int]) -> None:
-        part = self._core.parts.pop(key, None)
-        self._filter.update_single()
-        self._fetcher.take_partition(key)
-        if part is not None and part.gate.paused and not part.gate.user_paused:
-            # librdkafka keeps an application pause across a reassignment: a partition
-            # that comes back must not stay paused by a gate we no longer track.
-            with contextlib.suppress(KafkaException, RuntimeError):
-                self._consumer.resume([TopicPartition(part.topic, part.partition)])
-
-    def _take_stash(self, limit: int) -> list[Any]:
-        """Stashed records of partitions whose gate is open, oldest first, up to ``limit``."""
-        out: list[Any] = []
-        for part in self._core.parts.values():
-            if len(out) >= limit:
-                break
-            out += part.gate.take(limit - len(out))
-        return out
-
-    def _announce_only(self, keys: set[tuple[str, int]]) -> object:
-        return self._announcer.run(only=keys)
-
-    # --- layouts ------------------------------------------------------------------------
-
-    def _reload_one(self, topic: str) -> None:
-        try:
-            self._after_reload(self._layouts.reload([topic]))
-        except StoreError as exc:
-            _log.warning("layout reload of %s failed: %s", topic, exc)
-
-    def _after_reload(self, views: list[TopicView]) -> None:
-        self._filter.forget_spans()
-        names = {view.name for view in views}
-        core = self._core
-        for part in core.parts.values():
-            if part.topic not in names:
-                continue
-            if part.gate.state is GateState.BLOCKED:
-                core.next_check = 0.0  # re-check it at once against the new history
-            core.fire(part, GateEvent.HISTORY)
-            if self._layouts.topics[part.topic].ordered:
-                self._announcer.check_marks(part)
-
-    def _apply_stale(self) -> None:
-        """The layouts cannot be trusted: hold every record of ordered topics from now."""
-        if self._stale:
-            return
-        self._stale = True
-        core = self._core
-        for part in core.parts.values():
-            view = self._layouts.topics.get(part.topic)
-            if view is not None and view.ordered and part.gate.state is not GateState.BLOCKED:
-                core.fire(part, GateEvent.LAYOUT_LOST)
-        self._filter.update_single()
-
-    def _service(self) -> None:
-        """The step at the start of every poll/consume: layouts, announcements, gates."""
-        layouts = self._layouts
-        if not layouts.usable:
-            self._apply_stale()
-        if self._stale:
-            if layouts.watcher.state is SessionState.CONNECTED:
-                views = layouts.recover()
-                if views is not None:
-                    self._stale = False
-                    self._after_reload(views)
-                    for part in self._core.parts.values():
-                        if part.gate.state is not GateState.BLOCKED:
-                            self._core.fire(part, GateEvent.LAYOUT_BACK)
-                    self._filter.update_single()
-                    self._core.next_check = 0.0
-        else:
-            try:
-                views = layouts.reload_dirty()
-            except StoreError as exc:
-                _log.warning("layout reload failed (held until it succeeds): %s", exc)
-                self._apply_stale()
-            else:
-                if views:
-                    self._after_reload(views)
-        if self._announcer.due():
-            self._announcer.run()
-        self._checker.service()
-
-    def _slice(self, deadline: float | None) -> float:
-        return self._checker.slice(deadline, self._stale)
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise RuntimeError("Consumer closed")
-
-
-def _close_zk(client: Any, timeout: float) -> None:
-    """Close a kazoo client within ``timeout`` seconds, whatever ZooKeeper does.
-
-    kazoo's ``stop()`` joins its worker threads; one stuck in a kazoo recipe's
-    unbounded retry would hold it (and, through kazoo's own exit hook, interpreter
-    exit) while ZooKeeper is away. The close runs in a daemon thread instead, and
-    kazoo's exit hook is removed: an unfinished close cannot delay exit.
+    Leaves the confluent client to confluent, as a plain consumer's would be.
     """
-    with contextlib.suppress(Exception):
-        atexit.unregister(client.handler.stop)
-    worker = threading.Thread(target=close_client, args=(client,), daemon=True)
-    worker.start()
-    worker.join(timeout)
-
-
-def _exit_hook_for(consumer: OrderedConsumer) -> Any:
-    """An exit hook that ends ``consumer``'s ZooKeeper session promptly if it is not closed.
-
-    It holds the consumer weakly (an exit hook must not keep it alive), runs before
-    kazoo's own hook (registered earlier, at connect), and leaves the confluent
-    client to confluent, as a plain consumer's would be.
-    """
-    ref = weakref.ref(consumer)
-
-    def hook() -> None:
-        owner = ref()
-        if owner is None or owner._closed:
-            return
-        owner._closed = True
-        owner._layouts.stop()
-        _close_zk(owner._zk, 1.0)
-
-    return hook
+    if consumer._closed:
+        return
+    consumer._closed = True
+    consumer._layouts.stop()
+    close_client_within(consumer._zk, 1.0)
 
 
 def _deadline(timeout: float | None) -> float | None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import pytest
 from confluent_kafka import TopicPartition
@@ -70,36 +69,14 @@ def scenario(
     topic_factory: Callable[..., str],
     group_factory: Callable[[], str],
     controller: Controller,
-    bootstrap: str,
-    zk_hosts: str,
-    zk_root: str,
+    make_producer: Callable[..., OrderedProducer],
+    make_consumer: Callable[..., OrderedConsumer],
 ) -> Iterator[Callable[[bool], Run]]:
-    made: list[Any] = []
-
     def run(fetch_check: bool) -> Run:
         topic = topic_factory(2)
         controller.adopt(topic)
-        ordered = {"ordered.zookeeper.connect": zk_hosts, "ordered.zookeeper.root": zk_root}
-        producer = OrderedProducer(
-            {
-                "bootstrap.servers": bootstrap,
-                "linger.ms": 2,
-                "ordered.epoch.header": False,
-                **ordered,
-            }
-        )
-        made.append(producer)
-        consumer = OrderedConsumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": group_factory(),
-                "auto.offset.reset": "earliest",
-                "enable.auto.commit": False,
-                "ordered.gate.poll.interval.ms": 50,
-                **ordered,
-            }
-        )
-        made.append(consumer)
+        producer = make_producer(**{"ordered.epoch.header": False})
+        consumer = make_consumer(group_factory())
         consumer._layouts.verify_fetch = fetch_check
         keys = moving_keys(5)
         seq = iter(range(1000))
@@ -136,9 +113,7 @@ def scenario(
         assert len(state.seen) == sent, f"{len(state.seen)} of {sent} delivered"
         return state
 
-    yield run
-    for client in made:
-        client.close()
+    yield run  # make_producer and make_consumer close what they made
 
 
 def test_lagging_watch_keeps_order_across_expand_and_shrink(
@@ -164,29 +139,17 @@ def test_an_expired_session_in_the_middle_holds_then_recovers_in_order(
     topic_factory: Callable[..., str],
     group_factory: Callable[[], str],
     controller: Controller,
-    bootstrap: str,
     zk_hosts: str,
-    zk_root: str,
+    make_producer: Callable[..., OrderedProducer],
+    make_consumer: Callable[..., OrderedConsumer],
 ) -> None:
     """The consumer's session expires around an expansion: it reads every history again
     and keeps each key in order (its watch reports nothing, as above)."""
     topic = topic_factory(2)
     controller.adopt(topic)
-    ordered = {"ordered.zookeeper.connect": zk_hosts, "ordered.zookeeper.root": zk_root}
     keys = moving_keys(5)
-    producer = OrderedProducer(
-        {"bootstrap.servers": bootstrap, "ordered.epoch.header": False, **ordered}
-    )
-    consumer = OrderedConsumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group_factory(),
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-            "ordered.gate.poll.interval.ms": 50,
-            **ordered,
-        }
-    )
+    producer = make_producer(**{"ordered.epoch.header": False, "linger.ms": 5})
+    consumer = make_consumer(group_factory())
     try:
         for n in range(10):
             producer.produce(topic, key=keys[n % 5], value=str(n).encode())

@@ -22,18 +22,6 @@ from ordered.consumer import GateState, OrderedConsumer
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
 
-def config(bootstrap: str, zk_hosts: str, zk_root: str, group: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "bootstrap.servers": bootstrap,
-        "group.id": group,
-        "auto.offset.reset": "earliest",
-        "enable.auto.commit": False,
-        "ordered.zookeeper.connect": zk_hosts,
-        "ordered.zookeeper.root": zk_root,
-        **extra,
-    }
-
-
 def test_publish_and_watch(store: LayoutStore, zk_root: str) -> None:
     service = PositionService(store.client, zk_root, "group/with:odd chars")
     seen: list[Progress] = []
@@ -73,6 +61,7 @@ def test_gate_opens_on_progress_long_before_the_fallback_interval(
     bootstrap: str,
     zk_hosts: str,
     zk_root: str,
+    make_consumer: Callable[..., OrderedConsumer],
 ) -> None:
     """With a 20 s fallback interval, the destination opens within a second of the commit."""
     topic = topic_factory(2)
@@ -87,8 +76,8 @@ def test_gate_opens_on_progress_long_before_the_fallback_interval(
 
     group = group_factory()
     slow = {"ordered.gate.poll.interval.ms": 20_000}
-    destination = OrderedConsumer(config(bootstrap, zk_hosts, zk_root, group, **slow))
-    source = OrderedConsumer(config(bootstrap, zk_hosts, zk_root, group, **slow))
+    destination = make_consumer(group, **slow)
+    source = make_consumer(group, **slow)
     try:
         destination.assign([TopicPartition(topic, 2)])
         deadline = time.monotonic() + 10
@@ -188,6 +177,7 @@ def test_relay_opens_gates_and_a_killed_service_falls_back(
     bootstrap: str,
     zk_hosts: str,
     zk_root: str,
+    make_consumer: Callable[..., OrderedConsumer],
 ) -> None:
     """The daemon relays a commit nobody published; SIGKILLed, gates open by the fallback.
 
@@ -210,8 +200,8 @@ def test_relay_opens_gates_and_a_killed_service_falls_back(
     fallback_ms = 3_000
     slow = {"ordered.gate.poll.interval.ms": fallback_ms}
     daemon = _daemon(tmp_path, zk_hosts, bootstrap, zk_root)
-    first = OrderedConsumer(config(bootstrap, zk_hosts, zk_root, group, **slow))
-    second = OrderedConsumer(config(bootstrap, zk_hosts, zk_root, group, **slow))
+    first = make_consumer(group, **slow)
+    second = make_consumer(group, **slow)
     try:
         wait_until(
             lambda: "leader" in (tmp_path / "coordinator.log").read_text(),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.controller import DEFAULT_DELIVERY_TIMEOUT_MS, EXPIRY_GRACE_S, barrier_status
+from coordinator.controller import EXPIRY_GRACE_S, UNKNOWN_DELIVERY_TIMEOUT_MS, barrier_status
 from coordinator.store import EpochRecord
 
 
@@ -62,4 +62,4 @@ def test_an_ack_wins_over_expiry() -> None:
 
 def test_unknown_delivery_timeout_assumes_librdkafka_default() -> None:
     status = barrier_status(epoch(producers=["x"], delivery_timeouts_ms={}), set(), set(), now=10.0)
-    assert status.grace_ends == (10.0 + DEFAULT_DELIVERY_TIMEOUT_MS / 1000 + EXPIRY_GRACE_S,)
+    assert status.grace_ends == (10.0 + UNKNOWN_DELIVERY_TIMEOUT_MS / 1000 + EXPIRY_GRACE_S,)

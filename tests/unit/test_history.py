@@ -53,4 +53,6 @@ def test_history_of_unordered_or_unadopted_topic_has_no_epochs() -> None:
 def test_session_transitions_are_listed_and_stopped_is_terminal() -> None:
     assert _TRANSITIONS[SessionState.STOPPED] == frozenset()
     assert SessionState.CONNECTED not in _TRANSITIONS[SessionState.CONNECTED]
-    assert _TRANSITIONS[SessionState.LOST] == frozenset({SessionState.CONNECTED})
+    assert _TRANSITIONS[SessionState.LOST] == frozenset(
+        {SessionState.CONNECTED, SessionState.STOPPED}
+    )

@@ -60,3 +60,19 @@ def test_one_record_mechanism() -> None:
     ]
     assert offenders == []
     assert "RECORD_VERSION" in sources["coordinator/positions.py"]
+
+
+def test_one_watch_mechanism_and_no_private_store_calls() -> None:
+    # Data watches are one-shot exists-watches (store.watches.watch_node,
+    # exists_and_watch): kazoo's DataWatch re-reads on kazoo's thread and can hang exit.
+    # Nothing outside the store reaches into its private plumbing.
+    sources = _sources("coordinator", "ordered", "spark_source")
+    data_watches = [n for n, t in sources.items() if re.search(r"\.DataWatch\(", t)]
+    assert data_watches == []
+    private = [
+        name
+        for name, text in sources.items()
+        if not name.startswith("coordinator/store/")
+        and re.search(r"(?<!self)\._run\(|store\._(run|read|put|delete|children)\b", text)
+    ]
+    assert private == []

@@ -74,3 +74,28 @@ def test_ordered_keys_never_reach_librdkafka() -> None:
     )
     assert not any(k.startswith("ordered.") for k in producer.kafka)
     assert not any(k.startswith("ordered.") for k in consumer.kafka)
+
+
+def test_a_view_that_drifts_from_the_table_fails_when_declared() -> None:
+    from ordered.settings import setting_field, settings_view
+
+    with pytest.raises(TypeError, match="differ from the settings table"):
+
+        @settings_view(Role.PRODUCER)
+        @dataclasses.dataclass(frozen=True)
+        class Missing:  # no epoch_header_name
+            zookeeper_connect: str = setting_field("zookeeper_connect")
+            zookeeper_root: str = setting_field("zookeeper_root")
+            zookeeper_session_timeout_ms: int = setting_field("zookeeper_session_timeout_ms")
+            epoch_header: bool = setting_field("epoch_header")
+
+    with pytest.raises(TypeError, match="declare it with setting_field"):
+
+        @settings_view(Role.PRODUCER)
+        @dataclasses.dataclass(frozen=True)
+        class Restated:
+            zookeeper_connect: str
+            zookeeper_root: str = "/elsewhere"
+            zookeeper_session_timeout_ms: int = 1
+            epoch_header: bool = False
+            epoch_header_name: str = "h"

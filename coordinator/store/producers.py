@@ -1,0 +1,171 @@
+"""Producers, their registrations and their acks of epochs (the barrier's inputs)."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from kazoo.exceptions import (
+    NodeExistsError,
+    NoNodeError,
+)
+
+from coordinator.errors import (
+    RecordCorruptError,
+    StoreError,
+)
+from coordinator.store import paths
+from coordinator.store.base import StoreBase
+from coordinator.store.records import (
+    AckRecord,
+    ProducerRecord,
+)
+
+__all__ = ["ProducerStore"]
+
+
+class ProducerStore(StoreBase):
+    """Producer registrations and acks (part of :class:`~coordinator.store.LayoutStore`)."""
+
+    # --- producers and acks --------------------------------------------------------
+
+    def register_producer(self, topic: str, record: ProducerRecord) -> None:
+        """Register a live producer of ``topic`` (an ephemeral node of this session).
+
+        Works whether or not the topic is adopted. Idempotent within one session.
+
+        Raises:
+            StoreError: The id is registered by another session, or ZooKeeper is
+                unreachable.
+        """
+        path = paths.producer_path(self._root, topic, record.id)
+
+        def attempt() -> None:
+            self._client.ensure_path(paths.producers_path(self._root, topic))
+            try:
+                self._client.create(path, record.to_json(), ephemeral=True)
+            except NodeExistsError:
+                got = self._read(path)
+                if got is None:
+                    raise  # gone again: let the retry create it
+                session_id = self._client.client_id[0] if self._client.client_id else None
+                if got[1].ephemeralOwner != session_id:
+                    raise StoreError(
+                        f"{path}: producer id {record.id} is registered by another session"
+                    ) from None
+
+        self._run(f"register producer {record.id} of {topic}", attempt)
+
+    def unregister_producer(self, topic: str, producer_id: str) -> None:
+        """Remove a producer's registration (nothing if it is gone).
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        path = paths.producer_path(self._root, topic, producer_id)
+
+        def attempt() -> None:
+            with contextlib.suppress(NoNodeError):
+                self._client.delete(path)
+
+        self._run(f"unregister producer {producer_id} of {topic}", attempt)
+
+    def producers(self, topic: str) -> dict[str, ProducerRecord]:
+        """Return the registered producers of ``topic`` by id.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable or a record fails its check.
+        """
+        parent = paths.producers_path(self._root, topic)
+        return self._run(f"list producers of {topic}", self._children, parent, ProducerRecord, None)
+
+    def producers_registered_before(self, topic: str, epoch: int) -> dict[str, ProducerRecord]:
+        """Return the producers whose registration znode predates the epoch's znode.
+
+        Compared by ZooKeeper's creation zxid (a total order of writes, no clocks): a
+        producer registered after the publish read the new layout first, so the
+        barrier of ``epoch`` need not wait for it.
+
+        Raises:
+            StoreError: The epoch does not exist, a record fails its check, or ZooKeeper
+                is unreachable.
+        """
+        parent = paths.producers_path(self._root, topic)
+        epath = paths.epoch_path(self._root, topic, epoch)
+
+        def attempt() -> dict[str, ProducerRecord]:
+            stat = self._client.exists(epath)
+            if stat is None:
+                raise StoreError(f"{epath}: no such epoch")
+            before = {
+                name for name, czxid in self._child_czxids(parent).items() if czxid < stat.czxid
+            }
+            records: dict[str, ProducerRecord] = self._children(parent, ProducerRecord, None)
+            return {name: r for name, r in records.items() if name in before}
+
+        return self._run(f"list producers of {topic}", attempt)
+
+    def _child_czxids(self, parent: str) -> dict[str, int]:
+        try:
+            names = self._client.get_children(parent)
+        except NoNodeError:
+            return {}
+        out = {}
+        for name in names:
+            stat = self._client.exists(f"{parent}/{name}")
+            if stat is not None:
+                out[name] = int(stat.czxid)
+        return out
+
+    def ack(self, topic: str, epoch: int, record: AckRecord) -> None:
+        """Write a producer's ack of ``epoch``. Idempotent: an existing ack is kept.
+
+        Raises:
+            StoreError: The epoch does not exist, or ZooKeeper is unreachable.
+        """
+        if record.epoch != epoch:
+            raise ValueError(f"ack of epoch {record.epoch} written under epoch {epoch}")
+        path = paths.ack_path(self._root, topic, epoch, record.id)
+
+        def attempt() -> None:
+            try:
+                self._client.create(path, record.to_json())
+            except NodeExistsError:
+                pass
+            except NoNodeError:
+                raise StoreError(
+                    f"{paths.acks_path(self._root, topic, epoch)}: epoch {epoch} of {topic} "
+                    "was never published"
+                ) from None
+
+        self._run(f"ack epoch {epoch} of {topic}", attempt)
+
+    def acks(self, topic: str, epoch: int) -> dict[str, AckRecord]:
+        """Return the acks of ``epoch`` by producer id.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable or a record fails its check.
+        """
+        parent = paths.acks_path(self._root, topic, epoch)
+        return self._run(
+            f"list acks of epoch {epoch} of {topic}", self._children, parent, AckRecord, epoch
+        )
+
+    def _children(self, parent: str, kind: Any, epoch: int | None) -> dict[str, Any]:
+        try:
+            names = self._client.get_children(parent)
+        except NoNodeError:
+            return {}
+        out: dict[str, Any] = {}
+        for name in sorted(names):
+            path = f"{parent}/{name}"
+            got = self._read(path)
+            if got is None:
+                continue  # an ephemeral node that went away while listing
+            record = kind.from_json(got[0], path)
+            if record.id != name:
+                raise RecordCorruptError(f"{path}: record names id {record.id!r}")
+            if epoch is not None and record.epoch != epoch:
+                raise RecordCorruptError(f"{path}: ack names epoch {record.epoch}")
+            out[name] = record
+        return out

@@ -1,0 +1,179 @@
+"""Watches and the transition lock of the layout store, and :func:`watch_node`."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import NoNodeError
+from kazoo.recipe.lock import Lock
+
+from coordinator.errors import (
+    StoreError,
+)
+from coordinator.store import paths
+from coordinator.store.base import StoreBase, Watch
+from coordinator.store.records import (
+    TopicRecord,
+)
+
+__all__ = ["WatchStore", "watch_node"]
+
+_log = logging.getLogger(__name__)
+
+
+def watch_node(client: KazooClient, path: str, on_data: Callable[[bytes | None], None]) -> Watch:
+    """Call ``on_data`` with the data of ``path`` now and after every change, until stopped.
+
+    The one watch mechanism of the project: a one-shot exists-watch, re-armed after
+    every event. ``None`` means the node does not exist. The first read runs on the
+    caller's thread (and raises kazoo's errors); every later one is an asynchronous
+    kazoo call whose result arrives on kazoo's thread, so nothing ever blocks kazoo's
+    worker (kazoo's ``DataWatch`` re-reads synchronously there and retries while
+    ZooKeeper is away, which can hang interpreter exit). A read lost to a dropped
+    connection is re-armed when the client connects again, so a change made meanwhile
+    is still reported. ``on_data`` runs on kazoo's thread and must not block; it may
+    see the same data twice.
+
+    Returns:
+        A :class:`Watch`; ``stop()`` ends it (at the next event).
+    """
+    handle = Watch()
+
+    def arm(_event: Any = None) -> None:
+        if handle.stopped:
+            return
+        try:
+            client.exists_async(path, watch=arm).rawlink(got_stat)
+        except Exception as exc:  # the client is closing
+            _log.debug("watch of %s not re-armed: %r", path, exc)
+
+    def got_stat(result: Any) -> None:
+        if handle.stopped:
+            return
+        try:
+            stat = result.get()
+        except Exception as exc:  # connection lost: on_state re-arms
+            _log.debug("watch of %s: %r", path, exc)
+            return
+        if stat is None:
+            on_data(None)
+            return
+        client.get_async(path).rawlink(got_data)
+
+    def got_data(result: Any) -> None:
+        if handle.stopped:
+            return
+        try:
+            data, _stat = result.get()
+        except NoNodeError:
+            data = None  # deleted meanwhile: the exists-watch reports it too
+        except Exception as exc:
+            _log.debug("watch of %s: %r", path, exc)
+            return
+        on_data(data)
+
+    def on_state(state: KazooState) -> bool:
+        # A listener must not block: arm() only queues a request.
+        if handle.stopped:
+            return True  # kazoo removes a listener that returns True
+        if state == KazooState.CONNECTED:
+            client.handler.spawn(arm)
+        return False
+
+    try:
+        stat = client.exists(path, watch=arm)
+        data: bytes | None = None
+        if stat is not None:
+            try:
+                data, _ = client.get(path)
+            except NoNodeError:
+                data = None
+        on_data(data)
+    except BaseException:
+        handle.stop()
+        raise
+    client.add_listener(on_state)
+    return handle
+
+
+class WatchStore(StoreBase):
+    """Watches and the lock (part of :class:`~coordinator.store.LayoutStore`)."""
+
+    # --- watches and the lock ------------------------------------------------------
+
+    def watch_topic(
+        self,
+        topic: str,
+        callback: Callable[[TopicRecord | None], None],
+        on_error: Callable[[StoreError], None] | None = None,
+    ) -> Watch:
+        """Call ``callback`` with the topic record now and on every change.
+
+        A :func:`watch_node` on the topic node: the first call runs on the caller's
+        thread, later ones on kazoo's thread (they must not block). ``None`` means not
+        adopted (or deleted). A record that fails its check goes to ``on_error``
+        (default: logged) and the callback is not called for it.
+
+        Returns:
+            A :class:`Watch`; ``stop()`` ends it.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        path = paths.topic_path(self._root, topic)
+
+        def on_data(data: bytes | None) -> None:
+            if not data:
+                callback(None)
+                return
+            try:
+                record = TopicRecord.from_json(data, path)
+            except StoreError as exc:
+                if on_error is not None:
+                    on_error(exc)
+                else:
+                    _log.error("%s", exc)
+                return
+            callback(record)
+
+        return self._run(f"watch {path}", watch_node, self._client, path, on_data)
+
+    def watch_children(self, path: str, callback: Callable[[list[str]], None]) -> Watch:
+        """Call ``callback`` with the children of ``path`` now and on every change.
+
+        A kazoo ``ChildrenWatch``; ``path`` must exist. The callback runs on kazoo's
+        thread and must not block.
+
+        Returns:
+            A :class:`Watch`; ``stop()`` ends it.
+        """
+        handle = Watch()
+
+        def on_children(children: list[str]) -> bool | None:
+            if handle.stopped:
+                return False
+            callback(list(children))
+            return None
+
+        self._run(f"watch {path}", self._client.ChildrenWatch, path, on_children)
+        return handle
+
+    def watch_producers(self, topic: str, callback: Callable[[list[str]], None]) -> Watch:
+        """:meth:`watch_children` on the topic's producer registrations.
+
+        Creates the (empty) ``producers`` node if missing, as registering does.
+        """
+        parent = paths.producers_path(self._root, topic)
+        self._run(f"watch producers of {topic}", self._client.ensure_path, parent)
+        return self.watch_children(paths.producers_path(self._root, topic), callback)
+
+    def watch_acks(self, topic: str, epoch: int, callback: Callable[[list[str]], None]) -> Watch:
+        """:meth:`watch_children` on the acks of ``epoch`` (which must be published)."""
+        return self.watch_children(paths.acks_path(self._root, topic, epoch), callback)
+
+    def lock(self, topic: str, identifier: str = "") -> Lock:
+        """Return the topic's transition lock (a kazoo ``Lock``; not yet acquired)."""
+        return self._client.Lock(paths.lock_path(self._root, topic), identifier)

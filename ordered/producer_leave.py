@@ -1,0 +1,118 @@
+"""How an :class:`~ordered.OrderedProducer` leaves: flush, ack, unregister, close.
+
+:class:`ProducerLeave` is a base of the producer: ``close()``, the context manager and
+interpreter exit all end in :meth:`ProducerLeave._close`, bounded in time whatever
+Kafka and ZooKeeper do (the ZooKeeper part runs through ``coordinator.zk``'s bounded
+helpers).
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import time
+from collections.abc import Callable
+from typing import Final
+
+from kazoo.client import KazooState
+
+from coordinator.errors import (
+    StoreError,
+)
+from coordinator.store import AckRecord
+from coordinator.zk import (
+    close_client_within,
+    run_bounded,
+)
+from ordered.producer_routes import (
+    AckDue,
+)
+from ordered.producer_session import Event, EventKind
+from ordered.producer_topics import ProducerFields
+
+__all__ = ["ProducerLeave"]
+
+_log = logging.getLogger(__name__)
+
+_EXIT_FLUSH_S: Final = 5.0
+"""At interpreter exit, flush for at most this long ..."""
+_LEAVE_S: Final = 3.0
+"""How long close waits for its final acks and unregistrations."""
+_EXIT_STALL_S: Final = 1.0
+"""... and give up sooner when nothing was delivered for this long (Kafka is gone)."""
+
+
+class ProducerLeave(ProducerFields):
+    """Leaving (methods of :class:`~ordered.producer.OrderedProducer`)."""
+
+    _ack_record: Callable[[AckDue], AckRecord]  # ProducerTopics gives it
+
+    # --- leaving -------------------------------------------------------------------
+
+    def _close(self, exiting: bool) -> bool:
+        with self._close_lock:
+            if self._closed:
+                return True
+            atexit.unregister(self._exit_hook)
+            left = self._flush_at_exit() if exiting else self._producer.flush()
+            with self._lock:
+                self._closed = True
+                self._table.enable_fast(False)
+                drained = left == 0 and len(self._producer) == 0
+                acks = self._table.close_all() if drained else []
+                topics = [i.topic for i in self._table.infos.values() if i.valid]
+            if drained and self._kz.state == KazooState.CONNECTED:
+                # In a thread of its own, waited for a bounded time: a kazoo call made
+                # just as ZooKeeper goes away blocks until the session resolves.
+                left_in_time = run_bounded(
+                    self._leave, topics, acks, timeout=_LEAVE_S, name="ordered-leave"
+                )
+                if not left_in_time:
+                    _log.warning("leaving the layout store timed out after %.0f s", _LEAVE_S)
+            # The worker may use the librdkafka handle (a metadata refresh): stop it first.
+            self._events.put(Event(EventKind.STOP))
+            # A daemon thread: at exit, do not wait long for one stuck in a store call.
+            self._worker.join(timeout=1.0 if exiting else 5.0)
+            if not drained:
+                # What is left cannot be delivered now; confluent's close would wait.
+                self._producer.purge(True, True, False)
+            result = bool(self._producer.close())
+            self._session.stop()
+            close_client_within(self._kz, 1.0 if exiting else _LEAVE_S)
+            return result
+
+    def _flush_at_exit(self) -> int:
+        """Flush at interpreter exit: at most 5 s, and not while nothing is delivered."""
+        deadline = time.monotonic() + _EXIT_FLUSH_S
+        progress_at = time.monotonic()
+        left = len(self._producer)
+        while left and time.monotonic() < deadline:
+            now_left: int = self._producer.flush(0.1)
+            if now_left < left:
+                progress_at = time.monotonic()
+            elif time.monotonic() - progress_at > _EXIT_STALL_S:
+                break
+            left = now_left
+        return left
+
+    def _leave(self, topics: list[str], acks: list[AckDue]) -> None:
+        """Ack, unregister, then ack any epoch published meanwhile (everything is delivered).
+
+        After the flush this producer has no record in flight, so acking any pending
+        epoch is true; the second round covers an epoch published while leaving, which
+        may have listed this producer before its registration went.
+        """
+        try:
+            for ack in acks:
+                self._store.ack(ack.topic, ack.epoch, self._ack_record(ack))
+            for topic in topics:
+                self._store.unregister_producer(topic, self.producer_id)
+            for topic in topics:
+                record = self._store.get_topic(topic)
+                if record is not None and record.pending is not None:
+                    due = AckDue(topic, record.pending, {})
+                    self._store.ack(topic, record.pending, self._ack_record(due))
+        except StoreError as exc:
+            # The session ends right after: registrations go with it; the barrier then
+            # waits out this producer's delivery timeout for an unacked epoch.
+            _log.warning("leaving the layout store incompletely: %s", exc)

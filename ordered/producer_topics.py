@@ -1,0 +1,250 @@
+"""The producer's topics: first use, layout changes, the barrier's drain and acks, the session.
+
+:class:`ProducerTopics` is a base of :class:`~ordered.producer.OrderedProducer`: how a
+topic is first met (registration, the layout read, the one-shot watch), how a new
+topic record moves its route (:meth:`ProducerTopics._apply`, for the worker and the
+first use), when a switch is drained and acked, and what a session change does.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+import confluent_kafka
+from kazoo.client import KazooClient, KazooState
+
+from coordinator import identity
+from coordinator.errors import (
+    LayoutUnavailableError,
+    OrderedKafkaError,
+    StoreUnavailableError,
+)
+from coordinator.store import AckRecord, LayoutStore, ProducerRecord, TopicRecord
+from coordinator.store import paths as store_paths
+from coordinator.topic_ids import TopicIds
+from ordered.producer_config import ProducerConfig
+from ordered.producer_routes import (
+    PLAIN_ROUTE,
+    AckDue,
+    Route,
+    RouteTable,
+    TopicInfo,
+    TopicState,
+)
+from ordered.producer_session import Event, EventKind, ProducerSession
+from ordered.producer_tracking import (
+    DrainTracker,
+)
+
+__all__ = ["ProducerFields", "ProducerTopics"]
+
+_log = logging.getLogger(__name__)
+
+_METADATA_TIMEOUT_S: Final = 5.0
+
+
+class ProducerFields:
+    """The fields :class:`~ordered.OrderedProducer` sets in ``__init__``, declared once
+    for the type checker (the producer's parts read them)."""
+
+    # Set by OrderedProducer.__init__ (declared here for the type checker).
+    producer_id: str
+    _split: ProducerConfig
+    _lock: threading.Lock
+    _first_use_lock: threading.Lock
+    _close_lock: threading.Lock
+    _tracker: DrainTracker
+    _table: RouteTable
+    _routes: dict[str, Route]
+    _session: ProducerSession
+    _events: queue.SimpleQueue[Event]
+    _watchers: dict[str, Callable[[Any], None]]
+    _direct: bool
+    _only_error: bool
+    _closed: bool
+    _kz: KazooClient
+    _store: LayoutStore
+    _topic_ids: TopicIds
+    _producer: Any
+    _worker: threading.Thread
+    _exit_hook: Callable[[], None]
+
+
+class ProducerTopics(ProducerFields):
+    """Topics, the barrier and the session (methods of :class:`~ordered.OrderedProducer`)."""
+
+    # --- topics: first use and records ----------------------------------------------
+
+    def _producer_record(self) -> ProducerRecord:
+        return ProducerRecord(
+            id=self.producer_id,
+            host=identity.host_name(),
+            pid=os.getpid(),
+            delivery_timeout_ms=self._split.delivery_timeout_ms,
+            registered_at=time.time(),
+            client_id=self._split.client_id,
+        )
+
+    def _ack_record(self, ack: AckDue) -> AckRecord:
+        return AckRecord(
+            id=self.producer_id,
+            epoch=ack.epoch,
+            last_offsets=ack.last_offsets,
+            acked_at=time.time(),
+        )
+
+    def _watcher(self, topic: str) -> Callable[[Any], None]:
+        # One callable per topic: kazoo keeps a set of watchers per path, so re-arming
+        # with the same one never piles up duplicates.
+        found = self._watchers.get(topic)
+        if found is None:
+            found = self._watchers[topic] = functools.partial(self._on_watch, topic)
+        return found
+
+    def _on_watch(self, topic: str, _event: Any) -> None:
+        # kazoo's thread: never block, never read; the worker re-reads and re-arms.
+        self._events.put(Event(EventKind.TOPIC_CHANGED, topic))
+
+    def _first_use(self, topic: str) -> Route:
+        with self._first_use_lock:
+            route = self._routes.get(topic)
+            if route is not None:
+                return route
+            try:
+                store_paths.check_topic(topic)
+            except (ValueError, TypeError):
+                # Not a Kafka topic name: confluent reports its own error for it.
+                with self._lock:
+                    info = self._table.info(topic, valid=False)
+                    self._table.set_state(info, TopicState.PLAIN, PLAIN_ROUTE)
+                return PLAIN_ROUTE
+            if not self._session.usable:
+                raise LayoutUnavailableError(
+                    f"cannot read the layout of {topic}: ZooKeeper is unreachable; poll() and retry"
+                )
+            try:
+                # A layout of another topic id (the topic was deleted and created again)
+                # is refused before registering: a refused producer must not hold up
+                # that topic's barrier.
+                self._topic_ids.verify(self._store.get_topic(topic))
+                self._store.register_producer(topic, self._producer_record())
+                record = self._topic_ids.verify(
+                    self._store.get_topic_and_watch(topic, self._watcher(topic))
+                )
+            except StoreUnavailableError as exc:
+                raise LayoutUnavailableError(
+                    f"cannot read the layout of {topic}: {exc}; poll() and retry"
+                ) from exc
+            except OrderedKafkaError as exc:  # Kafka did not answer the topic-id check
+                raise LayoutUnavailableError(
+                    f"cannot check the topic id of {topic}: {exc}; poll() and retry"
+                ) from exc
+            with self._lock:
+                info = self._table.info(topic)
+            self._apply(info, record, first_use=True)
+            return self._routes[topic]
+
+    def _refresh_metadata(self, topic: str, timeout: float) -> int:
+        """Refresh librdkafka's metadata of ``topic``; return its partition count (or 0).
+
+        librdkafka refuses an explicit partition beyond its cached partition count
+        (``_UNKNOWN_PARTITION``) until its next periodic refresh; a metadata request
+        updates that cache at once.
+        """
+        if self._closed:
+            return 0
+        try:
+            metadata = self._producer.list_topics(topic, timeout)
+        except confluent_kafka.KafkaException as exc:
+            _log.warning("metadata of %s not refreshed: %s", topic, exc.args[0])
+            return 0
+        except RuntimeError:
+            if self._closed:
+                return 0  # closed meanwhile ("Handle has been closed")
+            raise
+        entry = metadata.topics.get(topic)
+        if entry is None or entry.error is not None:
+            return 0
+        return len(entry.partitions)
+
+    def _apply(self, info: TopicInfo, record: TopicRecord | None, first_use: bool = False) -> None:
+        """Move ``info`` to the state its topic record calls for (worker or first use)."""
+        topic = info.topic
+        with self._lock:
+            if self._table.is_stale(info, record):
+                return
+        if record is not None and record.ordered and record.active > info.known_partitions:
+            # Only growth needs fresh metadata; a shrink routes to partitions it knows.
+            known = self._refresh_metadata(topic, 1.0 if first_use else _METADATA_TIMEOUT_S)
+            info.known_partitions = max(info.known_partitions, known)
+            if known < record.active and not first_use:
+                # Keep routing by the old layout (safe: the ack waits) and retry.
+                _log.debug("%s: librdkafka does not know %d partitions yet", topic, record.active)
+                info.deferred = record
+                return
+        with self._lock:
+            acks = self._table.apply(info, record, self._session.usable)
+            self._update_tracking()
+        for ack in acks:
+            self._queue_ack(ack)
+
+    @property
+    def _is_closed(self) -> bool:
+        return self._closed
+
+    def _update_tracking_locked(self) -> None:
+        with self._lock:
+            self._update_tracking()
+
+    def _update_tracking(self) -> None:
+        # Under _lock. Tracking stops once no switch waits for its ack; the compiled
+        # path runs only while nothing is tracked and the session is usable.
+        tracker = self._tracker
+        if not self._table.switches and tracker.tracking:
+            tracker.stop()
+        self._direct = not tracker.tracking and not self._only_error
+        self._table.enable_fast(not tracker.tracking and self._session.usable and not self._closed)
+
+    # --- the barrier: tracking, drain, ack --------------------------------------------
+
+    def _on_tracked(self, generation: int, err: Any, msg: Any) -> None:
+        with self._lock:
+            self._tracker.done(generation)
+            if err is None:
+                switch = self._table.switches.get(msg.topic())
+                if switch is not None:
+                    switch.delivered(generation, msg.partition(), msg.offset())
+
+    def _check_drained(self, idle_only: bool = False) -> None:
+        """Ack every switch whose older records are all delivered (see RouteTable.drained)."""
+        with self._lock:
+            if not self._table.switches or not self._session.usable or self._closed:
+                return
+            acks = self._table.drained(len(self._producer), idle_only)
+            if acks:
+                self._update_tracking()
+        for ack in acks:
+            self._queue_ack(ack)
+
+    def _queue_ack(self, ack: AckDue) -> None:
+        # The worker writes it: the send path never waits for a ZooKeeper round trip.
+        self._events.put(Event(EventKind.ACK_DUE, ack.topic, self._ack_record(ack)))
+
+    # --- ZooKeeper session and the worker ---------------------------------------------
+
+    def _on_session(self, state: str) -> None:
+        # kazoo's connection thread: in-memory only, then hand over to the worker.
+        if not self._session.on_kazoo(state):
+            return
+        if state != KazooState.CONNECTED:
+            with self._lock:
+                self._table.enable_fast(False)
+                self._table.suspend_all()
+        self._events.put(Event(EventKind.SESSION_CHANGED))

@@ -1,0 +1,58 @@
+"""The one watch mechanism: a re-armed one-shot exists-watch (store.watches.watch_node)."""
+
+from __future__ import annotations
+
+import threading
+
+from helpers import unique, wait_until
+from kazoo.client import KazooClient
+
+from coordinator.store import LayoutStore
+from coordinator.store.watches import watch_node
+
+
+def test_watch_node_reports_creation_changes_and_deletion(store: LayoutStore) -> None:
+    client: KazooClient = store.client
+    path = f"{store.root}/watch-test/{unique('node')}"
+    seen: list[bytes | None] = []
+    threads: set[str] = set()
+
+    def on_data(data: bytes | None) -> None:
+        threads.add(threading.current_thread().name)
+        seen.append(data)
+
+    watch = watch_node(client, path, on_data)
+    assert seen == [None]  # the first read runs on the caller's thread, at once
+    client.create(path, b"a", makepath=True)
+    wait_until(lambda: seen[-1] == b"a", timeout=10, what="the creation")
+    client.set(path, b"b")
+    wait_until(lambda: seen[-1] == b"b", timeout=10, what="the change")
+    client.delete(path)
+    wait_until(lambda: seen[-1] is None and len(seen) >= 4, timeout=10, what="the deletion")
+    watch.stop()
+    count = len(seen)
+    client.create(path, b"c", makepath=True)
+    # A stopped watch reports nothing more: the store's own sync is a barrier for it.
+    store.sync(path)
+    assert store.exists(path) is not None
+    assert len(seen) <= count + 1  # at most the event already in flight
+    assert seen[:1] == [None]
+    client.delete(path)
+
+
+def test_exists_and_watch_is_one_shot(store: LayoutStore) -> None:
+    path = f"{store.root}/watch-test/{unique('once')}"
+    fired = threading.Event()
+    events: list[object] = []
+
+    def watch(event: object) -> None:
+        events.append(event)
+        fired.set()
+
+    assert store.exists_and_watch(path, watch) is None
+    store.client.create(path, b"x", makepath=True)
+    assert fired.wait(10)
+    store.client.set(path, b"y")
+    store.sync(path)
+    assert len(events) == 1
+    store.client.delete(path)
