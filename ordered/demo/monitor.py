@@ -153,6 +153,8 @@ class Monitor:
         previous = self.samples[-1] if self.samples else None
         parts: dict[int, PartSample] = {}
         for p in status.partitions:
+            if p.partition >= record.active and p.partition not in retired:
+                continue  # created by an expansion that has not published its epoch yet
             on: tuple[int, ...] = ()
             if p.partition in retired:
                 state, on = retired[p.partition], ()

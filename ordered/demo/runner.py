@@ -245,6 +245,7 @@ def _script(
             done = time.monotonic()
             continue
         before = store.get_topic(topic)
+        run.marks.append(timeline.Mark(started - run.t0))  # published here, pending until sealed
         run_step = controller.expand if kind == "expand" else controller.shrink
         result = run_step(topic, to, timeout=60.0)
         sealed = time.monotonic() - run.t0

@@ -36,11 +36,12 @@ class Mark:
 
     Attributes:
         t: Seconds since the monitor started.
-        label: What happened (``epoch 2: 3 -> 4``).
+        label: What happened (``epoch 2: 3 -> 4``); empty for an unlabelled dotted line
+            (where a layout change began: its epoch is pending until the labelled seal).
     """
 
     t: float
-    label: str
+    label: str = ""
 
 
 def _segments(samples: Sequence[Sample], partition: int) -> dict[str, list[tuple[float, float]]]:
@@ -78,7 +79,12 @@ def draw(samples: Sequence[Sample], marks: Sequence[Mark], path: Path, title: st
     lanes.set_ylim(len(partitions) - 0.5, -1.6)
     fig.suptitle(title, fontsize=12, x=0.01, ha="left")
     end = samples[-1].t if samples else 1.0
-    for i, m in enumerate(marks):
+    labelled = [m for m in marks if m.label]
+    for m in marks:
+        if not m.label:
+            for ax in (lanes, rates):
+                ax.axvline(m.t, color="#777777", linestyle=":", linewidth=1)
+    for i, m in enumerate(labelled):
         for ax in (lanes, rates):
             ax.axvline(m.t, color="#333333", linestyle="--", linewidth=1)
         lanes.text(
