@@ -27,6 +27,13 @@ def _pixels(image: np.ndarray, rgb: tuple[int, int, int]) -> int:
     return int((np.abs(image[:, :, :3] - want).max(axis=2) < 0.02).sum())
 
 
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:  # the process ended while we looked
+        return b""
+
+
 def test_demo_json_short_run(cluster: ClusterState, zk_root: str, tmp_path: Path) -> None:
     began = time.monotonic()
     where = ["--dir", cluster.directory, "--out", str(tmp_path), "--root", zk_root]
@@ -53,6 +60,15 @@ def test_demo_json_short_run(cluster: ClusterState, zk_root: str, tmp_path: Path
     assert all(step["ok"] for step in summary["steps"])
     assert [s["partitions"] for s in summary["steps"] if s["step"] == "trim"] == [[2, 3]]
     assert took < 120, f"the short demo took {took:.0f} s"
+    # Everything it started has stopped: no process names its topic (the workers) or its
+    # store root (the coordinator daemon) any more.
+    needles = (summary["topic"].encode(), zk_root.encode())
+    left = [
+        cmd.parent.name
+        for cmd in Path("/proc").glob("[0-9]*/cmdline")
+        if any(n in _read(cmd) for n in needles)
+    ]
+    assert left == []
     png = Path(summary["png"])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     image = imread(png)
