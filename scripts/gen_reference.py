@@ -76,8 +76,8 @@ def _commands(
 def commands_table() -> str:
     """One line per ``ordered`` command: what it does."""
     lines = ["| command | what it does |", "|---|---|"]
-    for path, text, _sub in _commands(build_parser(), ("ordered",)):
-        lines.append(f"| `{' '.join(path)}` | {_cell(text)} |")
+    for path, text, sub in _commands(build_parser(), ("ordered",)):
+        lines.append(f"| `{' '.join(path)}{_positionals(sub)}` | {_cell(text)} |")
     return "\n".join(lines)
 
 
