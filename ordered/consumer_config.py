@@ -88,6 +88,8 @@ class ConsumerSettings:
             in ZooKeeper (:mod:`coordinator.positions`) so a closed gate is re-checked as
             soon as what it waits on is committed; the committed offsets in Kafka still
             decide.
+        hooks: ``ordered.hooks``: objects that receive the consumer's events
+            (:mod:`coordinator.hooks`), after the consumer's own counters.
     """
 
     zookeeper_connect: str = setting_field("zookeeper_connect")
@@ -100,6 +102,7 @@ class ConsumerSettings:
     gate_poll_interval_ms: int = setting_field("gate_poll_interval_ms")
     audit_every: int = setting_field("audit_every")
     positions: bool = setting_field("positions")
+    hooks: tuple[object, ...] = setting_field("hooks")
 
     @property
     def header_name(self) -> str:

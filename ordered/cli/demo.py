@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from coordinator.errors import UsageError
+from coordinator.errors import CommandLineError
 from coordinator.store import DEFAULT_ROOT
 from ordered.cli.output import emit
 
@@ -97,12 +97,12 @@ def _demo(args: argparse.Namespace) -> int:
     from ordered.demo.runner import MIN_DURATION, DemoOptions, run_demo
 
     if args.duration < MIN_DURATION:
-        raise UsageError(f"--duration must be at least {MIN_DURATION:g} seconds")
+        raise CommandLineError(f"--duration must be at least {MIN_DURATION:g} seconds")
     for flag in ("producers", "consumers"):
         if getattr(args, flag) < 1:
-            raise UsageError(f"--{flag} must be at least 1")
+            raise CommandLineError(f"--{flag} must be at least 1")
     if args.rate <= 0:
-        raise UsageError("--rate must be > 0")
+        raise CommandLineError("--rate must be > 0")
     summary = run_demo(
         DemoOptions(
             duration=args.duration,

@@ -24,7 +24,7 @@ from __future__ import annotations
 import enum
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -179,11 +179,12 @@ class LayoutTracker:
         client: A started kazoo client (from :mod:`coordinator.zk`).
         root: The store root.
         check_timeout: How long :meth:`finish_check` waits for ZooKeeper.
+        on_reload: Called with ``(topic, newest epoch or -1)`` after each history read
+            (the consumer's ``on_layout_reload`` event).
 
     Attributes:
         verify_fetch: Run the fetch check (default ``True``). ``False`` exists only for
             the test that shows the check is what closes the race.
-        reloads: How many times a history was read.
     """
 
     def __init__(
@@ -193,6 +194,7 @@ class LayoutTracker:
         check_timeout: float,
         ids: TopicIds | None = None,
         group: str | None = None,
+        on_reload: Callable[[str, int], None] | None = None,
     ) -> None:
         self.client = client
         self.store = LayoutStore(client, root)
@@ -201,7 +203,7 @@ class LayoutTracker:
         self.watcher = HistoryWatcher(self.store)
         self.topics: dict[str, TopicView] = {}
         self.verify_fetch = True
-        self.reloads = 0
+        self._on_reload = on_reload or (lambda _topic, _epoch: None)
         self._check_timeout = check_timeout
         self._generation = self.watcher.generation
         self._check_failed = False
@@ -255,7 +257,6 @@ class LayoutTracker:
         # Another topic id than the layout's raises TopicIdMismatchError (refused).
         history = load_history(self.store, view.name, ids=self._ids)
         view.zxid = zxid
-        self.reloads += 1
         view.history = history
         if not history.adopted:
             view.gates = None
@@ -264,6 +265,8 @@ class LayoutTracker:
         else:
             view.gates.update(list(history.epochs))
         view.audit.clear()
+        record = history.record
+        self._on_reload(view.name, -1 if record is None else record.epoch)
 
     def reload_dirty(self) -> list[TopicView]:
         """Read again every topic the watcher marked (and all after a reconnect).

@@ -64,9 +64,7 @@ class FakeLayouts:
 def make(batches: list[list[Msg]]) -> tuple[Fetcher, FakeConsumer, list[str]]:
     log: list[str] = []
     consumer = FakeConsumer(batches, log)
-    fetcher = Fetcher(
-        consumer, FakeLayouts(log), {"layout_checks": 0}, lambda _v: None, lambda: None
-    )  # type: ignore[arg-type]
+    fetcher = Fetcher(consumer, FakeLayouts(log), lambda: None, lambda _v: None, lambda: None)  # type: ignore[arg-type]
     return fetcher, consumer, log
 
 
