@@ -23,6 +23,7 @@ __all__ = [
     "OrderedError",
     "OrderedKafkaError",
     "RecordCorruptError",
+    "RunInterruptedError",
     "StateTransitionError",
     "StoreError",
     "StoreUnavailableError",
@@ -54,6 +55,10 @@ class ConfigError(UsageError):
 
 class ClusterError(OrderedError):
     """The local development cluster could not be started, found or stopped."""
+
+
+class RunInterruptedError(OrderedError):
+    """A long run (``ordered chaos``) was stopped by SIGINT or SIGTERM; it stopped everything."""
 
 
 class StoreError(OrderedError):

@@ -66,6 +66,7 @@ class FaultRunner:
         self.log, self._say, self.stop = log, say, stop
         self.fault_kinds: list[str] = []
         self.kills = 0
+        self.crashes: list[dict[str, Any]] = []
         self.t0 = time.monotonic()
         self._lock = threading.Lock()
         self._timers: list[tuple[float, str, Callable[[], None]]] = []
@@ -123,10 +124,25 @@ class FaultRunner:
             while pending and pending[0].at <= elapsed:
                 self._inject(pending.pop(0))
             self._run_timers()
+            self._reap_crashes()
             if elapsed >= next_progress:
                 next_progress += 10.0
                 self.progress()
             self.stop.wait(0.2)
+
+    def _reap_crashes(self) -> None:
+        """Replace a process that ended without being told to (as a supervisor would)."""
+        for slot in list(self.slots.slots.values()):
+            proc = slot.proc
+            if proc is None or slot.signalled or not slot.wanted or proc.poll() is None:
+                continue
+            slot.signalled = True  # noted once
+            crash = {"slot": slot.name, "ident": slot.ident, "code": proc.returncode}
+            crash["at_s"] = round(time.monotonic() - self.t0, 1)
+            self.crashes.append(crash)
+            self.log.write({"ev": "crash", **crash})
+            self.say(f"CRASH {slot.ident} exited by itself (code {proc.returncode}); replaced")
+            self._restart_later(slot, 2.0)
 
     def progress(self) -> None:
         """Print one progress line: records acked, delivered per group, layout, faults."""
@@ -135,7 +151,7 @@ class FaultRunner:
         groups: dict[str, int] = {}
         for name, s in stats.items():
             group = name.split("-")[0]
-            if group in ("main", "lag", "replay"):
+            if group in ("main", "lag", "replay", "eosout"):
                 groups[group] = groups.get(group, 0) + int(s.get("delivered", 0))
         delivered = ", ".join(f"{g} {n}" for g, n in sorted(groups.items()))
         self.say(
@@ -203,6 +219,7 @@ class FaultRunner:
             FaultKind.EXPIRE_PRODUCER_SESSION: "producer",
             FaultKind.KILL_COORDINATOR: "coordinator",
             FaultKind.STOP_COORDINATOR: "coordinator",
+            FaultKind.KILL_PIPELINE: "pipeline",
         }
         if kind is FaultKind.REBALANCE:
             self._rebalance(bool(params.get("join")))
@@ -217,7 +234,12 @@ class FaultRunner:
             self.say(f"{kind.value}: no running process for {fault.target}, skipped")
             return
         down = float(params.get("down_s", 0.0))
-        if kind in (FaultKind.KILL_PRODUCER, FaultKind.KILL_CONSUMER, FaultKind.KILL_COORDINATOR):
+        if kind in (
+            FaultKind.KILL_PRODUCER,
+            FaultKind.KILL_CONSUMER,
+            FaultKind.KILL_COORDINATOR,
+            FaultKind.KILL_PIPELINE,
+        ):
             pid = slot.pid
             self.slots.signal(slot, signal.SIGKILL)
             with self._lock:
@@ -409,8 +431,8 @@ class FaultRunner:
             parts = payload.get("partitions", payload)
             self._fault(kind, "", f"trim --consumed: exit {code} {str(parts)[:200]}")
         elif kind is FaultKind.RETENTION_SWEEP:
-            code, _payload, err = self.conn.cli("retention", TOPIC, "--consumed-ms", "2000")
-            self._fault(kind, "", f"consumed retention 2 s on: exit {code} {err.strip()[-120:]}")
+            code, _payload, err = self.conn.cli("retention", TOPIC, "--consumed-ms", "10000")
+            self._fault(kind, "", f"consumed retention 10 s on: exit {code} {err.strip()[-120:]}")
         elif kind is FaultKind.OFFSET_RESET:
             self._offset_reset()
 
@@ -453,7 +475,8 @@ class FaultRunner:
         self.log.write({"ev": "reset", "g": "replay"})
         self._fault(FaultKind.OFFSET_RESET, "replay", "group stopped, offsets reset to log start")
         for slot in members:
-            self.slots.start(slot)
+            # Started by the main loop: a child dies with the thread that started it.
+            self._restart_later(slot, 0.0)
 
     def _log_starts(self, offsets: list[Any]) -> list[Any]:
         from confluent_kafka import Consumer, TopicPartition
@@ -518,13 +541,16 @@ class FaultRunner:
             if slot.wanted and not slot.alive:
                 self.slots.start(slot)
         producers = [s for s in self.slots.slots.values() if s.kind == "producer"]
+        # The readers (the exactly-once stage among them) drain after the producers.
         for slot in producers:
             self.slots.signal(slot, signal.SIGHUP)
         self.say("producers finishing")
         for slot in self.slots.wait_exit(producers, 90.0, lambda: None):
             self.slots.signal(slot, signal.SIGKILL)
         self.progress()
-        readers = [s for s in self.slots.slots.values() if s.kind == "reader" and s.alive]
+        readers = [
+            s for s in self.slots.slots.values() if s.kind in ("reader", "pipeline") and s.alive
+        ]
         for slot in readers:
             self.slots.signal(slot, signal.SIGHUP)
         self.say(f"groups reading to the end (at most {timeout:g} s)")

@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import zlib
 from collections.abc import Callable
@@ -40,12 +41,14 @@ class Slot:
 
     Attributes:
         name: The slot (``producer-0``, ``main-1``, ``lag-0``, ``coordinator-1``).
-        kind: ``producer``, ``reader`` or ``coordinator``.
+        kind: ``producer``, ``reader``, ``pipeline`` or ``coordinator``.
         group: The consumer group of a reader, else empty.
         incarnation: How many processes this slot has had.
         proc: The current process (``None`` before the first start).
         stopped: Whether the run has SIGSTOPped it.
         wanted: Whether the slot should be filled (a member that left is not).
+        signalled: Whether the run told the current process to end (an exit without
+            that is a crash).
     """
 
     name: str
@@ -55,6 +58,7 @@ class Slot:
     proc: subprocess.Popen[bytes] | None = None
     stopped: bool = False
     wanted: bool = True
+    signalled: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -97,10 +101,18 @@ class Slots:
         return slot
 
     def start(self, slot: Slot) -> None:
-        """Start a new incarnation of ``slot`` (the previous one must be gone)."""
+        """Start a new incarnation of ``slot`` (the previous one must be gone).
+
+        Only from the main thread: ``PR_SET_PDEATHSIG`` fires when the *thread* that
+        started a child ends, so a child started by a worker thread would be killed
+        with it.
+        """
+        if threading.current_thread() is not threading.main_thread():
+            raise RuntimeError(f"{slot.name}: processes are started from the main thread only")
         slot.incarnation += 1
         slot.stopped = False
         slot.wanted = True
+        slot.signalled = False
         log = open(self.workdir / "logs" / f"{slot.name}.log", "ab")  # noqa: SIM115
         if slot.kind == "coordinator":
             argv = self.coordinator_argv
@@ -108,7 +120,7 @@ class Slots:
             spec = {
                 **self.base,
                 **slot.extra,
-                "role": "producer" if slot.kind == "producer" else "reader",
+                "role": slot.kind,
                 "id": slot.ident,
                 "group": slot.group,
                 "seed": zlib.crc32(slot.ident.encode()),
@@ -134,6 +146,8 @@ class Slots:
             return False
         with contextlib.suppress(ProcessLookupError):
             os.kill(slot.proc.pid, sig)
+        if sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGHUP):
+            slot.signalled = True
         if sig == signal.SIGSTOP:
             slot.stopped = True
         elif sig in (signal.SIGCONT, signal.SIGKILL):

@@ -30,15 +30,16 @@ from pathlib import Path
 from typing import Any
 
 from coordinator import devcluster
-from coordinator.errors import OrderedError
+from coordinator.errors import OrderedError, RunInterruptedError
 from ordered.chaos.faults import FaultRunner
 from ordered.chaos.processes import Slots
 from ordered.chaos.schedule import ScheduleShape, digest, kinds_for, make_schedule
 from ordered.verify import HistoryWriter, check, read_events
 
-__all__ = ["ChaosOptions", "run_chaos"]
+__all__ = ["ChaosOptions", "remove_workdir", "run_chaos"]
 
 TOPIC = "chaos"
+OUTPUT = "chaos-out"
 ROOT = "/ordered-chaos"
 
 
@@ -52,6 +53,7 @@ class ChaosOptions:
         brokers: Kafka brokers (1, or 3 with replication factor 3).
         rate: Records per second, over all producers.
         replays: Seeks backwards and offset resets on.
+        eos: Run the exactly-once stage (a transactional copy to a second topic).
         keys: Distinct keys per producer.
         directory: Where the cluster, histories and logs go (default: a temp dir,
             removed after a run that holds unless ``keep``).
@@ -64,25 +66,25 @@ class ChaosOptions:
     brokers: int = 1
     rate: float = 300.0
     replays: bool = False
+    eos: bool = False
     keys: int = 200
     directory: Path | None = None
     keep: bool = False
     drain_timeout: float = 300.0
 
 
-class Interrupted(OrderedError):
-    """The run was stopped by SIGINT or SIGTERM."""
-
-
 def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, Any]:
     """Run the chaos test and return its result (``holds`` is the verdict).
 
     Raises:
-        Interrupted: SIGINT or SIGTERM; everything started was stopped.
+        RunInterruptedError: SIGINT or SIGTERM; everything started was stopped.
         OrderedError: The cluster did not start.
     """
     shape = ScheduleShape(
-        duration=options.duration, brokers=options.brokers, replays=options.replays
+        duration=options.duration,
+        brokers=options.brokers,
+        replays=options.replays,
+        eos=options.eos,
     )
     schedule = make_schedule(options.seed, shape)
     workdir = options.directory or Path(tempfile.mkdtemp(prefix="ordered-chaos-"))
@@ -105,9 +107,11 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
     try:
         state = devcluster.up(cluster_dir, brokers=options.brokers, progress=say)
         if stop.is_set():
-            raise Interrupted("interrupted while the cluster started")
+            raise RunInterruptedError("interrupted while the cluster started")
         conn = _Connection(state.bootstrap_servers, state.zookeeper_connect, ROOT)
-        _create_and_adopt(conn, shape, options.brokers)
+        _create_and_adopt(conn, TOPIC, shape, options.brokers)
+        if options.eos:
+            _create_and_adopt(conn, OUTPUT, shape, options.brokers)
         slots = _slots(workdir, conn, options, shape)
         runner = FaultRunner(
             conn,
@@ -123,18 +127,19 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
         say(f"started {len(slots.slots)} processes; traffic flows")
         runner.run(schedule, options.duration)
         if stop.is_set():
-            raise Interrupted("interrupted")
+            raise RunInterruptedError("interrupted")
         drained = runner.drain(options.drain_timeout)
         if stop.is_set():
-            raise Interrupted("interrupted")
+            raise RunInterruptedError("interrupted")
         layout_changes = runner.epoch()
         runner.close()
         slots.kill_all()
         devcluster.down(cluster_dir)
         state = None
         say("cluster stopped; checking the histories")
-        groups = sorted({s.group for s in slots.slots.values() if s.group})
-        verdict = check(read_events(sorted((workdir / "history").glob("*.jsonl"))), groups)
+        groups = sorted({s.group for s in slots.slots.values() if s.kind == "reader"})
+        histories = sorted((workdir / "history").glob("*.jsonl"))
+        verdict = check(read_events(histories), groups, ["eosout"] if options.eos else [])
         result = verdict.to_dict()
         kinds = Counter(runner.fault_kinds)
         result.update(
@@ -144,17 +149,23 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
             brokers=options.brokers,
             rate=options.rate,
             replays=options.replays,
+            eos=options.eos,
             schedule_digest=digest(schedule),
             faults=sum(kinds.values()),
             fault_kinds=dict(sorted(kinds.items())),
             missing_fault_kinds=sorted(k.value for k in kinds_for(shape) if k.value not in kinds),
             layout_changes=layout_changes,
             process_kills=runner.kills,
+            crashes=runner.crashes,
             drained=drained,
             directory=str(workdir),
         )
         result["trim_proof"] = result.pop("pauses")
         return result
+    except OrderedError:
+        raise
+    except Exception as exc:  # no traceback for the user: the message, then the cleanup
+        raise OrderedError(f"the chaos run failed: {type(exc).__name__}: {exc}") from exc
     finally:
         if slots is not None:
             slots.kill_all()
@@ -188,16 +199,16 @@ class _Connection:
         return done.returncode, payload, done.stderr
 
 
-def _create_and_adopt(conn: _Connection, shape: ScheduleShape, brokers: int) -> None:
+def _create_and_adopt(conn: _Connection, topic: str, shape: ScheduleShape, brokers: int) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     admin = AdminClient({"bootstrap.servers": conn.bootstrap})
-    futures = admin.create_topics([NewTopic(TOPIC, shape.initial, min(brokers, 3))])
+    futures = admin.create_topics([NewTopic(topic, shape.initial, min(brokers, 3))])
     for future in futures.values():
         future.result(60)
-    code, _payload, err = conn.cli("adopt", TOPIC)
+    code, _payload, err = conn.cli("adopt", topic)
     if code != 0:
-        raise OrderedError(f"adopting {TOPIC} failed: {err.strip()}")
+        raise OrderedError(f"adopting {topic} failed: {err.strip()}")
 
 
 def _slots(workdir: Path, conn: _Connection, options: ChaosOptions, shape: ScheduleShape) -> Slots:
@@ -228,6 +239,9 @@ def _slots(workdir: Path, conn: _Connection, options: ChaosOptions, shape: Sched
         slots.add(f"main-{i}", "reader", "main")
     slots.add("lag-0", "reader", "lag")
     slots.add("replay-0", "reader", "replay")
+    if options.eos:
+        slots.add("eos-0", "pipeline", "eos", output=OUTPUT, txn_id="chaos-eos-0")
+        slots.add("eosout-0", "reader", "eosout", topic=OUTPUT, read_committed=True)
     return slots
 
 

@@ -42,6 +42,7 @@ class FaultKind(Enum):
     PAUSE_GROUP = "pause-group"
     SEEK_BACK = "seek-back"
     OFFSET_RESET = "offset-reset"
+    KILL_PIPELINE = "kill-pipeline"
 
     @property
     def describe(self) -> str:
@@ -90,6 +91,8 @@ _DESCRIPTIONS = {
     "start while running (a replay pass)",
     FaultKind.OFFSET_RESET: "stop the replaying group, reset its committed offsets to the log "
     "start (AdminClient), start it again (a replay pass)",
+    FaultKind.KILL_PIPELINE: "SIGKILL the exactly-once stage (mid-transaction as a rule); a new "
+    "process with the same transactional.id replaces it 1-5 s later",
 }
 
 
@@ -101,6 +104,7 @@ class ScheduleShape:
         duration: Seconds of faults (the run drains after them).
         brokers: 1 or 3; broker restarts only with 3.
         replays: Whether seeks backwards and offset resets are scheduled.
+        eos: Whether the exactly-once stage runs (and is killed).
         producers: Producer slots.
         consumers: Members of the main group at the start.
         coordinators: Coordinator daemons.
@@ -111,6 +115,7 @@ class ScheduleShape:
     duration: float
     brokers: int = 1
     replays: bool = False
+    eos: bool = False
     producers: int = 3
     consumers: int = 3
     coordinators: int = 2
@@ -162,6 +167,7 @@ _WEIGHTS = {
     FaultKind.PAUSE_GROUP: 1,
     FaultKind.SEEK_BACK: 2,
     FaultKind.OFFSET_RESET: 1,
+    FaultKind.KILL_PIPELINE: 3,
 }
 
 
@@ -173,6 +179,8 @@ def kinds_for(shape: ScheduleShape) -> list[FaultKind]:
     if not shape.replays:
         kinds.remove(FaultKind.SEEK_BACK)
         kinds.remove(FaultKind.OFFSET_RESET)
+    if not shape.eos:
+        kinds.remove(FaultKind.KILL_PIPELINE)
     return kinds
 
 
@@ -210,6 +218,8 @@ def _params(
         return "lag", {"down_s": round(rnd.uniform(20, 60), 1)}
     if kind in (FaultKind.SEEK_BACK, FaultKind.OFFSET_RESET):
         return "replay", {}
+    if kind is FaultKind.KILL_PIPELINE:
+        return "eos-0", {"down_s": round(rnd.uniform(1, 5), 1)}
     return "", {}
 
 

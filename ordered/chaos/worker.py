@@ -1,12 +1,12 @@
-"""A process of a chaos run: one verifiable producer or one verifiable reader.
+"""A process of a chaos run: a verifiable producer, a verifiable reader or the EOS stage.
 
 ``python -m ordered.chaos.worker SPEC_JSON`` where the spec names the role
-(``producer`` or ``reader``), its id, the cluster, the topic, its history and stats
+(``producer``, ``reader`` or ``pipeline``), its id, the cluster, the topic, its history and stats
 files. Signals the run sends it:
 
 * ``SIGTERM``: stop now, cleanly (a producer flushes and closes);
-* ``SIGHUP``: drain: a producer stops sending, flushes and exits; a reader reads on and
-  exits once nothing came for ``idle_exit`` seconds;
+* ``SIGHUP``: drain: a producer stops sending, flushes and exits; a reader (or the
+  exactly-once stage) reads on and exits once nothing came for ``idle_exit`` seconds;
 * ``SIGUSR1``: expire this process's ZooKeeper session;
 * ``SIGUSR2``: (reader) seek every assigned partition back to its log start.
 
@@ -27,7 +27,8 @@ from types import FrameType
 from typing import Any
 
 from coordinator.errors import OrderedError
-from coordinator.zk import expire_session
+from coordinator.zk import KAZOO_LOGGER, expire_session
+from ordered.chaos.pipeline import run_pipeline
 from ordered.verify import HistoryWriter, VerifiableProducer, VerifiableReader
 
 __all__ = ["main"]
@@ -87,7 +88,13 @@ def _run_producer(spec: dict[str, Any], flags: _Flags) -> None:
     }
     keys = [f"k{i:04d}" for i in range(int(spec["keys"]))]
     producer = VerifiableProducer(
-        config, spec["id"], spec["topic"], spec["history"], keys, seed=int(spec["seed"])
+        config,
+        spec["id"],
+        spec["topic"],
+        spec["history"],
+        keys,
+        seed=int(spec["seed"]),
+        padding=int(spec.get("padding", 64)),
     )
     events = HistoryWriter(spec["history"])
     rate = float(spec["rate"])
@@ -131,7 +138,12 @@ def _run_reader(spec: dict[str, Any], flags: _Flags) -> None:
         "partition.assignment.strategy": "roundrobin",
         "topic.metadata.refresh.interval.ms": 2000,
         "ordered.gate.poll.interval.ms": 100,
+        # Small fetches make librdkafka interleave partitions within a batch (as large
+        # records do), so records of a key in several partitions race each other.
+        "max.partition.fetch.bytes": 8192,
     }
+    if spec.get("read_committed"):
+        config["isolation.level"] = "read_committed"
     reader = VerifiableReader(config, spec["group"], spec["id"], spec["topic"], spec["history"])
     events = HistoryWriter(spec["history"])
     idle_exit = float(spec.get("idle_exit", 20.0))
@@ -155,11 +167,47 @@ def _run_reader(spec: dict[str, Any], flags: _Flags) -> None:
             now = time.monotonic()
             if now >= next_stats:
                 next_stats = now + 1.0
-                _write_stats(spec["stats"], {"delivered": reader.delivered, "pass": reader.pass_no})
+                _write_stats(spec["stats"], _reader_stats(reader))
     finally:
+        final = {**_reader_stats(reader), "done": True}
+        if flags.drain:
+            # Why it stopped: what each gate says when nothing more came.
+            _log(spec, f"drained: {json.dumps(final, sort_keys=True)}")
         reader.close()
-        _write_stats(spec["stats"], {"delivered": reader.delivered, "done": True})
+        _write_stats(spec["stats"], final)
         events.close()
+
+
+def _reader_stats(reader: VerifiableReader) -> dict[str, Any]:
+    stats: dict[str, Any] = {"delivered": reader.delivered, "pass": reader.pass_no}
+    try:
+        consumer = reader.consumer
+        stats["metrics"] = consumer.metrics
+        stats["gates"] = {
+            str(g.partition): f"{g.state.name} limit {g.limit} held {g.held}"
+            for g in consumer.gate_status(waits=False)
+        }
+        positions = consumer.position(consumer.assignment())
+        stats["positions"] = {str(tp.partition): tp.offset for tp in positions}
+    except Exception as exc:  # diagnostics only: never fail the reader for them
+        stats["stats_error"] = repr(exc)
+    return stats
+
+
+def _run_pipeline(spec: dict[str, Any], flags: _Flags) -> None:
+    last = {"copied": -1, "at": time.monotonic()}
+    idle_exit = float(spec.get("idle_exit", 20.0))
+
+    def report(stats: dict[str, Any]) -> None:
+        if stats["copied"] != last["copied"]:
+            last.update(copied=stats["copied"], at=time.monotonic())
+        _write_stats(spec["stats"], stats)
+
+    def stop() -> bool:
+        idle = time.monotonic() - last["at"] > idle_exit
+        return flags.stop or (flags.drain and idle)
+
+    run_pipeline(spec, stop, report)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -167,12 +215,16 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     spec = json.loads(args[0])
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    # kazoo logs every refused connection while ZooKeeper restarts; the faults are logged.
+    logging.getLogger(KAZOO_LOGGER).setLevel(logging.CRITICAL)
     flags = _Flags()
     flags.install()
     Path(spec["stats"]).parent.mkdir(parents=True, exist_ok=True)
     try:
         if spec["role"] == "producer":
             _run_producer(spec, flags)
+        elif spec["role"] == "pipeline":
+            _run_pipeline(spec, flags)
         else:
             _run_reader(spec, flags)
     except OrderedError as exc:

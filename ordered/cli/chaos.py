@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from coordinator.errors import RunInterruptedError
 from ordered.chaos.run import ChaosOptions, remove_workdir, run_chaos
-from ordered.cli.output import emit, progress
+from ordered.cli.output import emit, error, progress
 
 __all__ = ["add_parser"]
 
@@ -52,6 +53,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         action="store_true",
         help="also seek a running consumer backwards and reset a stopped group's offsets",
     )
+    p.add_argument(
+        "--eos",
+        action="store_true",
+        help="also run an exactly-once stage (transactional copy to a second topic), killed "
+        "mid-transaction",
+    )
     p.add_argument("--dir", type=Path, default=None, help="run directory (default: a temp dir)")
     p.add_argument("--keep", action="store_true", help="keep the run directory")
     p.add_argument(
@@ -67,7 +74,7 @@ def _text(r: dict[str, Any]) -> str:
         f"verdict: {'HOLDS' if r['holds'] else 'VIOLATED'} (seed {r['seed']}, "
         f"schedule {r['schedule_digest']})",
         f"records acked {r['records']}, order violations {r['violations']}, lost {r['lost']}, "
-        f"duplicates {r['duplicates']}",
+        f"duplicates {r['duplicates']}, copies in the exactly-once output {r['copies']}",
         f"faults {r['faults']} ({kinds}); layout changes {r['layout_changes']}; "
         f"process kills {r['process_kills']}",
     ]
@@ -82,6 +89,8 @@ def _text(r: dict[str, Any]) -> str:
         lines.append("violation: " + json.dumps(v, sort_keys=True))
     for lost in r["lost_samples"][:10]:
         lines.append("lost: " + json.dumps(lost, sort_keys=True))
+    for crash in r["crashes"]:
+        lines.append(f"crash (not injected): {crash['ident']} exit code {crash['code']}")
     if r["missing_fault_kinds"]:
         lines.append("fault kinds that did not happen: " + ", ".join(r["missing_fault_kinds"]))
     lines.append(f"run directory: {r['directory']}")
@@ -95,11 +104,16 @@ def _chaos(args: argparse.Namespace) -> int:
         brokers=args.brokers,
         rate=args.rate,
         replays=args.replays,
+        eos=args.eos,
         directory=args.dir,
         keep=args.keep,
         drain_timeout=args.drain_timeout,
     )
-    result = run_chaos(options, progress)
+    try:
+        result = run_chaos(options, progress)
+    except RunInterruptedError as exc:
+        error(f"{exc}; everything the run started was stopped", args.json, "RunInterruptedError")
+        return 130
     remove_workdir(result, options)
     emit(result, _text(result), args.json)
     return 0 if result["holds"] else 1

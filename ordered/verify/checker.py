@@ -21,6 +21,7 @@ Kafka, no ZooKeeper, only the events.
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -120,13 +121,14 @@ class Verdict:
         nacked: Records whose delivery failed (not required anywhere).
         groups: Per group: ``delivered`` (distinct records), ``deliveries``,
             ``duplicates``, ``replayed`` (deliveries in reset or seek passes that repeat
-            a record), ``lost``.
+            a record), ``copies`` (records delivered from two places), ``lost``.
         violations: Order violations (at most :data:`MAX_REPORTED` per check listed).
         violation_count: Their exact number.
         lost: Acked records some complete group never got (listed up to the cap).
         lost_count: Their exact number, summed over groups.
         duplicates: Deliveries beyond the first, summed over groups.
         mismatched: Deliveries whose key differs from the key the producer acked.
+        copies: Records found at two places of a topic that must hold them once.
         pauses: Per paused group, its :class:`PauseProof`.
     """
 
@@ -139,12 +141,14 @@ class Verdict:
     lost_count: int = 0
     duplicates: int = 0
     mismatched: int = 0
+    copies: int = 0
     pauses: list[PauseProof] = field(default_factory=list)
 
     @property
     def holds(self) -> bool:
         """No order violation, nothing lost, no corrupted record."""
-        return self.violation_count == 0 and self.lost_count == 0 and self.mismatched == 0
+        clean = self.mismatched == 0 and self.copies == 0
+        return self.violation_count == 0 and self.lost_count == 0 and clean
 
     def to_dict(self) -> dict[str, Any]:
         """The verdict as a JSON-ready dict."""
@@ -159,6 +163,7 @@ class Verdict:
             "lost_samples": self.lost,
             "duplicates": self.duplicates,
             "mismatched": self.mismatched,
+            "copies": self.copies,
             "pauses": [asdict(p) for p in self.pauses],
         }
 
@@ -199,21 +204,24 @@ class _OrderCheck:
 
 
 def _delivery(ev: dict[str, Any]) -> Delivery:
+    # Interned: a long run holds millions of deliveries of a few hundred keys and ids.
     return Delivery(
         int(ev["ts"]),
-        str(ev["p"]),
-        str(ev["k"]),
+        sys.intern(str(ev["p"])),
+        sys.intern(str(ev["k"])),
         int(ev["s"]),
         int(ev["tp"]),
         int(ev["o"]),
         int(ev.get("e", -1)),
-        str(ev["r"]),
+        sys.intern(str(ev["r"])),
         int(ev.get("n", 0)),
     )
 
 
 def check(
-    events: Iterable[dict[str, Any]], complete_groups: Iterable[str] | None = None
+    events: Iterable[dict[str, Any]],
+    complete_groups: Iterable[str] | None = None,
+    exactly_once_groups: Iterable[str] = (),
 ) -> Verdict:
     """Check the events of a run (any order; they are sorted by time here).
 
@@ -221,6 +229,9 @@ def check(
         events: Events of :mod:`ordered.verify.history`, from every file of the run.
         complete_groups: Groups that must have every acked record (default: every group
             that delivered anything).
+        exactly_once_groups: Groups reading a topic that must hold every record once:
+            a record found at two places (partition, offset) there is a violation
+            (``copies``; elsewhere copies are only counted: at-least-once allows them).
 
     Returns:
         The :class:`Verdict`.
@@ -256,6 +267,8 @@ def check(
         lost = _lost(group, stats.pop("_delivered_set"), acked, lows, out) if group in wanted else 0
         stats["lost"] = lost
         out.groups[group] = stats
+        if group in set(exactly_once_groups):
+            out.copies += int(stats["copies"])
     for group, marks in sorted(pause_marks.items()):
         out.pauses.append(_pause_proof(group, marks, lows, out.groups.get(group, {})))
     return out
@@ -275,14 +288,22 @@ def _check_group(
     resets = sorted(reset_times)
     reset_check: _OrderCheck | None = None
     next_reset = 0
-    duplicates = replayed = 0
+    duplicates = replayed = copies = 0
+    places: dict[tuple[str, int], set[tuple[int, int]]] = {}
     for d in found:
         while next_reset < len(resets) and resets[next_reset] <= d.ts:
             reset_check = _OrderCheck("reset-pass", group, f"reset@{resets[next_reset]}", out)
             next_reset += 1
         was_new = first.feed(d)
-        if not was_new:
+        rid = (d.producer, d.seq)
+        if was_new:
+            places[rid] = {(d.partition, d.offset)}
+        else:
             duplicates += 1
+            seen_at = places[rid]
+            if (d.partition, d.offset) not in seen_at:
+                seen_at.add((d.partition, d.offset))
+                copies += 1
         scope = (d.reader, d.pass_no)
         pass_check = passes.get(scope)
         if pass_check is None:
@@ -302,6 +323,7 @@ def _check_group(
         "deliveries": len(found),
         "duplicates": duplicates,
         "replayed": replayed,
+        "copies": copies,
         "_delivered_set": first.seen,
     }
 

@@ -65,6 +65,9 @@ class VerifiableReader:
         reader_id: This reader's id in the history (unique per process incarnation).
         topic: The topic to subscribe to.
         history: The history file to append deliveries to.
+        commit_interval: Seconds between commits; 0 (the default) commits after every
+            batch. A longer interval is how auto-commit behaves: a rewind then runs
+            ahead of the group's committed offsets for a while.
     """
 
     def __init__(
@@ -74,8 +77,12 @@ class VerifiableReader:
         reader_id: str,
         topic: str,
         history: str | Path,
+        *,
+        commit_interval: float = 0.0,
     ) -> None:
         self.group = group
+        self.commit_interval = commit_interval
+        self._next_commit = 0.0
         self.reader_id = reader_id
         self.topic = topic
         self.delivered = 0
@@ -147,7 +154,8 @@ class VerifiableReader:
         # Recorded before committed: whatever the group counts as consumed is in the history.
         self._history.flush()
         self.delivered += count
-        if msgs:
+        if msgs and time.monotonic() >= self._next_commit:
+            self._next_commit = time.monotonic() + self.commit_interval
             self.commit()
         return count
 

@@ -94,3 +94,62 @@ def test_verifiable_clients_across_an_expansion_and_a_shrink(
     verdict = check([e for e in events if e is not missing])
     assert verdict.lost_count == 1
     assert verdict.lost[0]["partition"] == 3
+
+
+@pytest.mark.xfail(
+    reason="replays keep order only with the consumer's replay fix (gate cache)", strict=True
+)
+def test_a_running_readers_seek_back_is_checked_as_a_replay_pass(
+    tmp_path: Path,
+    topic_factory: Callable[..., str],
+    controller: Controller,
+    bootstrap: str,
+    zk_hosts: str,
+    zk_root: str,
+) -> None:
+    # The replay case of the chaos run, small: 2 -> 3 -> 4, one reader reads it all,
+    # seeks every partition back to the start and reads it all again (its pass 2).
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    history = tmp_path / "history"
+    producer = VerifiableProducer(
+        {
+            "bootstrap.servers": bootstrap,
+            "ordered.zookeeper.connect": zk_hosts,
+            "ordered.zookeeper.root": zk_root,
+            "linger.ms": 2,
+        },
+        "p1",
+        topic,
+        history / "p1.jsonl",
+        KEYS,
+        seed=2,
+    )
+    try:
+        _produce(producer, 2000)
+        controller.expand(topic, 3)
+        _produce(producer, 2000)
+        controller.expand(topic, 4)
+        _produce(producer, 2000)
+    finally:
+        producer.close()
+    group = "replay-" + topic
+    # Small fetches: librdkafka then interleaves the partitions, as it does with large
+    # records; with 1 MB per partition it returns them one after the other.
+    config = consumer_config(
+        bootstrap, zk_hosts, zk_root, group, **{"max.partition.fetch.bytes": 4096}
+    )
+    reader = VerifiableReader(config, group, "r1", topic, history / "r1.jsonl")
+    try:
+        reader.subscribe()
+        _drain(reader, 6000)
+        first_pass = reader.pass_no
+        assert sorted(reader.seek_to_beginning()) == [0, 1, 2, 3]
+        assert reader.pass_no == first_pass + 1
+        _drain(reader, 12000)
+    finally:
+        reader.close()
+    verdict = check(read_events(sorted(history.iterdir())))
+    assert verdict.groups[group]["replayed"] == 6000
+    assert verdict.lost_count == 0
+    assert verdict.violation_count == 0, [str(v) for v in verdict.violations[:5]]

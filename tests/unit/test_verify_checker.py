@@ -64,6 +64,7 @@ def test_an_ordered_complete_history_holds() -> None:
         "deliveries": 4,
         "duplicates": 0,
         "replayed": 0,
+        "copies": 0,
         "lost": 0,
     }
 
@@ -258,3 +259,18 @@ def test_values_carry_producer_and_sequence() -> None:
     assert decode_value(b"plain") is None
     assert decode_value(None) is None
     assert decode_value(b"p|notanumber|") is None
+
+
+def test_a_record_at_two_places_is_a_copy_and_breaks_exactly_once() -> None:
+    # The output of an exactly-once stage holds seq 1 twice (an aborted transaction's
+    # record that was read anyway, or a replay written again): offsets 11 and 12.
+    events = [*ACKS, *in_order("out"), dlv(10, "p1", 1, "a", 0, 12, group="out")]
+    verdict = check(events)
+    assert verdict.groups["out"]["copies"] == 1
+    assert verdict.holds  # at-least-once: counted, allowed
+    verdict = check(events, exactly_once_groups=["out"])
+    assert verdict.copies == 1
+    assert not verdict.holds
+    # A redelivery from the same place is no copy.
+    again = [*ACKS, *in_order("out"), dlv(10, "p1", 1, "a", 0, 11, group="out")]
+    assert check(again, exactly_once_groups=["out"]).holds
