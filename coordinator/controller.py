@@ -432,10 +432,10 @@ class Controller(Adoption):
                     )
                 # Clear before reading: an event after the reads wakes the next wait.
                 changed.clear()
-                acks = self._store.acks(tr.topic, epoch.epoch)
-                live = self._store.producers(tr.topic)
+                acks = self._store.ack_ids(tr.topic, epoch.epoch)
+                live = self._store.producer_ids(tr.topic)
                 now = time.time()
-                status = barrier_status(epoch, set(acks), set(live), now)
+                status = barrier_status(epoch, acks, live, now)
                 waiting, expired = list(status.waiting), status.expired
                 if expired != epoch.expired:
                     # Recorded so that a controller taking over keeps the clock.

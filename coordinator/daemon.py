@@ -7,7 +7,9 @@ whenever a topic record or the topic list changes (kazoo watches), and runs
 topic. While it leads it also runs the position service's relay
 (:class:`~coordinator.position_relay.PositionRelay`) in a thread of its own, and the
 drain monitor and consumed-retention sweep (:class:`~coordinator.retention.Sweeper`)
-every ``sweep_interval`` seconds in another. A
+every ``sweep_interval`` seconds in another, and the autoscaler
+(:class:`~coordinator.autoscale.Autoscaler`) every ``autoscale_interval`` seconds in a
+third. A
 transition that another controller runs (the topic lock is held) is left to it. The
 connection listener only sets flags and logs the change (connection lost, restored,
 session lost); losing the session ends the leadership at once (the election node is
@@ -34,6 +36,7 @@ from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 
+from coordinator.autoscale import DEFAULT_AUTOSCALE_INTERVAL_S, Autoscaler
 from coordinator.controller import BarrierTimeoutError, Controller
 from coordinator.daemon_metrics import DaemonMetrics
 from coordinator.errors import OrderedError, StoreError, TransitionInProgressError
@@ -91,6 +94,8 @@ class CoordinatorDaemon:
         sweep_interval: Seconds between rounds of the drain monitor and consumed-
             retention sweep (:class:`~coordinator.retention.Sweeper`); ``0`` turns it off.
         sweep_settings: Which groups count and how long a trim may wait.
+        autoscale_interval: Seconds between autoscaler ticks (topics with an
+            ``ordered autoscale`` policy); ``0`` turns the autoscaler off.
         hooks: Objects that receive the daemon's events and those of its controller,
             sweeper and relay (:mod:`coordinator.hooks`).
         metrics: Served metrics (:mod:`coordinator.daemon_metrics`) that get the events
@@ -109,6 +114,7 @@ class CoordinatorDaemon:
         relay_interval: float = 0.1,
         sweep_interval: float = DEFAULT_SWEEP_INTERVAL_S,
         sweep_settings: SweepSettings | None = None,
+        autoscale_interval: float = DEFAULT_AUTOSCALE_INTERVAL_S,
         hooks: Sequence[object] = (),
         metrics: DaemonMetrics | None = None,
     ) -> None:
@@ -146,6 +152,20 @@ class CoordinatorDaemon:
         self._sweeper = (
             Sweeper(self._store, admin, sweep_settings, self._progress, hooks=hooks)
             if sweep_interval > 0
+            else None
+        )
+        self._autoscale_interval = autoscale_interval
+        self._autoscaler = (
+            Autoscaler(
+                self._store,
+                admin,
+                self._controller,
+                self._identifier,
+                self._progress,
+                events=self._events,
+                transition_timeout=resume_timeout,
+            )
+            if autoscale_interval > 0
             else None
         )
         if metrics is not None:
@@ -255,6 +275,12 @@ class CoordinatorDaemon:
                 target=self._sweep_loop, args=(led,), name="sweeper", daemon=True
             )
             sweeper.start()
+        autoscaler: threading.Thread | None = None
+        if self._autoscaler is not None:
+            autoscaler = threading.Thread(
+                target=self._autoscale_loop, args=(led,), name="autoscaler", daemon=True
+            )
+            autoscaler.start()
         try:
             self._client.ensure_path(paths.topics_path(self._store.root))
             watches[""] = self._store.watch_children(
@@ -275,6 +301,8 @@ class CoordinatorDaemon:
                 relay.join()
             if sweeper is not None:
                 sweeper.join()
+            if autoscaler is not None:
+                autoscaler.join()
             for watch in watches.values():
                 watch.stop()
             # A worker still in a barrier stops within a second (cancel or session loss);
@@ -293,6 +321,21 @@ class CoordinatorDaemon:
             except (KazooException, KazooTimeoutError) as exc:
                 self._progress(f"sweep failed: ZooKeeper: {exc!r}")
             led.wait(self._sweep_interval)
+
+    def _autoscale_loop(self, led: threading.Event) -> None:
+        """Run the autoscaler every ``autoscale_interval`` seconds while this daemon leads."""
+        assert self._autoscaler is not None
+        try:
+            while not (led.is_set() or self._stop.is_set() or self._lost.is_set()):
+                try:
+                    self._autoscaler.tick()
+                except OrderedError as exc:
+                    self._progress(f"autoscale failed: {exc}")
+                except (KazooException, KazooTimeoutError) as exc:
+                    self._progress(f"autoscale failed: ZooKeeper: {exc!r}")
+                led.wait(self._autoscale_interval)
+        finally:
+            self._autoscaler.close()
 
     def _scan(self, watches: dict[str, Watch]) -> None:
         for topic in self._store.list_topics():

@@ -79,18 +79,34 @@ class PositionRelay:
             pause.wait(self._interval)
 
     def round(self) -> int:
-        """Run one round; return how many progress records it published."""
+        """Run one round; return how many progress records it published.
+
+        The waits of every group are read first, then every group's committed offsets
+        are asked of Kafka at once (one request per group, all in flight), so a round
+        costs one Kafka round trip however many groups wait.
+        """
         published = 0
         started = time.monotonic()
         try:
-            for group in self._groups():
-                published += self._relay_group(group)
+            waits = {group: self._needed(group) for group in self._groups()}
+            waits = {group: needed for group, needed in waits.items() if needed}
+            committed = self._admin.groups_offsets(waits) if waits else {}
+            failures = []
+            for group, needed in sorted(waits.items()):
+                got = committed.get(group, {})
+                if isinstance(got, OrderedError):
+                    failures.append(str(got))
+                    continue
+                published += self._publish(group, needed, got)
+            if failures:
+                raise OrderedError("; ".join(failures))
         except (OrderedError, KazooException, KazooTimeoutError) as exc:
             # kazoo's ConnectionLoss and SessionExpiredError carry no text.
             message = f"position relay: {str(exc) or type(exc).__name__}"
             if message != self._last_error:
                 self._progress(message)
             self._last_error = message
+            self.relayed += published
             return published
         self._last_error = ""
         self.relayed += published
@@ -104,30 +120,45 @@ class PositionRelay:
             return []
         return sorted(urllib.parse.unquote(name) for name in names)
 
-    def _relay_group(self, group: str) -> int:
+    def _service(self, group: str) -> PositionService:
         service = self._services.get(group)
         if service is None:
             service = self._services[group] = PositionService(self._client, self._root, group)
+        return service
+
+    def _needed(self, group: str) -> dict[str, dict[int, int]]:
+        """topic -> partition -> the lowest offset any member of ``group`` waits for.
+
+        Progress below it wakes nobody, so it is not published.
+        """
+        service = self._service(group)
         base = paths.interest_topics_path(self._root, group)
         try:
             topics = self._client.get_children(base)
         except NoNodeError:
-            return 0
-        published = 0
+            return {}
+        out: dict[str, dict[int, int]] = {}
         for topic in sorted(topics):
-            # The lowest offset anyone waits for per partition: progress below it wakes
-            # nobody, so it is not published.
             needed: dict[int, int] = {}
             for interest in service.interest(topic).values():
                 for partition, offset in interest.waits.items():
                     needed[partition] = min(needed.get(partition, offset), offset)
-            if not needed:
-                continue
-            committed = self._admin.committed_offsets(group, topic, needed)
+            if needed:
+                out[topic] = needed
+        return out
+
+    def _publish(
+        self, group: str, needed: dict[str, dict[int, int]], committed: dict[str, dict[int, int]]
+    ) -> int:
+        service = self._service(group)
+        published = 0
+        for topic, waits in needed.items():
             recorded = service.progress(topic)
-            for partition, offset in sorted(committed.items()):
+            for partition, offset in sorted(committed.get(topic, {}).items()):
+                if partition not in waits:
+                    continue
                 known = recorded.get(partition)
-                if offset >= needed[partition] and (known is None or offset > known.offset):
+                if offset >= waits[partition] and (known is None or offset > known.offset):
                     service.publish(topic, partition, offset)
                     published += 1
         return published

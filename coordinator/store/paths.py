@@ -16,6 +16,8 @@ __all__ = [
     "DEFAULT_ROOT",
     "ack_path",
     "acks_path",
+    "autoscale_path",
+    "autoscale_status_path",
     "check_root",
     "check_topic",
     "election_path",
@@ -38,6 +40,7 @@ __all__ = [
     "retention_path",
     "retired_partition_path",
     "retired_path",
+    "rewind_path",
     "topic_path",
     "topics_path",
 ]
@@ -198,6 +201,16 @@ def retention_path(root: str, topic: str) -> str:
     return topic_path(root, topic) + "/retention"
 
 
+def autoscale_path(root: str, topic: str) -> str:
+    """``{root}/topics/{topic}/autoscale``: the :class:`AutoscalePolicy`, if set."""
+    return topic_path(root, topic) + "/autoscale"
+
+
+def autoscale_status_path(root: str, topic: str) -> str:
+    """``{root}/topics/{topic}/autoscale-status``: the :class:`AutoscaleStatus`, if any."""
+    return topic_path(root, topic) + "/autoscale-status"
+
+
 def group_node(group: str) -> str:
     """The znode name of a consumer group: the id percent-encoded (as in :func:`group_path`)."""
     return group_path("/", group).rsplit("/", 1)[1]
@@ -211,3 +224,13 @@ def group_registration_path(root: str, group: str, topic: str) -> str:
 def group_seen_path(root: str, group: str, topic: str) -> str:
     """``{root}/groups/{g}/seen/{topic}``: a :class:`GroupSeenRecord`."""
     return group_path(root, group) + f"/seen/{check_topic(topic)}"
+
+
+def rewind_path(root: str, group: str, topic: str) -> str:
+    """``{root}/groups/{g}/rewinds/{topic}``: a data-less marker whose writes signal rewinds.
+
+    A member that moves the group's progress on a partition of ``topic`` back (a seek
+    back, an explicit start offset) writes it; every member reads its last-write zxid in
+    the fetch check and re-decides its gates when it changed.
+    """
+    return group_path(root, group) + f"/rewinds/{check_topic(topic)}"

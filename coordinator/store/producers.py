@@ -79,6 +79,33 @@ class ProducerStore(StoreBase):
         parent = paths.producers_path(self._root, topic)
         return self._run(f"list producers of {topic}", self._children, parent, ProducerRecord, None)
 
+    def producer_ids(self, topic: str) -> set[str]:
+        """Return the ids of the registered producers of ``topic`` (names only: one read).
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        parent = paths.producers_path(self._root, topic)
+        return self._run(f"list producers of {topic}", self._child_names, parent)
+
+    def ack_ids(self, topic: str, epoch: int) -> set[str]:
+        """Return the ids of the producers that acked ``epoch`` (names only: one read).
+
+        The barrier polls this on every change: reading each ack's record there made
+        a barrier of N producers cost N^2 reads.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        parent = paths.acks_path(self._root, topic, epoch)
+        return self._run(f"list acks of epoch {epoch} of {topic}", self._child_names, parent)
+
+    def _child_names(self, parent: str) -> set[str]:
+        try:
+            return set(self._client.get_children(parent))
+        except NoNodeError:
+            return set()
+
     def producers_registered_before(self, topic: str, epoch: int) -> dict[str, ProducerRecord]:
         """Return the producers whose registration znode predates the epoch's znode.
 

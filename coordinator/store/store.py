@@ -4,7 +4,8 @@ One class over one concern module each: :mod:`~coordinator.store.topics` (topics
 epochs), :mod:`~coordinator.store.producers` (registrations and acks, the barrier's
 inputs), :mod:`~coordinator.store.retired` (retired partitions and retention),
 :mod:`~coordinator.store.groups` (consumer groups) and :mod:`~coordinator.store.watches`
-(watches and the lock), all over :class:`~coordinator.store.base.StoreBase`, which owns
+(watches and the lock), :mod:`~coordinator.store.autoscale` (autoscaling policies),
+all over :class:`~coordinator.store.base.StoreBase`, which owns
 the ZooKeeper calls.
 
 Errors: a record that fails its check is a :class:`~coordinator.errors.StoreError` naming the
@@ -15,6 +16,7 @@ a concurrent change of the topic record is a
 
 from __future__ import annotations
 
+from coordinator.store.autoscale import AutoscaleStore
 from coordinator.store.base import Watch
 from coordinator.store.groups import GroupStore
 from coordinator.store.producers import ProducerStore
@@ -24,7 +26,7 @@ from coordinator.store.watches import WatchStore
 __all__ = ["LayoutStore", "Watch"]
 
 
-class LayoutStore(RetiredStore, ProducerStore, GroupStore, WatchStore):
+class LayoutStore(RetiredStore, ProducerStore, GroupStore, WatchStore, AutoscaleStore):
     """The layout store of ``docs/protocol.md`` over a started ``KazooClient``.
 
     Constructed as :class:`~coordinator.store.base.StoreBase` is: ``LayoutStore(client,

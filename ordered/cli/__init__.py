@@ -19,7 +19,7 @@ from importlib import metadata
 from typing import NoReturn
 
 from coordinator.errors import OrderedError
-from ordered.cli import admin, chaos, cluster, demo, listing, trim
+from ordered.cli import admin, autoscale, bench, chaos, cluster, demo, listing, trim
 from ordered.cli.options import CommandLineError, HelpFormatter
 from ordered.cli.output import configure, error, json_mode
 
@@ -73,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     admin.add_parsers(sub)
     listing.add_parser(sub)
     trim.add_parsers(sub)
+    autoscale.add_parsers(sub)
+    bench.add_parsers(sub)
     demo.add_parser(sub)
     chaos.add_parser(sub)
     for choice in sub.choices.values():

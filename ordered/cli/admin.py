@@ -23,6 +23,7 @@ from types import FrameType
 from typing import Any, Final
 
 from coordinator import devcluster
+from coordinator.autoscale import DEFAULT_AUTOSCALE_INTERVAL_S
 from coordinator.controller import Controller, TransitionResult
 from coordinator.daemon import CoordinatorDaemon
 from coordinator.daemon_metrics import (
@@ -199,6 +200,12 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         type=seconds_or_zero,
         default=DEFAULT_SWEEP_INTERVAL_S,
         help="seconds between rounds of the drain monitor and consumed-retention sweep (0: off)",
+    )
+    daemon.add_argument(
+        "--autoscale-interval",
+        type=seconds_or_zero,
+        default=DEFAULT_AUTOSCALE_INTERVAL_S,
+        help="seconds between autoscaler ticks for topics with an autoscale policy (0: off)",
     )
     daemon.add_argument(
         "--trim-timeout",
@@ -402,6 +409,7 @@ def _coordinator(args: argparse.Namespace) -> int:
             relay_interval=args.relay_interval,
             sweep_interval=args.sweep_interval,
             sweep_settings=SweepSettings(interest_settings(args), args.trim_timeout),
+            autoscale_interval=args.autoscale_interval,
             metrics=metrics,
         )
         stopping = threading.Event()

@@ -19,6 +19,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from coordinator.autoscale.report import autoscale_summary
 from coordinator.controller import DEFAULT_DELIVERY_TIMEOUT_MS, EXPIRY_GRACE_S, barrier_status
 from coordinator.errors import OrderedKafkaError
 from coordinator.group_status import GroupStatus, group_status, topic_groups
@@ -128,6 +129,9 @@ def _topic_view(args: argparse.Namespace, conn: Connections) -> tuple[dict[str, 
     text = "\n".join(summary) + "\n\n" + detail
     if kafka is not None:
         text += "\n" + _retired_text(retired, retention_ms)
+    autoscale, autoscale_text = autoscale_summary(store, topic)
+    payload["autoscale"] = autoscale
+    text += "\n" + autoscale_text
     return payload, text
 
 

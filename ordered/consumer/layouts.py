@@ -17,6 +17,13 @@ size), and :meth:`LayoutTracker.finish_check` compares each znode's last-write z
 with the one seen before the copy was read: a publish or a seal that completed before
 ``t`` changed it, and the history is read again before the batch is judged. Records
 are never inspected for this: no header is needed.
+
+**Rewinds** (``docs/consumer.md``, "Replays"): a member of the group that moves the
+group's progress back (a seek back, an explicit start offset) writes the group's
+rewind marker of the topic (:func:`~coordinator.store.paths.rewind_path`, no data)
+before it delivers a replayed record. The same round trip reads the marker's
+last-write zxid; when it changed, the topic is reported in :meth:`LayoutTracker.take_rewound`
+and the consumer decides its gates again before the batch is judged.
 """
 
 from __future__ import annotations
@@ -110,6 +117,7 @@ class TopicView:
     history: TopicHistory
     gates: GateEvaluator | None = None
     zxid: int = -1  # the topic znode's mzxid before the history was read (-1: no node)
+    rewind_zxid: int | None = None  # the group's rewind marker's mzxid (None: unread)
     # partition -> the span of the last audited offset (a cache, cleared on reload)
     audit: dict[int, AuditSpan] = field(default_factory=dict)
 
@@ -161,10 +169,12 @@ class FetchCheck(NamedTuple):
     Attributes:
         sync: The async result of the ``sync``.
         reads: ``(topic, async result of an exists() on the topic znode)``.
+        rewinds: ``(topic, async result of an exists() on the group's rewind marker)``.
     """
 
     sync: Any
     reads: tuple[tuple[str, Any], ...]
+    rewinds: tuple[tuple[str, Any], ...] = ()
 
 
 def _zxid(stat: Any) -> int:
@@ -207,6 +217,7 @@ class LayoutTracker:
         self._check_timeout = check_timeout
         self._generation = self.watcher.generation
         self._check_failed = False
+        self._rewound: set[str] = set()
 
     @property
     def usable(self) -> bool:
@@ -256,6 +267,10 @@ class LayoutTracker:
         zxid = _zxid(self.store.exists(path))
         # Another topic id than the layout's raises TopicIdMismatchError (refused).
         history = load_history(self.store, view.name, ids=self._ids)
+        if view.rewind_zxid is None and self._group:
+            # Read once: the fetch check compares later values with it.
+            marker = self.rewind_path(view.name)
+            view.rewind_zxid = _zxid(self.store.exists(marker))
         view.zxid = zxid
         view.history = history
         if not history.adopted:
@@ -305,6 +320,39 @@ class LayoutTracker:
             done.append(view)
         return done
 
+    # --- rewinds ------------------------------------------------------------------------
+
+    def rewind_path(self, topic: str) -> str:
+        """The group's rewind marker of ``topic``.
+
+        Raises:
+            ValueError: The consumer has no group.
+        """
+        if not self._group:
+            raise ValueError("a consumer without group.id has no rewind marker")
+        return store_paths.rewind_path(self.store.root, self._group, topic)
+
+    def mark_rewound(self, topic: str) -> None:
+        """Tell the group's other members that progress on ``topic`` went back.
+
+        A synchronous write (a rewind is rare, and must be visible before a replayed
+        record is delivered); this consumer's own fetch check then ignores it.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        if not self._group:
+            raise ValueError("a consumer without group.id has no rewind marker")
+        stat = self.store.mark_rewound(self._group, topic)
+        view = self.topics.get(topic)
+        if view is not None:
+            view.rewind_zxid = _zxid(stat)
+
+    def take_rewound(self) -> set[str]:
+        """The topics whose rewind marker changed since the last call."""
+        out, self._rewound = self._rewound, set()
+        return out
+
     # --- the fetch check ---------------------------------------------------------------
 
     def begin_check(self) -> FetchCheck | None:
@@ -330,11 +378,16 @@ class LayoutTracker:
                 (name, self.client.exists_async(store_paths.topic_path(root, name)))
                 for name in names
             )
+            rewinds = tuple(
+                (name, self.client.exists_async(self.rewind_path(name)))
+                for name in names
+                if self._group and self.topics[name].ordered
+            )
         except Exception as exc:  # the connection is closing: the check fails
             _log.debug("fetch check not sent: %s", exc)
             self._check_failed = True
             return None
-        return FetchCheck(sync, reads)
+        return FetchCheck(sync, reads, rewinds)
 
     def finish_check(self, check: FetchCheck | None) -> list[TopicView] | None:
         """Wait for ``check``; read again every topic whose znode changed since our copy.
@@ -355,6 +408,12 @@ class LayoutTracker:
                 # Against the copy now: it may have been read again since the send.
                 if view is not None and _zxid(stat) != view.zxid:
                     changed.append(name)
+            for name, read in check.rewinds:
+                zxid = _zxid(read.get(timeout=self._check_timeout))
+                view = self.topics.get(name)
+                if view is not None and view.rewind_zxid is not None and zxid != view.rewind_zxid:
+                    view.rewind_zxid = zxid
+                    self._rewound.add(name)
         except Exception as exc:  # connection loss, timeout
             _log.warning("layout check failed (records held until it succeeds): %s", exc)
             self._check_failed = True

@@ -1,0 +1,553 @@
+"""Benchmark: how the layer's own costs grow with its work (scale curves).
+
+Not a test. Run as ``.venv/bin/python benchmarks/bench_scale.py [--quick]`` (starts its
+own cluster in a temporary directory). Prints one table per curve and writes
+``benchmarks/results/scale.json``.
+
+Curves, each a table of work size against cost:
+
+1. **Barrier**: 1, 10 and 50 live producers, each a separate process writing keyed
+   records; seconds from ``expand`` to sealed (median and max over the rounds).
+   Goal: <= 1 s at 50.
+2. **Coordinator**: 200 adopted topics and 20 consumer groups with a declared wait
+   (interest) each; a plain commit past the wait, then the time until the daemon's
+   relay publishes the progress record the waiter watches (p50/p99); the daemon's CPU
+   (from ``/proc``) and ZooKeeper's request rate (``mntr``) while it does.
+   Goal: relay p99 <= 50 ms.
+3. **ZooKeeper load per consumer**: requests one ``OrderedConsumer`` sends ZooKeeper
+   per second while it reads at full speed and while it is idle, against what one
+   ZooKeeper server here answers per second (``exists`` from 8 clients, async).
+   Goal: <= 20 requests/s per consumer at any throughput.
+4. **Partition count**: expanding 8 -> 16 -> 64 -> 256 under traffic: seconds per step,
+   the gate rule's cost per record at each size, and the bytes of the layout history in
+   ZooKeeper after 100 epochs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from _common import environment, scratch_root, servers
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from coordinator.controller import Controller
+from coordinator.history import load_history
+from coordinator.kafka_admin import KafkaAdmin
+from coordinator.positions import PositionService
+from coordinator.store import LayoutStore, paths
+from coordinator.zk import close_client, make_client, start_client
+from linear_hash import GateEvaluator
+from ordered.consumer import OrderedConsumer
+
+RESULTS = Path(__file__).resolve().parent / "results" / "scale.json"
+ROOT = Path(__file__).resolve().parents[1]
+
+PRODUCER = r"""
+import json, signal, sys, time
+from ordered.producer import OrderedProducer
+config, topic, n = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+stop = False
+def on_term(*_):
+    global stop
+    stop = True
+signal.signal(signal.SIGTERM, on_term)
+producer = OrderedProducer(config)
+print("ready", flush=True)
+i = 0
+while not stop:
+    try:
+        producer.produce(topic, b"x" * 100, b"k-%d-%d" % (n, i % 50))
+        i += 1
+    except BufferError:
+        pass
+    producer.poll(0)
+    time.sleep(0.02)
+producer.close()
+"""
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _create_topics(bootstrap: str, names: list[str], partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(n, partitions, 1) for n in names])
+    for future in futures.values():
+        future.result(60)
+    # A topic is created before every broker's metadata shows it: wait for all.
+    deadline = time.monotonic() + 60
+    missing = set(names)
+    while missing:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"topics not in metadata after 60 s: {sorted(missing)[:5]}")
+        listed = admin.list_topics(timeout=10).topics
+        missing = {n for n in missing if n not in listed or listed[n].error is not None}
+        if missing:
+            time.sleep(0.2)
+
+
+def _zk_port(zookeeper: str) -> int:
+    return int(zookeeper.split(",")[0].split("/")[0].rsplit(":", 1)[1])
+
+
+def zk_packets(zookeeper: str) -> int:
+    """ZooKeeper's ``zk_packets_received`` (``mntr``): requests the server has read."""
+    with socket.create_connection(("127.0.0.1", _zk_port(zookeeper)), timeout=5) as sock:
+        sock.sendall(b"mntr")
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    for line in b"".join(chunks).decode().splitlines():
+        name, _, value = line.partition("\t")
+        if name == "zk_packets_received":
+            return int(value)
+    raise RuntimeError("mntr has no zk_packets_received")
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
+
+
+# --- 1. barrier ---------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def producer_processes(
+    count: int, bootstrap: str, zookeeper: str, root: str, topic: str
+) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Start ``count`` producer processes and wait until each is ready."""
+    config = {
+        "bootstrap.servers": bootstrap,
+        "ordered.zookeeper.connect": zookeeper,
+        "ordered.zookeeper.root": root,
+        "linger.ms": 5,
+    }
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", PRODUCER, json.dumps(config), topic, str(n)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        for n in range(count)
+    ]
+    try:
+        for proc in procs:
+            assert proc.stdout is not None
+            if proc.stdout.readline().strip() != b"ready":
+                raise RuntimeError("a producer process failed to start")
+        yield procs
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def barrier_curve(
+    bootstrap: str, zookeeper: str, root: str, controller: Controller, args: argparse.Namespace
+) -> list[dict[str, Any]]:
+    """Expand-to-sealed seconds with 1, 10 and 50 producer processes."""
+    rows = []
+    for count in args.producers:
+        topic = f"scale-barrier-{count}-{uuid.uuid4().hex[:6]}"
+        _create_topics(bootstrap, [topic], 2)
+        controller.adopt(topic)
+        started = time.monotonic()
+        with producer_processes(count, bootstrap, zookeeper, root, topic):
+            ready_s = time.monotonic() - started
+            deadline = time.monotonic() + 60
+            while len(controller.store.producers(topic)) < count:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"only {len(controller.store.producers(topic))} registered")
+                time.sleep(0.1)
+            time.sleep(1.0)
+            seconds = []
+            to_publish: list[float] = []
+            to_last_ack: list[float] = []
+            to_seal: list[float] = []
+            store = controller.store
+            for to in range(3, 3 + args.barrier_rounds):
+                wall = time.time()
+                t0 = time.perf_counter()
+                result = controller.expand(topic, to, timeout=60)
+                seconds.append(time.perf_counter() - t0)
+                if len(result.producers) != count or result.expired:
+                    raise RuntimeError(f"unexpected barrier: {result}")
+                # Where the time goes: CreatePartitions and the publish; the
+                # producers' switch, drain and ack; the controller's seal.
+                epoch = store.get_epoch(topic, result.epoch)
+                acks = store.acks(topic, result.epoch)
+                to_publish.append(epoch.created_at - wall)
+                to_last_ack.append(max(a.acked_at for a in acks.values()) - epoch.created_at)
+                to_seal.append((epoch.sealed_at or 0.0) - epoch.created_at)
+                time.sleep(0.3)
+        rows.append(
+            {
+                "producers": count,
+                "rounds": len(seconds),
+                "median_s": round(statistics.median(seconds), 3),
+                "max_s": round(max(seconds), 3),
+                "runs_s": [round(s, 3) for s in seconds],
+                "expand_to_publish_s": [round(x, 3) for x in to_publish],
+                "publish_to_last_ack_s": [round(x, 3) for x in to_last_ack],
+                "publish_to_seal_s": [round(x, 3) for x in to_seal],
+                "processes_ready_s": round(ready_s, 1),
+            }
+        )
+        print(f"  barrier, {count:3d} producers: {rows[-1]}", flush=True)
+    return rows
+
+
+# --- 2. coordinator -----------------------------------------------------------------
+
+
+def coordinator_curve(
+    bootstrap: str, zookeeper: str, root: str, controller: Controller, args: argparse.Namespace
+) -> dict[str, Any]:
+    """Relay latency, daemon CPU and ZooKeeper requests with many topics and groups."""
+    topics = [f"scale-coord-{i}-{uuid.uuid4().hex[:6]}" for i in range(args.topics)]
+    t0 = time.monotonic()
+    _create_topics(bootstrap, topics, 2)
+    for topic in topics:
+        controller.adopt(topic)
+    adopt_s = time.monotonic() - t0
+    print(f"  created and adopted {len(topics)} topics in {adopt_s:.1f} s", flush=True)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    waited = topics[: args.groups]
+    for topic in waited:
+        for i in range(100):
+            producer.produce(topic, b"x", b"k%d" % i, partition=0)
+    producer.flush(30)
+
+    client = start_client(make_client(zookeeper, command_deadline_s=10.0), 15.0)
+    groups = [f"scale-g-{i}-{uuid.uuid4().hex[:6]}" for i in range(args.groups)]
+    services = [PositionService(client, root, g) for g in groups]
+    for service, topic in zip(services, waited, strict=True):
+        service.declare(topic, "waiter", {0: 1_000_000})
+    daemon = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ordered.cli",
+            "coordinator",
+            "--zookeeper",
+            zookeeper,
+            "--bootstrap-servers",
+            bootstrap,
+            "--root",
+            root,
+            "--sweep-interval",
+            "0",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    latencies: list[float] = []
+    try:
+        time.sleep(args.settle)
+        cpu0, packets0, wall0 = _cpu_seconds(daemon.pid), zk_packets(zookeeper), time.monotonic()
+        time.sleep(args.idle_seconds)
+        idle_cpu = (_cpu_seconds(daemon.pid) - cpu0) / (time.monotonic() - wall0)
+        idle_zk = (zk_packets(zookeeper) - packets0) / (time.monotonic() - wall0)
+        cpu0, packets0, wall0 = _cpu_seconds(daemon.pid), zk_packets(zookeeper), time.monotonic()
+        relayed: dict[str, int] = {}
+        changed = threading.Condition()
+
+        def watcher(group: str) -> Callable[[Any], None]:
+            def on_progress(progress: Any) -> None:
+                with changed:
+                    relayed[group] = progress.offset
+                    changed.notify_all()
+
+            return on_progress
+
+        for service, group, topic in zip(services, groups, waited, strict=True):
+            service.watch(topic, 0, watcher(group))
+        for round_ in range(args.relay_rounds):
+            wait_at = 10 * (round_ + 1)
+            for service, topic in zip(services, waited, strict=True):
+                service.declare(topic, "waiter", {0: wait_at})
+            time.sleep(0.5)  # the relay reads the new waits
+            for group, topic in zip(groups, waited, strict=True):
+                consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+                consumer.commit(offsets=[TopicPartition(topic, 0, wait_at)], asynchronous=False)
+                committed = time.perf_counter()
+                with changed:
+                    ok = changed.wait_for(lambda g=group, at=wait_at: relayed.get(g, -1) >= at, 10)
+                if not ok:
+                    raise RuntimeError(f"no progress relayed for {group}")
+                latencies.append(time.perf_counter() - committed)
+                consumer.close()
+        elapsed = time.monotonic() - wall0
+        busy_cpu = (_cpu_seconds(daemon.pid) - cpu0) / elapsed
+        busy_zk = (zk_packets(zookeeper) - packets0) / elapsed
+    finally:
+        daemon.terminate()
+        daemon.wait(30)
+        close_client(client)
+    row = {
+        "topics": len(topics),
+        "groups_waiting": len(groups),
+        "relay_samples": len(latencies),
+        "relay_p50_ms": round(_percentile(latencies, 0.5) * 1000, 1),
+        "relay_p99_ms": round(_percentile(latencies, 0.99) * 1000, 1),
+        "relay_max_ms": round(max(latencies) * 1000, 1),
+        "daemon_cpu_idle": round(idle_cpu, 3),
+        "daemon_cpu_relaying": round(busy_cpu, 3),
+        "zookeeper_requests_per_s_idle": round(idle_zk, 1),
+        "zookeeper_requests_per_s_relaying": round(busy_zk, 1),
+        "adopt_seconds": round(adopt_s, 1),
+    }
+    print(f"  coordinator: {row}", flush=True)
+    return row
+
+
+# --- 3. ZooKeeper load per consumer -------------------------------------------------
+
+
+def zookeeper_capacity(zookeeper: str, seconds: float) -> float:
+    """Requests per second one ZooKeeper server here answers (``exists``, 8 clients)."""
+    clients = [start_client(make_client(zookeeper), 15.0) for _ in range(8)]
+    try:
+        clients[0].ensure_path("/scale-capacity")
+        done = 0
+        deadline = time.monotonic() + seconds
+        started = time.monotonic()
+        while time.monotonic() < deadline:
+            results = [c.exists_async("/scale-capacity") for c in clients for _ in range(250)]
+            for r in results:
+                r.get(10)
+            done += len(results)
+        return done / (time.monotonic() - started)
+    finally:
+        for c in clients:
+            close_client(c)
+
+
+def consumer_load(
+    bootstrap: str, zookeeper: str, root: str, controller: Controller, args: argparse.Namespace
+) -> dict[str, Any]:
+    """ZooKeeper requests per second of one OrderedConsumer at full speed and idle."""
+    topic = f"scale-zk-{uuid.uuid4().hex[:6]}"
+    _create_topics(bootstrap, [topic], 4)
+    controller.adopt(topic)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    for i in range(args.zk_records):
+        producer.produce(topic, b"x" * 100, b"k%d" % (i % 10_000))
+        if i % 100_000 == 0:
+            producer.flush()
+    producer.flush(60)
+    config = {
+        "bootstrap.servers": bootstrap,
+        "group.id": f"scale-zk-{uuid.uuid4().hex[:6]}",
+        "auto.offset.reset": "earliest",
+        "ordered.zookeeper.connect": zookeeper,
+        "ordered.zookeeper.root": root,
+    }
+    plain_cfg = {k: v for k, v in config.items() if not k.startswith("ordered.")}
+    plain_cfg["group.id"] += "-plain"
+
+    def read_all(consumer: Any) -> tuple[float, int, float]:
+        consumer.subscribe([topic])
+        got = 0
+        started = None
+        packets0 = zk_packets(zookeeper)
+        while got < args.zk_records:
+            batch = consumer.consume(10_000, 1.0)
+            if batch and started is None:
+                started = time.perf_counter()
+                packets0 = zk_packets(zookeeper)
+            got += sum(1 for m in batch if m.error() is None)
+        elapsed = time.perf_counter() - (started or time.perf_counter())
+        return elapsed, zk_packets(zookeeper) - packets0, got / max(elapsed, 1e-9)
+
+    plain = Consumer(plain_cfg)
+    try:
+        _, _, plain_rate = read_all(plain)
+    finally:
+        plain.close()
+    ordered = OrderedConsumer(config)
+    try:
+        elapsed, packets, ordered_rate = read_all(ordered)
+        idle0, wall0 = zk_packets(zookeeper), time.monotonic()
+        while time.monotonic() - wall0 < args.idle_seconds:
+            ordered.consume(10_000, 0.5)
+        idle = (zk_packets(zookeeper) - idle0) / (time.monotonic() - wall0)
+    finally:
+        ordered.close()
+    capacity = zookeeper_capacity(zookeeper, 3.0)
+    full = packets / max(elapsed, 1e-9)
+    row = {
+        "records": args.zk_records,
+        "full_speed_records_per_s": round(ordered_rate),
+        "plain_records_per_s": round(plain_rate),
+        "ratio_vs_plain": round(ordered_rate / plain_rate, 3),
+        "zookeeper_requests_per_s_full_speed": round(full, 1),
+        "zookeeper_requests_per_s_idle": round(idle, 1),
+        "zookeeper_server_requests_per_s": round(capacity),
+        # A 3-node ensemble serves reads from every node and writes through the leader;
+        # consumers only read, so reads scale with the nodes (at ~70% target load).
+        "consumers_per_3_node_ensemble_at_full_speed": int(3 * 0.7 * capacity / max(full, 1.0)),
+    }
+    print(f"  zookeeper load: {row}", flush=True)
+    return row
+
+
+# --- 4. partition count -------------------------------------------------------------
+
+
+class _AllCommitted:
+    """A group that committed everything: every gate opens (the steady state)."""
+
+    def committed(self, partition: int) -> int | None:
+        return 1 << 62
+
+    def log_start(self, partition: int) -> int:
+        return 0
+
+
+def gate_costs(store: LayoutStore, topic: str, sizes: list[int]) -> list[dict[str, Any]]:
+    """ns per record of the gate rule on the real history, at each active count.
+
+    The consumer asks :meth:`GateEvaluator.limit` per batch and partition and
+    :meth:`GateEvaluator.may_deliver` for records at or past a gate; both run here on
+    records spread over every partition of the layout.
+    """
+    history = load_history(store, topic)
+    rows = []
+    view = _AllCommitted()
+    for size in sizes:
+        infos = [e for e in history.epochs if e.to_active <= size]
+        evaluator = GateEvaluator(infos)
+        records = [(i % size, 10 + i // size) for i in range(50_000)]
+        t0 = time.perf_counter()
+        for partition, offset in records:
+            if offset >= evaluator.limit(partition):
+                evaluator.may_deliver(partition, offset, view)
+        rows.append(
+            {
+                "partitions": size,
+                "epochs": len(infos),
+                "gate_ns_per_record": round((time.perf_counter() - t0) / len(records) * 1e9),
+            }
+        )
+    return rows
+
+
+def partition_curve(
+    bootstrap: str, zookeeper: str, root: str, controller: Controller, args: argparse.Namespace
+) -> dict[str, Any]:
+    """Seconds per expansion step under traffic, gate cost per record, history size."""
+    topic = f"scale-parts-{uuid.uuid4().hex[:6]}"
+    sizes = args.partition_steps
+    _create_topics(bootstrap, [topic], sizes[0])
+    controller.adopt(topic)
+    steps = []
+    with producer_processes(2, bootstrap, zookeeper, root, topic):
+        for to in sizes[1:]:
+            t0 = time.perf_counter()
+            controller.expand(topic, to, timeout=120)
+            steps.append({"to": to, "seconds": round(time.perf_counter() - t0, 3)})
+            print(f"  partitions: expand to {to} in {steps[-1]['seconds']} s", flush=True)
+    gate = gate_costs(controller.store, topic, sizes)
+    history_topic = f"scale-history-{uuid.uuid4().hex[:6]}"
+    _create_topics(bootstrap, [history_topic], 2)
+    controller.adopt(history_topic)
+    for i in range(args.history_epochs):
+        to = 3 if i % 2 == 0 else 2
+        if i % 2 == 0:
+            controller.expand(history_topic, to, timeout=30)
+        else:
+            controller.shrink(history_topic, to, timeout=30)
+    client = controller.store.client
+    base = paths.topic_path(root, history_topic)
+    total = 0
+    nodes = 0
+    stack = [base]
+    while stack:
+        path = stack.pop()
+        data, _stat = client.get(path)
+        total += len(data or b"")
+        nodes += 1
+        stack.extend(f"{path}/{c}" for c in client.get_children(path))
+    return {
+        "steps": steps,
+        "gate": gate,
+        "history_epochs": args.history_epochs,
+        "history_bytes": total,
+        "history_znodes": nodes,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the curves, print them, write the JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser.add_argument("--bootstrap", help="bootstrap.servers of a running Kafka")
+    parser.add_argument("--zookeeper", help="ZooKeeper connect string of a running ZooKeeper")
+    parser.add_argument("--quick", action="store_true", help="fewer rounds and records")
+    parser.add_argument("--only", nargs="+", default=None, help="curves to run")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    args.producers = [1, 10, 50]
+    args.barrier_rounds = 3 if args.quick else 6
+    args.topics = 200
+    args.groups = 20
+    args.relay_rounds = 2 if args.quick else 5
+    args.settle = 3.0
+    args.idle_seconds = 3.0 if args.quick else 10.0
+    args.zk_records = 200_000 if args.quick else 1_000_000
+    args.partition_steps = [8, 16, 64, 256]
+    args.history_epochs = 20 if args.quick else 100
+    curves = set(args.only or ["barrier", "coordinator", "zookeeper", "partitions"])
+
+    results: dict[str, Any] = {**environment("scale"), "quick": args.quick}
+    with (
+        servers(args, "scale") as (bootstrap, zookeeper),
+        scratch_root(zookeeper) as (client, root),
+    ):
+        store = LayoutStore(client, root)
+        controller = Controller(store, KafkaAdmin(bootstrap, timeout=10.0))
+        if "barrier" in curves:
+            print("barrier ...", flush=True)
+            results["barrier"] = barrier_curve(bootstrap, zookeeper, root, controller, args)
+        if "coordinator" in curves:
+            print("coordinator ...", flush=True)
+            results["coordinator"] = coordinator_curve(bootstrap, zookeeper, root, controller, args)
+        if "zookeeper" in curves:
+            print("zookeeper load ...", flush=True)
+            results["zookeeper_load"] = consumer_load(bootstrap, zookeeper, root, controller, args)
+        if "partitions" in curves:
+            print("partition count ...", flush=True)
+            results["partitions"] = partition_curve(bootstrap, zookeeper, root, controller, args)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""Autoscaling policies and the autoscaler's status of a topic in the layout store."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.errors import NotAdoptedError, RecordCorruptError
+from coordinator.store import paths
+from coordinator.store.autoscale_records import AutoscalePolicy, AutoscaleStatus
+from coordinator.store.topics import TopicStore
+
+__all__ = ["AutoscaleStore"]
+
+
+class AutoscaleStore(TopicStore):
+    """Autoscaling policies and status (part of :class:`~coordinator.store.LayoutStore`)."""
+
+    def _get_record(self, path: str, kind: type[Any], topic: str) -> Any:
+        def attempt() -> Any:
+            got = self._read(path)
+            if got is None:
+                return None
+            record = kind.from_json(got[0], path)
+            if record.topic != topic:
+                raise RecordCorruptError(f"{path}: {kind.__name__} names topic {record.topic!r}")
+            return record
+
+        return self._run(f"read {path}", attempt)
+
+    def autoscale_policy(self, topic: str) -> AutoscalePolicy | None:
+        """Return the topic's autoscaling policy, ``None`` when none is set.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable or the record fails its check.
+        """
+        path = paths.autoscale_path(self._root, topic)
+        policy: AutoscalePolicy | None = self._get_record(path, AutoscalePolicy, topic)
+        return policy
+
+    def set_autoscale_policy(self, policy: AutoscalePolicy) -> None:
+        """Store the policy (idempotent; the topic must be adopted).
+
+        Raises:
+            NotAdoptedError: The topic is not adopted.
+            StoreError: ZooKeeper is unreachable.
+        """
+        if self.get_topic(policy.topic) is None:
+            raise NotAdoptedError(
+                f"topic {policy.topic} is not adopted (adopt it first: ordered adopt "
+                f"{policy.topic})"
+            )
+        path = paths.autoscale_path(self._root, policy.topic)
+        self._run(f"write {path}", self._put, path, policy.to_json())
+
+    def clear_autoscale_policy(self, topic: str) -> bool:
+        """Remove the topic's policy and its status; return whether a policy was set.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        status = paths.autoscale_status_path(self._root, topic)
+        self._run(f"delete {status}", self._delete, status)
+        path = paths.autoscale_path(self._root, topic)
+        removed: bool = self._run(f"delete {path}", self._delete, path)
+        return removed
+
+    def autoscale_status(self, topic: str) -> AutoscaleStatus | None:
+        """Return the autoscaler's status of the topic, ``None`` before its first decision.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable or the record fails its check.
+        """
+        path = paths.autoscale_status_path(self._root, topic)
+        status: AutoscaleStatus | None = self._get_record(path, AutoscaleStatus, topic)
+        return status
+
+    def put_autoscale_status(self, status: AutoscaleStatus) -> None:
+        """Write the autoscaler's status of a topic (idempotent).
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        path = paths.autoscale_status_path(self._root, status.topic)
+        self._run(f"write {path}", self._put, path, status.to_json())

@@ -1,0 +1,206 @@
+"""``ordered autoscale TOPIC``: set, show or remove a topic's autoscaling policy.
+
+With ``--target-records-per-s`` or ``--target-bytes-per-s`` it stores a policy that the
+leading coordinator daemon applies (``docs/autoscale.md``); ``--off`` removes it; with
+neither it shows the policy and the latest decisions. Every value is checked, and the
+topic must be adopted, before anything is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Final
+
+from coordinator.autoscale.report import autoscale_summary, policy_text
+from coordinator.errors import CommandLineError, NotAdoptedError, UsageError
+from coordinator.store.autoscale_records import AutoscalePolicy
+from ordered.cli.admin import common_arguments, connect
+from ordered.cli.output import emit
+
+__all__ = [
+    "DEFAULT_COOLDOWN_S",
+    "DEFAULT_DOWN_WINDOW_S",
+    "DEFAULT_MAX_ACTIVE",
+    "DEFAULT_UP_WINDOW_S",
+    "add_parsers",
+]
+
+DEFAULT_UP_WINDOW_S: Final = 120.0
+"""Pravega's shortest scale-up window (its 2-minute rate)."""
+DEFAULT_DOWN_WINDOW_S: Final = 600.0
+"""Twice Pulsar's 300 s merge cold window; Pravega looks back 20 minutes."""
+DEFAULT_COOLDOWN_S: Final = 300.0
+"""Pulsar's merge cooldown; between its 60 s split and Pravega's 10 min cooldowns."""
+DEFAULT_MAX_ACTIVE: Final = 64
+"""Pulsar 5's segment limit per topic."""
+DEFAULT_STEP_FACTOR: Final = 2
+"""Kinesis on-demand: at most x2 or /2 per step."""
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _factor(text: str) -> int:
+    value = _count(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be >= 2, got {value}")
+    return value
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``autoscale``."""
+    p = sub.add_parser(
+        "autoscale",
+        help="set, show or remove a topic's autoscaling policy (the coordinator applies it)",
+    )
+    p.add_argument("topic", metavar="TOPIC")
+    target = p.add_mutually_exclusive_group()
+    target.add_argument(
+        "--target-records-per-s",
+        type=_number,
+        default=None,
+        metavar="R",
+        help="target write rate per active partition, records per second",
+    )
+    target.add_argument(
+        "--target-bytes-per-s",
+        type=_number,
+        default=None,
+        metavar="B",
+        help="target write rate per active partition, bytes (key + value) per second",
+    )
+    target.add_argument("--off", action="store_true", help="remove the policy")
+    p.add_argument(
+        "--min",
+        type=_count,
+        default=None,
+        dest="min_active",
+        metavar="U",
+        help="never fewer active partitions (default: the topic's initial count)",
+    )
+    p.add_argument(
+        "--max",
+        type=_count,
+        default=DEFAULT_MAX_ACTIVE,
+        dest="max_active",
+        metavar="U",
+        help=f"never more active partitions (default {DEFAULT_MAX_ACTIVE})",
+    )
+    p.add_argument(
+        "--up-window",
+        type=_number,
+        default=DEFAULT_UP_WINDOW_S,
+        metavar="S",
+        help=f"seconds above the target before growing (default {DEFAULT_UP_WINDOW_S:g})",
+    )
+    p.add_argument(
+        "--down-window",
+        type=_number,
+        default=DEFAULT_DOWN_WINDOW_S,
+        metavar="S",
+        help=f"seconds below half the target before shrinking (default {DEFAULT_DOWN_WINDOW_S:g})",
+    )
+    p.add_argument(
+        "--cooldown",
+        type=_number,
+        default=DEFAULT_COOLDOWN_S,
+        metavar="S",
+        help="seconds after any layout change before acting again "
+        f"(default {DEFAULT_COOLDOWN_S:g})",
+    )
+    p.add_argument(
+        "--max-step-factor",
+        type=_factor,
+        default=DEFAULT_STEP_FACTOR,
+        metavar="F",
+        help=f"at most xF or /F per change (default {DEFAULT_STEP_FACTOR})",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="the coordinator decides and logs, but never changes the layout",
+    )
+    common_arguments(p, None)
+    p.set_defaults(func=_autoscale)
+
+
+def _build(args: argparse.Namespace, initial: int) -> AutoscalePolicy:
+    """The policy of the flags, checked against the topic's initial count."""
+    min_active = initial if args.min_active is None else args.min_active
+    if min_active < initial:
+        raise UsageError(
+            f"--min {min_active} is below the topic's initial partition count {initial} "
+            "(a topic never shrinks below it)"
+        )
+    if args.max_active < min_active:
+        # Two flags that contradict each other are a usage error; a --max below the
+        # topic's initial count is the topic's state refusing it.
+        kind = CommandLineError if args.min_active is not None else UsageError
+        raise kind(f"--max {args.max_active} is below the minimum {min_active}")
+    if args.down_window < args.up_window:
+        raise CommandLineError(
+            f"--down-window {args.down_window:g} is shorter than --up-window "
+            f"{args.up_window:g}: shrinks must look back at least as long as growths"
+        )
+    records = args.target_records_per_s is not None
+    return AutoscalePolicy(
+        topic=args.topic,
+        metric="records" if records else "bytes",
+        target_per_s=args.target_records_per_s if records else args.target_bytes_per_s,
+        min_active=min_active,
+        max_active=args.max_active,
+        up_window_s=args.up_window,
+        down_window_s=args.down_window,
+        cooldown_s=args.cooldown,
+        max_step_factor=args.max_step_factor,
+        enabled=True,
+        dry_run=bool(args.dry_run),
+        updated_at=time.time(),
+    )
+
+
+def _autoscale(args: argparse.Namespace) -> int:
+    setting = args.target_records_per_s is not None or args.target_bytes_per_s is not None
+    if not setting and not args.off:
+        with connect(args) as conn:
+            payload, text = autoscale_summary(conn.store, args.topic)
+        emit({"name": args.topic, "autoscale": payload}, text, args.json)
+        return 0
+    if args.off:
+        with connect(args) as conn:
+            removed = conn.store.clear_autoscale_policy(args.topic)
+        text = f"autoscale {args.topic}: " + ("removed" if removed else "was off; nothing to do")
+        emit({"name": args.topic, "autoscale": None, "removed": removed}, text, args.json)
+        return 0
+    with connect(args) as conn:
+        record = conn.store.get_topic(args.topic)
+        if record is None:
+            raise NotAdoptedError(
+                f"topic {args.topic} is not adopted (adopt it first: ordered adopt {args.topic})"
+            )
+        policy = _build(args, record.initial)
+        conn.store.set_autoscale_policy(policy)
+    emit(
+        {"name": args.topic, "autoscale": {"policy": policy.to_dict()}},
+        policy_text(policy),
+        args.json,
+    )
+    return 0

@@ -1,0 +1,306 @@
+"""The autoscaler against the real cluster: it grows under load, shrinks back after the
+down-window, leaves a noisy flat load alone, and every key stays in order."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from helpers import unique, wait_until
+from kazoo.client import KazooClient
+
+from coordinator.daemon import CoordinatorDaemon
+from coordinator.kafka_admin import KafkaAdmin
+from coordinator.store import LayoutStore
+from coordinator.store.autoscale_records import AutoscalePolicy
+from ordered import OrderedProducer
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+
+KEYS = 30
+
+
+class Traffic:
+    """A producer thread writing ``k{i}`` = sequence numbers at a settable total rate."""
+
+    def __init__(self, producer: OrderedProducer, topic: str) -> None:
+        self.producer = producer
+        self.topic = topic
+        self.rate = 0.0
+        self.noise = 0.0
+        self.sent = [0] * KEYS
+        self.failed = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _on_delivery(self, err: Any, _msg: Any) -> None:
+        if err is not None:
+            self.failed += 1
+
+    def _run(self) -> None:
+        rng = random.Random(3)
+        i = 0
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            if self.rate <= 0:
+                time.sleep(0.05)
+                next_at = time.monotonic()
+                continue
+            burst = max(1, int(self.rate / 50))
+            for _ in range(burst):
+                k = i % KEYS
+                self.producer.produce(
+                    self.topic, str(self.sent[k]).encode(), f"k{k}", on_delivery=self._on_delivery
+                )
+                self.sent[k] += 1
+                i += 1
+            self.producer.poll(0)
+            rate = self.rate * (1 + rng.uniform(-self.noise, self.noise))
+            next_at += burst / rate
+            time.sleep(max(0.0, next_at - time.monotonic()))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        assert self.producer.flush(30) == 0
+
+
+def test_autoscaler_grows_shrinks_and_ignores_noise(
+    kazoo_factory: Callable[..., KazooClient],
+    zk_root: str,
+    bootstrap: str,
+    topic_factory: Callable[..., str],
+    controller: Any,
+    make_producer: Callable[..., OrderedProducer],
+    make_consumer: Callable[..., Any],
+    ordered_cli: Callable[..., Any],
+) -> None:
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    store: LayoutStore = controller.store
+    store.set_autoscale_policy(
+        AutoscalePolicy(
+            topic=topic,
+            metric="records",
+            target_per_s=100.0,
+            min_active=2,
+            max_active=8,
+            up_window_s=3.0,
+            down_window_s=6.0,
+            cooldown_s=3.0,
+            max_step_factor=2,
+            enabled=True,
+            dry_run=False,
+            updated_at=time.time(),
+        ),
+    )
+    lines: list[str] = []
+    daemon = CoordinatorDaemon(
+        kazoo_factory(command_deadline_s=10.0),
+        KafkaAdmin(bootstrap, timeout=10.0),
+        root=zk_root,
+        progress=lines.append,
+        scan_interval=0.5,
+        relay_interval=0,
+        sweep_interval=0,
+        autoscale_interval=0.5,
+    )
+    runner = threading.Thread(target=daemon.run, daemon=True)
+    runner.start()
+    traffic = Traffic(make_producer(), topic)
+    try:
+        # Ramp up: 700 records/s is 350/s per partition at 2, 175/s at 4, 87.5/s at 8.
+        traffic.rate = 700.0
+        wait_until(
+            lambda: (r := store.get_topic(topic)) is not None and r.active == 4,
+            timeout=60,
+            what="a first growth to 4",
+        )
+        wait_until(
+            lambda: (r := store.get_topic(topic)) is not None and r.active == 8 and not r.pending,
+            timeout=60,
+            what="a second growth to 8",
+        )
+        grown = store.get_topic(topic)
+        assert grown is not None and grown.epoch >= 2, "grew in steps"
+        time.sleep(5)  # at 8 the rate is below the target: it stays
+        assert store.get_topic(topic).active == 8  # type: ignore[union-attr]
+        # Traffic falls: 100 records/s is 12.5/s per partition, below half the target.
+        traffic.rate = 100.0
+        wait_until(
+            lambda: (r := store.get_topic(topic)) is not None and r.active == 2 and not r.pending,
+            timeout=90,
+            what="the shrink back to 2",
+        )
+        shrunk = store.get_topic(topic)
+        assert shrunk is not None
+        # A noisy flat load: 120/s +-40% is 60/s per partition, inside the band.
+        traffic.rate = 120.0
+        traffic.noise = 0.4
+        epoch = shrunk.epoch
+        time.sleep(12)
+        after = store.get_topic(topic)
+        assert after is not None and (after.active, after.epoch) == (2, epoch), lines
+    finally:
+        traffic.stop()
+        daemon.stop()
+        runner.join(30)
+    actions = [(d["action"], d["active"], d["to"]) for d in store.autoscale_status(topic).decisions]  # type: ignore[union-attr]
+    assert ("grow", 2, 4) in actions, actions
+    grows = [a for a in actions if a[0] == "grow"]
+    assert all(to <= 2 * active for _, active, to in grows), actions
+    assert grows[-1][2] == 8, actions
+    assert next(a for a in actions if a[0] == "shrink")[1] == 8, actions
+
+    # Every key in order, nothing lost: an ordered group reads it all back.
+    consumer = make_consumer(unique("g"))
+    consumer.subscribe([topic])
+    seen = [-1] * KEYS
+    total = sum(traffic.sent)
+    got = 0
+    deadline = time.monotonic() + 90
+    while got < total:
+        assert time.monotonic() < deadline, f"read {got} of {total}"
+        for msg in consumer.consume(1000, 0.5):
+            if msg.error() is not None:
+                continue
+            k = int(msg.key()[1:])
+            value = int(msg.value())
+            assert value == seen[k] + 1, f"key k{k}: {value} after {seen[k]}"
+            seen[k] = value
+            got += 1
+    assert seen == [n - 1 for n in traffic.sent]
+    assert traffic.failed == 0
+
+    # The decisions show in describe --json.
+    out = ordered_cli("describe", topic, "--json")
+    assert out.returncode == 0, out.stderr
+    described = json.loads(out.stdout)["autoscale"]
+    assert described["policy"]["target_per_s"] == 100.0
+    assert any(d["action"] == "shrink" and d["acted"] for d in described["decisions"])
+
+
+def test_dry_run_decides_without_acting(
+    kazoo_factory: Callable[..., KazooClient],
+    zk_root: str,
+    bootstrap: str,
+    topic_factory: Callable[..., str],
+    controller: Any,
+    make_producer: Callable[..., OrderedProducer],
+    ordered_cli: Callable[..., Any],
+) -> None:
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    out = ordered_cli(
+        "autoscale",
+        topic,
+        "--target-records-per-s",
+        "50",
+        "--up-window",
+        "2",
+        "--down-window",
+        "4",
+        "--cooldown",
+        "2",
+        "--dry-run",
+        "--json",
+    )
+    assert out.returncode == 0, out.stderr
+    recorded = Recorder()
+    daemon = CoordinatorDaemon(
+        kazoo_factory(command_deadline_s=10.0),
+        KafkaAdmin(bootstrap, timeout=10.0),
+        root=zk_root,
+        scan_interval=0.5,
+        relay_interval=0,
+        sweep_interval=0,
+        autoscale_interval=0.5,
+        hooks=[recorded],
+    )
+    runner = threading.Thread(target=daemon.run, daemon=True)
+    runner.start()
+    traffic = Traffic(make_producer(), topic)
+    try:
+        traffic.rate = 600.0
+
+        store: LayoutStore = controller.store
+        wait_until(
+            lambda: any(
+                d["action"] == "grow" for d in (store.autoscale_status(topic) or _none()).decisions
+            ),
+            timeout=60,
+            what="a dry-run growth decision",
+        )
+    finally:
+        traffic.stop()
+        daemon.stop()
+        runner.join(30)
+    record = controller.store.get_topic(topic)
+    assert record is not None and (record.active, record.epoch) == (2, 0)
+    decision = next(d for d in store.autoscale_status(topic).decisions if d["action"] == "grow")  # type: ignore[union-attr]
+    assert decision["dry_run"] and not decision["acted"]
+    # Every tick's decision reaches the daemon's hooks (and so its /metrics).
+    grows = [d for d in recorded.decisions if d[0] == topic and d[1] == "grow"]
+    assert grows and not any(d[5] for d in grows), recorded.decisions
+    assert all(d[3] == 2 and d[4] > 2 for d in grows)
+
+
+class Recorder:
+    """A hook that keeps the autoscaler's decisions."""
+
+    def __init__(self) -> None:
+        self.decisions: list[tuple[str, str, float, int, int, bool]] = []
+
+    def on_autoscale_decision(
+        self, topic: str, action: str, active: int, to: int, rate: float, acted: bool
+    ) -> None:
+        self.decisions.append((topic, action, rate, active, to, acted))
+
+
+class _none:
+    decisions: tuple[dict[str, Any], ...] = ()
+
+
+@pytest.mark.parametrize(
+    ("args", "message", "code"),
+    [
+        (["--target-records-per-s", "0"], "must be a finite number > 0", 2),
+        # Wrong for this topic (its state), not for the command line: exit 1.
+        (["--target-records-per-s", "10", "--min", "1"], "below the topic's initial", 1),
+        (["--target-records-per-s", "10", "--max", "1"], "below the minimum", 1),
+        (["--target-records-per-s", "10", "--max-step-factor", "1"], "must be >= 2", 2),
+        (["--target-records-per-s", "10", "--down-window", "5"], "shorter than --up-window", 2),
+        (["--target-records-per-s", "10", "--target-bytes-per-s", "5"], "not allowed with", 2),
+    ],
+)
+def test_bad_policies_are_refused_before_any_write(
+    controller: Any,
+    topic_factory: Callable[..., str],
+    ordered_cli: Callable[..., Any],
+    args: list[str],
+    message: str,
+    code: int,
+) -> None:
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    out = ordered_cli("autoscale", topic, *args)
+    assert out.returncode == code, (out.stdout, out.stderr)
+    assert message in out.stderr
+    assert "Traceback" not in out.stderr
+    shown = ordered_cli("autoscale", topic, "--json")
+    assert json.loads(shown.stdout)["autoscale"] is None
+
+
+def test_a_policy_needs_an_adopted_topic(
+    topic_factory: Callable[..., str], ordered_cli: Callable[..., Any]
+) -> None:
+    topic = topic_factory(2)
+    out = ordered_cli("autoscale", topic, "--target-records-per-s", "10")
+    assert out.returncode != 0
+    assert "not adopted" in out.stderr
