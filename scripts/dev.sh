@@ -1,13 +1,10 @@
 #!/usr/bin/env bash
-# The main job: set up, start the local cluster (real Kafka + ZooKeeper) unless it is
-# already running, then run the coordinator daemon in the foreground (Ctrl-C stops the
-# daemon; `ordered cluster down` stops the cluster).
+# The main job: set up (scripts/setup.sh), then run `ordered demo` on the local cluster
+# (started unless it runs, and stopped again when the demo started it): producers, an
+# OrderedConsumer group and a coordinator daemon through expansions, a shrink and a trim,
+# with a live view, an end-to-end order check, a summary and a timeline PNG. Extra
+# arguments go to `ordered demo` (e.g. --duration 120, --spark, --json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-if .venv/bin/ordered cluster status >/dev/null 2>&1; then
-  .venv/bin/ordered cluster status
-else
-  .venv/bin/ordered cluster up
-fi
-exec .venv/bin/ordered coordinator "$@"
+exec .venv/bin/ordered demo "$@"

@@ -19,7 +19,7 @@ from importlib import metadata
 from typing import NoReturn
 
 from coordinator.errors import OrderedError
-from ordered.cli import acl, admin, autoscale, bench, chaos, cluster, listing, trim
+from ordered.cli import acl, admin, autoscale, bench, chaos, cluster, demo, listing, trim
 from ordered.cli.options import CommandLineError, HelpFormatter
 from ordered.cli.output import configure, error, json_mode
 
@@ -76,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     autoscale.add_parsers(sub)
     bench.add_parsers(sub)
     acl.add_parser(sub)
+    demo.add_parser(sub)
     chaos.add_parser(sub)
     for choice in sub.choices.values():
         _inherit(choice)

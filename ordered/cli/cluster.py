@@ -9,6 +9,7 @@ from pathlib import Path
 from coordinator import devcluster
 from coordinator.devcluster.cluster import ClusterState
 from coordinator.errors import ClusterError
+from ordered.cli import cluster_env
 from ordered.cli.output import emit, progress, warn
 
 __all__ = ["add_parser"]
@@ -32,6 +33,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     fetch = actions.add_parser("fetch", help="resolve the pinned Kafka and ZooKeeper jars")
     fetch.add_argument("--json", action="store_true", help="print JSON")
     fetch.set_defaults(func=_files(_fetch))
+    cluster_env.add_parser(actions)
 
     up = actions.add_parser(
         "up",

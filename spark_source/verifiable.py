@@ -1,0 +1,168 @@
+"""A verifiable reader over the ``ordered-kafka`` source: a Spark query that records every row.
+
+``python -m spark_source.verifiable --topic T --history FILE --stats FILE ...`` runs a
+streaming query (``local[2]``) on the topic from its start. Every micro-batch is ordered
+by ``(partition, offset)`` (within a batch all records of a key come from one
+partition, so that is key order) and each row is appended to the history as a
+delivery of group ``--group`` (the event format of :mod:`ordered.verify.history`), for
+the same checker as the ``OrderedConsumer`` readers. After each batch the stats file
+holds ``{"rows", "batches"}``; a failed query writes ``{"error"}`` there and exits 1.
+SIGTERM stops the query and Spark.
+
+A Spark query keeps its offsets in its checkpoint, not in Kafka, so the drain monitor
+and ``ordered trim --consumed`` cannot see how far it has read. This reader therefore
+also commits, after each batch, the offsets it has read to the Kafka consumer group
+``--commit-group`` (never joined: an AdminClient call), which makes it an interested
+group: no trim removes a record before the query has read it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import tempfile
+import threading
+from collections.abc import Sequence
+from types import FrameType
+from typing import Any
+
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from ordered.verify.history import HistoryWriter, now_ns
+from ordered.verify.producer import decode_value
+
+__all__ = ["main"]
+
+_stop = threading.Event()
+
+
+def _on_signal(_signum: int, _frame: FrameType | None) -> None:
+    _stop.set()
+
+
+def _write_stats(path: str, stats: dict[str, Any]) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as handle:
+        json.dump(stats, handle, sort_keys=True)
+    os.replace(tmp, path)
+
+
+def _commit(admin: AdminClient, group: str, offsets: list[TopicPartition]) -> None:
+    request = [ConsumerGroupTopicPartitions(group, offsets)]
+    admin.alter_consumer_group_offsets(request)[group].result(30)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m spark_source.verifiable")
+    p.add_argument("--topic", required=True)
+    p.add_argument("--bootstrap", required=True)
+    p.add_argument("--zookeeper", required=True)
+    p.add_argument("--root", required=True)
+    p.add_argument("--history", required=True)
+    p.add_argument("--stats", required=True)
+    p.add_argument("--group", default="spark", help="the group name in the history")
+    p.add_argument("--commit-group", required=True, help="Kafka group its progress goes to")
+    p.add_argument("--trigger-ms", type=int, default=500)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the query until SIGTERM; return 0, or 1 when the query failed."""
+    args = _parser().parse_args(argv)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _on_signal)
+    # Spark's Python workers must import this environment's packages.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    admin = AdminClient({"bootstrap.servers": args.bootstrap})
+    # Hold trims back from the start: a group without commits would hold nothing back.
+    known = admin.list_topics(args.topic, timeout=30).topics[args.topic].partitions
+    _commit(admin, args.commit_group, [TopicPartition(args.topic, p, 0) for p in sorted(known)])
+    _write_stats(args.stats, {"rows": 0, "batches": 0})
+    from pyspark.sql import SparkSession
+
+    import spark_source
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("ordered-demo-spark")
+        .config("spark.ui.enabled", "false")
+        # Deep regex recursion in the stream thread overflowed the default stack once.
+        .config("spark.driver.extraJavaOptions", "-Xss16m")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    spark_source.register(spark)
+    history = HistoryWriter(args.history)
+    stats = {"rows": 0, "batches": 0}
+
+    def record(batch: Any, _batch_id: int) -> None:
+        rows = batch.select("key", "value", "partition", "offset").orderBy("partition", "offset")
+        ts = now_ns()
+        ends: dict[int, int] = {}
+        for i, row in enumerate(rows.collect()):
+            ends[int(row.partition)] = int(row.offset) + 1
+            found = decode_value(bytes(row.value) if row.value is not None else None)
+            if found is None:
+                continue
+            key = bytes(row.key).decode() if row.key is not None else ""
+            history.add(
+                {
+                    "ev": "dlv",
+                    "g": args.group,
+                    "r": "spark",
+                    "n": 0,
+                    "p": found[0],
+                    "k": key,
+                    "s": found[1],
+                    "tp": int(row.partition),
+                    "o": int(row.offset),
+                    "e": -1,
+                    "ts": ts + i,  # distinct stamps keep the batch's (partition, offset) order
+                }
+            )
+            stats["rows"] += 1
+        history.flush()
+        if ends:
+            parts = [TopicPartition(args.topic, p, o) for p, o in sorted(ends.items())]
+            _commit(admin, args.commit_group, parts)
+        stats["batches"] += 1
+        _write_stats(args.stats, stats)
+
+    reader = (
+        spark.readStream.format(spark_source.NAME)
+        .option("kafka.bootstrap.servers", args.bootstrap)
+        .option("ordered.zookeeper.connect", args.zookeeper)
+        .option("ordered.zookeeper.root", args.root)
+        .option("subscribe", args.topic)
+        .option("startingOffsets", "earliest")
+        .load()
+    )
+    query = (
+        reader.writeStream.foreachBatch(record)
+        .option("checkpointLocation", tempfile.mkdtemp(prefix="ordered-demo-spark-"))
+        .trigger(processingTime=f"{args.trigger_ms} milliseconds")
+        .start()
+    )
+    code = 0
+    try:
+        while not _stop.is_set():
+            if query.awaitTermination(1):
+                break  # the query ended on its own: it failed
+        exc = query.exception()
+        if exc is not None:
+            _write_stats(args.stats, {**stats, "error": str(exc)[:2000]})
+            code = 1
+    finally:
+        query.stop()
+        history.close()
+        spark.stop()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
