@@ -410,43 +410,28 @@ class KafkaAdmin:
     def groups_offsets(
         self, wanted: Mapping[str, Mapping[str, Iterable[int]]]
     ) -> dict[str, dict[str, dict[int, int]] | OrderedKafkaError]:
-        """Committed offsets of many groups at once: one request per group, all in flight.
+        """Committed offsets of many groups: group -> topic -> partitions.
 
-        Args:
-            wanted: group -> topic -> partitions.
+        Read through the per-group clients of :meth:`committed_offsets` (an OffsetFetch
+        each), not the admin API's ``list_consumer_group_offsets``: librdkafka 2.16
+        aborts the process when one of those requests times out while a broker
+        restarts (``rd_kafka_enq_once_del_source_return``), and the daemon calls this
+        ten times a second.
 
         Returns:
             group -> topic -> partition -> committed offset (partitions without a
-            commit left out), or the error of that group's request: one group that
-            fails does not hide the others'.
+            commit left out), or the error of that group's read: one group that fails
+            does not hide the others'.
         """
-        futures: dict[str, Future[Any]] = {}
-        errors: dict[str, dict[str, dict[int, int]] | OrderedKafkaError] = {}
+        out: dict[str, dict[str, dict[int, int]] | OrderedKafkaError] = {}
         for group, topics in wanted.items():
-            partitions = [
-                TopicPartition(topic, p) for topic, ps in sorted(topics.items()) for p in sorted(ps)
-            ]
-            if not partitions:
-                continue
-            request = [ConsumerGroupTopicPartitions(group, partitions)]
             try:
-                futures.update(
-                    self._admin.list_consumer_group_offsets(request, request_timeout=self._timeout)
-                )
-            except KafkaException as exc:
-                errors[group] = self._fail(f"cannot read the offsets of group {group}", exc)
-        out: dict[str, dict[str, dict[int, int]] | OrderedKafkaError] = dict(errors)
-        for group, future in futures.items():
-            try:
-                got = future.result(timeout=self._timeout + 5)
-            except (KafkaException, concurrent.futures.TimeoutError) as exc:
-                out[group] = self._fail(f"cannot read the offsets of group {group}", exc)
-                continue
-            offsets: dict[str, dict[int, int]] = {}
-            for tp in got.topic_partitions or ():
-                if tp.error is None and tp.offset >= 0:
-                    offsets.setdefault(tp.topic, {})[tp.partition] = int(tp.offset)
-            out[group] = offsets
+                out[group] = {
+                    topic: self.committed_offsets(group, topic, partitions)
+                    for topic, partitions in sorted(topics.items())
+                }
+            except OrderedKafkaError as exc:
+                out[group] = exc
         return out
 
     def offsets_for_time(

@@ -81,9 +81,9 @@ class PositionRelay:
     def round(self) -> int:
         """Run one round; return how many progress records it published.
 
-        The waits of every group are read first, then every group's committed offsets
-        are asked of Kafka at once (one request per group, all in flight), so a round
-        costs one Kafka round trip however many groups wait.
+        The waits of every group are read first, then the committed offsets of just
+        the partitions someone waits on (:meth:`KafkaAdmin.groups_offsets`); a group
+        whose read fails is reported and the others are still relayed.
         """
         published = 0
         started = time.monotonic()
