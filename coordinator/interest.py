@@ -8,8 +8,8 @@ A topic's *interested groups* are
   then ``list_consumer_group_offsets``), unless :attr:`InterestSettings.registered_only`
   restricts the set to the first kind.
 
-Two kinds of group hold nothing back: a group that never committed on the topic, and an
-``EMPTY`` group whose commits are older than :attr:`InterestSettings.stale_after_ms`
+Two kinds of group hold nothing back: a plain group that never committed on the topic,
+and an ``EMPTY`` group whose commits are older than :attr:`InterestSettings.stale_after_ms`
 (default Kafka's own ``offsets.retention.minutes``, 7 days, after which Kafka itself
 drops an empty group's offsets). Kafka does not say when an offset was committed, so
 the age is measured from the first time the coordinator saw the offsets as they are
@@ -20,6 +20,12 @@ A group that committed on the topic but not on partition ``p`` has consumed noth
 list itself), :meth:`TopicInterest.min_committed` answers ``None`` ("unknown") for every
 partition: KIP-68 counts such a failure as "min offset -1", and nothing is trimmed on a
 guess. No interested group at all is also ``None``: nothing is known to be consumed.
+
+A registered ordered group that has not committed on the topic yet has consumed nothing:
+it holds every partition at offset 0 (a new group reading from ``earliest``, or an
+exactly-once pipeline whose first transaction is still open, must not lose records to
+a trim). It stops holding once it is stale: no member in Kafka (``EMPTY``, ``DEAD`` or
+not listed) and registered longer ago than the stale setting.
 """
 
 from __future__ import annotations
@@ -203,9 +209,13 @@ def topic_interest(
             _log.warning("interest of %s: group %s: %s", topic, group, exc)
             unreadable[group] = str(exc)
             continue
-        if not committed:
-            continue  # never committed on the topic: holds nothing back
         state = listed.get(group, "UNKNOWN")
+        if not committed:
+            if group in registered:
+                hold = _registered_without_commits(store, group, topic, state, settings, now)
+                if hold is not None:
+                    groups.append(hold)
+            continue  # a plain group that never committed on the topic holds nothing back
         seen = _seen(store, group, topic, committed, observe, now)
         stale = (
             state == "EMPTY"
@@ -214,6 +224,24 @@ def topic_interest(
         )
         groups.append(GroupHold(group, state, group in registered, committed, stale, seen))
     return TopicInterest(topic, tuple(groups), unreadable)
+
+
+def _registered_without_commits(
+    store: LayoutStore,
+    group: str,
+    topic: str,
+    state: str,
+    settings: InterestSettings,
+    now: float,
+) -> GroupHold | None:
+    """A registered group with no commit yet: it holds at 0 until it is stale."""
+    registered_at = store.group_registered_at(group, topic)
+    idle = state in ("EMPTY", "DEAD", "UNKNOWN")
+    if idle and (
+        registered_at is None or (now - registered_at) * 1000.0 >= settings.stale_after_ms
+    ):
+        return None
+    return GroupHold(group, state, True, {}, False, registered_at)
 
 
 def _seen(

@@ -39,6 +39,22 @@ class GroupStore(StoreBase):
 
         self._run(f"register group {group} on {topic}", attempt)
 
+    def group_registered_at(self, group: str, topic: str) -> float | None:
+        """When ``group`` first registered on ``topic`` (``None``: not registered).
+
+        Raises:
+            StoreError: ZooKeeper is unreachable or the record fails its check.
+        """
+        path = paths.group_registration_path(self._root, group, topic)
+
+        def attempt() -> float | None:
+            got = self._read(path)
+            if got is None:
+                return None
+            return GroupRegistration.from_json(got[0], path).registered_at
+
+        return self._run(f"read {path}", attempt)
+
     def mark_rewound(self, group: str, topic: str) -> Any:
         """Write ``group``'s rewind marker of ``topic`` (:func:`paths.rewind_path`).
 

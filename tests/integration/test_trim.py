@@ -148,7 +148,8 @@ def test_interested_groups(
         )
         client.close()
     store.register_group(ordered, topic, 1.0)
-    store.register_group(idle, topic, 1.0)  # registered, never committed: holds nothing
+    # Registered long ago, never committed, no member: stale, holds nothing.
+    store.register_group(idle, topic, 1.0)
 
     now = time.time()
     seen = topic_interest(store, admin, topic, [0, 1], observe=True, now=now)
@@ -171,6 +172,17 @@ def test_interested_groups(
     client.close()
     again = topic_interest(store, admin, topic, [0, 1], stale, observe=True, now=now + 62)
     assert [g.group for g in again.holding] == [other]
+
+    # A group registered just now that has not committed yet (a new group reading from
+    # earliest, an exactly-once pipeline's first open transaction) has read nothing:
+    # it holds every partition at 0 until it is stale.
+    fresh = unique("fresh")
+    store.register_group(fresh, topic, time.time())
+    held = topic_interest(store, admin, topic, [0, 1], stale, now=time.time())
+    assert fresh in {g.group for g in held.holding}
+    assert (held.min_committed(0), held.min_committed(1)) == (0, 0)
+    later = topic_interest(store, admin, topic, [0, 1], stale, now=time.time() + 61)
+    assert fresh not in {g.group for g in later.holding}
 
     # Unreadable offsets: nothing is trimmed on a guess.
     broken = KafkaAdmin("127.0.0.1:1", timeout=1.0)
