@@ -88,6 +88,10 @@ class ConsumerSettings:
             in ZooKeeper (:mod:`coordinator.positions`) so a closed gate is re-checked as
             soon as what it waits on is committed; the committed offsets in Kafka still
             decide.
+        layout_check_max_requests_per_s: ``ordered.layout.check.max.requests.per.s``
+            (default 20): the layout checks of fetched batches send at most this many
+            ZooKeeper requests per second; a batch covered by an earlier check needs
+            none (``docs/consumer.md``).
     """
 
     zookeeper_connect: str = setting_field("zookeeper_connect")
@@ -100,6 +104,7 @@ class ConsumerSettings:
     gate_poll_interval_ms: int = setting_field("gate_poll_interval_ms")
     audit_every: int = setting_field("audit_every")
     positions: bool = setting_field("positions")
+    layout_check_max_requests_per_s: int = setting_field("layout_check_max_requests_per_s")
 
     @property
     def header_name(self) -> str:

@@ -126,6 +126,7 @@ class OrderedConsumer(ConsumerUpkeep):
                 check_timeout=min(session_s, 5.0),
                 ids=TopicIds.for_client(split.kafka),
                 group=split.group_id,
+                check_rate=settings.layout_check_max_requests_per_s,
             )
         except Exception:
             close_client(self._zk)
