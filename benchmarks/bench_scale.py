@@ -20,7 +20,10 @@ Curves, each a table of work size against cost:
    keeps up with a producer writing as fast as it can, and while it is idle, against
    what one ZooKeeper server here answers per second (``exists`` from 8 clients, async).
    Goal: <= 20 requests/s per consumer at any throughput, ratio to plain >= 0.9.
-4. **Partition count**: expanding 8 -> 16 -> 64 -> 256 under traffic: seconds per step,
+4. **Gate wait** (``scale_consumer.py``): a lagging group of one consumer reads a
+   backlog across an expansion; seconds until the new partition's first record (it
+   waits for the source's tail), with the sources favoured and without.
+5. **Partition count**: expanding 8 -> 16 -> 64 -> 256 under traffic: seconds per step,
    the gate rule's cost per record at each size, and the bytes of the layout history in
    ZooKeeper after 100 epochs.
 """
@@ -44,7 +47,7 @@ from typing import Any
 from _common import environment, scratch_root, servers
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from scale_consumer import consumer_load, zk_packets
+from scale_consumer import consumer_load, gate_wait, zk_packets
 
 from coordinator.controller import Controller
 from coordinator.history import load_history
@@ -417,7 +420,9 @@ def main(argv: list[str] | None = None) -> int:
     args.live_seconds = 5.0 if args.quick else 15.0
     args.partition_steps = [8, 16, 64, 256]
     args.history_epochs = 20 if args.quick else 100
-    curves = set(args.only or ["barrier", "coordinator", "zookeeper", "partitions"])
+    args.gate_records = 100_000 if args.quick else 400_000
+    args.gate_rounds = 1 if args.quick else 3
+    curves = set(args.only or ["barrier", "coordinator", "zookeeper", "gatewait", "partitions"])
 
     results: dict[str, Any] = {**environment("scale"), "quick": args.quick}
     with (
@@ -435,6 +440,11 @@ def main(argv: list[str] | None = None) -> int:
         if "zookeeper" in curves:
             print("zookeeper load ...", flush=True)
             results["zookeeper_load"] = consumer_load(
+                bootstrap, zookeeper, root, controller, args, _create_topics
+            )
+        if "gatewait" in curves:
+            print("gate wait ...", flush=True)
+            results["gate_wait"] = gate_wait(
                 bootstrap, zookeeper, root, controller, args, _create_topics
             )
         if "partitions" in curves:

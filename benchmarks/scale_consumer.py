@@ -1,6 +1,6 @@
-"""The consumer's scale curves for ``bench_scale.py``: ZooKeeper load per consumer.
+"""The consumer's scale curves for ``bench_scale.py``: ZooKeeper load, gate wait.
 
-Not a benchmark of its own: ``bench_scale.py`` runs it (``--only zookeeper``).
+Not a benchmark of its own: ``bench_scale.py`` runs them (``--only zookeeper gatewait``).
 
 ZooKeeper requests are counted by the server (``mntr``'s ``zk_packets_received``), so
 they include everything the consumer's session sends (checks, reloads, pings). The
@@ -24,11 +24,12 @@ from typing import Any
 from confluent_kafka import Consumer, Producer
 
 from coordinator.controller import Controller
+from coordinator.history import load_history
 from coordinator.zk import close_client, make_client, start_client
 from linear_hash import Layout
 from ordered.consumer import OrderedConsumer
 
-__all__ = ["consumer_load", "zk_packets", "zookeeper_capacity"]
+__all__ = ["consumer_load", "gate_wait", "zk_packets", "zookeeper_capacity"]
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTITIONS = 4
@@ -98,9 +99,9 @@ def zookeeper_capacity(zookeeper: str, seconds: float) -> float:
             close_client(c)
 
 
-def _fill(bootstrap: str, topic: str, count: int) -> None:
-    """``count`` keyed records where the first layout of ``topic`` puts them."""
-    layout = Layout(PARTITIONS, PARTITIONS, 0)
+def _fill(bootstrap: str, topic: str, count: int, layout: Layout | None = None) -> None:
+    """``count`` keyed records where ``layout`` (default: the first) puts them."""
+    layout = layout or Layout(PARTITIONS, PARTITIONS, 0)
     keys = [b"k%d" % i for i in range(10_000)]
     parts = [layout.partition_for(k) for k in keys]
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
@@ -124,19 +125,25 @@ def _read_backlog(
     Timed from the first batch (the subscription's start-up is not counted).
     """
     consumer.subscribe([topic])
-    got = 0
+    got = timed = 0
     started = None
     packets0 = 0
+    deadline = time.monotonic() + 600
     while got < count:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"read {got} of {count} records")
         batch = consumer.consume(num, 1.0)
-        if batch and started is None:
-            started = time.perf_counter()
-            packets0 = zk_packets(zookeeper)
-            got -= len(batch)  # the rate counts from the end of the first batch
-        got += sum(1 for m in batch if m.error() is None)
+        records = sum(1 for m in batch if m.error() is None)
+        got += records
+        if started is None:
+            if records:  # the rate counts from the end of the first batch
+                started = time.perf_counter()
+                packets0 = zk_packets(zookeeper)
+        else:
+            timed += records
     elapsed = time.perf_counter() - (started or time.perf_counter())
     packets = zk_packets(zookeeper) - packets0
-    return got / max(elapsed, 1e-9), packets / max(elapsed, 1e-9)
+    return timed / max(elapsed, 1e-9), packets / max(elapsed, 1e-9)
 
 
 def consumer_load(
@@ -251,7 +258,7 @@ def _live(
         checks0 = consumer.metrics["layout_checks"]
         packets0, started = zk_packets(zookeeper), time.perf_counter()
         while time.perf_counter() - started < args.live_seconds:
-            got += sum(1 for m in consumer.consume(10_000, 0.5) if m.error() is None)
+            got += sum(1 for m in consumer.consume(500, 0.5) if m.error() is None)
         elapsed = time.perf_counter() - started
         packets = zk_packets(zookeeper) - packets0
         checks = consumer.metrics["layout_checks"] - checks0
@@ -263,9 +270,99 @@ def _live(
             proc.kill()
         consumer.close()
     return {
-        "mode": "caught up with a producer at full speed, consume(10000)",
+        "mode": "caught up with a producer at full speed, consume(500)",
         "records_per_s": round(got / elapsed),
         "producer_records_per_s": round(written / elapsed),
         "zookeeper_requests_per_s": round(packets / elapsed, 1),
         "layout_checks_per_s": round(checks / elapsed, 1),
+    }
+
+
+def gate_wait(
+    bootstrap: str,
+    zookeeper: str,
+    root: str,
+    controller: Controller,
+    args: argparse.Namespace,
+    create_topics: Callable[[str, list[str], int], None],
+) -> list[dict[str, Any]]:
+    """How long a new partition stays gated after an expansion under a lagging group.
+
+    A topic of 4 partitions holds a backlog; it grows to 5 (partition 4 takes keys from
+    partition 0) and more records are written. A group of one consumer then starts
+    from the beginning: partition 4 waits until partition 0 is delivered (and its
+    boundary committed) up to the boundary. Measured with the sources favoured
+    (``ordered.fetch.favour.sources``, the default) and without, alternately.
+    """
+    rows = []
+    for round_ in range(args.gate_rounds):
+        for favour in (False, True):
+            row = _gate_wait_once(
+                bootstrap, zookeeper, root, controller, args, create_topics, favour
+            )
+            row["round"] = round_ + 1
+            rows.append(row)
+            print(f"  gate wait: {row}", flush=True)
+    return rows
+
+
+def _gate_wait_once(
+    bootstrap: str,
+    zookeeper: str,
+    root: str,
+    controller: Controller,
+    args: argparse.Namespace,
+    create_topics: Callable[[str, list[str], int], None],
+    favour: bool,
+) -> dict[str, Any]:
+    topic = f"scale-gate-{uuid.uuid4().hex[:6]}"
+    create_topics(bootstrap, [topic], PARTITIONS)
+    controller.adopt(topic)
+    _fill(bootstrap, topic, args.gate_records)
+    controller.expand(topic, PARTITIONS + 1, timeout=60)
+    history = load_history(controller.store, topic)
+    boundary = history.epochs[-1].boundaries[0]
+    _fill(bootstrap, topic, args.gate_records // 4, Layout(PARTITIONS, PARTITIONS + 1, 1))
+    total = args.gate_records + args.gate_records // 4
+    settings: dict[str, Any] = {} if favour else {"ordered.fetch.favour.sources": False}
+    consumer = OrderedConsumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"scale-gate-{uuid.uuid4().hex}",
+            "auto.offset.reset": "earliest",
+            "ordered.zookeeper.connect": zookeeper,
+            "ordered.zookeeper.root": root,
+            **settings,
+        }
+    )
+    got = 0
+    started = source_done = child_first = None
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 300
+        while got < total and time.monotonic() < deadline:
+            batch = consumer.consume(10_000, 1.0)
+            now = time.perf_counter()
+            for m in batch:
+                if m.error() is not None:
+                    continue
+                if started is None:
+                    started = now
+                got += 1
+                if m.partition() == 0 and m.offset() >= boundary - 1 and source_done is None:
+                    source_done = now
+                if m.partition() == PARTITIONS and child_first is None:
+                    child_first = now
+        finished = time.perf_counter()
+    finally:
+        consumer.close()
+    if started is None or child_first is None or source_done is None:
+        raise RuntimeError(f"gate wait: {got} of {total} records delivered")
+    return {
+        "favour_sources": favour,
+        "records": total,
+        "source_boundary": boundary,
+        "source_drained_s": round(source_done - started, 3),
+        "child_gated_s": round(child_first - started, 3),
+        "all_delivered_s": round(finished - started, 3),
     }

@@ -92,6 +92,9 @@ class ConsumerSettings:
             (default 20): the layout checks of fetched batches send at most this many
             ZooKeeper requests per second; a batch covered by an earlier check needs
             none (``docs/consumer.md``).
+        fetch_favour_sources: ``ordered.fetch.favour.sources`` (default ``true``):
+            while an assigned partition is a source still below a boundary that gates
+            wait for, librdkafka fetches only such sources (``docs/consumer.md``).
     """
 
     zookeeper_connect: str = setting_field("zookeeper_connect")
@@ -105,6 +108,7 @@ class ConsumerSettings:
     audit_every: int = setting_field("audit_every")
     positions: bool = setting_field("positions")
     layout_check_max_requests_per_s: int = setting_field("layout_check_max_requests_per_s")
+    fetch_favour_sources: bool = setting_field("fetch_favour_sources")
 
     @property
     def header_name(self) -> str:

@@ -262,6 +262,15 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         Role.CONSUMER,
     ),
     Setting(
+        "ordered.fetch.favour.sources",
+        "fetch_favour_sources",
+        True,
+        parse_bool,
+        "while a partition this consumer reads is a source below a boundary that a gate "
+        "waits for, pause its other partitions so the source drains first",
+        Role.CONSUMER,
+    ),
+    Setting(
         "ordered.positions",
         "positions",
         True,

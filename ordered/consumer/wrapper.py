@@ -22,6 +22,7 @@ from coordinator.topic_ids import TopicIds
 from coordinator.zk import close_client, close_client_within, exit_hook, make_client, start_client
 from ordered.consumer.announce import Announcer
 from ordered.consumer.batch import BatchFilter
+from ordered.consumer.favour import SourceFavour
 from ordered.consumer.fetch import Fetcher
 from ordered.consumer.gate import (
     NO_LIMIT,
@@ -147,6 +148,7 @@ class OrderedConsumer(ConsumerUpkeep):
         self._fetcher = Fetcher(
             self._consumer, layouts, core.metrics, self._after_reload, self._apply_stale
         )
+        self._favour = SourceFavour(self._consumer, core, settings.fetch_favour_sources)
         self._layout_state = LayoutState.TRUSTED
         self._closed = False
         self._exit_hook = exit_hook(self, _close_at_exit)
