@@ -9,7 +9,10 @@ pauses (librdkafka ``pause``) the consumer's other partitions while one of its
 partitions is a *source below a boundary*: a partition of an ordered topic that gives
 keys away in a sealed epoch at an offset its delivery has not reached yet (and that no
 gate or application pause holds). When no partition is one any more, it resumes
-what it paused.
+what it paused. A source whose delivery made no progress for :data:`STALL` seconds (and
+:data:`STALL_CHECKS` evaluations) is not favoured until it moves again: its last
+offsets below the boundary may never come (a transaction marker, records compacted
+away), and the others must not wait for them.
 
 Order is not at stake: a pause only changes which partition librdkafka fetches next;
 records already taken are judged as usual, and a paused partition resumes from its
@@ -27,10 +30,18 @@ from confluent_kafka import KafkaException, TopicPartition
 if TYPE_CHECKING:
     from ordered.consumer.state import Core, PartState
 
-__all__ = ["FAVOUR_INTERVAL", "SourceFavour"]
+__all__ = ["FAVOUR_INTERVAL", "STALL", "STALL_CHECKS", "SourceFavour"]
 
-FAVOUR_INTERVAL = 0.05
-"""Seconds between two evaluations (they run at the start of ``poll``/``consume``)."""
+FAVOUR_INTERVAL = 0.01
+"""Seconds between two evaluations while nothing is favoured (they run at the start of
+``poll``/``consume``); while something is, every call evaluates, so the others resume as
+soon as the sources are through."""
+
+STALL = 1.0
+"""Seconds without progress after which a source below its boundary is not favoured."""
+
+STALL_CHECKS = 5
+"""...and evaluations without progress (a starved process is not a stalled source)."""
 
 
 class SourceFavour:
@@ -51,6 +62,8 @@ class SourceFavour:
         self._enabled = enabled
         self.paused: set[tuple[str, int]] = set()
         self._next = 0.0
+        # position, since when, evaluations since
+        self._moved: dict[tuple[str, int], tuple[int, float, int]] = {}
 
     def lagging_sources(self) -> set[tuple[str, int]]:
         """The assigned partitions that are sources below a boundary, fetchable now."""
@@ -63,16 +76,28 @@ class SourceFavour:
             gates = view.gates if view is not None else None
             if gates is None:
                 continue
-            if any(mark > part.position for mark in gates.source_marks(part.partition)):
+            marks = gates.source_marks(part.partition)
+            below = any(mark > part.position for mark in marks)
+            if below and self._progressing(key, part.position):
                 out.add(key)
         return out
+
+    def _progressing(self, key: tuple[str, int], position: int) -> bool:
+        now = time.monotonic()
+        last = self._moved.get(key)
+        if last is None or last[0] != position:
+            self._moved[key] = (position, now, 0)
+            return True
+        checks = last[2] + 1
+        self._moved[key] = (position, last[1], checks)
+        return now - last[1] < STALL or checks < STALL_CHECKS
 
     def service(self) -> None:
         """Pause or resume so that only lagging sources are fetched while there are any."""
         if not self._enabled:
             return
         now = time.monotonic()
-        if now < self._next:
+        if now < self._next and not self.paused:
             return
         self._next = now + FAVOUR_INTERVAL
         parts = self._core.parts
@@ -96,6 +121,7 @@ class SourceFavour:
         librdkafka keeps a pause across a reassignment; a partition that comes back
         must not stay paused by a favour that no longer applies.
         """
+        self._moved.pop(key, None)
         if key in self.paused:
             self.paused.discard(key)
             self._call(self._consumer.resume, [key])

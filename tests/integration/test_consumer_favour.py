@@ -31,6 +31,7 @@ SMALL_FETCHES = {
     "max.partition.fetch.bytes": 32768,
     "message.max.bytes": 131072,
     "fetch.max.bytes": 131072,
+    "queued.max.messages.kbytes": 256,
 }
 
 
@@ -86,15 +87,14 @@ def in_order(seen: list[Any]) -> bool:
     return True
 
 
-def others_before_source_done(seen: list[Any], boundary: int) -> int:
-    """Records of partitions 1-3 delivered before partition 0 reached its boundary."""
-    count = 0
-    for partition, offset, _k, _n in seen:
-        if partition == 0 and offset >= boundary - 1:
-            return count
-        if partition in (1, 2, 3):
-            count += 1
-    raise AssertionError("partition 0 never reached its boundary")
+def others_while_source_drains(seen: list[Any], boundary: int) -> int:
+    """Records of partitions 1-3 delivered from partition 0's first record to its boundary.
+
+    The favour starts once the source's position is known (its first record).
+    """
+    first = next(i for i, (p, *_rest) in enumerate(seen) if p == 0)
+    done = next(i for i, (p, o, *_rest) in enumerate(seen) if p == 0 and o >= boundary - 1)
+    return sum(1 for p, *_rest in seen[first:done] if p in (1, 2, 3))
 
 
 def test_the_source_drains_first_and_every_key_stays_in_order(
@@ -109,10 +109,10 @@ def test_the_source_drains_first_and_every_key_stays_in_order(
     seen: list[Any] = []
     read(consumer, total, seen)
     assert in_order(seen)
-    # Fetched alike, partitions 1-3 would deliver most of their 3 * 6000 records while
-    # partition 0 drains; favoured, only what was fetched before the favour began.
-    others = others_before_source_done(seen, boundary)
-    assert others < PER_PARTITION, f"{others} records of partitions 1-3 came first"
+    # Fetched alike, partitions 1-3 deliver thousands of records while partition 0
+    # drains (9000-17000 of their 18000 here); favoured, at most what was in flight.
+    others = others_while_source_drains(seen, boundary)
+    assert others < 3000, f"{others} records of partitions 1-3 while partition 0 drained"
     assert consumer.assignment() and not consumer._favour.paused  # all resumed
 
 
