@@ -421,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
     args.partition_steps = [8, 16, 64, 256]
     args.history_epochs = 20 if args.quick else 100
     args.gate_records = 100_000 if args.quick else 400_000
-    args.gate_rounds = 1 if args.quick else 3
+    args.gate_rounds = 2 if args.quick else 3
     curves = set(args.only or ["barrier", "coordinator", "zookeeper", "gatewait", "partitions"])
 
     results: dict[str, Any] = {**environment("scale"), "quick": args.quick}
