@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Final
 
@@ -30,6 +30,7 @@ from coordinator.errors import (
     StoreError,
     TransitionInProgressError,
 )
+from coordinator.hooks import CoordinatorEvents
 from coordinator.identity import process_identity
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import EpochRecord, LayoutStore, TopicRecord
@@ -83,6 +84,8 @@ class Controller(Adoption):
         progress: Called with one line of progress at a time (e.g. while waiting).
         cancel: When set, a running barrier stops waiting (as on a timeout: the epoch
             stays pending); the daemon sets it on shutdown.
+        hooks: Objects that receive the epoch events (:mod:`coordinator.hooks`:
+            published, barrier passed, sealed).
     """
 
     def __init__(
@@ -91,11 +94,13 @@ class Controller(Adoption):
         admin: KafkaAdmin,
         progress: Progress | None = None,
         cancel: threading.Event | None = None,
+        hooks: Sequence[object] = (),
     ) -> None:
         self._store = store
         self._admin = admin
         self._progress: Progress = progress or (lambda _message: None)
         self._cancel = cancel or threading.Event()
+        self._events = CoordinatorEvents(hooks)
         self._identity = process_identity()
         self._handlers: dict[Step, Callable[[_Transition], None]] = {
             Step.PARTITIONS: self._step_partitions,
@@ -328,9 +333,23 @@ class Controller(Adoption):
                         "the lock is gone, the next controller completes the transition"
                     )
                 self._handlers[tr.step](tr)
+                self._report(tr)
                 tr.step = NEXT_STEP[tr.step]
         finally:
             client.remove_listener(on_state)
+
+    def _report(self, tr: _Transition) -> None:
+        """Tell the hooks that step ``tr.step`` just completed (durations from the publish)."""
+        epoch = tr.epoch
+        if epoch is None:
+            return
+        if tr.step is Step.PUBLISH:
+            self._events.epoch_published(tr.topic, epoch.epoch, epoch.from_active, epoch.to_active)
+        elif tr.step is Step.BARRIER:
+            self._events.barrier_passed(tr.topic, epoch.epoch, time.time() - epoch.created_at)
+        elif tr.step is Step.SEAL:
+            sealed_at = epoch.sealed_at if epoch.sealed_at is not None else time.time()
+            self._events.epoch_sealed(tr.topic, epoch.epoch, sealed_at - epoch.created_at)
 
     # --- the steps -----------------------------------------------------------------
 
@@ -402,7 +421,8 @@ class Controller(Adoption):
             self._store.watch_producers(tr.topic, lambda _children: changed.set()),
             self._store.watch_acks(tr.topic, epoch.epoch, lambda _children: changed.set()),
         ]
-        last_text, last_report = "", 0.0
+        last_key: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+        last_report = 0.0
         try:
             while True:
                 if tr.session_lost.is_set():
@@ -424,10 +444,13 @@ class Controller(Adoption):
                     tr.epoch = epoch
                 if not waiting:
                     return
-                text = _waiting_text(epoch, waiting, expired)
-                if text != last_text or time.monotonic() - last_report >= _REPORT_EVERY_S:
-                    self._progress(text)
-                    last_text, last_report = text, time.monotonic()
+                # A new line when who is waited for changes, else one every few seconds
+                # with the countdowns (not the same line again and again).
+                key = (tuple(waiting), tuple(sorted(expired)))
+                if key != last_key or time.monotonic() - last_report >= _REPORT_EVERY_S:
+                    left = tr.deadline - time.monotonic()
+                    self._progress(_waiting_text(epoch, waiting, expired, now, left))
+                    last_key, last_report = key, time.monotonic()
                 if self._cancel.is_set():
                     raise BarrierTimeoutError(
                         f"epoch {epoch.epoch} of {tr.topic} is still pending: the "
@@ -465,9 +488,12 @@ class Controller(Adoption):
         done = replace(record, pending=None)
         self._store.seal_epoch(done, sealed, version)
         tr.record, tr.version, tr.epoch = done, version + 1, sealed
+        # The epoch's age counts from its publish, across every controller that resumed it.
+        age = (sealed.sealed_at or time.time()) - epoch.created_at
         self._progress(
             f"epoch {epoch.epoch} of {tr.topic} sealed: {epoch.from_active} -> "
-            f"{epoch.to_active} partitions in {time.monotonic() - tr.started:.2f} s"
+            f"{epoch.to_active} partitions in {age:.2f} s"
+            + (f" (this run {time.monotonic() - tr.started:.2f} s)" if tr.resumed else "")
         )
 
     def _reread(self, topic: str) -> tuple[TopicRecord, int]:

@@ -11,8 +11,9 @@ every ``sweep_interval`` seconds in another, and the autoscaler
 (:class:`~coordinator.autoscale.Autoscaler`) every ``autoscale_interval`` seconds in a
 third. A
 transition that another controller runs (the topic lock is held) is left to it. The
-connection listener only sets flags; losing the session ends the leadership at once
-(the election node is gone), and the daemon contends again after reconnecting.
+connection listener only sets flags and logs the change (connection lost, restored,
+session lost); losing the session ends the leadership at once (the election node is
+gone), and the daemon contends again after reconnecting.
 
 Leadership states (:class:`Role`; only :meth:`CoordinatorDaemon._set_role` changes it)::
 
@@ -26,7 +27,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from enum import Enum
 from typing import Any, Final
 
@@ -37,7 +38,9 @@ from kazoo.protocol.states import KazooState
 
 from coordinator.autoscale import DEFAULT_AUTOSCALE_INTERVAL_S, Autoscaler
 from coordinator.controller import BarrierTimeoutError, Controller
+from coordinator.daemon_metrics import DaemonMetrics
 from coordinator.errors import OrderedError, StoreError, TransitionInProgressError
+from coordinator.hooks import CoordinatorEvents
 from coordinator.identity import process_identity
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.position_relay import PositionRelay
@@ -93,6 +96,10 @@ class CoordinatorDaemon:
         sweep_settings: Which groups count and how long a trim may wait.
         autoscale_interval: Seconds between autoscaler ticks (topics with an
             ``ordered autoscale`` policy); ``0`` turns the autoscaler off.
+        hooks: Objects that receive the daemon's events and those of its controller,
+            sweeper and relay (:mod:`coordinator.hooks`).
+        metrics: Served metrics (:mod:`coordinator.daemon_metrics`) that get the events
+            and the scrape-time state; closed when :meth:`run` returns.
     """
 
     def __init__(
@@ -108,18 +115,27 @@ class CoordinatorDaemon:
         sweep_interval: float = DEFAULT_SWEEP_INTERVAL_S,
         sweep_settings: SweepSettings | None = None,
         autoscale_interval: float = DEFAULT_AUTOSCALE_INTERVAL_S,
+        hooks: Sequence[object] = (),
+        metrics: DaemonMetrics | None = None,
     ) -> None:
         self._client = client
         self._store = LayoutStore(client, root)
         self._progress = progress or (lambda _message: None)
         self._stop = threading.Event()
-        self._controller = Controller(self._store, admin, self._progress, cancel=self._stop)
+        self._metrics = metrics
+        if metrics is not None:
+            hooks = (*hooks, metrics.hooks)
+        self._events = CoordinatorEvents(hooks)
+        self._controller = Controller(
+            self._store, admin, self._progress, cancel=self._stop, hooks=hooks
+        )
         self._scan_interval = scan_interval
         self._resume_timeout = resume_timeout
         self._identifier = identifier or process_identity()
         self._role = Role.FOLLOWER
         self._role_lock = threading.Lock()
         self._lost = threading.Event()
+        self._zk_state: str = KazooState.CONNECTED
         self._wake = threading.Event()
         self._workers: dict[str, threading.Thread] = {}
         self._errors: dict[str, str] = {}
@@ -128,13 +144,13 @@ class CoordinatorDaemon:
         self._failures: dict[str, str] = {}
         self._election: Any = None
         self._relay = (
-            PositionRelay(client, admin, root, relay_interval, self._progress)
+            PositionRelay(client, admin, root, relay_interval, self._progress, hooks=hooks)
             if relay_interval > 0
             else None
         )
         self._sweep_interval = sweep_interval
         self._sweeper = (
-            Sweeper(self._store, admin, sweep_settings, self._progress)
+            Sweeper(self._store, admin, sweep_settings, self._progress, hooks=hooks)
             if sweep_interval > 0
             else None
         )
@@ -151,6 +167,9 @@ class CoordinatorDaemon:
             if autoscale_interval > 0
             else None
         )
+        if metrics is not None:
+            interest = sweep_settings.interest if sweep_settings is not None else None
+            metrics.attach(self._store, admin, lambda: self._role is Role.LEADER, interest)
 
     @property
     def role(self) -> Role:
@@ -170,13 +189,32 @@ class CoordinatorDaemon:
             if (self._role, role) not in _ALLOWED:
                 raise AssertionError(f"role {self._role.value} -> {role.value} is not allowed")
             self._role = role
+        self._events.leadership(role is Role.LEADER)
         self._progress(f"coordinator {self._identifier}: {role.value}")
 
     def _on_state(self, state: str) -> None:
-        # Runs on kazoo's thread: set flags only.
+        # Runs on kazoo's thread: set flags (and gauges) and print one line, never a
+        # ZooKeeper call.
+        self._events.session_state(str(state).lower())
         if state == KazooState.LOST:
             self._lost.set()
             self._wake.set()
+        if state == self._zk_state or self._stop.is_set():
+            self._zk_state = state
+            return
+        if state == KazooState.SUSPENDED:
+            self._progress(
+                f"coordinator {self._identifier}: ZooKeeper connection lost; reconnecting "
+                "(leadership holds while the session lives)"
+            )
+        elif state == KazooState.LOST:
+            self._progress(
+                f"coordinator {self._identifier}: ZooKeeper session lost: leadership given "
+                "up; contending again once ZooKeeper is back"
+            )
+        elif state == KazooState.CONNECTED:
+            self._progress(f"coordinator {self._identifier}: ZooKeeper connection restored")
+        self._zk_state = state
 
     def stop(self) -> None:
         """Ask the daemon to stop (safe from a signal handler or any thread)."""
@@ -189,6 +227,8 @@ class CoordinatorDaemon:
     def run(self) -> None:
         """Contend, lead when elected, until :meth:`stop`; then clean up and return."""
         self._client.add_listener(self._on_state)
+        self._events.session_state("connected" if self._client.connected else "suspended")
+        self._events.leadership(False)
         try:
             while not self._stop.is_set():
                 if not self._client.connected:
@@ -210,6 +250,8 @@ class CoordinatorDaemon:
             self._client.remove_listener(self._on_state)
             self._join_workers()
             self._set_role(Role.STOPPED)
+            if self._metrics is not None:
+                self._metrics.close()
 
     def _lead(self) -> None:
         if self._stop.is_set() or self._lost.is_set():
@@ -347,10 +389,24 @@ class CoordinatorDaemon:
                 self._wake.set()
         self._failures.pop(topic, None)
         if result is not None:
+            # The epoch's age (from its publish), not only this resume's share of it.
+            age = self._epoch_age(topic, result.epoch)
             self._progress(
                 f"sealed epoch {result.epoch} of {topic} ({result.from_active} -> "
-                f"{result.to_active}) in {time.monotonic() - started:.2f} s"
+                f"{result.to_active})"
+                + (f" {age:.2f} s after its publish" if age is not None else "")
+                + f"; this resume took {time.monotonic() - started:.2f} s"
             )
+
+    def _epoch_age(self, topic: str, epoch: int) -> float | None:
+        """Seconds from the epoch's publish to its seal, ``None`` if unreadable."""
+        try:
+            record = self._store.find_epoch(topic, epoch)
+        except (OrderedError, KazooException, KazooTimeoutError):
+            return None
+        if record is None or record.sealed_at is None:
+            return None
+        return record.sealed_at - record.created_at
 
     def _join_workers(self) -> None:
         for worker in list(self._workers.values()):

@@ -13,6 +13,7 @@ from typing import Any
 __all__ = [
     "BarrierTimeoutError",
     "ClusterError",
+    "CommandLineError",
     "ConfigError",
     "DataLossError",
     "LayoutError",
@@ -39,7 +40,12 @@ class OrderedError(Exception):
 
 
 class UsageError(OrderedError):
-    """The caller asked for something that cannot be done as asked (CLI exit code 2)."""
+    """The caller asked for something that cannot be done as asked (CLI exit code 1)."""
+
+
+class CommandLineError(UsageError):
+    """The command line of ``ordered`` is wrong in a way its parser cannot see (a missing
+    server, flags that go together): CLI exit code 2, like argparse's own errors."""
 
 
 class ConfigError(UsageError):

@@ -11,6 +11,13 @@ For each partition the answer is the first closed gate at or past the group's po
 * ``gated``: a closed gate lies ahead but no record has reached it yet;
 * ``blocked``: records at or past a closed gate wait for delivery.
 
+Like ``kafka-consumer-groups --describe`` it also shows each partition's lag (end
+offset minus committed offset, ``None`` without a commit) and the member it is assigned
+to (consumer id, host, client id), and the group's state. A group Kafka does not know
+(no member, no commit anywhere) is reported with ``exists = False`` (the gates it would
+meet from its first position are still shown); a group that exists but never committed
+on the topic has ``committed = None`` on every partition.
+
 A gate lists what it waits on: a source partition, the committed offset it needs and
 the group's committed offset there now (``partition = -1`` stands for a pending epoch,
 which waits for its seal). ``since`` is the earliest time a member of the group declared
@@ -26,13 +33,19 @@ from typing import Any, Literal
 
 from coordinator.errors import NotAdoptedError
 from coordinator.history import TopicHistory
-from coordinator.kafka_admin import KafkaAdmin
+from coordinator.kafka_admin import GroupDescription, GroupMember, KafkaAdmin
 from coordinator.positions import Interest, PositionService
 from coordinator.store import EpochRecord, LayoutStore
 from coordinator.topic_ids import check_topic_id
 from linear_hash.gating import GateEvaluator, Wait
 
-__all__ = ["GateWait", "GroupStatus", "PartitionStatus", "group_status"]
+__all__ = [
+    "GateWait",
+    "GroupStatus",
+    "PartitionStatus",
+    "group_status",
+    "topic_groups",
+]
 
 GateStateName = Literal["open", "gated", "blocked"]
 
@@ -78,6 +91,8 @@ class PartitionStatus:
         gate_epoch: The epoch of that gate, ``None`` when open.
         waits: What the gate waits on.
         since: Unix time the wait is known from (see the module docstring).
+        lag: ``end - committed`` (``None`` without a commit).
+        member: The member the partition is assigned to, ``None`` if none.
     """
 
     partition: int
@@ -90,6 +105,8 @@ class PartitionStatus:
     gate_epoch: int | None
     waits: tuple[GateWait, ...]
     since: float | None
+    lag: int | None = None
+    member: GroupMember | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict."""
@@ -104,6 +121,10 @@ class PartitionStatus:
             "gate_epoch": self.gate_epoch,
             "waits": [w.to_dict() for w in self.waits],
             "since": self.since,
+            "lag": self.lag,
+            "consumer_id": None if self.member is None else self.member.member_id,
+            "host": None if self.member is None else self.member.host,
+            "client_id": None if self.member is None else self.member.client_id,
         }
 
 
@@ -117,6 +138,8 @@ class GroupStatus:
         active: The topic's active partition count.
         epoch: The topic's current epoch.
         partitions: One entry per partition that exists in Kafka, ascending.
+        state: The group's state in Kafka (``STABLE``, ``EMPTY``, ...).
+        members: The group's members.
     """
 
     topic: str
@@ -124,6 +147,24 @@ class GroupStatus:
     active: int
     epoch: int
     partitions: tuple[PartitionStatus, ...]
+    state: str = "UNKNOWN"
+    members: tuple[GroupMember, ...] = ()
+
+    @property
+    def exists(self) -> bool:
+        """Whether Kafka knows the group (``DEAD``: no member and no commit at all)."""
+        return self.state != "DEAD"
+
+    @property
+    def committed_any(self) -> bool:
+        """Whether the group has committed on any partition of the topic."""
+        return any(p.committed is not None for p in self.partitions)
+
+    @property
+    def lag(self) -> int | None:
+        """The total lag over the partitions with a commit (``None``: no commit)."""
+        lags = [p.lag for p in self.partitions if p.lag is not None]
+        return sum(lags) if lags else None
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict."""
@@ -133,6 +174,19 @@ class GroupStatus:
             "active": self.active,
             "epoch": self.epoch,
             "partitions": [p.to_dict() for p in self.partitions],
+            "state": self.state,
+            "members": [
+                {
+                    "consumer_id": m.member_id,
+                    "host": m.host,
+                    "client_id": m.client_id,
+                    "partitions": sorted(p for t, p in m.assignment if t == self.topic),
+                }
+                for m in self.members
+            ],
+            "exists": self.exists,
+            "committed_any": self.committed_any,
+            "lag": self.lag,
         }
 
 
@@ -171,7 +225,9 @@ def group_status(store: LayoutStore, admin: KafkaAdmin, topic: str, group: str) 
     epochs = {e.epoch: e for e in store.epochs(topic)}
     gates = TopicHistory.from_records(record, list(epochs.values())).gates()
     partitions = range(count)
+    described = admin.describe_group(group)
     committed = admin.committed_offsets(group, topic, partitions)
+    owners = _owners(described, topic)
     starts = admin.start_offsets(topic, partitions)
     ends = admin.end_offsets(topic, partitions)
     interest = PositionService(store.client, store.root, group).interest(topic)
@@ -198,9 +254,34 @@ def group_status(store: LayoutStore, admin: KafkaAdmin, topic: str, group: str) 
                     for w in waits
                 ),
                 since=_since(waits, gate_epoch, epochs, interest),
+                lag=None if p not in committed else max(0, ends[p] - committed[p]),
+                member=owners.get(p),
             )
         )
-    return GroupStatus(topic, group, record.active, record.epoch, tuple(out))
+    return GroupStatus(
+        topic,
+        group,
+        record.active,
+        record.epoch,
+        tuple(out),
+        described.state,
+        described.members,
+    )
+
+
+def _owners(described: GroupDescription, topic: str) -> dict[int, GroupMember]:
+    return {p: m for m in described.members for t, p in m.assignment if t == topic}
+
+
+def topic_groups(admin: KafkaAdmin, topic: str, partitions: int) -> list[str]:
+    """Every consumer group with a commit on ``topic`` (for ``--all-groups``), sorted.
+
+    Raises:
+        OrderedKafkaError: Kafka failed.
+    """
+    return sorted(
+        g for g in admin.list_groups() if admin.group_offsets(g, topic, range(partitions))
+    )
 
 
 def _first_closed_gate(

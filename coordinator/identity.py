@@ -8,8 +8,10 @@ they were gathered here):
   topic lock, a candidate in the daemons' election);
 * a consumer's position-service member id, :func:`member_id`:
   ``{host}-{pid}-{8 hex}``;
-* a producer's registration id, :func:`producer_id`: ``p-{pid}-{16 hex}`` (no host,
-  so ids stay short in epoch records; the registration records its host).
+* a producer's registration id, :func:`producer_id`: ``p-{host}-{pid}-{16 hex}``, so
+  a barrier's "waiting for p-..." names the machine to look at (the host is cut to its
+  first 63 characters, and anything but letters, digits, ``.``, ``_`` and ``-`` becomes
+  ``_``, to stay a short znode name).
 
 The random suffix tells apart two clients of one process and a client re-created in
 a process whose id the operating system reused.
@@ -18,6 +20,7 @@ a process whose id the operating system reused.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import uuid
 
@@ -75,8 +78,9 @@ def member_id() -> str:
 
 
 def producer_id() -> str:
-    """``p-{pid}-{16 hex}``: a producer's registration id (a znode name)."""
-    return make_identity(prefix="p", host=False, sep="-", random_hex=16)
+    """``p-{host}-{pid}-{16 hex}``: a producer's registration id (a znode name)."""
+    host = re.sub(r"[^A-Za-z0-9._-]", "_", host_name())[:63]
+    return make_identity(prefix=f"p-{host}", host=False, sep="-", random_hex=16)
 
 
 def random_token(digits: int = 8) -> str:

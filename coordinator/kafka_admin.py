@@ -39,6 +39,8 @@ from coordinator.errors import OrderedKafkaError, UnknownTopicError
 __all__ = [
     "TRANSIENT_ERRORS",
     "DeleteOutcome",
+    "GroupDescription",
+    "GroupMember",
     "KafkaAdmin",
     "KafkaTopic",
     "UnknownTopicError",
@@ -108,6 +110,39 @@ class DeleteOutcome:
 
     low_watermark: int
     error: KafkaError | None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMember:
+    """One member of a consumer group.
+
+    Attributes:
+        member_id: The member id (``CONSUMER-ID`` in Kafka's tools).
+        client_id: The member's ``client.id``.
+        host: The host the member connected from (as the broker saw it).
+        assignment: The ``(topic, partition)`` pairs assigned to it.
+    """
+
+    member_id: str
+    client_id: str
+    host: str
+    assignment: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDescription:
+    """A consumer group's state and members.
+
+    Attributes:
+        group: The group id.
+        state: ``STABLE``, ``EMPTY``, ``PREPARING_REBALANCE``, ... or ``DEAD`` (the
+            group does not exist).
+        members: Its members.
+    """
+
+    group: str
+    state: str
+    members: tuple[GroupMember, ...]
 
 
 def _kafka_error(exc: BaseException) -> KafkaError | None:
@@ -492,6 +527,39 @@ class KafkaAdmin:
             oldest = next(iter(self._probes))
             self._probes.pop(oldest).close()
         return probe
+
+    def describe_group(self, group: str) -> GroupDescription:
+        """Return ``group``'s state and members (DescribeGroups), as
+        ``kafka-consumer-groups --describe --members`` shows them.
+
+        A group Kafka does not know comes back in state ``DEAD`` with no members.
+
+        Raises:
+            OrderedKafkaError: Kafka failed or did not answer in time.
+        """
+        try:
+            futures = self._admin.describe_consumer_groups([group], request_timeout=self._timeout)
+            got = futures[group].result(timeout=self._timeout + 5)
+        except KafkaException as exc:
+            error = _kafka_error(exc)
+            if error is not None and error.code() == KafkaError.GROUP_ID_NOT_FOUND:
+                return GroupDescription(group, "DEAD", ())
+            raise self._fail(f"cannot describe group {group}", exc) from exc
+        state = got.state
+        members = tuple(
+            GroupMember(
+                member_id=str(m.member_id),
+                client_id=str(m.client_id),
+                host=str(m.host),
+                assignment=tuple(
+                    (str(tp.topic), int(tp.partition))
+                    for tp in (m.assignment.topic_partitions if m.assignment else ())
+                ),
+            )
+            for m in got.members
+        )
+        name = state.name if isinstance(state, ConsumerGroupState) else str(state)
+        return GroupDescription(group, name, members)
 
     def close(self) -> None:
         """Close the cached group clients (the admin client needs no closing)."""

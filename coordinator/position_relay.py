@@ -19,14 +19,16 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from coordinator.errors import OrderedError
+from coordinator.hooks import CoordinatorEvents
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.positions import PositionService
 from coordinator.store import paths
@@ -45,6 +47,8 @@ class PositionRelay:
         root: The store root.
         interval: Seconds between rounds.
         progress: Called with one line when a round fails in a new way.
+        hooks: Objects that receive an ``on_relay_round`` event per completed round
+            (:mod:`coordinator.hooks`).
     """
 
     def __init__(
@@ -54,6 +58,7 @@ class PositionRelay:
         root: str = paths.DEFAULT_ROOT,
         interval: float = 0.1,
         progress: Callable[[str], None] | None = None,
+        hooks: Sequence[object] = (),
     ) -> None:
         self._client = client
         self._admin = admin
@@ -62,6 +67,7 @@ class PositionRelay:
         self._progress = progress or (lambda _message: None)
         self._services: dict[str, PositionService] = {}
         self._last_error = ""
+        self._events = CoordinatorEvents(hooks)
         self.relayed = 0
         """Progress records this relay published (for tests and metrics)."""
 
@@ -80,6 +86,7 @@ class PositionRelay:
         costs one Kafka round trip however many groups wait.
         """
         published = 0
+        started = time.monotonic()
         try:
             waits = {group: self._needed(group) for group in self._groups()}
             waits = {group: needed for group, needed in waits.items() if needed}
@@ -94,6 +101,7 @@ class PositionRelay:
             if failures:
                 raise OrderedError("; ".join(failures))
         except (OrderedError, KazooException, KazooTimeoutError) as exc:
+            # kazoo's ConnectionLoss and SessionExpiredError carry no text.
             message = f"position relay: {str(exc) or type(exc).__name__}"
             if message != self._last_error:
                 self._progress(message)
@@ -102,6 +110,7 @@ class PositionRelay:
             return published
         self._last_error = ""
         self.relayed += published
+        self._events.relay_round(time.monotonic() - started, published)
         return published
 
     def _groups(self) -> list[str]:

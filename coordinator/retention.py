@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from coordinator.errors import NotAdoptedError, OrderedError, OrderedKafkaError
+from coordinator.hooks import CoordinatorEvents
 from coordinator.interest import GroupHold, InterestSettings, TopicInterest, topic_interest
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import EpochRecord, LayoutStore, RetiredRecord, TopicRecord
@@ -234,6 +235,7 @@ class Sweeper:
         admin: Kafka admin helpers.
         settings: How to trim.
         progress: Called with one line per trim or problem.
+        hooks: Objects that receive an ``on_trim`` event per trim (:mod:`coordinator.hooks`).
     """
 
     def __init__(
@@ -242,6 +244,7 @@ class Sweeper:
         admin: KafkaAdmin,
         settings: SweepSettings | None = None,
         progress: Progress | None = None,
+        hooks: Sequence[object] = (),
     ) -> None:
         self._store = store
         self._admin = admin
@@ -251,6 +254,7 @@ class Sweeper:
         self._last_error: dict[str, str] = {}
         self._listed: dict[str, str] | None = None
         self._in_round = False
+        self._events = CoordinatorEvents(hooks)
 
     def sweep(self) -> list[PartitionTrim]:
         """Sweep every adopted topic once; one topic's failure does not stop the others."""
@@ -348,6 +352,9 @@ class Sweeper:
         )
         for result in report.results:
             p = result.partition
+            final = finals[p].final_offset if p in finals else None
+            reason = "drained" if final is not None and result.requested >= final else "retention"
+            self._events.trim(topic, p, result.requested, reason, result.ok)
             if not result.ok:
                 self._progress(f"sweep of {topic}: partition {p} not trimmed: {result.message}")
                 continue

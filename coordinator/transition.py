@@ -266,7 +266,13 @@ def _waiting_ids(waiting: list[str], expired: dict[str, float]) -> str:
     return "producer(s) " + ", ".join(parts)
 
 
-def _waiting_text(epoch: EpochRecord, waiting: list[str], expired: dict[str, float]) -> str:
+def _waiting_text(
+    epoch: EpochRecord,
+    waiting: list[str],
+    expired: dict[str, float],
+    now: float | None = None,
+    left: float | None = None,
+) -> str:
     total = len(epoch.producers)
     grace = [p for p in waiting if p in expired]
     text = (
@@ -275,4 +281,14 @@ def _waiting_text(epoch: EpochRecord, waiting: list[str], expired: dict[str, flo
     )
     if grace:
         text += f"; {len(grace)} gone, waiting out their delivery timeout"
+        if now is not None:
+            ends = [
+                expired[p]
+                + epoch.delivery_timeouts_ms.get(p, DEFAULT_DELIVERY_TIMEOUT_MS) / 1000.0
+                + EXPIRY_GRACE_S
+                for p in grace
+            ]
+            text += f" ({max(0.0, max(ends) - now):.0f} s left)"
+    if left is not None:
+        text += f"; gives up in {max(0.0, left):.0f} s"
     return text

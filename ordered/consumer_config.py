@@ -95,6 +95,8 @@ class ConsumerSettings:
         fetch_favour_sources: ``ordered.fetch.favour.sources`` (default ``true``):
             while an assigned partition is a source still below a boundary that gates
             wait for, librdkafka fetches only such sources (``docs/consumer.md``).
+        hooks: ``ordered.hooks``: objects that receive the consumer's events
+            (:mod:`coordinator.hooks`), after the consumer's own counters.
     """
 
     zookeeper_connect: str = setting_field("zookeeper_connect")
@@ -109,6 +111,7 @@ class ConsumerSettings:
     positions: bool = setting_field("positions")
     layout_check_max_requests_per_s: int = setting_field("layout_check_max_requests_per_s")
     fetch_favour_sources: bool = setting_field("fetch_favour_sources")
+    hooks: tuple[object, ...] = setting_field("hooks")
 
     @property
     def header_name(self) -> str:

@@ -7,6 +7,7 @@ re-exports all of it, so ``from ordered.errors import ...`` reaches every public
 from coordinator.errors import (
     BarrierTimeoutError,
     ClusterError,
+    CommandLineError,
     ConfigError,
     DataLossError,
     LayoutError,
@@ -30,6 +31,7 @@ from coordinator.errors import (
 __all__ = [
     "BarrierTimeoutError",
     "ClusterError",
+    "CommandLineError",
     "ConfigError",
     "DataLossError",
     "LayoutError",

@@ -45,6 +45,7 @@ from coordinator import identity
 from coordinator.errors import (
     LayoutUnavailableError,
 )
+from coordinator.hooks import ProducerEvents
 from coordinator.store import LayoutStore, TopicRecord
 from coordinator.topic_ids import TopicIds
 from coordinator.zk import (
@@ -164,6 +165,8 @@ class OrderedProducer(ProducerTopics, ProducerLeave):
         self.producer_id = identity.producer_id()
         self.tombstone_copies = 0
         """Tombstone copies sent for compacted topics (KIP-253 section 9)."""
+        self._hooks = ProducerEvents(settings.hooks)
+        self._pending_seen: dict[tuple[str, int], float] = {}
 
         self._lock = threading.Lock()
         self._first_use_lock = threading.Lock()
@@ -378,6 +381,7 @@ class OrderedProducer(ProducerTopics, ProducerLeave):
                     timestamp=ts,
                     headers=headers,
                 )
+            self._hooks.tombstone_copy_sent(topic, target)
         self.tombstone_copies += len(targets)
 
     def produce_batch(

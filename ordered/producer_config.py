@@ -61,6 +61,8 @@ class ProducerSettings:
         zookeeper_session_timeout_ms: ``ordered.zookeeper.session.timeout.ms``.
         epoch_header: ``ordered.epoch.header``: add the epoch header to routed records.
         epoch_header_name: ``ordered.epoch.header.name``.
+        hooks: ``ordered.hooks``: objects that receive the producer's events
+            (:mod:`coordinator.hooks`).
     """
 
     zookeeper_connect: str = setting_field("zookeeper_connect")
@@ -68,6 +70,7 @@ class ProducerSettings:
     zookeeper_session_timeout_ms: int = setting_field("zookeeper_session_timeout_ms")
     epoch_header: bool = setting_field("epoch_header")
     epoch_header_name: str = setting_field("epoch_header_name")
+    hooks: tuple[object, ...] = setting_field("hooks")
 
     @classmethod
     def from_mapping(cls, settings: Mapping[str, Any]) -> ProducerSettings:

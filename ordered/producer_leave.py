@@ -46,6 +46,7 @@ class ProducerLeave(ProducerFields):
     """Leaving (methods of :class:`~ordered.producer.OrderedProducer`)."""
 
     _ack_record: Callable[[AckDue], AckRecord]  # ProducerTopics gives it
+    _acked: Callable[[str, int], None]  # ProducerTopics gives it
 
     # --- leaving -------------------------------------------------------------------
 
@@ -105,6 +106,7 @@ class ProducerLeave(ProducerFields):
         try:
             for ack in acks:
                 self._store.ack(ack.topic, ack.epoch, self._ack_record(ack))
+                self._acked(ack.topic, ack.epoch)
             for topic in topics:
                 self._store.unregister_producer(topic, self.producer_id)
             for topic in topics:
@@ -112,6 +114,7 @@ class ProducerLeave(ProducerFields):
                 if record is not None and record.pending is not None:
                     due = AckDue(topic, record.pending, {})
                     self._store.ack(topic, record.pending, self._ack_record(due))
+                    self._acked(topic, record.pending)
         except StoreError as exc:
             # The session ends right after: registrations go with it; the barrier then
             # waits out this producer's delivery timeout for an unacked epoch.

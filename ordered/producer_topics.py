@@ -26,6 +26,7 @@ from coordinator.errors import (
     OrderedKafkaError,
     StoreUnavailableError,
 )
+from coordinator.hooks import ProducerEvents
 from coordinator.store import AckRecord, LayoutStore, ProducerRecord, TopicRecord
 from coordinator.store import paths as store_paths
 from coordinator.topic_ids import TopicIds
@@ -75,6 +76,8 @@ class ProducerFields:
     _producer: Any
     _worker: threading.Thread
     _exit_hook: Callable[[], None]
+    _hooks: ProducerEvents
+    _pending_seen: dict[tuple[str, int], float]  # (topic, epoch) -> first seen pending
 
 
 class ProducerTopics(ProducerFields):
@@ -189,11 +192,28 @@ class ProducerTopics(ProducerFields):
                 _log.debug("%s: librdkafka does not know %d partitions yet", topic, record.active)
                 info.deferred = record
                 return
+        if record is not None and record.pending is not None:
+            self._pending_seen.setdefault((topic, record.pending), time.monotonic())
         with self._lock:
+            before = info.record
             acks = self._table.apply(info, record, self._session.usable)
             self._update_tracking()
+        if (
+            before is not None
+            and record is not None
+            and before.ordered
+            and record.ordered
+            and record.epoch > before.epoch
+        ):
+            self._hooks.route_switch(topic, before.epoch, record.epoch)
         for ack in acks:
             self._queue_ack(ack)
+
+    def _acked(self, topic: str, epoch: int) -> None:
+        """An ack of ``epoch`` was written: report it with its latency."""
+        seen = self._pending_seen.pop((topic, epoch), None)
+        latency = 0.0 if seen is None else time.monotonic() - seen
+        self._hooks.barrier_ack(topic, epoch, latency)
 
     @property
     def _is_closed(self) -> bool:

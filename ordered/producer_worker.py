@@ -56,6 +56,9 @@ class WorkerOwner(Protocol):
     def _update_tracking_locked(self) -> None:
         """Recompute tracking and the compiled path's table (takes the lock)."""
 
+    def _acked(self, topic: str, epoch: int) -> None:
+        """An ack was written (its event)."""
+
 
 class ProducerWorker:
     """The worker loop (see the module doc); :meth:`run` is the thread's target.
@@ -181,6 +184,7 @@ class ProducerWorker:
     def _write_ack(self, topic: str, record: AckRecord) -> None:
         try:
             self._store.ack(topic, record.epoch, record)
+            self._owner._acked(topic, record.epoch)
         except StoreUnavailableError as exc:
             _log.info("ack of epoch %d of %s failed (%s); retrying", record.epoch, topic, exc)
             self._ack_retries.append((time.monotonic() + RETRY_S, topic, record))

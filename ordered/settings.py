@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from coordinator.errors import ConfigError
+from coordinator.hooks import check_hooks
 
 __all__ = [
     "ORDERED_PREFIX",
@@ -278,6 +279,15 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "open gates sooner through the position service",
         Role.CONSUMER,
     ),
+    Setting(
+        "ordered.hooks",
+        "hooks",
+        (),
+        check_hooks,
+        "a list of hook objects that receive the client's events (coordinator.hooks), "
+        "e.g. coordinator.prometheus.PrometheusHooks",
+        Role.BOTH,
+    ),
 )
 """Every ``ordered.`` setting of both wrappers."""
 
@@ -305,6 +315,8 @@ def keys_for(role: Role) -> dict[str, str]:
 def _show(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
+    if value == ():
+        return "none"
     return str(value)
 
 

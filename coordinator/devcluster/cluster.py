@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import socket
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -29,10 +29,18 @@ from coordinator.devcluster.process import (
     check_port_free,
     find_java,
     free_ports,
-    is_alive,
     java_major_version,
     spawn,
     terminate,
+)
+from coordinator.devcluster.servers import (
+    check_meta,
+    format_storage,
+    kafka_argv,
+    kafka_properties,
+    log4j_config,
+    start_zookeeper,
+    wait_kafka,
 )
 from coordinator.devcluster.state import (
     STATE_FILE,
@@ -54,7 +62,6 @@ __all__ = [
     "up",
 ]
 
-_JVM_OPTS = ["-Xms128m", "-Xmx768m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]
 
 Progress = Callable[[str], None]
 
@@ -73,228 +80,14 @@ def fetch(progress: Progress | None = None) -> list[jars.ResolvedJars]:
     return [jars.resolve("kafka", progress=progress), jars.resolve("zookeeper", progress=progress)]
 
 
-def _wait_port(port: int, record: ProcessRecord, deadline: float) -> None:
-    while time.monotonic() < deadline:
-        if not is_alive(record):
-            raise ClusterError(f"{record.role} exited while starting:\n{_tail(record.log)}")
-        try:
-            with socket.create_connection((HOST, port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise ClusterError(
-        f"{record.role} did not listen on {HOST}:{port} in time:\n{_tail(record.log)}"
-    )
-
-
-def _tail(log: str, lines: int = 15) -> str:
-    try:
-        content = Path(log).read_text(errors="replace").splitlines()
-    except OSError:
-        return "(no log)"
-    return "\n".join(content[-lines:])
-
-
-def _four_letter(port: int, word: bytes) -> str:
-    with socket.create_connection((HOST, port), timeout=2) as sock:
-        sock.sendall(word)
-        chunks = []
-        while chunk := sock.recv(4096):
-            chunks.append(chunk)
-    return b"".join(chunks).decode(errors="replace")
-
-
-def _start_zookeeper(
-    directory: Path,
-    port: int,
-    classpath: str,
-    java: str,
-    deadline: float,
-    records: list[ProcessRecord],
-) -> str:
-    """Start ZooKeeper, append its record to ``records`` at once, return its version."""
-    zk_dir = directory / "zookeeper"
-    (zk_dir / "data").mkdir(parents=True, exist_ok=True)
-    cfg = zk_dir / "zoo.cfg"
-    # tickTime 500 ms lets tests ask for 1 s sessions (the minimum is 2 ticks); the
-    # maximum stays at 60 s for producers that declare long timeouts.
-    cfg.write_text(
-        "\n".join(
-            [
-                "tickTime=500",
-                "initLimit=10",
-                "syncLimit=5",
-                f"dataDir={zk_dir / 'data'}",
-                f"clientPort={port}",
-                f"clientPortAddress={HOST}",
-                "maxClientCnxns=0",
-                "minSessionTimeout=1000",
-                "maxSessionTimeout=60000",
-                "admin.enableServer=false",
-                "4lw.commands.whitelist=srvr,ruok,stat,mntr,cons",
-                "",
-            ]
-        )
-    )
-    argv = [
-        java,
-        "-Xms64m",
-        "-Xmx256m",
-        "-XX:+UseSerialGC",
-        f"-Dorg.slf4j.simpleLogger.logFile={zk_dir / 'zookeeper.log'}",
-        "-Dorg.slf4j.simpleLogger.showDateTime=true",
-        "-cp",
-        classpath,
-        "org.apache.zookeeper.server.quorum.QuorumPeerMain",
-        str(cfg),
-    ]
-    record = spawn("zookeeper", argv, zk_dir / "zookeeper.out", directory)
-    records.append(record)
-    _wait_port(port, record, deadline)
-    while time.monotonic() < deadline:
-        try:
-            reply = _four_letter(port, b"srvr")
-        except OSError:
-            reply = ""
-        if "Zookeeper version:" in reply:
-            version = reply.split("Zookeeper version:")[1].split(",")[0].strip().split("-")[0]
-            return version
-        if not is_alive(record):
-            break
-        time.sleep(0.05)
-    log = zk_dir / "zookeeper.log"
-    raise ClusterError(f"ZooKeeper did not answer on {HOST}:{port}:\n{_tail(str(log))}")
-
-
-def _kafka_properties(
-    node: int, directory: Path, ports: list[tuple[int, int]], brokers: int
-) -> str:
-    broker_port, controller_port = ports[node - 1]
-    voters = ",".join(f"{i + 1}@{HOST}:{c}" for i, (_, c) in enumerate(ports))
-    rf = min(brokers, 3)
-    return "\n".join(
-        [
-            "process.roles=broker,controller",
-            f"node.id={node}",
-            f"controller.quorum.voters={voters}",
-            f"listeners=PLAINTEXT://{HOST}:{broker_port},CONTROLLER://{HOST}:{controller_port}",
-            f"advertised.listeners=PLAINTEXT://{HOST}:{broker_port}",
-            "controller.listener.names=CONTROLLER",
-            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "inter.broker.listener.name=PLAINTEXT",
-            f"log.dirs={directory / f'kafka-{node}' / 'data'}",
-            "num.partitions=1",
-            f"default.replication.factor={rf}",
-            f"offsets.topic.replication.factor={rf}",
-            "offsets.topic.num.partitions=8",
-            f"transaction.state.log.replication.factor={rf}",
-            f"transaction.state.log.min.isr={1 if brokers == 1 else 2}",
-            f"share.coordinator.state.topic.replication.factor={rf}",
-            f"share.coordinator.state.topic.min.isr={1 if brokers == 1 else 2}",
-            "group.initial.rebalance.delay.ms=0",
-            "auto.create.topics.enable=false",
-            "log.segment.bytes=16777216",
-            "log.retention.check.interval.ms=10000",
-            "",
-        ]
-    )
-
-
-def _log4j(path: Path) -> str:
-    return "\n".join(
-        [
-            "status = error",
-            "appender.file.type = File",
-            "appender.file.name = FILE",
-            f"appender.file.fileName = {path}",
-            "appender.file.layout.type = PatternLayout",
-            "appender.file.layout.pattern = [%d] %p %m (%c)%n",
-            "rootLogger.level = INFO",
-            "rootLogger.appenderRef.file.ref = FILE",
-            "logger.kafka.name = kafka",
-            "logger.kafka.level = INFO",
-            "logger.state.name = state.change.logger",
-            "logger.state.level = WARN",
-            "",
-        ]
-    )
-
-
-def _check_meta(data_dir: Path, cluster_id: str, directory: Path) -> bool:
-    """Return whether ``data_dir`` is formatted; raise when for another cluster."""
-    meta = data_dir / "meta.properties"
-    if not meta.is_file():
-        return False
-    for line in meta.read_text().splitlines():
-        if line.startswith("cluster.id="):
-            found = line.split("=", 1)[1].strip()
-            if found != cluster_id:
-                raise ClusterError(
-                    f"{directory} belongs to another cluster: {data_dir} was formatted for "
-                    f"cluster {found}, the state file says {cluster_id}; use another --dir"
-                )
-    return True
-
-
-def _wait_kafka(
-    bootstrap: str, brokers: int, records: list[ProcessRecord], deadline: float
-) -> None:
-    from confluent_kafka.admin import AdminClient
-
-    # Quiet: librdkafka logs every refused connection while the broker is starting.
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
-    while time.monotonic() < deadline:
-        for rec in records:
-            if not is_alive(rec):
-                raise ClusterError(f"{rec.role} exited while starting:\n{_tail(rec.log)}")
-        try:
-            md = admin.list_topics(timeout=1.0)
-            if len(md.brokers) >= brokers:
-                break
-        except Exception:
-            pass
-        time.sleep(0.1)
-    else:
-        raise ClusterError(
-            f"Kafka metadata did not list {brokers} broker(s) in time:\n{_tail(records[0].log)}"
-        )
-    _wait_group_coordinator(bootstrap, deadline, records)
-
-
-def _wait_group_coordinator(bootstrap: str, deadline: float, records: list[ProcessRecord]) -> None:
-    """Have the broker create ``__consumer_offsets`` and answer an OffsetFetch.
-
-    A consumer that ``assign()``s first on a fresh cluster gets NOT_COORDINATOR while
-    the offsets topic is created, and librdkafka (2.16) then does not fetch that
-    partition for tens of seconds; one group request here spares every first user that.
-    """
-    from confluent_kafka import Consumer, TopicPartition
-
-    probe = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "ordered-devcluster-warmup", "log_level": 0}
-    )
-    try:
-        while time.monotonic() < deadline:
-            try:
-                probe.committed([TopicPartition("ordered-devcluster-warmup", 0)], timeout=5)
-                return
-            except Exception:
-                time.sleep(0.1)
-    finally:
-        probe.close()
-    raise ClusterError(
-        f"Kafka's group coordinator did not answer in time:\n{_tail(records[0].log)}"
-    )
-
-
 def _validate_dir(directory: Path, brokers: int) -> ClusterState | None:
-    """Check that ``directory`` is empty or a stopped cluster of the same shape."""
+    """Check that ``directory`` is empty or a cluster of the same shape, not all running."""
     if directory.exists() and not directory.is_dir():
         raise UsageError(f"{directory} exists and is not a directory")
     previous = load_state(directory) if directory.exists() else None
     if previous is not None:
         alive = previous.running()
-        if alive:
+        if alive and len(alive) == len(previous.processes):
             pids = ", ".join(f"{p.role} pid {p.pid}" for p in alive)
             raise ClusterError(
                 f"a cluster is already running in {directory} ({pids}); use `ordered cluster "
@@ -306,7 +99,7 @@ def _validate_dir(directory: Path, brokers: int) -> ClusterState | None:
                 f"--brokers {previous.brokers} or use another --dir"
             )
         for node in range(1, brokers + 1):
-            _check_meta(directory / f"kafka-{node}" / "data", previous.cluster_id, directory)
+            check_meta(directory / f"kafka-{node}" / "data", previous.cluster_id, directory)
         return previous
     if directory.exists() and any(directory.iterdir()):
         raise ClusterError(
@@ -314,6 +107,51 @@ def _validate_dir(directory: Path, brokers: int) -> ClusterState | None:
             "else; use an empty or new --dir"
         )
     return None
+
+
+def _port_of(address: str) -> int:
+    return int(address.rsplit(":", 1)[1])
+
+
+def _controller_port(directory: Path, node: int) -> int | None:
+    """The controller port a node's ``server.properties`` names, if any."""
+    try:
+        text = (directory / f"kafka-{node}" / "server.properties").read_text()
+    except OSError:
+        return None
+    found = re.search(r"CONTROLLER://[^:,]+:(\d+)", text)
+    return int(found.group(1)) if found else None
+
+
+def _ports(
+    directory: Path,
+    previous: ClusterState | None,
+    brokers: int,
+    kafka_port: int | None,
+    zookeeper_port: int | None,
+) -> tuple[int, list[tuple[int, int]]]:
+    """The ZooKeeper port and each node's ``(broker, controller)`` ports.
+
+    A restart keeps the previous ports (clients still point at them) unless new ones
+    are asked for; a fresh cluster takes free ports.
+    """
+    picked = iter(free_ports(2 * brokers + 1))
+    old_zk = _port_of(previous.zookeeper_connect) if previous else None
+    old_brokers = [_port_of(a) for a in previous.bootstrap_servers.split(",")] if previous else []
+    zk_port = zookeeper_port or old_zk or next(picked)
+    ports = []
+    for i in range(brokers):
+        if kafka_port is not None:
+            broker = kafka_port + i
+        elif i < len(old_brokers):
+            broker = old_brokers[i]
+        else:
+            broker = next(picked)
+        controller = _controller_port(directory, i + 1) if previous else None
+        if controller is None:
+            controller = next(picked)
+        ports.append((broker, controller))
+    return zk_port, ports
 
 
 def up(
@@ -327,18 +165,25 @@ def up(
 ) -> ClusterState:
     """Start ZooKeeper and Kafka and return their state (also written to the state file).
 
+    A stopped cluster starts again on the ports it had (unless ``kafka_port`` or
+    ``zookeeper_port`` choose new ones), so clients that knew it find it again. A
+    partly running cluster (say, the broker died) gets its dead processes started
+    again on their ports; the running ones are left alone.
+
     Args:
         directory: Cluster directory (default :func:`default_dir`); data, logs, state.
         brokers: 1 (combined broker+controller) or 3 (three combined nodes, a quorum).
-        kafka_port: First broker port (the others follow); default: free ports.
-        zookeeper_port: ZooKeeper client port; default: a free port.
+        kafka_port: First broker port (the others follow); default: the previous ports,
+            else free ports.
+        zookeeper_port: ZooKeeper client port; default: the previous port, else a free one.
         timeout: Seconds to wait for the servers to answer.
         progress: Called with a line of text per step.
 
     Raises:
         UsageError: bad arguments.
-        ClusterError: a port is taken, Java or the jars are missing, the directory belongs
-            to another cluster, or a server failed to start. Nothing is left running.
+        ClusterError: every process runs already, a port is taken, Java or the jars
+            are missing, the directory belongs to another cluster, or a server failed
+            to start. What this call started is stopped again.
     """
     say = progress or (lambda _msg: None)
     started = time.monotonic()
@@ -346,18 +191,19 @@ def up(
         raise UsageError(f"--brokers must be 1 or 3, not {brokers}")
     directory = (directory or default_dir()).resolve()
     previous = _validate_dir(directory, brokers)
-
-    # Ports: a requested port that is taken is an error; free ones are picked otherwise.
-    picked = free_ports(2 * brokers + 1)
-    zk_port = zookeeper_port if zookeeper_port is not None else picked[0]
-    if kafka_port is not None:
-        ports = [(kafka_port + i, picked[1 + i]) for i in range(brokers)]
-    else:
-        ports = [(picked[1 + 2 * i], picked[2 + 2 * i]) for i in range(brokers)]
-    check_port_free(zk_port, "ZooKeeper client port")
+    alive = {p.role: p for p in previous.running()} if previous else {}
+    if alive and (kafka_port is not None or zookeeper_port is not None):
+        raise ClusterError(
+            f"the cluster in {directory} is partly running ({', '.join(sorted(alive))}); "
+            "new ports need `ordered cluster down` first"
+        )
+    zk_port, ports = _ports(directory, previous, brokers, kafka_port, zookeeper_port)
+    if "zookeeper" not in alive:
+        check_port_free(zk_port, "ZooKeeper client port")
     for i, (bp, cp) in enumerate(ports):
-        check_port_free(bp, f"Kafka broker {i + 1}")
-        check_port_free(cp, f"Kafka controller {i + 1}")
+        if f"broker-{i + 1}" not in alive:
+            check_port_free(bp, f"Kafka broker {i + 1}")
+            check_port_free(cp, f"Kafka controller {i + 1}")
 
     java = find_java()
     major = java_major_version(java)
@@ -377,98 +223,62 @@ def up(
         bootstrap_servers=bootstrap,
         zookeeper_connect=f"{HOST}:{zk_port}",
         kafka_version=kafka_jars.version,
-        zookeeper_version=zk_jars.version,
+        zookeeper_version=previous.zookeeper_version if previous else zk_jars.version,
+        processes=tuple(alive.values()),
     )
     # Claim the directory before anything starts: a failed start leaves a stopped
     # cluster of ours that the next `up` resumes, never an unrecognised directory.
     _write_state(directory, state)
     deadline = time.monotonic() + timeout
     records: list[ProcessRecord] = []
+    zk_version = state.zookeeper_version
     try:
-        say(f"starting ZooKeeper {zk_jars.version} on {HOST}:{zk_port}")
-        zk_version = _start_zookeeper(
-            directory, zk_port, zk_jars.classpath, java, deadline, records
-        )
+        if "zookeeper" in alive:
+            say(f"ZooKeeper on {HOST}:{zk_port} is running (pid {alive['zookeeper'].pid})")
+        else:
+            say(f"starting ZooKeeper {zk_jars.version} on {HOST}:{zk_port}")
+            zk_version = start_zookeeper(
+                directory, zk_port, zk_jars.classpath, java, deadline, records
+            )
         to_format = []
         for node in range(1, brokers + 1):
+            if f"broker-{node}" in alive:
+                continue
             node_dir = directory / f"kafka-{node}"
             (node_dir / "data").mkdir(parents=True, exist_ok=True)
             props = node_dir / "server.properties"
-            props.write_text(_kafka_properties(node, directory, ports, brokers))
-            (node_dir / "log4j2.properties").write_text(_log4j(node_dir / "server.log"))
-            if not _check_meta(node_dir / "data", cluster_id, directory):
+            props.write_text(kafka_properties(node, directory, ports, brokers))
+            (node_dir / "log4j2.properties").write_text(log4j_config(node_dir / "server.log"))
+            if not check_meta(node_dir / "data", cluster_id, directory):
                 to_format.append((node, props))
         if to_format:
             say(f"formatting storage of {len(to_format)} Kafka node(s), cluster id {cluster_id}")
-            _format_storage(java, kafka_jars.classpath, cluster_id, to_format, directory)
+            format_storage(java, kafka_jars.classpath, cluster_id, to_format, directory)
         for node in range(1, brokers + 1):
+            role = f"broker-{node}"
+            if role in alive:
+                say(f"Kafka node {node} is running (pid {alive[role].pid})")
+                continue
             node_dir = directory / f"kafka-{node}"
             say(f"starting Kafka {kafka_jars.version} node {node} on {HOST}:{ports[node - 1][0]}")
-            argv = [
-                java,
-                *_JVM_OPTS,
-                f"-Dlog4j2.configurationFile={node_dir / 'log4j2.properties'}",
-                f"-Dkafka.logs.dir={node_dir}",
-                "-cp",
-                kafka_jars.classpath,
-                "kafka.Kafka",
-                str(node_dir / "server.properties"),
-            ]
-            records.append(spawn(f"broker-{node}", argv, node_dir / "kafka.out", directory))
+            argv = kafka_argv(java, kafka_jars.classpath, node_dir)
+            records.append(spawn(role, argv, node_dir / "kafka.out", directory))
         say("waiting for Kafka metadata")
-        _wait_kafka(bootstrap, brokers, records[1:], deadline)
+        brokers_now = [r for r in [*alive.values(), *records] if r.role != "zookeeper"]
+        wait_kafka(bootstrap, brokers, brokers_now, deadline)
     except BaseException:
         terminate(records, timeout=10)
         raise
+    order = {"zookeeper": 0, **{f"broker-{n}": n for n in range(1, brokers + 1)}}
     state = dataclasses.replace(
         state,
         zookeeper_version=zk_version,
-        processes=tuple(records),
+        processes=tuple(sorted([*alive.values(), *records], key=lambda r: order[r.role])),
         started_at=time.time(),
         start_seconds=time.monotonic() - started,
     )
     _write_state(directory, state)
     return state
-
-
-def _format_storage(
-    java: str,
-    classpath: str,
-    cluster_id: str,
-    nodes: list[tuple[int, Path]],
-    directory: Path,
-) -> None:
-    import subprocess
-
-    # One JVM per node, in parallel: each format is mostly JVM start-up.
-    procs = []
-    for node, props in nodes:
-        argv = [
-            java,
-            "-Xmx256m",
-            "-XX:+UseSerialGC",
-            "-XX:TieredStopAtLevel=1",
-            f"-Dlog4j2.configurationFile={props.parent / 'log4j2.properties'}",
-            "-cp",
-            classpath,
-            "kafka.tools.StorageTool",
-            "format",
-            "-t",
-            cluster_id,
-            "-c",
-            str(props),
-            "--ignore-formatted",
-        ]
-        procs.append(
-            (node, subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
-        )
-    for node, proc in procs:
-        out, _ = proc.communicate(timeout=120)
-        if proc.returncode != 0:
-            raise ClusterError(
-                f"formatting Kafka node {node} storage in {directory} failed:\n"
-                + out.decode(errors="replace")[-1500:]
-            )
 
 
 def status(directory: Path | None = None) -> ClusterState:
@@ -487,6 +297,8 @@ def status(directory: Path | None = None) -> ClusterState:
 def down(directory: Path | None = None, timeout: float = 15.0) -> tuple[ClusterState, list[str]]:
     """Stop every process the cluster in ``directory`` started, and nothing else.
 
+    Idempotent: a cluster that is not running (or only partly) is left stopped.
+
     Returns:
         The state and the roles that needed SIGKILL. Data stays for a warm restart.
 
@@ -495,8 +307,6 @@ def down(directory: Path | None = None, timeout: float = 15.0) -> tuple[ClusterS
     """
     state = status(directory)
     alive = state.running()
-    if not alive:
-        raise ClusterError(f"the cluster in {state.directory} is not running; nothing to stop")
     # Brokers first, ZooKeeper last: nothing of Kafka needs ZooKeeper, but clients of the
     # layer may be connected to both and see a cleaner shutdown this way.
     killed = terminate([p for p in alive if p.role != "zookeeper"], timeout=timeout)

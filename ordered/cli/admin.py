@@ -1,13 +1,11 @@
-"""``ordered adopt|unadopt|expand|shrink|describe TOPIC`` and ``ordered coordinator``.
-
-``describe`` also lists each retired partition: draining or trimmed, its final offset,
-and the interested groups that hold it back with their committed offsets.
+"""``ordered adopt|unadopt|expand|shrink TOPIC`` and ``ordered coordinator``.
 
 Where the servers are: ``--zookeeper`` (else ``$ORDERED_ZOOKEEPER_CONNECT``, else the
 dev cluster of ``ordered cluster up``) and ``--bootstrap-servers`` (else
 ``$ORDERED_BOOTSTRAP_SERVERS``, else the dev cluster). Both fail fast when the server is
 down: ZooKeeper within ``--connect-timeout`` seconds, Kafka within ``--kafka-timeout``.
-Every check runs before anything is written.
+Every check runs before anything is written; ``--dry-run`` runs only the checks and
+prints what would change.
 """
 
 from __future__ import annotations
@@ -22,93 +20,83 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any
+from typing import Any, Final
 
 from coordinator import devcluster
 from coordinator.autoscale import DEFAULT_AUTOSCALE_INTERVAL_S
-from coordinator.autoscale.report import autoscale_summary
-from coordinator.controller import Controller, Description, TransitionResult
+from coordinator.controller import Controller, TransitionResult
 from coordinator.daemon import CoordinatorDaemon
-from coordinator.errors import StoreUnavailableError, UsageError
-from coordinator.group_status import GroupStatus, group_status
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.retention import (
-    DEFAULT_SWEEP_INTERVAL_S,
-    RetiredStatus,
-    SweepSettings,
-    retired_status,
+from coordinator.daemon_metrics import (
+    DEFAULT_METRICS_ADDRESS,
+    open_metrics,
+    parse_metrics_address,
 )
+from coordinator.errors import ConfigError, StoreUnavailableError, TransitionInProgressError
+from coordinator.kafka_admin import KafkaAdmin
+from coordinator.retention import DEFAULT_SWEEP_INTERVAL_S, SweepSettings
 from coordinator.store import DEFAULT_ROOT, LayoutStore, TopicRecord
 from coordinator.zk import close_client, make_client, start_client
 from linear_hash import ALGORITHMS, DEFAULT_ALGORITHM
-from ordered.cli.options import interest_arguments, interest_settings
-from ordered.cli.output import emit, progress
+from ordered.cli import plan
+from ordered.cli.options import (
+    CommandLineError,
+    interest_arguments,
+    interest_settings,
+    kafka_seconds,
+    partition_count,
+    seconds,
+    seconds_or_zero,
+    topic_name,
+    zookeeper_connect,
+)
+from ordered.cli.output import configure, emit, progress, warn
 
-__all__ = ["Connections", "add_parsers", "common_arguments", "connect"]
+__all__ = ["Connections", "add_parsers", "common_arguments", "connect", "topic_text"]
 
 ZOOKEEPER_ENV = "ORDERED_ZOOKEEPER_CONNECT"
 BOOTSTRAP_ENV = "ORDERED_BOOTSTRAP_SERVERS"
 
+STOP_GRACE_S: Final = 3.0
+"""Seconds the daemon gets to stop cleanly after SIGTERM/SIGINT before the process
+leaves anyway (ZooKeeper unreachable: its election node and locks end with the session)."""
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a partition count, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"a partition count must be >= 1, got {value}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"seconds must be > 0, got {text}")
-    return value
-
-
-def _seconds_or_zero(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"seconds must be >= 0, got {text}")
-    return value
+_CLOSE_S: Final = 1.0
 
 
 def _common(p: argparse.ArgumentParser, timeout: float | None) -> None:
     p.add_argument(
         "--zookeeper",
+        type=zookeeper_connect,
         default=None,
+        metavar="HOST:PORT[/CHROOT]",
         help=f"ZooKeeper connect string (default: ${ZOOKEEPER_ENV}, else the dev cluster)",
     )
     p.add_argument(
         "--bootstrap-servers",
         default=None,
+        metavar="HOST:PORT[,...]",
         help=f"Kafka bootstrap.servers (default: ${BOOTSTRAP_ENV}, else the dev cluster)",
     )
-    p.add_argument("--root", default=DEFAULT_ROOT, help=f"store root (default {DEFAULT_ROOT})")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--root", default=DEFAULT_ROOT, help="the layout store's root znode")
+    p.add_argument("--json", action="store_true", help="print JSON (stderr: JSON lines)")
     p.add_argument(
-        "--connect-timeout", type=_seconds, default=5.0, help="seconds to reach ZooKeeper"
+        "--connect-timeout", type=seconds, default=5.0, help="seconds to reach ZooKeeper"
     )
-    p.add_argument("--kafka-timeout", type=_seconds, default=10.0, help="seconds per Kafka request")
+    p.add_argument(
+        "--kafka-timeout", type=kafka_seconds, default=10.0, help="seconds per Kafka request"
+    )
     p.add_argument(
         "--session-timeout",
-        type=_seconds,
+        type=seconds,
         default=6.0,
         help="ZooKeeper session timeout in seconds (how soon a killed run's lock frees)",
     )
     if timeout is not None:
         p.add_argument(
             "--timeout",
-            type=_seconds,
+            type=seconds,
             default=timeout,
-            help=f"seconds to wait for the producer barrier (default {timeout:g})",
+            help="seconds to wait for the producer barrier",
         )
 
 
@@ -117,10 +105,19 @@ def common_arguments(p: argparse.ArgumentParser, timeout: float | None) -> None:
     _common(p, timeout)
 
 
+def _metrics_address(text: str) -> str:
+    """argparse type: ``HOST:PORT`` or ``off`` (a malformed one is a usage error)."""
+    try:
+        parse_metrics_address(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--metrics-address: ")) from None
+    return text
+
+
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``adopt``, ``unadopt``, ``expand``, ``shrink``, ``describe``, ``coordinator``."""
     adopt = sub.add_parser("adopt", help="adopt a topic: its partition count becomes initial")
-    adopt.add_argument("topic", metavar="TOPIC")
+    adopt.add_argument("topic", metavar="TOPIC", type=topic_name, help="the Kafka topic")
     adopt.add_argument(
         "--algorithm", choices=sorted(ALGORITHMS), default=DEFAULT_ALGORITHM, help="key hash"
     )
@@ -141,9 +138,19 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     unadopt = sub.add_parser(
         "unadopt",
         help="remove a topic's layout (producers route it as plain Kafka); refused while "
-        "an epoch is pending",
+        "an epoch is pending, and while producers are registered unless --force",
     )
-    unadopt.add_argument("topic", metavar="TOPIC")
+    unadopt.add_argument("topic", metavar="TOPIC", type=topic_name, help="the Kafka topic")
+    unadopt.add_argument(
+        "--force",
+        action="store_true",
+        help="unadopt although producers are registered (they then route by plain Kafka "
+        "hashing over every partition: a key written before and after lands in two "
+        "partitions)",
+    )
+    unadopt.add_argument(
+        "--dry-run", action="store_true", help="check and show what would be removed; write nothing"
+    )
     _common(unadopt, None)
     unadopt.set_defaults(func=_unadopt)
 
@@ -152,63 +159,68 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         ("shrink", "shrink the active partition count (never below initial)"),
     ):
         p = sub.add_parser(name, help=text)
-        p.add_argument("topic", metavar="TOPIC")
-        p.add_argument("--to", type=_positive, required=True, help="the new active count")
+        p.add_argument("topic", metavar="TOPIC", type=topic_name, help="the Kafka topic")
+        p.add_argument(
+            "--to", type=partition_count, required=True, metavar="N", help="the new active count"
+        )
+        p.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="check and show the edges and which partitions would receive, give or "
+            "retire; write nothing",
+        )
         _common(p, 60.0)
         p.set_defaults(func=_transition, kind=name)
 
-    describe = sub.add_parser(
-        "describe",
-        help="show a topic's layout, epochs and producers, or where a group waits (--group)",
-    )
-    describe.add_argument("topic", metavar="TOPIC")
-    describe.add_argument(
-        "--group",
-        default=None,
-        metavar="G",
-        help="show, per partition, what consumer group G waits on at the gates",
-    )
-    interest_arguments(describe)
-    _common(describe, None)
-    describe.set_defaults(func=_describe)
+    from ordered.cli import describe  # one module per command family; no import cycle
+
+    describe.add_parser(sub)
 
     daemon = sub.add_parser(
         "coordinator",
-        help="run the coordinator daemon: completes pending epochs, relays group positions",
+        help="run the coordinator daemon: completes pending epochs, relays group positions, "
+        "runs consumed retention",
     )
     _common(daemon, None)
-    daemon.add_argument("--scan-interval", type=_seconds, default=1.0, help="seconds between scans")
+    daemon.add_argument("--scan-interval", type=seconds, default=1.0, help="seconds between scans")
     daemon.add_argument(
         "--resume-timeout",
-        type=_seconds,
+        type=seconds,
         default=10.0,
         help="seconds one resume waits in the barrier before the next scan retries",
     )
     daemon.add_argument(
         "--relay-interval",
-        type=_seconds_or_zero,
+        type=seconds_or_zero,
         default=0.1,
-        help="seconds between position relay rounds (0: no relay; default 0.1)",
+        help="seconds between position relay rounds (0: no relay)",
     )
     daemon.add_argument(
         "--sweep-interval",
-        type=_seconds_or_zero,
+        type=seconds_or_zero,
         default=DEFAULT_SWEEP_INTERVAL_S,
-        help="seconds between rounds of the drain monitor and consumed-retention sweep "
-        f"(0: off; default {DEFAULT_SWEEP_INTERVAL_S:g})",
+        help="seconds between rounds of the drain monitor and consumed-retention sweep (0: off)",
     )
     daemon.add_argument(
         "--autoscale-interval",
-        type=_seconds_or_zero,
+        type=seconds_or_zero,
         default=DEFAULT_AUTOSCALE_INTERVAL_S,
         help="seconds between autoscaler ticks for topics with an autoscale policy "
         f"(0: off; default {DEFAULT_AUTOSCALE_INTERVAL_S:g})",
     )
     daemon.add_argument(
         "--trim-timeout",
-        type=_seconds,
+        type=seconds,
         default=30.0,
-        help="seconds one sweep trim waits for every replica (default 30)",
+        help="seconds one sweep trim waits for every replica",
+    )
+    daemon.add_argument(
+        "--metrics-address",
+        type=_metrics_address,
+        default=None,
+        metavar="HOST:PORT",
+        help="serve Prometheus metrics on http://HOST:PORT/metrics (port 0: any free port; "
+        f"off: none; default {DEFAULT_METRICS_ADDRESS}, skipped with a warning if taken)",
     )
     interest_arguments(daemon)
     daemon.set_defaults(func=_coordinator)
@@ -240,16 +252,28 @@ def _resolve(args: argparse.Namespace) -> tuple[str, str]:
     if not bootstrap:
         bootstrap = _dev_cluster_setting("bootstrap_servers")
     if not zookeeper:
-        raise UsageError(
+        raise CommandLineError(
             f"no ZooKeeper to talk to: pass --zookeeper, set ${ZOOKEEPER_ENV}, or start "
             "the dev cluster (ordered cluster up)"
         )
     if not bootstrap:
-        raise UsageError(
+        raise CommandLineError(
             f"no Kafka to talk to: pass --bootstrap-servers, set ${BOOTSTRAP_ENV}, or start "
             "the dev cluster (ordered cluster up)"
         )
+    try:
+        zookeeper_connect(zookeeper)
+    except argparse.ArgumentTypeError as exc:
+        raise CommandLineError(f"${ZOOKEEPER_ENV}: {exc}") from None
     return zookeeper, bootstrap
+
+
+def _close_quietly(client: Any) -> None:
+    """Close ``client`` within about a second: a ZooKeeper that is away must not hold
+    the process (the session, its ephemeral nodes and locks end on the server)."""
+    closer = threading.Thread(target=close_client, args=(client,), daemon=True)
+    closer.start()
+    closer.join(_CLOSE_S)
 
 
 @contextlib.contextmanager
@@ -257,7 +281,7 @@ def connect(args: argparse.Namespace, daemon: bool = False) -> Iterator[Connecti
     """Connect to ZooKeeper and Kafka as ``args`` say; close both on exit.
 
     Raises:
-        UsageError: No server is configured.
+        CommandLineError: No server is configured, or the connect string is malformed.
         StoreError: ZooKeeper cannot be reached within ``--connect-timeout``.
     """
     zookeeper, bootstrap = _resolve(args)
@@ -280,17 +304,18 @@ def connect(args: argparse.Namespace, daemon: bool = False) -> Iterator[Connecti
         try:
             store = LayoutStore(client, args.root)
         except ValueError as exc:
-            raise UsageError(str(exc)) from None
+            raise CommandLineError(f"--root: {exc}") from None
         admin = KafkaAdmin(bootstrap, timeout=args.kafka_timeout)
         try:
             yield Connections(store, admin)
         finally:
             admin.close()
     finally:
-        close_client(client)
+        _close_quietly(client)
 
 
-def _topic_text(record: TopicRecord) -> str:
+def topic_text(record: TopicRecord) -> str:
+    """One line with every field of a topic record."""
     pending = "none" if record.pending is None else str(record.pending)
     return (
         f"topic {record.topic}: initial {record.initial}, active {record.active}, "
@@ -309,22 +334,36 @@ def _adopt(args: argparse.Namespace) -> int:
             ordered=not args.unordered,
             replace_existing=args.replace,
         )
-    emit(record.to_dict(), _topic_text(record), args.json)
+    emit(record.to_dict(), topic_text(record), args.json)
     return 0
 
 
 def _unadopt(args: argparse.Namespace) -> int:
     with connect(args) as conn:
+        unadoption = plan.unadopt_plan(conn.store, args.topic)
+        if unadoption.record is not None and unadoption.producers and not args.force:
+            raise TransitionInProgressError(plan.producers_refusal(args.topic, unadoption))
+        if args.dry_run:
+            if unadoption.record is not None and unadoption.record.pending is not None:
+                raise TransitionInProgressError(
+                    f"cannot unadopt {args.topic}: epoch {unadoption.record.pending} is pending"
+                )
+            emit(unadoption.to_dict(), plan.unadopt_text(args.topic, unadoption), args.json)
+            return 0
+        if unadoption.producers:
+            warn(plan.producers_refusal(args.topic, unadoption, forced=True))
         removed = Controller(conn.store, conn.admin, progress=progress).unadopt(args.topic)
     payload: dict[str, Any] = {
         "name": args.topic,
         "unadopted": removed is not None,
         "topic": None if removed is None else removed.to_dict(),
+        "producers": sorted(unadoption.producers),
+        "dry_run": False,
     }
     text = (
         f"topic {args.topic}: not adopted; nothing to do"
         if removed is None
-        else f"topic {args.topic}: unadopted (was: {_topic_text(removed)})"
+        else f"topic {args.topic}: unadopted (was: {topic_text(removed)})"
     )
     emit(payload, text, args.json)
     return 0
@@ -344,6 +383,10 @@ def _result_text(result: TransitionResult) -> str:
 
 def _transition(args: argparse.Namespace) -> int:
     with connect(args) as conn:
+        if args.dry_run:
+            change = plan.transition_plan(conn.store, conn.admin, args.topic, args.to, args.kind)
+            emit(change.to_dict(), plan.transition_text(change), args.json)
+            return 0
         controller = Controller(conn.store, conn.admin, progress=progress)
         run = controller.expand if args.kind == "expand" else controller.shrink
         result = run(args.topic, args.to, timeout=args.timeout)
@@ -351,113 +394,11 @@ def _transition(args: argparse.Namespace) -> int:
     return 0
 
 
-def _description_text(d: Description) -> str:
-    if d.topic is None:
-        return f"not adopted; {d.kafka_partitions} partitions in Kafka"
-    lines = [
-        _topic_text(d.topic),
-        f"kafka partitions {d.kafka_partitions}, kafka topic id {d.kafka_topic_id}",
-    ]
-    for e in d.epochs:
-        boundaries = ", ".join(f"{p}@{o}" for p, o in e.boundaries.items())
-        edges = ", ".join(f"{a}->{b}" for a, b in e.edges)
-        lines.append(
-            f"epoch {e.epoch} {e.state}: {e.from_active} -> {e.to_active}"
-            + (f", edges {edges}" if edges else "")
-            + (f", boundaries {boundaries}" if boundaries else "")
-            + (f", producers {', '.join(e.producers)}" if e.producers else "")
-        )
-    lines.append(f"producers {', '.join(sorted(d.producers)) or 'none'}")
-    if d.topic.pending is not None:
-        lines.append(f"acks of epoch {d.topic.pending}: {', '.join(d.acks) or 'none'}")
-    return "\n".join(lines)
-
-
-def _ago(since: float | None, now: float) -> str:
-    if since is None:
-        return ""
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(since))
-    return f" since {stamp} ({max(0.0, now - since):.1f} s)"
-
-
-def _group_text(status: GroupStatus, now: float) -> str:
-    lines = [
-        f"group {status.group} on topic {status.topic}: active {status.active}, "
-        f"epoch {status.epoch}"
-    ]
-    for p in status.partitions:
-        committed = "none" if p.committed is None else str(p.committed)
-        head = (
-            f"partition {p.partition} ({p.role}): committed {committed}, "
-            f"log {p.log_start}..{p.end}, {p.state}"
-        )
-        if p.gate is None:
-            lines.append(head)
-            continue
-        waits = ", ".join(
-            f"epoch {w.epoch} seal"
-            if w.partition < 0
-            else f"{w.partition}@{w.offset} (committed "
-            f"{'none' if w.committed is None else w.committed})"
-            for w in p.waits
-        )
-        lines.append(
-            f"{head} at {p.gate} (epoch {p.gate_epoch}){_ago(p.since, now)}: waits on {waits}"
-        )
-    return "\n".join(lines)
-
-
-def _describe(args: argparse.Namespace) -> int:
-    if args.group is not None:
-        if not args.group:
-            raise UsageError("--group needs a group id")
-        with connect(args) as conn:
-            status = group_status(conn.store, conn.admin, args.topic, args.group)
-        emit(status.to_dict(), _group_text(status, time.time()), args.json)
-        return 0
-    with connect(args) as conn:
-        description = Controller(conn.store, conn.admin).describe(args.topic)
-        retired: list[RetiredStatus] = []
-        retention = None
-        if description.topic is not None:
-            retired = retired_status(conn.store, conn.admin, args.topic, interest_settings(args))
-            retention = conn.store.get_retention(args.topic)
-            autoscale, autoscale_text = autoscale_summary(conn.store, args.topic)
-    payload: dict[str, Any] = {"name": args.topic, **description.to_dict()}
-    payload["retired"] = [r.to_dict() for r in retired]
-    payload["consumed_retention_ms"] = None if retention is None else retention.consumed_ms
-    text = _description_text(description)
-    if description.topic is not None:
-        text += "\n" + _retired_text(retired, retention.consumed_ms if retention else None)
-        payload["autoscale"] = autoscale
-        text += "\n" + autoscale_text
-    emit(payload, text, args.json)
-    return 0
-
-
-def _retired_text(retired: list[RetiredStatus], retention_ms: int | None) -> str:
-    lines = [f"consumed retention {'off' if retention_ms is None else f'{retention_ms} ms'}"]
-    if not retired:
-        lines.append("retired partitions none")
-    for r in retired:
-        head = (
-            f"retired partition {r.partition} (epoch {r.epoch}): {r.state}, final offset "
-            f"{r.final_offset}, log {r.log_start}..{r.end}"
-        )
-        if r.state != "draining":
-            lines.append(head)
-            continue
-        held = ", ".join(
-            f"{g.group} ({g.state.lower()}) at {g.committed.get(r.partition, 'none')}"
-            for g in r.holders
-        )
-        lines.append(
-            f"{head}; held by {held or 'nobody'}" + (f" ({r.unknown})" if r.unknown else "")
-        )
-    return "\n".join(lines)
-
-
 def _coordinator(args: argparse.Namespace) -> int:
+    # The daemon logs for an operator: INFO and up, JSON lines with --json.
+    configure(args.json, logging.INFO)
+    logging.getLogger("kazoo").setLevel(logging.WARNING)
+    metrics = open_metrics(args.metrics_address, progress)  # before connecting: a bad address
     with connect(args, daemon=True) as conn:
         daemon = CoordinatorDaemon(
             conn.store.client,
@@ -470,9 +411,13 @@ def _coordinator(args: argparse.Namespace) -> int:
             sweep_interval=args.sweep_interval,
             sweep_settings=SweepSettings(interest_settings(args), args.trim_timeout),
             autoscale_interval=args.autoscale_interval,
+            metrics=metrics,
         )
+        stopping = threading.Event()
 
-        def on_signal(_signum: int, _frame: FrameType | None) -> None:
+        def on_signal(signum: int, _frame: FrameType | None) -> None:
+            # Only flags here: the main thread reports and bounds the shutdown.
+            stopping.set()
             daemon.stop()
 
         previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
@@ -481,11 +426,21 @@ def _coordinator(args: argparse.Namespace) -> int:
         thread.start()
         progress(f"coordinator {daemon.identifier} started (root {conn.store.root})")
         try:
-            while thread.is_alive():
+            while thread.is_alive() and not stopping.is_set():
                 thread.join(0.2)
         finally:
             daemon.stop()
-            thread.join(15)
+            progress("coordinator stopping")
+            deadline = time.monotonic() + STOP_GRACE_S
+            while thread.is_alive() and time.monotonic() < deadline:
+                thread.join(0.1)
+            if thread.is_alive():
+                # Stuck in a ZooKeeper call that retries while the server is away: the
+                # daemon thread dies with the process; the server drops the session.
+                warn(
+                    f"coordinator did not stop within {STOP_GRACE_S:g} s (ZooKeeper "
+                    "unreachable?): leaving; its election node and locks end with the session"
+                )
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
     progress("coordinator stopped")

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 from coordinator import devcluster
 from coordinator.devcluster.cluster import ClusterState
-from ordered.cli.output import emit, progress
+from coordinator.errors import ClusterError
+from ordered.cli.output import emit, progress, warn
 
 __all__ = ["add_parser"]
 
@@ -29,23 +31,66 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
     fetch = actions.add_parser("fetch", help="resolve the pinned Kafka and ZooKeeper jars")
     fetch.add_argument("--json", action="store_true", help="print JSON")
-    fetch.set_defaults(func=_fetch)
+    fetch.set_defaults(func=_files(_fetch))
 
-    up = actions.add_parser("up", help="start ZooKeeper and Kafka and print the settings")
+    up = actions.add_parser(
+        "up",
+        help="start ZooKeeper and Kafka and print the settings; a stopped cluster restarts "
+        "on its previous ports, a partly running one gets its dead processes restarted",
+    )
     common(up)
     up.add_argument("--brokers", type=int, choices=(1, 3), default=1, help="Kafka nodes")
-    up.add_argument("--kafka-port", type=int, default=None, help="first broker port")
-    up.add_argument("--zookeeper-port", type=int, default=None, help="ZooKeeper client port")
+    up.add_argument(
+        "--kafka-port",
+        type=_port,
+        default=None,
+        help="first broker port (default: the previous port, else a free one)",
+    )
+    up.add_argument(
+        "--zookeeper-port",
+        type=_port,
+        default=None,
+        help="ZooKeeper client port (default: the previous port, else a free one)",
+    )
     up.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for start")
-    up.set_defaults(func=_up)
+    up.set_defaults(func=_files(_up))
 
-    st = actions.add_parser("status", help="print the settings and which processes run")
+    st = actions.add_parser(
+        "status",
+        help="print the settings and which processes run; exit code 0 only when every process runs",
+    )
     common(st)
-    st.set_defaults(func=_status)
+    st.set_defaults(func=_files(_status))
 
-    down = actions.add_parser("down", help="stop exactly the processes `up` started")
+    down = actions.add_parser(
+        "down",
+        help="stop exactly the processes `up` started (a stopped cluster: nothing to do, exit 0)",
+    )
     common(down)
-    down.set_defaults(func=_down)
+    down.set_defaults(func=_files(_down))
+
+
+def _files(action: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Report a file-system error (a --dir that cannot be created, say) as a ClusterError."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return action(args)
+        except OSError as exc:
+            where = f" {exc.filename}" if exc.filename else ""
+            raise ClusterError(f"cannot use{where}: {exc.strerror or exc}") from None
+
+    return run
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port, got {text!r}") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is between 1 and 65535, got {value}")
+    return value
 
 
 def _settings_text(state: ClusterState) -> str:
@@ -102,22 +147,35 @@ def _up(args: argparse.Namespace) -> int:
 
 def _status(args: argparse.Namespace) -> int:
     state = devcluster.status(args.dir)
+    alive = {p.role for p in state.running()}
+    stopped = [p.role for p in state.processes if p.role not in alive]
+    healthy = bool(state.processes) and not stopped
     payload = state.to_settings()
-    payload["running"] = bool(state.running())
+    payload["running"] = healthy
+    payload["stopped"] = stopped
     emit(payload, _settings_text(state), args.json)
-    return 0 if state.running() else 1
+    if not healthy:
+        what = ", ".join(stopped) if alive else "every process"
+        warn(
+            f"the cluster in {state.directory} is not running ({what} stopped); "
+            "`ordered cluster up` starts what is stopped"
+        )
+    return 0 if healthy else 1
 
 
 def _down(args: argparse.Namespace) -> int:
+    before = devcluster.status(args.dir)
+    running = [p.role for p in before.running()]
     state, killed = devcluster.down(args.dir)
     note = f" ({', '.join(killed)} needed SIGKILL)" if killed else ""
+    text = (
+        f"stopped the cluster in {state.directory}{note}"
+        if running
+        else f"the cluster in {state.directory} is not running; nothing to stop"
+    )
     emit(
-        {
-            "stopped": [p.role for p in state.processes],
-            "killed": killed,
-            "directory": state.directory,
-        },
-        f"stopped the cluster in {state.directory}{note}",
+        {"stopped": running, "killed": killed, "directory": state.directory},
+        text,
         args.json,
     )
     return 0

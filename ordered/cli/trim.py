@@ -7,8 +7,9 @@ Kafka's ``kafka-delete-records`` tool). Everything is validated before anything 
 sent. Per partition it prints the requested offset, the low watermark and the leader's
 log start offset (``-1``: unknown). Exit code 1 when a partition is not trimmed.
 
-``ordered retention TOPIC --consumed-ms MS`` sets the topic's consumed retention (the
-coordinator daemon's sweep applies it); ``--off`` clears it; neither shows it.
+``ordered retention TOPIC --consumed-ms MS`` sets the topic's consumed retention: the
+coordinator daemon's sweep (``ordered coordinator``) applies it, so it takes effect only
+while a daemon runs; ``--off`` clears it; neither shows it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,13 @@ from coordinator.retention import consumed_targets
 from coordinator.store import RetentionRecord
 from coordinator.trim import Trimmer, TrimReport, validate
 from ordered.cli.admin import Connections, common_arguments, connect
-from ordered.cli.options import interest_arguments, interest_settings, nonneg_int
+from ordered.cli.options import (
+    CommandLineError,
+    interest_arguments,
+    interest_settings,
+    nonneg_int,
+    topic_name,
+)
 from ordered.cli.output import emit, error, progress
 
 __all__ = ["add_parsers", "read_offset_file"]
@@ -47,6 +54,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     trim.add_argument(
         "topic",
         metavar="TOPIC",
+        type=topic_name,
         nargs="?",
         default=None,
         help="the topic (optional with --offset-json-file)",
@@ -83,7 +91,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "--timeout-ms",
         type=_positive_ms,
         default=30_000,
-        help="how long to wait for the replicas (default 30000)",
+        help="how long to wait for the replicas",
     )
     trim.add_argument("--dry-run", action="store_true", help="validate and report; send nothing")
     interest_arguments(trim)
@@ -91,16 +99,19 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     trim.set_defaults(func=_trim)
 
     retention = sub.add_parser(
-        "retention", help="show or set a topic's consumed retention (KIP-68, run by the daemon)"
+        "retention",
+        help="show or set a topic's consumed retention (KIP-68); the coordinator daemon runs it",
     )
-    retention.add_argument("topic", metavar="TOPIC")
+    retention.add_argument("topic", metavar="TOPIC", type=topic_name, help="the Kafka topic")
     group = retention.add_mutually_exclusive_group()
     group.add_argument(
         "--consumed-ms",
         type=_positive_ms,
         default=None,
         metavar="MS",
-        help="trim records every interested group committed and older than MS milliseconds",
+        help="trim records every interested group committed and older than MS milliseconds; "
+        "the coordinator daemon (`ordered coordinator`) runs these trims every "
+        "--sweep-interval, so this only takes effect while a daemon runs",
     )
     group.add_argument("--off", action="store_true", help="turn consumed retention off")
     common_arguments(retention, None)
@@ -163,7 +174,7 @@ def _requests(
         if on
     ]
     if len(chosen) != 1:
-        raise TrimRequestError(
+        raise CommandLineError(
             "name exactly one target: --partition P --before OFFSET, --consumed or "
             "--offset-json-file FILE" + (f" (got {', '.join(chosen)})" if chosen else "")
         )
@@ -178,7 +189,7 @@ def _requests(
                 )
         return validate(conn.admin, requests, allow_end=True), False
     if args.topic is None:
-        raise TrimRequestError("TOPIC is required unless --offset-json-file is given")
+        raise CommandLineError("TOPIC is required unless --offset-json-file is given")
     if args.consumed:
         if conn.store.get_topic(args.topic) is None:
             raise NotAdoptedError(
@@ -187,7 +198,7 @@ def _requests(
             )
         return _consumed(args, conn), True
     if args.partition is None or args.before is None:
-        raise TrimRequestError("--partition and --before go together")
+        raise CommandLineError("--partition and --before go together")
     return validate(conn.admin, {(args.topic, args.partition): args.before}), False
 
 

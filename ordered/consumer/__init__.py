@@ -52,11 +52,14 @@ The parts, one concern each:
 * :mod:`~ordered.consumer.announcement`: one announcement's state machine (pure);
 * :mod:`~ordered.consumer.probe`: the log-start probe;
 * :mod:`~ordered.consumer.batch`: the fast and checked batch paths and the audit;
-* :mod:`~ordered.consumer.state`: what they share.
+* :mod:`~ordered.consumer.state`: what they share;
+* :mod:`~ordered.consumer.counters`: the counters behind ``metrics`` (the first hook;
+  events go through :mod:`coordinator.hooks`).
 
 They import each other in layers (an import-linter contract): ``wrapper``, ``upkeep``,
 ``rebalance``/``batch``, ``recheck``, ``announce``/``fetch``, ``state``/``probe``,
-``announcement``/``gate``/``layouts``; a lower layer never imports a higher one.
+``announcement``/``counters``/``gate``/``layouts``; a lower layer never imports a
+higher one.
 """
 
 from __future__ import annotations

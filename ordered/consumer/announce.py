@@ -100,7 +100,7 @@ class Announcer:
             if tp.error is not None:
                 _log.warning("boundary commit of %s[%d] failed: %s", *key, tp.error)
                 continue
-            core.metrics["announcements"] += 1
+            core.events.announcement(tp.topic, tp.partition, tp.offset)
             owner = core.parts.get(key)
             if owner is not None and owner.ann.state is _T:
                 owner.ann.committed(tp.offset)

@@ -192,7 +192,7 @@ class BatchFilter:
                     if not starting:
                         break
         self.delivered(offsets)
-        core.metrics["delivered"] += len(batch)
+        core.events.records_delivered(len(batch))
         return list(batch)
 
     def _fast_span(self, view: TopicView, partition: int, offset: int) -> _FastSpan | None:
@@ -246,7 +246,7 @@ class BatchFilter:
                 if m.value() is None and view.compacted and is_tombstone_copy(m):
                     # For compaction only: the key's newer value lives elsewhere. Passed
                     # over like a delivered record, so positions and commits cover it.
-                    core.metrics["tombstone_copies_dropped"] += 1
+                    core.events.tombstone_copy(key[0], key[1], offset)
                     last[key] = offset
                     continue
                 if (
@@ -282,7 +282,7 @@ class BatchFilter:
         for part, boundary in crossed:
             part.assigned_upto = max(part.assigned_upto, boundary)
         for key, messages in withheld.items():
-            core.metrics["held"] += len(messages)
+            core.events.records_held(key[0], key[1], len(messages))
             core.fire(parts[key], GateEvent.STASHED, records=messages)
         if from_stash:
             for part in list(parts.values()):
@@ -290,7 +290,7 @@ class BatchFilter:
                     core.fire(part, GateEvent.STASH_DELIVERED)
         if last:
             self.delivered(last)
-        core.metrics["delivered"] += len(out)
+        core.events.records_delivered(len(out))
         return out
 
     def delivered(self, last: dict[tuple[str, int], int]) -> None:
@@ -371,8 +371,7 @@ class BatchFilter:
         ):
             problem = f"key routes elsewhere under every epoch {span.lo}..{span.hi}"
         if problem:
-            core.violations += 1
-            core.metrics["violations"] += 1
+            core.events.violation(part.topic, part.partition, offset, problem)
             if settings.violation_policy == "raise":
                 raise OrderViolationError(part.topic, part.partition, offset, problem)
             _log.warning(

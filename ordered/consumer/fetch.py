@@ -58,7 +58,7 @@ class Fetcher:
     Args:
         consumer: The wrapped ``confluent_kafka.Consumer``.
         layouts: The layouts the check compares.
-        metrics: The consumer's counters (``layout_checks``).
+        checked: Called once per layout check sent (the consumer's ``on_layout_check``).
         on_reload: Called with the views a check read again.
         on_stale: Called when a check failed (the layouts cannot be trusted).
 
@@ -70,13 +70,13 @@ class Fetcher:
         self,
         consumer: Any,
         layouts: LayoutTracker,
-        metrics: dict[str, int],
+        checked: Callable[[], None],
         on_reload: Callable[[list[TopicView]], None],
         on_stale: Callable[[], None],
     ) -> None:
         self._consumer = consumer
         self._layouts = layouts
-        self._metrics = metrics
+        self._checked = checked
         self._on_reload = on_reload
         self._on_stale = on_stale
         self.ready: collections.deque[Any] = collections.deque()  # checked, not judged
@@ -218,5 +218,5 @@ class Fetcher:
         except (KafkaException, RuntimeError) as exc:
             marks.clear()  # no coverage from this check; it still checks its batch
             _log.debug("high watermarks not noted: %s", exc)
-        self._metrics["layout_checks"] += 1
+        self._checked()
         return layouts.begin_check(marks)

@@ -37,7 +37,7 @@ import enum
 import logging
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -197,11 +197,12 @@ class LayoutTracker:
         check_timeout: How long :meth:`finish_check` waits for ZooKeeper.
         check_rate: ``ordered.layout.check.max.requests.per.s``: the most ZooKeeper
             requests per second the checks send (0: a check for every uncovered batch).
+        on_reload: Called with ``(topic, newest epoch or -1)`` after each history read
+            (the consumer's ``on_layout_reload`` event).
 
     Attributes:
         verify_fetch: Run the fetch check (default ``True``). ``False`` exists only for
             the test that shows the check is what closes the race.
-        reloads: How many times a history was read.
         covered: ``(topic, partition)`` -> the offset below which every record was
             written before a check that answered began.
     """
@@ -214,6 +215,7 @@ class LayoutTracker:
         ids: TopicIds | None = None,
         group: str | None = None,
         check_rate: int = 0,
+        on_reload: Callable[[str, int], None] | None = None,
     ) -> None:
         self.client = client
         self.store = LayoutStore(client, root)
@@ -222,7 +224,7 @@ class LayoutTracker:
         self.watcher = HistoryWatcher(self.store)
         self.topics: dict[str, TopicView] = {}
         self.verify_fetch = True
-        self.reloads = 0
+        self._on_reload = on_reload or (lambda _topic, _epoch: None)
         self._check_timeout = check_timeout
         self._generation = self.watcher.generation
         self._check_failed = False
@@ -279,7 +281,6 @@ class LayoutTracker:
         # Another topic id than the layout's raises TopicIdMismatchError (refused).
         history = load_history(self.store, view.name, ids=self._ids)
         view.zxid = zxid
-        self.reloads += 1
         self._forget_topic(view.name)
         view.history = history
         if not history.adopted:
@@ -289,6 +290,8 @@ class LayoutTracker:
         else:
             view.gates.update(list(history.epochs))
         view.audit.clear()
+        record = history.record
+        self._on_reload(view.name, -1 if record is None else record.epoch)
 
     def reload_dirty(self) -> list[TopicView]:
         """Read again every topic the watcher marked (and all after a reconnect).

@@ -127,7 +127,7 @@ class GateChecker:
         if gates is None:
             core.fire(part, GateEvent.GATE_OPEN, reason="not ordered")
             return True
-        core.metrics["gate_checks"] += 1
+        core.events.gate_check(part.topic, part.partition)
         progress = self.view(part.topic, gates.required_partitions(part.partition, offset))
         if progress is None or not gates.may_deliver(part.partition, offset, progress):
             core.fire(part, GateEvent.GATE_CLOSED, held=offset)
@@ -181,9 +181,8 @@ class GateChecker:
             for part in parts:
                 held = part.gate.held
                 assert held is not None
-                core.metrics["gate_checks"] += 1
+                core.events.gate_check(topic, part.partition)
                 if gates.may_deliver(part.partition, held, progress):
-                    core.metrics["gates_opened"] += 1
                     # The limit stays at the held record, so its delivery runs the
                     # crossing (and on_partition_key_assigned) like any other record.
                     core.fire(part, GateEvent.RECHECK_OPEN, cap=held)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import TopicPartition
 
+from coordinator.hooks import ConsumerEvents
 from ordered.consumer.announcement import Announcement
+from ordered.consumer.counters import METRICS, ConsumerCounters
 from ordered.consumer.gate import NO_LIMIT, Change, GateEvent, GateState, PartitionGate
 from ordered.consumer.layouts import LayoutTracker
 from ordered.consumer_config import ConsumerConfig
@@ -17,20 +20,6 @@ from ordered.listener import PartitionKeyRebalanceListener
 __all__ = ["METRICS", "Core", "PartState"]
 
 _log = logging.getLogger("ordered.consumer")
-
-METRICS = (
-    "delivered",
-    "held",
-    "gate_checks",
-    "gates_opened",
-    "blocks",
-    "announcements",
-    "violations",
-    "layout_reloads",
-    "layout_checks",
-    "tombstone_copies_dropped",
-)
-"""The counters of :attr:`OrderedConsumer.metrics` (plus ``blocked_partitions``)."""
 
 
 @dataclass(slots=True)
@@ -43,6 +32,7 @@ class PartState:
         start: The first offset fetched in this assignment.
         position: The last delivered offset + 1.
         assigned_upto: The highest boundary ``on_partition_key_assigned`` ran for.
+        blocked_at: When the gate last became ``BLOCKED`` (monotonic), for the wait.
     """
 
     topic: str
@@ -52,6 +42,7 @@ class PartState:
     start: int | None = None
     position: int | None = None
     assigned_upto: int = -1
+    blocked_at: float = 0.0
 
 
 class Core:
@@ -61,19 +52,28 @@ class Core:
         consumer: The wrapped ``confluent_kafka.Consumer``.
         config: The split configuration.
         layouts: The topics' layouts.
+        events: Where the consumer's events go (its hooks).
+        counters: The consumer's own counters (the first of those hooks).
     """
 
-    def __init__(self, consumer: Any, config: ConsumerConfig, layouts: LayoutTracker) -> None:
+    def __init__(
+        self,
+        consumer: Any,
+        config: ConsumerConfig,
+        layouts: LayoutTracker,
+        events: ConsumerEvents,
+        counters: ConsumerCounters,
+    ) -> None:
         self.consumer = consumer
         self.config = config
         self.layouts = layouts
         self.parts: dict[tuple[str, int], PartState] = {}
-        self.metrics: dict[str, int] = dict.fromkeys(METRICS, 0)
+        self.events = events
+        self.counters = counters
         self.listener: PartitionKeyRebalanceListener | None = None
         self.known_commits: dict[tuple[str, int], int] = {}
         self.next_check = 0.0
         self.request_timeout = 10.0
-        self.violations = 0
 
     def check_gates_at(self, when: float) -> None:
         """Re-check closed gates at ``when`` (``time.monotonic()``; 0.0: at the next service).
@@ -97,7 +97,15 @@ class Core:
             else:
                 self.consumer.resume(tp)
         if change.new is GateState.BLOCKED and change.old is not GateState.BLOCKED:
-            self.metrics["blocks"] += 1
+            part.blocked_at = time.monotonic()
+            held = part.gate.held
+            self.events.gate_blocked(part.topic, part.partition, -1 if held is None else held)
+        elif change.old is GateState.BLOCKED and change.new is not GateState.BLOCKED:
+            waited = time.monotonic() - part.blocked_at
+            if event is GateEvent.RECHECK_OPEN:
+                self.events.gate_opened(part.topic, part.partition, waited)
+            else:
+                self.events.gate_dropped(part.topic, part.partition, waited)
         if change.old is not change.new:
             _log.debug(
                 "%s[%d]: %s -> %s (%s)",
@@ -108,6 +116,11 @@ class Core:
                 part.gate.reason,
             )
         return change
+
+    def dropped(self, part: PartState) -> None:
+        """``part`` left the assignment: a held one stops waiting (its gate is dropped)."""
+        if part.gate.state is GateState.BLOCKED:
+            self.events.gate_dropped(part.topic, part.partition, time.monotonic() - part.blocked_at)
 
     def remember_commit(self, topic: str, partition: int, offset: int) -> None:
         """Note an offset this consumer committed (gates read it before Kafka shows it)."""

@@ -73,6 +73,8 @@ class ConsumerUpkeep:
 
     def _drop(self, key: tuple[str, int]) -> None:
         part = self._core.parts.pop(key, None)
+        if part is not None:
+            self._core.dropped(part)
         self._filter.update_single()
         self._fetcher.take_partition(key)
         self._favour.forget(key)

@@ -17,11 +17,13 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from coordinator import identity
+from coordinator.hooks import ConsumerEvents
 from coordinator.positions import PositionService
 from coordinator.topic_ids import TopicIds
 from coordinator.zk import close_client, close_client_within, exit_hook, make_client, start_client
 from ordered.consumer.announce import Announcer
 from ordered.consumer.batch import BatchFilter
+from ordered.consumer.counters import ConsumerCounters
 from ordered.consumer.favour import SourceFavour
 from ordered.consumer.fetch import Fetcher
 from ordered.consumer.gate import (
@@ -94,7 +96,9 @@ class OrderedConsumer(ConsumerUpkeep):
 
     Takes the same configuration dict as ``confluent_kafka.Consumer`` plus the
     ``ordered.`` settings of :mod:`ordered.consumer_config` (``ordered.zookeeper.connect``
-    is required). Methods have confluent's signatures, errors and callback thread.
+    is required; ``ordered.hooks`` takes a list of hook objects, see
+    :mod:`coordinator.hooks`). Methods have confluent's signatures, errors and callback
+    thread.
     Topics that are not adopted (or adopted with ``ordered: false``) are consumed as
     with a plain consumer.
 
@@ -117,6 +121,8 @@ class OrderedConsumer(ConsumerUpkeep):
         settings = split.ordered
         extra = {"logger": logger} if logger is not None else {}
         self._consumer = Consumer(split.kafka, **extra)
+        counters = ConsumerCounters()
+        events = ConsumerEvents((counters, *settings.hooks), split.group_id)
         session_s = settings.zookeeper_session_timeout_ms / 1000.0
         self._zk = make_client(settings.zookeeper_connect, session_timeout_s=session_s)
         try:
@@ -128,13 +134,14 @@ class OrderedConsumer(ConsumerUpkeep):
                 ids=TopicIds.for_client(split.kafka),
                 group=split.group_id,
                 check_rate=settings.layout_check_max_requests_per_s,
+                on_reload=events.layout_reload,
             )
         except Exception:
             close_client(self._zk)
             self._consumer.close()
             raise
         self._layouts = layouts
-        core = Core(self._consumer, split, layouts)
+        core = Core(self._consumer, split, layouts, events, counters)
         self._core = core
         positions = None
         if settings.positions and split.group_id:
@@ -146,7 +153,7 @@ class OrderedConsumer(ConsumerUpkeep):
         self._filter = BatchFilter(core, self._checker, self._announcer, self._reload_one)
         self._hooks = RebalanceHooks(self, self._track, self._drop, self._announce_only)
         self._fetcher = Fetcher(
-            self._consumer, layouts, core.metrics, self._after_reload, self._apply_stale
+            self._consumer, layouts, events.layout_check, self._after_reload, self._apply_stale
         )
         self._favour = SourceFavour(self._consumer, core, settings.fetch_favour_sources)
         self._layout_state = LayoutState.TRUSTED
@@ -155,12 +162,8 @@ class OrderedConsumer(ConsumerUpkeep):
 
     @property
     def violations(self) -> int:
-        """The number of records found to contradict the layout (settable, as before)."""
-        return self._core.violations
-
-    @violations.setter
-    def violations(self, value: int) -> None:
-        self._core.violations = value
+        """The number of records found to contradict the layout (read-only)."""
+        return self._core.counters.violations
 
     # --- public API: subscription and assignment ------------------------------------
 
@@ -436,6 +439,8 @@ class OrderedConsumer(ConsumerUpkeep):
         self._closed = True
         atexit.unregister(self._exit_hook)
         self._fetcher.clear()
+        for part in self._core.parts.values():
+            self._core.dropped(part)  # held partitions stop waiting (gauges go down)
         try:
             self._consumer.close()
             self._probe.close()
@@ -507,13 +512,16 @@ class OrderedConsumer(ConsumerUpkeep):
 
     @property
     def metrics(self) -> dict[str, int]:
-        """Counters: delivered, held, gate checks, gates opened, blocks, announcements..."""
-        out = dict(self._core.metrics)
+        """A snapshot of the counters (:data:`~ordered.consumer.counters.METRICS`).
+
+        Delivered, held, gate checks, gates opened, blocks, announcements, violations,
+        layout reloads and checks, tombstone copies dropped; plus ``blocked_partitions``,
+        the partitions held at a closed gate now.
+        """
+        out = self._core.counters.as_dict()
         out["blocked_partitions"] = sum(
             1 for p in self._core.parts.values() if p.gate.state is GateState.BLOCKED
         )
-        out["violations"] = self._core.violations
-        out["layout_reloads"] = self._layouts.reloads
         return out
 
     def gate_status(self, waits: bool = True) -> list[GateStatus]:

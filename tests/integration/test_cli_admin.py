@@ -60,7 +60,7 @@ def test_adopt_expand_shrink_describe(
     assert KafkaAdmin(bootstrap).partition_count(topic) == 6
 
 
-def test_usage_errors_exit_2_and_write_nothing(
+def test_refusals_exit_1_usage_errors_exit_2_and_nothing_is_written(
     ordered_cli: Callable[..., Any],
     topic_factory: Callable[..., str],
     zk: KazooClient,
@@ -74,7 +74,8 @@ def test_usage_errors_exit_2_and_write_nothing(
     before = snapshot(zk, zk_root)
     admin = KafkaAdmin(bootstrap)
 
-    cases = [
+    # 1: the request does not fit the state (as Kafka's tools exit on such errors).
+    refusals = [
         (("expand", topic, "--to", "6"), "expand needs --to above the active partition count 6"),
         (("expand", topic, "--to", "5"), "above the active partition count 6"),
         (("shrink", topic, "--to", "3"), "below its initial partition count 4"),
@@ -83,18 +84,29 @@ def test_usage_errors_exit_2_and_write_nothing(
         (("shrink", not_adopted, "--to", "1"), "is not adopted"),
         (("expand", unique("missing"), "--to", "4"), "does not exist in Kafka"),
         (("adopt", unique("missing")), "does not exist in Kafka"),
+    ]
+    # 2: the command line itself is wrong; nothing is asked of the servers.
+    usage = [
         (("expand", topic, "--to", "0"), "must be >= 1"),
         (("expand", topic, "--to", "many"), "expected a partition count"),
         (("expand", topic), "--to"),
+        (("expand", topic, "--to", "1000000"), "must be <= 10000"),
+        (("describe", ""), "a topic name must not be empty"),
+        (("adopt", "a/b"), "is not a legal topic name"),
+        (("describe", topic, "--kafka-timeout", "0.001"), "between 0.01 and 300"),
     ]
-    for args, message in cases:
-        done = ordered_cli(*args)
-        assert done.returncode == 2, (args, done.stdout, done.stderr)
-        assert message in done.stderr, (args, done.stderr)
-        assert "Traceback" not in done.stderr
+    for cases, code in ((refusals, 1), (usage, 2)):
+        for args, message in cases:
+            done = ordered_cli(*args)
+            assert done.returncode == code, (args, done.stdout, done.stderr)
+            assert message in done.stderr, (args, done.stderr)
+            assert "Traceback" not in done.stderr
+    garbage = ordered_cli("describe", topic, zookeeper="garbage:::99")
+    assert garbage.returncode == 2 and "bad ZooKeeper host" in garbage.stderr
+    assert "Traceback" not in garbage.stderr
 
     as_json = ordered_cli("shrink", topic, "--to", "3", "--json")
-    assert as_json.returncode == 2
+    assert as_json.returncode == 1
     assert json.loads(as_json.stdout)["error"]["kind"] == "LayoutError"
 
     assert snapshot(zk, zk_root) == before

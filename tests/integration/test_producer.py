@@ -14,6 +14,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from fixtures import consume_all, expire_session, producer_record, run_in_background
 from helpers import unique, wait_until
 from kazoo.client import KazooClient
+from prometheus_client import CollectorRegistry
 
 from coordinator.controller import Controller
 from coordinator.store import LayoutStore
@@ -23,6 +24,7 @@ from linear_hash import Layout, partition_for
 from ordered import ConfigError, LayoutUnavailableError, OrderedError, OrderedProducer, TopicState
 from ordered.compaction import TOMBSTONE_HEADER
 from ordered.consumer import OrderedConsumer
+from ordered.hooks import PrometheusHooks
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -621,7 +623,9 @@ def test_compacted_topic_gets_tombstone_copies_that_ordered_consumers_skip(
     topic = topic_factory(2, config={"cleanup.policy": "compact"})
     assert controller.adopt(topic).compacted
     keys = [f"c-{i}" for i in range(40)]
-    producer = make_producer(**{"ordered.epoch.header": True})
+    registry = CollectorRegistry()
+    metrics = PrometheusHooks(registry)
+    producer = make_producer(**{"ordered.epoch.header": True, "ordered.hooks": [metrics]})
     reports: list[Any] = []
 
     def produce_all(value: bytes) -> None:
@@ -662,16 +666,18 @@ def test_compacted_topic_gets_tombstone_copies_that_ordered_consumers_skip(
         old = [r for r in records if r.key() == m.key() and r.partition() == m.partition()]
         assert [r.value() for r in old] == [b"v0", None]
 
+    group = unique("g")
     consumer = OrderedConsumer(
         {
             "bootstrap.servers": bootstrap,
-            "group.id": unique("g"),
+            "group.id": group,
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
             "ordered.zookeeper.connect": zk_hosts,
             "ordered.zookeeper.root": zk_root,
             "ordered.gate.poll.interval.ms": 50,
             "ordered.violation.policy": "raise",
+            "ordered.hooks": [metrics],
         }
     )
     try:
@@ -689,5 +695,18 @@ def test_compacted_topic_gets_tombstone_copies_that_ordered_consumers_skip(
         assert seen == {k: [b"v0", b"v1", b"v2"] for k in keys}
         assert consumer.metrics["tombstone_copies_dropped"] == len(moved)
         assert consumer.violations == 0
+        sent = registry.get_sample_value(
+            "ordered_producer_tombstone_copies_total", {"topic": topic}
+        )
+        assert sent == len(moved)
+        dropped = sum(
+            registry.get_sample_value(
+                "ordered_consumer_tombstone_copies_dropped_total",
+                {"group": group, "topic": topic, "partition": str(p)},
+            )
+            or 0
+            for p in range(4)
+        )
+        assert dropped == len(moved)
     finally:
         consumer.close()

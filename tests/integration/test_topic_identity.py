@@ -118,7 +118,7 @@ def test_recreated_topic_is_refused_everywhere_until_adopt_replace(
         ("shrink", topic, "--to", "1"),
     ):
         done = ordered_cli(*args)
-        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert done.returncode == 1, (args, done.stdout, done.stderr)
         assert f"adopted as topic id {old_id}" in done.stderr, (args, done.stderr)
         assert f"now has topic id {new_id}" in done.stderr, (args, done.stderr)
         assert "Traceback" not in done.stderr
@@ -303,13 +303,19 @@ def test_cli_unadopt_and_replace(
     topic = topic_factory(2)
     before = snapshot(zk, zk_root)
     missing = ordered_cli("adopt", topic + "-missing", "--replace")
-    assert missing.returncode == 2 and "does not exist in Kafka" in missing.stderr
+    assert missing.returncode == 1 and "does not exist in Kafka" in missing.stderr
     bad = ordered_cli("adopt", topic, "--replace", "--algorithm", "md5")
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
     assert snapshot(zk, zk_root) == before
     nothing = ordered_cli("unadopt", topic, "--json")
     assert nothing.returncode == 0, nothing.stderr
-    assert json.loads(nothing.stdout) == {"name": topic, "unadopted": False, "topic": None}
+    assert json.loads(nothing.stdout) == {
+        "name": topic,
+        "unadopted": False,
+        "topic": None,
+        "producers": [],
+        "dry_run": False,
+    }
     # --replace of a topic not adopted is a plain adoption.
     adopted = ordered_cli("adopt", topic, "--replace", "--json")
     assert adopted.returncode == 0, adopted.stderr
@@ -317,7 +323,7 @@ def test_cli_unadopt_and_replace(
     assert ordered_cli("expand", topic, "--to", "3").returncode == 0
     # Other settings without --replace: refused, naming the way out.
     other = ordered_cli("adopt", topic, "--algorithm", "crc32")
-    assert other.returncode == 2 and "--replace" in other.stderr
+    assert other.returncode == 1 and "--replace" in other.stderr
     # With --replace: a fresh layout of the same topic, numbered after epoch 1.
     replaced = json.loads(
         ordered_cli("adopt", topic, "--algorithm", "crc32", "--replace", "--json").stdout
@@ -330,7 +336,9 @@ def test_cli_unadopt_and_replace(
     removed = ordered_cli("unadopt", topic)
     assert removed.returncode == 0, removed.stderr
     assert f"topic {topic}: unadopted (was: topic {topic}: initial 3" in removed.stdout
-    assert ordered_cli("describe", topic).stdout.startswith("not adopted; 3 partitions in Kafka")
+    assert ordered_cli("describe", topic).stdout.startswith(
+        f"{topic}: not adopted; 3 partitions in Kafka"
+    )
     assert zk.get(f"{zk_root}/topics/{topic}")[0] == b""
     assert zk.get_children(f"{zk_root}/topics/{topic}/epochs") == []
     again = ordered_cli("unadopt", topic)
@@ -370,13 +378,13 @@ def test_deleted_topic_points_to_unadopt(
     delete(bootstrap, topic)
     for args in (("describe", topic), ("expand", topic, "--to", "3"), ("adopt", topic)):
         done = ordered_cli(*args)
-        assert done.returncode == 2, (args, done.stderr)
+        assert done.returncode == 1, (args, done.stderr)
         assert "does not exist in Kafka, but a layout of it is adopted" in done.stderr
         assert f"ordered unadopt {topic}" in done.stderr
     removed = ordered_cli("unadopt", topic)
     assert removed.returncode == 0, removed.stderr
     plain = ordered_cli("describe", topic)
-    assert plain.returncode == 2
+    assert plain.returncode == 1
     assert plain.stderr.endswith(f"topic {topic} does not exist in Kafka\n")
 
 

@@ -54,19 +54,20 @@ def test_trim_partition_validation_and_offset_file(
 
     bad_json = tmp_path / "bad.json"
     bad_json.write_text("{not json")
+    # Exit code 2: the command line is wrong; 1: the request does not fit the topic.
     cases = [
-        (("--partition", "0", "--before", "-3"), "offset must be >= 0"),
-        (("--partition", "1", "--before", "21"), "past the high watermark 20"),
-        (("--partition", "7", "--before", "1"), "has no partition 7"),
-        (("--partition", "1"), "--partition and --before go together"),
-        (("--consumed",), "is not adopted"),
-        (("--offset-json-file", str(bad_json)), "is not JSON"),
-        ((), "name exactly one target"),
-        (("--consumed", "--partition", "1", "--before", "2"), "name exactly one target"),
+        (("--partition", "0", "--before", "-3"), "offset must be >= 0", 1),
+        (("--partition", "1", "--before", "21"), "past the high watermark 20", 1),
+        (("--partition", "7", "--before", "1"), "has no partition 7", 1),
+        (("--partition", "1"), "--partition and --before go together", 2),
+        (("--consumed",), "is not adopted", 1),
+        (("--offset-json-file", str(bad_json)), "is not JSON", 1),
+        ((), "name exactly one target", 2),
+        (("--consumed", "--partition", "1", "--before", "2"), "name exactly one target", 2),
     ]
-    for args, message in cases:
+    for args, message, code in cases:
         refused = cli("trim", topic, *args)
-        assert refused.returncode == 2, (args, refused.stdout, refused.stderr)
+        assert refused.returncode == code, (args, refused.stdout, refused.stderr)
         assert message in refused.stderr, (args, refused.stderr)
         assert "Traceback" not in refused.stderr
     assert admin.start_offsets(topic, [0, 1, 2]) == {0: 5, 1: 0, 2: 0}
@@ -120,7 +121,7 @@ def test_real_error_codes(
 def test_retention_setting(cli: Callable[..., Any], topic_factory: Callable[..., str]) -> None:
     topic = topic_factory(2)
     refused = cli("retention", topic, "--consumed-ms", "1000")
-    assert refused.returncode == 2 and "is not adopted" in refused.stderr
+    assert refused.returncode == 1 and "is not adopted" in refused.stderr
     assert cli("adopt", topic).returncode == 0
     shown = cli("retention", topic, "--json")
     assert json.loads(shown.stdout) == {"topic": topic, "consumed_ms": None}

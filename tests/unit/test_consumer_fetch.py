@@ -103,7 +103,7 @@ def make(batches: list[list[Msg]], check_rate: int = 0) -> tuple[Fetcher, FakeCo
     log: list[str] = []
     consumer = FakeConsumer(batches, log)
     layouts = FakeLayouts(log, check_rate)
-    fetcher = Fetcher(consumer, layouts, {"layout_checks": 0}, lambda _v: None, lambda: None)
+    fetcher = Fetcher(consumer, layouts, lambda: None, lambda _v: None, lambda: None)
     return fetcher, consumer, log
 
 

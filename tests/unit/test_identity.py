@@ -17,7 +17,7 @@ def test_formats() -> None:
     assert identity.process_identity() == f"{host}:{pid}"
     assert re.fullmatch(rf"{re.escape(host)}-{pid}-[0-9a-f]{{8}}", identity.member_id())
     producer = identity.producer_id()
-    assert re.fullmatch(rf"p-{pid}-[0-9a-f]{{16}}", producer)
+    assert re.fullmatch(rf"p-{re.escape(host)}-{pid}-[0-9a-f]{{16}}", producer)
     # A producer id is a znode name of the store.
     assert paths.producer_path("/r", "t", producer).endswith("/" + producer)
     assert identity.member_id() != identity.member_id()

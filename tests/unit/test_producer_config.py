@@ -56,10 +56,17 @@ def test_every_documented_key_is_accepted() -> None:
         "ordered.zookeeper.session.timeout.ms": "2000",
         "ordered.epoch.header": 0,
         "ordered.epoch.header.name": "e",
+        "ordered.hooks": [_SwitchHook()],
     }
     assert set(values) == set(ORDERED_KEYS)
     settings = split_producer_config(values).ordered
-    assert settings == OrderedSettings("zk:2181", "/x/y", 2000, False, "e")
+    hooks = tuple(values["ordered.hooks"])
+    assert settings == OrderedSettings("zk:2181", "/x/y", 2000, False, "e", hooks)
+
+
+class _SwitchHook:
+    def on_route_switch(self, topic: str, from_epoch: int, to_epoch: int) -> None:
+        """A hook of one event."""
 
 
 def test_unknown_ordered_key_is_named() -> None:

@@ -99,3 +99,4 @@ def test_a_view_that_drifts_from_the_table_fails_when_declared() -> None:
             zookeeper_session_timeout_ms: int = 1
             epoch_header: bool = False
             epoch_header_name: str = "h"
+            hooks: tuple[object, ...] = ()

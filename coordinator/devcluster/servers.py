@@ -1,0 +1,294 @@
+"""The server processes of the dev cluster: configuration, start-up and readiness.
+
+ZooKeeper gets a ``zoo.cfg`` and a 4-letter-word readiness check; each Kafka node a
+``server.properties`` (one combined broker+controller per node, KRaft) and a log4j2
+configuration, its storage formatted once per cluster id. Every wait ends at a deadline
+with the tail of the server's log in the error.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+from typing import Final
+
+from coordinator.devcluster.process import HOST, ProcessRecord, is_alive, spawn
+from coordinator.errors import ClusterError
+
+__all__ = [
+    "JVM_OPTS",
+    "check_meta",
+    "format_storage",
+    "kafka_argv",
+    "kafka_properties",
+    "log4j_config",
+    "start_zookeeper",
+    "tail",
+    "wait_kafka",
+    "wait_port",
+]
+
+JVM_OPTS: Final = ["-Xms128m", "-Xmx768m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]
+
+
+def kafka_argv(java: str, classpath: str, node_dir: Path) -> list[str]:
+    """The command line of one Kafka node whose files are in ``node_dir``."""
+    return [
+        java,
+        *JVM_OPTS,
+        f"-Dlog4j2.configurationFile={node_dir / 'log4j2.properties'}",
+        f"-Dkafka.logs.dir={node_dir}",
+        "-cp",
+        classpath,
+        "kafka.Kafka",
+        str(node_dir / "server.properties"),
+    ]
+
+
+def wait_port(port: int, record: ProcessRecord, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        if not is_alive(record):
+            raise ClusterError(f"{record.role} exited while starting:\n{tail(record.log)}")
+        try:
+            with socket.create_connection((HOST, port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise ClusterError(
+        f"{record.role} did not listen on {HOST}:{port} in time:\n{tail(record.log)}"
+    )
+
+
+def tail(log: str, lines: int = 15) -> str:
+    try:
+        content = Path(log).read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join(content[-lines:])
+
+
+def _four_letter(port: int, word: bytes) -> str:
+    with socket.create_connection((HOST, port), timeout=2) as sock:
+        sock.sendall(word)
+        chunks = []
+        while chunk := sock.recv(4096):
+            chunks.append(chunk)
+    return b"".join(chunks).decode(errors="replace")
+
+
+def start_zookeeper(
+    directory: Path,
+    port: int,
+    classpath: str,
+    java: str,
+    deadline: float,
+    records: list[ProcessRecord],
+) -> str:
+    """Start ZooKeeper, append its record to ``records`` at once, return its version."""
+    zk_dir = directory / "zookeeper"
+    (zk_dir / "data").mkdir(parents=True, exist_ok=True)
+    cfg = zk_dir / "zoo.cfg"
+    # tickTime 500 ms lets tests ask for 1 s sessions (the minimum is 2 ticks); the
+    # maximum stays at 60 s for producers that declare long timeouts.
+    cfg.write_text(
+        "\n".join(
+            [
+                "tickTime=500",
+                "initLimit=10",
+                "syncLimit=5",
+                f"dataDir={zk_dir / 'data'}",
+                f"clientPort={port}",
+                f"clientPortAddress={HOST}",
+                "maxClientCnxns=0",
+                "minSessionTimeout=1000",
+                "maxSessionTimeout=60000",
+                "admin.enableServer=false",
+                "4lw.commands.whitelist=srvr,ruok,stat,mntr,cons",
+                "",
+            ]
+        )
+    )
+    argv = [
+        java,
+        "-Xms64m",
+        "-Xmx256m",
+        "-XX:+UseSerialGC",
+        f"-Dorg.slf4j.simpleLogger.logFile={zk_dir / 'zookeeper.log'}",
+        "-Dorg.slf4j.simpleLogger.showDateTime=true",
+        "-cp",
+        classpath,
+        "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+        str(cfg),
+    ]
+    record = spawn("zookeeper", argv, zk_dir / "zookeeper.out", directory)
+    records.append(record)
+    wait_port(port, record, deadline)
+    while time.monotonic() < deadline:
+        try:
+            reply = _four_letter(port, b"srvr")
+        except OSError:
+            reply = ""
+        if "Zookeeper version:" in reply:
+            version = reply.split("Zookeeper version:")[1].split(",")[0].strip().split("-")[0]
+            return version
+        if not is_alive(record):
+            break
+        time.sleep(0.05)
+    log = zk_dir / "zookeeper.log"
+    raise ClusterError(f"ZooKeeper did not answer on {HOST}:{port}:\n{tail(str(log))}")
+
+
+def kafka_properties(node: int, directory: Path, ports: list[tuple[int, int]], brokers: int) -> str:
+    broker_port, controller_port = ports[node - 1]
+    voters = ",".join(f"{i + 1}@{HOST}:{c}" for i, (_, c) in enumerate(ports))
+    rf = min(brokers, 3)
+    return "\n".join(
+        [
+            "process.roles=broker,controller",
+            f"node.id={node}",
+            f"controller.quorum.voters={voters}",
+            f"listeners=PLAINTEXT://{HOST}:{broker_port},CONTROLLER://{HOST}:{controller_port}",
+            f"advertised.listeners=PLAINTEXT://{HOST}:{broker_port}",
+            "controller.listener.names=CONTROLLER",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name=PLAINTEXT",
+            f"log.dirs={directory / f'kafka-{node}' / 'data'}",
+            "num.partitions=1",
+            f"default.replication.factor={rf}",
+            f"offsets.topic.replication.factor={rf}",
+            "offsets.topic.num.partitions=8",
+            f"transaction.state.log.replication.factor={rf}",
+            f"transaction.state.log.min.isr={1 if brokers == 1 else 2}",
+            f"share.coordinator.state.topic.replication.factor={rf}",
+            f"share.coordinator.state.topic.min.isr={1 if brokers == 1 else 2}",
+            "group.initial.rebalance.delay.ms=0",
+            "auto.create.topics.enable=false",
+            "log.segment.bytes=16777216",
+            "log.retention.check.interval.ms=10000",
+            "",
+        ]
+    )
+
+
+def log4j_config(path: Path) -> str:
+    return "\n".join(
+        [
+            "status = error",
+            "appender.file.type = File",
+            "appender.file.name = FILE",
+            f"appender.file.fileName = {path}",
+            "appender.file.layout.type = PatternLayout",
+            "appender.file.layout.pattern = [%d] %p %m (%c)%n",
+            "rootLogger.level = INFO",
+            "rootLogger.appenderRef.file.ref = FILE",
+            "logger.kafka.name = kafka",
+            "logger.kafka.level = INFO",
+            "logger.state.name = state.change.logger",
+            "logger.state.level = WARN",
+            "",
+        ]
+    )
+
+
+def check_meta(data_dir: Path, cluster_id: str, directory: Path) -> bool:
+    """Return whether ``data_dir`` is formatted; raise when for another cluster."""
+    meta = data_dir / "meta.properties"
+    if not meta.is_file():
+        return False
+    for line in meta.read_text().splitlines():
+        if line.startswith("cluster.id="):
+            found = line.split("=", 1)[1].strip()
+            if found != cluster_id:
+                raise ClusterError(
+                    f"{directory} belongs to another cluster: {data_dir} was formatted for "
+                    f"cluster {found}, the state file says {cluster_id}; use another --dir"
+                )
+    return True
+
+
+def wait_kafka(bootstrap: str, brokers: int, records: list[ProcessRecord], deadline: float) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    # Quiet: librdkafka logs every refused connection while the broker is starting.
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    while time.monotonic() < deadline:
+        for rec in records:
+            if not is_alive(rec):
+                raise ClusterError(f"{rec.role} exited while starting:\n{tail(rec.log)}")
+        try:
+            md = admin.list_topics(timeout=1.0)
+            if len(md.brokers) >= brokers:
+                break
+        except Exception:
+            pass
+        time.sleep(0.1)
+    else:
+        raise ClusterError(
+            f"Kafka metadata did not list {brokers} broker(s) in time:\n{tail(records[0].log)}"
+        )
+    _wait_group_coordinator(bootstrap, deadline, records)
+
+
+def _wait_group_coordinator(bootstrap: str, deadline: float, records: list[ProcessRecord]) -> None:
+    """Have the broker create ``__consumer_offsets`` and answer an OffsetFetch.
+
+    A consumer that ``assign()``s first on a fresh cluster gets NOT_COORDINATOR while
+    the offsets topic is created, and librdkafka (2.16) then does not fetch that
+    partition for tens of seconds; one group request here spares every first user that.
+    """
+    from confluent_kafka import Consumer, TopicPartition
+
+    probe = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "ordered-devcluster-warmup", "log_level": 0}
+    )
+    try:
+        while time.monotonic() < deadline:
+            try:
+                probe.committed([TopicPartition("ordered-devcluster-warmup", 0)], timeout=5)
+                return
+            except Exception:
+                time.sleep(0.1)
+    finally:
+        probe.close()
+    raise ClusterError(f"Kafka's group coordinator did not answer in time:\n{tail(records[0].log)}")
+
+
+def format_storage(
+    java: str,
+    classpath: str,
+    cluster_id: str,
+    nodes: list[tuple[int, Path]],
+    directory: Path,
+) -> None:
+    import subprocess
+
+    # One JVM per node, in parallel: each format is mostly JVM start-up.
+    procs = []
+    for node, props in nodes:
+        argv = [
+            java,
+            "-Xmx256m",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            f"-Dlog4j2.configurationFile={props.parent / 'log4j2.properties'}",
+            "-cp",
+            classpath,
+            "kafka.tools.StorageTool",
+            "format",
+            "-t",
+            cluster_id,
+            "-c",
+            str(props),
+            "--ignore-formatted",
+        ]
+        procs.append(
+            (node, subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+        )
+    for node, proc in procs:
+        out, _ = proc.communicate(timeout=120)
+        if proc.returncode != 0:
+            raise ClusterError(
+                f"formatting Kafka node {node} storage in {directory} failed:\n"
+                + out.decode(errors="replace")[-1500:]
+            )
