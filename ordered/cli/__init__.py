@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from importlib import metadata
 from typing import NoReturn
 
-from coordinator.errors import OrderedError, UsageError
+from coordinator.errors import OrderedError
 from ordered.cli import admin, autoscale, bench, cluster, listing, trim
-from ordered.cli.options import HelpFormatter
+from ordered.cli.options import CommandLineError, HelpFormatter
 from ordered.cli.output import configure, error, json_mode
 
 __all__ = ["EXIT_CODES", "build_parser", "main", "version"]
@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0) if isinstance(exc.code, int) else 2
     try:
         code: int = args.func(args)
-    except UsageError as exc:  # CommandLineError included
+    except CommandLineError as exc:
         error(str(exc), as_json, "UsageError")
         return 2
     except OrderedError as exc:

@@ -13,7 +13,7 @@ import time
 from typing import Final
 
 from coordinator.autoscale.report import autoscale_summary, policy_text
-from coordinator.errors import NotAdoptedError, UsageError
+from coordinator.errors import CommandLineError, NotAdoptedError
 from coordinator.store.autoscale_records import AutoscalePolicy
 from ordered.cli.admin import common_arguments, connect
 from ordered.cli.output import emit
@@ -146,14 +146,14 @@ def _build(args: argparse.Namespace, initial: int) -> AutoscalePolicy:
     """The policy of the flags, checked against the topic's initial count."""
     min_active = initial if args.min_active is None else args.min_active
     if min_active < initial:
-        raise UsageError(
+        raise CommandLineError(
             f"--min {min_active} is below the topic's initial partition count {initial} "
             "(a topic never shrinks below it)"
         )
     if args.max_active < min_active:
-        raise UsageError(f"--max {args.max_active} is below the minimum {min_active}")
+        raise CommandLineError(f"--max {args.max_active} is below the minimum {min_active}")
     if args.down_window < args.up_window:
-        raise UsageError(
+        raise CommandLineError(
             f"--down-window {args.down_window:g} is shorter than --up-window "
             f"{args.up_window:g}: shrinks must look back at least as long as growths"
         )
