@@ -21,10 +21,12 @@ below ``B_a(e)`` were routed by an epoch before ``e``, so keys that reach ``a`` 
 other in a cycle (``0 -> 1`` at epoch 1 then ``1 -> 0`` at epoch 2 with no record in
 between would otherwise deadlock).
 
-A gate found open stays open (committed offsets only grow while the group runs
-forward), so :class:`GateEvaluator` caches the satisfied ``(partition, epoch)`` pairs
-and pays each recursion once. A pending epoch blocks every partition that receives keys
-in it at its receiving boundary until it is sealed.
+A gate found open stays open while the group runs forward (committed offsets only
+grow), so :class:`GateEvaluator` caches the satisfied ``(partition, epoch)`` pairs and
+pays each recursion once. A rewind (a seek back, an offset reset, a new assignment)
+breaks that premise: the reader calls :meth:`GateEvaluator.forget` and the gates are
+decided again from the progress as it stands then. A pending epoch blocks every
+partition that receives keys in it at its receiving boundary until it is sealed.
 """
 
 from __future__ import annotations
@@ -187,6 +189,13 @@ class GateEvaluator:
         self._sources = {k: tuple(sorted(v)) for k, v in sources.items()}
         self._outgoing = outgoing
         self._satisfied &= {k for k in self._satisfied if k[1] in self._by_epoch}
+
+    def forget(self) -> None:
+        """Drop the cache of satisfied gates (the group's progress may have gone back).
+
+        Every gate is decided again, from the progress the next check reads.
+        """
+        self._satisfied.clear()
 
     def gates_of(self, partition: int) -> list[tuple[int, int]]:
         """List ``(boundary, epoch)`` of every gate of ``partition``, ascending."""

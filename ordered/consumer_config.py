@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from coordinator.errors import ConfigError
 from ordered.settings import (
     ORDERED_PREFIX,
     VIOLATION_POLICIES,
@@ -95,6 +96,11 @@ class ConsumerSettings:
         fetch_favour_sources: ``ordered.fetch.favour.sources`` (default ``true``):
             while an assigned partition is a source still below a boundary that gates
             wait for, librdkafka fetches only such sources (``docs/consumer.md``).
+        commit_mode: ``ordered.commit.mode``: ``auto`` (the consumer commits a source's
+            boundary, and a rewound source's new position, itself) or ``application``
+            (it never commits: a boundary passes once the application's own commit, a
+            plain one or the offsets of a transaction, covers it; for exactly-once
+            read-process-write pipelines).
         hooks: ``ordered.hooks``: objects that receive the consumer's events
             (:mod:`coordinator.hooks`), after the consumer's own counters.
     """
@@ -111,6 +117,7 @@ class ConsumerSettings:
     positions: bool = setting_field("positions")
     layout_check_max_requests_per_s: int = setting_field("layout_check_max_requests_per_s")
     fetch_favour_sources: bool = setting_field("fetch_favour_sources")
+    commit_mode: str = setting_field("commit_mode")
     hooks: tuple[object, ...] = setting_field("hooks")
 
     @property
@@ -165,13 +172,20 @@ def split_consumer_config(
 
     Raises:
         ConfigError: ``config`` is not a mapping, a key is not a string, an unknown or
-            malformed ``ordered.`` setting, or a malformed ``enable.auto.offset.store``/
-            ``enable.auto.commit``.
+            malformed ``ordered.`` setting, a malformed ``enable.auto.offset.store``/
+            ``enable.auto.commit``, or ``ordered.commit.mode=application`` with
+            ``enable.auto.commit`` not ``false``.
     """
     kafka, ordered = split_ordered(config, overrides)
     settings = ConsumerSettings.from_mapping(ordered)
     store = parse_bool("enable.auto.offset.store", kafka.get("enable.auto.offset.store", True))
     auto_commit = parse_bool("enable.auto.commit", kafka.get("enable.auto.commit", True))
+    if settings.commit_mode == "application" and auto_commit:
+        raise ConfigError(
+            "ordered.commit.mode=application: the consumer must never commit on its own, "
+            "so enable.auto.commit must be false (commit yourself, or send the offsets "
+            "to your transaction)"
+        )
     kafka["enable.auto.offset.store"] = False
     kafka.setdefault("topic.metadata.refresh.interval.ms", METADATA_REFRESH_MS)
     return ConsumerConfig(

@@ -29,6 +29,7 @@ from coordinator.errors import ConfigError
 from coordinator.hooks import check_hooks
 
 __all__ = [
+    "COMMIT_MODES",
     "ORDERED_PREFIX",
     "SETTINGS",
     "VIOLATION_POLICIES",
@@ -52,6 +53,9 @@ ORDERED_PREFIX: Final = "ordered."
 
 VIOLATION_POLICIES: Final = ("log", "raise")
 """Valid values of ``ordered.violation.policy``."""
+
+COMMIT_MODES: Final = ("auto", "application")
+"""Valid values of ``ordered.commit.mode``."""
 
 _TRUE: Final = frozenset({"true", "t", "1"})
 _FALSE: Final = frozenset({"false", "f", "0"})
@@ -141,6 +145,13 @@ def _policy(key: str, value: Any) -> str:
     if policy not in VIOLATION_POLICIES:
         raise ConfigError(f"{key}: expected one of {', '.join(VIOLATION_POLICIES)}, got {value!r}")
     return policy
+
+
+def _commit_mode(key: str, value: Any) -> str:
+    mode = parse_str(key, value).lower()
+    if mode not in COMMIT_MODES:
+        raise ConfigError(f"{key}: expected one of {', '.join(COMMIT_MODES)}, got {value!r}")
+    return mode
 
 
 def _positive(key: str, value: Any) -> int:
@@ -269,6 +280,16 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         parse_bool,
         "while a partition this consumer reads is a source below a boundary that a gate "
         "waits for, pause its other partitions so the source drains first",
+        Role.CONSUMER,
+    ),
+    Setting(
+        "ordered.commit.mode",
+        "commit_mode",
+        "auto",
+        _commit_mode,
+        "auto: the consumer commits boundaries and rewinds itself; application: it never "
+        "commits, a boundary passes once the application's own commit (plain or "
+        "transactional) covers it (needs enable.auto.commit=false)",
         Role.CONSUMER,
     ),
     Setting(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import urllib.parse
+from typing import Any
 
 from kazoo.exceptions import (
     NodeExistsError,
@@ -37,6 +38,31 @@ class GroupStore(StoreBase):
                 self._client.create(path, data, makepath=True)
 
         self._run(f"register group {group} on {topic}", attempt)
+
+    def mark_rewound(self, group: str, topic: str) -> Any:
+        """Write ``group``'s rewind marker of ``topic`` (:func:`paths.rewind_path`).
+
+        A data-less znode whose every write signals that a member moved the group's
+        progress back; readers compare its last-write zxid.
+
+        Returns:
+            The marker's stat after the write.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        path = paths.rewind_path(self._root, group, topic)
+
+        def attempt() -> Any:
+            try:
+                return self._client.set(path, b"")
+            except NoNodeError:
+                # Another member may make it first: its write is our signal too.
+                with contextlib.suppress(NodeExistsError):
+                    self._client.create(path, b"", makepath=True)
+                return self._client.exists(path)
+
+        return self._run(f"mark a rewind of {group} on {topic}", attempt)
 
     def registered_groups(self, topic: str) -> set[str]:
         """Return the ordered consumer groups registered on ``topic``.

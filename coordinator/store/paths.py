@@ -40,6 +40,7 @@ __all__ = [
     "retention_path",
     "retired_partition_path",
     "retired_path",
+    "rewind_path",
     "topic_path",
     "topics_path",
 ]
@@ -223,3 +224,13 @@ def group_registration_path(root: str, group: str, topic: str) -> str:
 def group_seen_path(root: str, group: str, topic: str) -> str:
     """``{root}/groups/{g}/seen/{topic}``: a :class:`GroupSeenRecord`."""
     return group_path(root, group) + f"/seen/{check_topic(topic)}"
+
+
+def rewind_path(root: str, group: str, topic: str) -> str:
+    """``{root}/groups/{g}/rewinds/{topic}``: a data-less marker whose writes signal rewinds.
+
+    A member that moves the group's progress on a partition of ``topic`` back (a seek
+    back, an explicit start offset) writes it; every member reads its last-write zxid in
+    the fetch check and re-decides its gates when it changed.
+    """
+    return group_path(root, group) + f"/rewinds/{check_topic(topic)}"

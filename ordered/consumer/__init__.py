@@ -30,8 +30,15 @@ Commits and the guarantee:
   is still kept: a destination never starts before its sources' tails were returned
   *and* committed.
 * With ``enable.auto.commit=false`` the only commits the wrapper adds are the boundary
-  commits after ``on_partition_key_maybe_revoked``; they mark everything returned from
-  the source partition so far as done.
+  commits after ``on_partition_key_maybe_revoked``, which mark everything returned from
+  the source partition so far as done, and the commit of a rewound source's new
+  position (``docs/consumer.md``, "Replays").
+* With ``ordered.commit.mode=application`` (exactly-once pipelines) the wrapper never
+  commits: a boundary passes once the application's own commit (plain, or the offsets
+  of its transaction) covers it.
+* A replay (a seek back, an offset reset, explicit start offsets) delivers every key
+  in order: gates learned before a rewind are decided again
+  (:mod:`~ordered.consumer.replay`).
 * ``enable.auto.offset.store`` is handled by the wrapper (librdkafka would store
   offsets of records a gate holds back).
 * Until ``on_partition_key_maybe_revoked`` has run for a source boundary, the offset
@@ -51,13 +58,14 @@ The parts, one concern each:
 * :mod:`~ordered.consumer.announce`: boundary announcements and stored offsets;
 * :mod:`~ordered.consumer.announcement`: one announcement's state machine (pure);
 * :mod:`~ordered.consumer.probe`: the log-start probe;
+* :mod:`~ordered.consumer.replay`: rewinds (seeks, resets, explicit offsets);
 * :mod:`~ordered.consumer.batch`: the fast and checked batch paths and the audit;
 * :mod:`~ordered.consumer.state`: what they share;
 * :mod:`~ordered.consumer.counters`: the counters behind ``metrics`` (the first hook;
   events go through :mod:`coordinator.hooks`).
 
 They import each other in layers (an import-linter contract): ``wrapper``, ``upkeep``,
-``rebalance``/``batch``, ``recheck``, ``announce``/``fetch``, ``state``/``probe``,
+``rebalance``/``batch``, ``recheck``, ``announce``/``fetch``/``replay``, ``state``/``probe``,
 ``announcement``/``counters``/``gate``/``layouts``; a lower layer never imports a
 higher one.
 """

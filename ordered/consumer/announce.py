@@ -7,6 +7,12 @@ then commits ``a`` synchronously at that position, so the destination's consumer
 proceed. Until then the offset stored for ``a`` stays one below the boundary, so no
 auto-commit (or ``commit()`` of stored offsets) can open the destination's gate first.
 
+With ``ordered.commit.mode=application`` the consumer never commits: once
+``maybe_revoked`` has run, the announcement is *released* (the stored offset may pass
+the boundary) and the boundary counts as passed when the application's own commit (a
+plain one, or the offsets its transaction committed) covers it; the gates of the
+destination read that commit from Kafka as they read any other.
+
 The lifecycle of one partition's announcement is the pure state machine of
 :mod:`ordered.consumer.announcement` (re-exported here).
 """
@@ -42,6 +48,7 @@ class Announcer:
     def __init__(self, core: Core, positions: PositionService | None) -> None:
         self._core = core
         self._positions = positions
+        self._published: dict[tuple[str, int], int] = {}  # the highest mark published
 
     def due(self) -> bool:
         """Whether some partition has an announcement to run."""
@@ -89,6 +96,13 @@ class Announcer:
             )
         for part in fresh:
             part.ann.told()
+        if core.config.ordered.commit_mode == "application":
+            # Never commit on our own: the application's next commit covers the
+            # boundary (and, within a transaction, only once its output is committed).
+            released = [TopicPartition(p.topic, p.partition, p.ann.released()) for p in due]
+            if core.config.store_offsets:
+                core.consumer.store_offsets(offsets=released)
+            return done
         tps = [TopicPartition(p.topic, p.partition, p.ann.position) for p in due]
         try:
             result = core.consumer.commit(offsets=tps, asynchronous=False)
@@ -111,3 +125,23 @@ class Announcer:
                 self._positions.publish_if_wanted(tp.topic, tp.partition, tp.offset)
             done.append(tp)
         return done
+
+    def application_committed(self, offsets: list[Any]) -> None:
+        """The application committed ``offsets``: publish those that pass a boundary.
+
+        Only in application commit mode (the boundary commits publish otherwise), and
+        once per boundary, so the waiting members re-check at once rather than at their
+        next ``ordered.gate.poll.interval.ms``.
+        """
+        core = self._core
+        if self._positions is None or core.config.ordered.commit_mode != "application":
+            return
+        for tp in offsets:
+            view = core.layouts.topics.get(tp.topic)
+            if view is None or view.gates is None or tp.error is not None:
+                continue
+            passed = [m for m in view.gates.source_marks(tp.partition) if m <= tp.offset]
+            key = (tp.topic, tp.partition)
+            if passed and max(passed) > self._published.get(key, -1):
+                self._published[key] = max(passed)
+                self._positions.publish_if_wanted(tp.topic, tp.partition, tp.offset)

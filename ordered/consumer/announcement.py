@@ -8,6 +8,7 @@ Lifecycle of one partition's announcement (:class:`AnnounceState`)::
     TOLD --REACHED--> DUE          delivery went on: the callback runs again
     DUE/TOLD --COMMITTED--> IDLE   the boundary commit succeeded
     TOLD --TOLD--> TOLD            a commit that failed is retried without the callback
+    TOLD --RELEASED--> IDLE        application commit mode: the application commits
 
 Any other (state, event) pair is a :class:`~coordinator.errors.StateTransitionError`.
 """
@@ -35,6 +36,7 @@ class AnnounceEvent(enum.Enum):
     REACHED = "reached"
     TOLD = "told"
     COMMITTED = "committed"
+    RELEASED = "released"
 
 
 _I, _D, _T = AnnounceState.IDLE, AnnounceState.DUE, AnnounceState.TOLD
@@ -47,6 +49,7 @@ ANNOUNCE_TRANSITIONS: dict[tuple[AnnounceState, AnnounceEvent], AnnounceState] =
     (_T, AnnounceEvent.TOLD): _T,
     (_D, AnnounceEvent.COMMITTED): _I,
     (_T, AnnounceEvent.COMMITTED): _I,
+    (_T, AnnounceEvent.RELEASED): _I,
 }
 """Every allowed (state, event) pair and the state it leads to."""
 
@@ -99,6 +102,18 @@ class Announcement:
         self.mark = None
         self.stored = offset
         self.announced = max(self.announced, offset)
+
+    def released(self) -> int:
+        """Application commit mode: ``maybe_revoked`` ran; the application commits.
+
+        Returns:
+            The position to store (the application's commit of stored offsets covers it).
+        """
+        self._set_state(AnnounceEvent.RELEASED)
+        self.mark = None
+        self.stored = self.position
+        self.announced = max(self.announced, self.position)
+        return self.position
 
     def store_for(self, offset: int, pending_giver: bool) -> int | None:
         """The offset to store after delivering up to ``offset`` (exclusive), or ``None``.

@@ -61,6 +61,8 @@ class Fetcher:
         checked: Called once per layout check sent (the consumer's ``on_layout_check``).
         on_reload: Called with the views a check read again.
         on_stale: Called when a check failed (the layouts cannot be trusted).
+        on_rewound: Called with the topics whose group rewind marker the check found
+            changed (another member moved the group's progress back).
 
     Attributes:
         pipeline: Fetch ahead (default ``True``).
@@ -73,12 +75,14 @@ class Fetcher:
         checked: Callable[[], None],
         on_reload: Callable[[list[TopicView]], None],
         on_stale: Callable[[], None],
+        on_rewound: Callable[[set[str]], None] | None = None,
     ) -> None:
         self._consumer = consumer
         self._layouts = layouts
         self._checked = checked
         self._on_reload = on_reload
         self._on_stale = on_stale
+        self._on_rewound = on_rewound
         self.ready: collections.deque[Any] = collections.deque()  # checked, not judged
         self._pending: _Pending | None = None
         self._moved = 0  # partitions taken away (take_partition) so far
@@ -147,6 +151,10 @@ class Fetcher:
                 self._on_stale()
             elif reloaded:
                 self._on_reload(reloaded)
+            if self._on_rewound is not None:
+                rewound = self._layouts.take_rewound()
+                if rewound:
+                    self._on_rewound(rewound)
             self.ready.extend(pending.batch)
 
     def take_partition(self, key: tuple[str, int]) -> list[Any]:

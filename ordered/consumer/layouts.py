@@ -29,6 +29,17 @@ per ``(1 + topics) / ordered.layout.check.max.requests.per.s`` seconds, so the c
 send at most that many requests per second whatever the throughput. Coverage is
 forgotten when a topic is read again (it may have been deleted and adopted anew) and
 when a partition moves (:meth:`LayoutTracker.forget`).
+
+**Rewinds** (``docs/consumer.md``, "Replays"): a member of the group that moves the
+group's progress back (a seek back, an explicit start offset) writes the group's
+rewind marker of the topic (:func:`~coordinator.store.paths.rewind_path`, no data)
+before it delivers a replayed record. The same round trip reads the marker's
+last-write zxid; when it changed, the topic is reported in
+:meth:`LayoutTracker.take_rewound` and the consumer decides its gates again before the
+batch is judged. A rewind can come at any time, whatever the offsets, so coverage
+spares a batch its check only while a check began within the last pacing slot: a
+consumer of a group learns of a rewind within one slot (100 ms with one topic at the
+default) rather than at its next batch.
 """
 
 from __future__ import annotations
@@ -123,6 +134,7 @@ class TopicView:
     history: TopicHistory
     gates: GateEvaluator | None = None
     zxid: int = -1  # the topic znode's mzxid before the history was read (-1: no node)
+    rewind_zxid: int | None = None  # the group's rewind marker's mzxid (None: unread)
     # partition -> the span of the last audited offset (a cache, cleared on reload)
     audit: dict[int, AuditSpan] = field(default_factory=dict)
 
@@ -176,11 +188,13 @@ class FetchCheck(NamedTuple):
         reads: ``(topic, async result of an exists() on the topic znode)``.
         marks: ``((topic, partition), high watermark)`` noted before the ``sync`` was
             sent: every record below a mark was written before the check began.
+        rewinds: ``(topic, async result of an exists() on the group's rewind marker)``.
     """
 
     sync: Any
     reads: tuple[tuple[str, Any], ...]
     marks: tuple[tuple[tuple[str, int], int], ...] = ()
+    rewinds: tuple[tuple[str, Any], ...] = ()
 
 
 def _zxid(stat: Any) -> int:
@@ -231,6 +245,7 @@ class LayoutTracker:
         self.covered: dict[tuple[str, int], int] = {}
         self._check_rate = check_rate
         self._last_sent = -math.inf
+        self._rewound: set[str] = set()
 
     @property
     def usable(self) -> bool:
@@ -280,6 +295,10 @@ class LayoutTracker:
         zxid = _zxid(self.store.exists(path))
         # Another topic id than the layout's raises TopicIdMismatchError (refused).
         history = load_history(self.store, view.name, ids=self._ids)
+        if view.rewind_zxid is None and self._group:
+            # Read once: the fetch check compares later values with it.
+            marker = self.rewind_path(view.name)
+            view.rewind_zxid = _zxid(self.store.exists(marker))
         view.zxid = zxid
         self._forget_topic(view.name)
         view.history = history
@@ -330,6 +349,39 @@ class LayoutTracker:
             done.append(view)
         return done
 
+    # --- rewinds ------------------------------------------------------------------------
+
+    def rewind_path(self, topic: str) -> str:
+        """The group's rewind marker of ``topic``.
+
+        Raises:
+            ValueError: The consumer has no group.
+        """
+        if not self._group:
+            raise ValueError("a consumer without group.id has no rewind marker")
+        return store_paths.rewind_path(self.store.root, self._group, topic)
+
+    def mark_rewound(self, topic: str) -> None:
+        """Tell the group's other members that progress on ``topic`` went back.
+
+        A synchronous write (a rewind is rare, and must be visible before a replayed
+        record is delivered); this consumer's own fetch check then ignores it.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        if not self._group:
+            raise ValueError("a consumer without group.id has no rewind marker")
+        stat = self.store.mark_rewound(self._group, topic)
+        view = self.topics.get(topic)
+        if view is not None:
+            view.rewind_zxid = _zxid(stat)
+
+    def take_rewound(self) -> set[str]:
+        """The topics whose rewind marker changed since the last call."""
+        out, self._rewound = self._rewound, set()
+        return out
+
     # --- the fetch check ---------------------------------------------------------------
 
     def covers(self, positions: Iterable[Any]) -> bool:
@@ -346,6 +398,10 @@ class LayoutTracker:
         covered = self.covered
         if not covered or not self.verify_fetch:
             return False
+        if self._rewind_reads() and time.monotonic() - self._last_sent >= self._interval():
+            # Records below the marks know their epochs, but a rewind by another member
+            # can come at any time: it is read at least once per slot.
+            return False
         for tp in positions:
             if tp.offset >= 0 and tp.offset > covered.get((tp.topic, tp.partition), -1):
                 return False
@@ -353,10 +409,21 @@ class LayoutTracker:
 
     def check_due_in(self) -> float:
         """Seconds until the next check may be sent (0: now)."""
-        if self._check_rate <= 0 or not self.verify_fetch:
+        if not self.verify_fetch:
             return 0.0
-        interval = (1 + len(self.topics)) / self._check_rate
-        return max(0.0, self._last_sent + interval - time.monotonic())
+        return max(0.0, self._last_sent + self._interval() - time.monotonic())
+
+    def _rewind_reads(self) -> int:
+        """How many rewind markers a check reads (the group's ordered topics)."""
+        if not self._group:
+            return 0
+        return sum(1 for view in self.topics.values() if view.ordered)
+
+    def _interval(self) -> float:
+        """The pacing slot: the check's requests at ``check_rate`` (0: no pacing)."""
+        if self._check_rate <= 0:
+            return 0.0
+        return (1 + len(self.topics) + self._rewind_reads()) / self._check_rate
 
     def forget(self, key: tuple[str, int]) -> None:
         """Forget the coverage of one partition (it moved: sought, revoked, paused)."""
@@ -393,12 +460,17 @@ class LayoutTracker:
                 (name, self.client.exists_async(store_paths.topic_path(root, name)))
                 for name in names
             )
+            rewinds = tuple(
+                (name, self.client.exists_async(self.rewind_path(name)))
+                for name in names
+                if self._group and self.topics[name].ordered
+            )
         except Exception as exc:  # the connection is closing: the check fails
             _log.debug("fetch check not sent: %s", exc)
             self._check_failed = True
             return None
         self._last_sent = time.monotonic()
-        return FetchCheck(sync, reads, tuple(marks))
+        return FetchCheck(sync, reads, tuple(marks), rewinds)
 
     def finish_check(self, check: FetchCheck | None) -> list[TopicView] | None:
         """Wait for ``check``; read again every topic whose znode changed since our copy.
@@ -419,6 +491,12 @@ class LayoutTracker:
                 # Against the copy now: it may have been read again since the send.
                 if view is not None and _zxid(stat) != view.zxid:
                     changed.append(name)
+            for name, read in check.rewinds:
+                zxid = _zxid(read.get(timeout=self._check_timeout))
+                view = self.topics.get(name)
+                if view is not None and view.rewind_zxid is not None and zxid != view.rewind_zxid:
+                    view.rewind_zxid = zxid
+                    self._rewound.add(name)
         except Exception as exc:  # connection loss, timeout
             _log.warning("layout check failed (records held until it succeeds): %s", exc)
             self._check_failed = True

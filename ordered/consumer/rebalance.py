@@ -27,6 +27,8 @@ class RebalanceHooks:
         track: Starts tracking partitions (gates apply to them).
         drop: Stops tracking one partition.
         announce: Runs due announcements of the given partitions.
+        placed: Gets the assigned partitions after the application's ``on_assign``
+            (which may have set their start offsets).
     """
 
     def __init__(
@@ -35,11 +37,13 @@ class RebalanceHooks:
         track: Callable[[Iterable[TopicPartition]], None],
         drop: Callable[[tuple[str, int]], None],
         announce: Callable[[set[tuple[str, int]]], object],
+        placed: Callable[[list[TopicPartition]], None] | None = None,
     ) -> None:
         self._owner = owner
         self._track = track
         self._drop = drop
         self._announce = announce
+        self._placed = placed
         self.on_assign: Callback | None = None
         self.on_revoke: Callback | None = None
         self.on_lost: Callback | None = None
@@ -55,6 +59,8 @@ class RebalanceHooks:
         self._track(partitions)
         if self.on_assign is not None:
             self.on_assign(self._owner, partitions)
+            if self._placed is not None:
+                self._placed(partitions)
 
     def revoked(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
         """librdkafka's ``on_revoke``."""

@@ -20,6 +20,7 @@ from confluent_kafka import KafkaException, TopicPartition
 
 from ordered.consumer.announce import AnnounceState
 from ordered.consumer.gate import GateEvent, GateState
+from ordered.consumer.replay import cap_to_positions
 
 if TYPE_CHECKING:
     from coordinator.positions import PositionService, Progress
@@ -61,6 +62,7 @@ class CommittedView:
         for (t, p), offset in core.known_commits.items():
             if t == topic and offset > self._committed.get(p, -1):
                 self._committed[p] = offset
+        cap_to_positions(core, topic, self._committed)
 
     def committed(self, partition: int) -> int | None:
         """The group's committed offset of ``partition`` (``None``: none)."""

@@ -74,6 +74,9 @@ class Core:
         self.known_commits: dict[tuple[str, int], int] = {}
         self.next_check = 0.0
         self.request_timeout = 10.0
+        # The replay rules (ordered.consumer.replay). False exists only for the tests
+        # that show the rules are what keeps a replay in order.
+        self.replay_guard = True
 
     def check_gates_at(self, when: float) -> None:
         """Re-check closed gates at ``when`` (``time.monotonic()``; 0.0: at the next service).

@@ -34,6 +34,7 @@ from ordered.consumer.layouts import (
     check_layout_transition,
 )
 from ordered.consumer.recheck import GateChecker
+from ordered.consumer.replay import Rewinds
 from ordered.consumer.state import Core, PartState
 
 __all__ = ["ConsumerUpkeep"]
@@ -54,21 +55,26 @@ class ConsumerUpkeep:
     _favour: SourceFavour
     _announcer: Announcer
     _checker: GateChecker
+    _rewinds: Rewinds
     _closed: bool
 
     # --- per-partition bookkeeping (poll thread) ---------------------------------------
 
     def _track(self, partitions: Iterable[TopicPartition]) -> None:
         core = self._core
-        for tp in partitions:
-            key = (tp.topic, tp.partition)
-            if key in core.parts:
-                continue
+        fresh = [tp for tp in partitions if (tp.topic, tp.partition) not in core.parts]
+        for tp in fresh:
             self._layouts.topic(tp.topic)
+        # A new assignment may start below what the gates learned (an offset reset,
+        # explicit offsets): they are decided again from the group's progress now.
+        self._rewinds.forget({tp.topic for tp in fresh})
+        for tp in fresh:
+            key = (tp.topic, tp.partition)
             limit = core.open_limit(tp.topic, tp.partition)
             core.parts[key] = PartState(tp.topic, tp.partition, PartitionGate(*key, limit))
             if self._layout_state is LayoutState.HELD and self._layouts.topics[tp.topic].ordered:
                 core.fire(core.parts[key], GateEvent.LAYOUT_LOST)
+        self._rewinds.positioned(fresh)
         self._filter.update_single()
 
     def _drop(self, key: tuple[str, int]) -> None:
@@ -156,6 +162,7 @@ class ConsumerUpkeep:
                     self._after_reload(views)
         if self._announcer.due():
             self._announcer.run()
+        self._rewinds.service()
         self._checker.service()
         self._favour.service()
 

@@ -39,6 +39,7 @@ from ordered.consumer.layouts import (
 from ordered.consumer.probe import LogStartProbe
 from ordered.consumer.rebalance import Callback, RebalanceHooks
 from ordered.consumer.recheck import GateChecker
+from ordered.consumer.replay import Rewinds
 from ordered.consumer.state import Core
 from ordered.consumer.upkeep import ConsumerUpkeep
 from ordered.consumer_config import ConsumerConfig, split_consumer_config
@@ -151,9 +152,17 @@ class OrderedConsumer(ConsumerUpkeep):
         self._checker = GateChecker(core, self._probe, positions, member)
         self._announcer = Announcer(core, positions)
         self._filter = BatchFilter(core, self._checker, self._announcer, self._reload_one)
-        self._hooks = RebalanceHooks(self, self._track, self._drop, self._announce_only)
+        self._rewinds = Rewinds(core, self._probe)
+        self._hooks = RebalanceHooks(
+            self, self._track, self._drop, self._announce_only, self._rewinds.positioned
+        )
         self._fetcher = Fetcher(
-            self._consumer, layouts, events.layout_check, self._after_reload, self._apply_stale
+            self._consumer,
+            layouts,
+            events.layout_check,
+            self._after_reload,
+            self._apply_stale,
+            self._rewinds.forget,
         )
         self._favour = SourceFavour(self._consumer, core, settings.fetch_favour_sources)
         self._layout_state = LayoutState.TRUSTED
@@ -350,6 +359,8 @@ class OrderedConsumer(ConsumerUpkeep):
             for tp in result:
                 if tp.error is None and tp.offset >= 0:
                     self._core.remember_commit(tp.topic, tp.partition, tp.offset)
+            self._announcer.application_committed(result)
+            self._rewinds.committed(result)
         return result
 
     def store_offsets(self, *args: Any, **kwargs: Any) -> None:
@@ -388,7 +399,10 @@ class OrderedConsumer(ConsumerUpkeep):
         """Set the consume position of an assigned partition, as confluent does.
 
         A partition held at a closed gate is released (its stash dropped) and its
-        records are checked again as they arrive from the new position.
+        records are checked again as they arrive from the new position. A seek back
+        replays in key order (``docs/consumer.md``, "Replays"): the gates are decided
+        again, and a source's new position is committed first (``ordered.commit.mode``
+        ``auto``) so the group's other members wait for the replay too.
         """
         self._check_open()
         key = (partition.topic, partition.partition)
@@ -398,6 +412,7 @@ class OrderedConsumer(ConsumerUpkeep):
         if part is not None:
             part.start = None
             part.position = partition.offset if partition.offset >= 0 else None
+            self._rewinds.positioned([partition])
             self._core.fire(part, GateEvent.SOUGHT)
 
     def pause(self, partitions: list[TopicPartition]) -> None:

@@ -69,11 +69,22 @@ def test_every_setting_parsed() -> None:
         ({"ordered.zookeeper.root": "rel"}, "absolute znode path"),
         ({"ordered.epoch.header.audit": "maybe"}, "expected a boolean"),
         ({"enable.auto.commit": "perhaps"}, "expected a boolean"),
+        ({"ordered.commit.mode": "manual"}, "expected one of auto, application"),
+        ({"ordered.commit.mode": "application"}, "enable.auto.commit must be false"),
     ],
 )
 def test_bad_settings(extra: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         split_consumer_config({**BASE, **extra})
+
+
+def test_application_commit_mode() -> None:
+    config = split_consumer_config(
+        {**BASE, "enable.auto.commit": "false", "ordered.commit.mode": "Application"}
+    )
+    assert config.ordered.commit_mode == "application"
+    assert "ordered.commit.mode" not in config.kafka
+    assert split_consumer_config(BASE).ordered.commit_mode == "auto"
 
 
 def test_connect_required_and_mapping_required() -> None:

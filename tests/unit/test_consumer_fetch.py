@@ -82,6 +82,7 @@ class FakeLayouts(LayoutTracker):
         self.covered = {}
         self.verify_fetch = True
         self.topics = {"t": None}  # type: ignore[dict-item]
+        self._group = None
         self._check_rate = check_rate
         self._last_sent = -math.inf
 

@@ -163,6 +163,7 @@ def test_every_announcement_pair_is_listed_or_an_error(
         AnnounceEvent.REACHED: lambda: ann.reached(10, 11),
         AnnounceEvent.TOLD: ann.told,
         AnnounceEvent.COMMITTED: lambda: ann.committed(11),
+        AnnounceEvent.RELEASED: ann.released,
     }[event]
     if target is None:
         with pytest.raises(StateTransitionError):
@@ -182,6 +183,17 @@ def test_stored_offset_stays_below_an_unannounced_boundary() -> None:
     ann.told()
     ann.committed(12)
     assert (ann.state, ann.announced, ann.mark) == (AnnounceState.IDLE, 12, None)
+    assert ann.store_for(13, pending_giver=False) == 13
+
+
+def test_a_released_announcement_lets_the_stored_offset_pass_the_boundary() -> None:
+    """Application commit mode: after maybe_revoked, the application's commit covers it."""
+    ann = Announcement()
+    ann.reached(10, 12)
+    assert ann.store_for(12, pending_giver=False) == 9
+    ann.told()
+    assert ann.released() == 12
+    assert (ann.state, ann.announced, ann.mark, ann.stored) == (AnnounceState.IDLE, 12, None, 12)
     assert ann.store_for(13, pending_giver=False) == 13
 
 

@@ -65,9 +65,14 @@ def test_expansion_gate_opens_when_source_commits_its_boundary() -> None:
     assert gates.may_deliver(1, 0, view)
     assert gates.limit(1) == math.inf
     assert (1, 1) in gates.satisfied
-    # Cached: a later regression of the view does not close the gate again.
+    # Cached: a later regression of the view does not close the gate again...
     view.committed_[0] = 0
     assert gates.may_deliver(1, 5, view)
+    # ... until the reader forgets what it learned (a rewind): decided from the view now.
+    gates.forget()
+    assert gates.limit(1) == 0
+    assert not gates.may_deliver(1, 5, view)
+    assert gates.waiting_on(1, 5, view) == [Wait(0, 50, 1)]
 
 
 def test_records_below_the_boundary_flow_freely() -> None:
