@@ -90,7 +90,8 @@ class ConsumerSettings:
             soon as what it waits on is committed; the committed offsets in Kafka still
             decide.
         layout_check_max_requests_per_s: ``ordered.layout.check.max.requests.per.s``
-            (default 20): the layout checks of fetched batches send at most this many
+            (default 18, under 20 with the session's other requests): the layout checks of
+            fetched batches send at most this many
             ZooKeeper requests per second; a batch covered by an earlier check needs
             none (``docs/consumer.md``).
         fetch_favour_sources: ``ordered.fetch.favour.sources`` (default ``true``):

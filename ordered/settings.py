@@ -267,7 +267,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     Setting(
         "ordered.layout.check.max.requests.per.s",
         "layout_check_max_requests_per_s",
-        20,
+        18,
         _non_negative,
         "most ZooKeeper requests per second the layout checks of fetched batches send "
         "(0: no bound, a check for every batch above the covered offsets)",
