@@ -11,13 +11,14 @@ adoption is in :mod:`coordinator.adoption`.
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Final
 
-from kazoo.exceptions import KazooException
+from kazoo.exceptions import KazooException, NoAuthError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 
@@ -27,6 +28,7 @@ from coordinator.errors import (
     LayoutError,
     NotAdoptedError,
     OrderedError,
+    StoreAuthError,
     StoreError,
     TransitionInProgressError,
 )
@@ -65,6 +67,8 @@ __all__ = [
     "barrier_status",
 ]
 
+_log = logging.getLogger(__name__)
+
 _REPORT_EVERY_S: Final = 5.0
 # The watches wake the barrier on every registration and ack change; this only bounds
 # how late a missed watch event (e.g. across a reconnect) is noticed.
@@ -102,6 +106,9 @@ class Controller(Adoption):
         self._cancel = cancel or threading.Event()
         self._events = CoordinatorEvents(hooks)
         self._identity = process_identity()
+        self._forged_seen: set[tuple[str, int, str]] = set()
+        self._proven: dict[tuple[str, int], set[str]] = {}
+        self._judged: dict[tuple[str, int], set[str]] = {}
         self._handlers: dict[Step, Callable[[_Transition], None]] = {
             Step.PARTITIONS: self._step_partitions,
             Step.PUBLISH: self._step_publish,
@@ -249,6 +256,8 @@ class Controller(Adoption):
         lock = self._store.lock(topic, self._identity)
         try:
             acquired = lock.acquire(blocking=False)
+        except NoAuthError as exc:
+            raise StoreAuthError(f"cannot take the lock of topic {topic}: {exc}") from None
         except (KazooException, KazooTimeoutError) as exc:
             raise StoreError(f"cannot take the lock of topic {topic}: {exc!r}") from exc
         if not acquired:
@@ -432,7 +441,23 @@ class Controller(Adoption):
                     )
                 # Clear before reading: an event after the reads wakes the next wait.
                 changed.clear()
-                acks = self._store.ack_ids(tr.topic, epoch.epoch)
+                # A genuine ack is judged once (an ack node never changes): a round
+                # costs two listings plus the acks not yet proven, not a read of
+                # every ack and registration (N^2 reads over a barrier of N producers).
+                names = self._store.ack_ids(tr.topic, epoch.epoch)
+                proven = self._proven.setdefault((tr.topic, epoch.epoch), set())
+                judged = self._judged.setdefault((tr.topic, epoch.epoch), set())
+                fresh = names - judged
+                if fresh:
+                    checked = self._store.verified_acks(tr.topic, epoch.epoch, only=fresh)
+                    proven.update(checked.genuine)
+                    # Only a genuine verdict is final: a forged-looking ack turns genuine
+                    # when its producer acks (and so rewrites its registration), and an
+                    # unproven one (registration gone) is looked at again too.
+                    judged.update(checked.genuine)
+                    self._report_forged(tr.topic, epoch.epoch, checked.forged)
+                # An ack seen proven stays proven when its producer's session ends.
+                acks = proven & names
                 live = self._store.producer_ids(tr.topic)
                 now = time.time()
                 status = barrier_status(epoch, acks, live, now)
@@ -469,6 +494,25 @@ class Controller(Adoption):
         finally:
             for watch in watches:
                 watch.stop()
+            self._proven.pop((tr.topic, epoch.epoch), None)
+            self._judged.pop((tr.topic, epoch.epoch), None)
+
+    def _report_forged(self, topic: str, epoch: int, forged: dict[str, tuple[str, ...]]) -> None:
+        """Log each forged ack once: the barrier ignores it and waits for the producer."""
+        for pid, writers in sorted(forged.items()):
+            key = (topic, epoch, pid)
+            if key in self._forged_seen:
+                continue
+            self._forged_seen.add(key)
+            _log.warning(
+                "ignoring a forged ack of epoch %d of %s for producer %s (the node names "
+                "%s; the producer's registration does not prove it); waiting for the "
+                "producer itself",
+                epoch,
+                topic,
+                pid,
+                ", ".join(writers) or "no writer",
+            )
 
     def _step_seal(self, tr: _Transition) -> None:
         epoch = tr.current_epoch

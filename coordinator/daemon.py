@@ -162,6 +162,7 @@ class CoordinatorDaemon:
                 self._controller,
                 self._identifier,
                 self._progress,
+                events=self._events,
                 transition_timeout=resume_timeout,
             )
             if autoscale_interval > 0

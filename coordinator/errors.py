@@ -24,6 +24,7 @@ __all__ = [
     "OrderedKafkaError",
     "RecordCorruptError",
     "StateTransitionError",
+    "StoreAuthError",
     "StoreError",
     "StoreUnavailableError",
     "TopicIdMismatchError",
@@ -68,6 +69,14 @@ class StoreError(OrderedError):
 
 class StoreUnavailableError(StoreError):
     """ZooKeeper could not be reached, or a store operation ran out of retries."""
+
+
+class StoreAuthError(StoreError):
+    """ZooKeeper refused an operation: the client's identity lacks the permission (NoAuth).
+
+    The message names ``NoAuth``, the znode path and the identity (never a password);
+    retrying will not help. Nothing was written.
+    """
 
 
 class RecordCorruptError(StoreError):

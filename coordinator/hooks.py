@@ -45,6 +45,10 @@ Events (``group`` is the consumer's ``group.id``, ``""`` without one)::
               on_session_state(state)                    ZooKeeper session: connected,
                                                         suspended or lost
               on_leadership(leader)                      this daemon became leader (True) or not
+              on_autoscale_decision(topic, action, active, to, rate, acted)  the autoscaler
+                                                        decided (action: grow, shrink or hold;
+                                                        rate: per active partition over the
+                                                        up-window, -1 when unknown)
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ __all__ = [
     "ConsumerEvents",
     "CoordinatorEvents",
     "HookAnnouncement",
+    "HookAutoscaleDecision",
     "HookBarrierAck",
     "HookBarrierPassed",
     "HookEpochPublished",
@@ -268,6 +273,16 @@ class HookLeadership(Protocol):
         """``True``: leader; ``False``: standby."""
 
 
+@runtime_checkable
+class HookAutoscaleDecision(Protocol):
+    """The autoscaler decided on a topic (each tick, holds included)."""
+
+    def on_autoscale_decision(
+        self, topic: str, action: str, active: int, to: int, rate: float, acted: bool
+    ) -> None:
+        """``action`` is ``grow``, ``shrink`` or ``hold``; ``acted``: the layout changed."""
+
+
 CONSUMER_HOOKS: Final[tuple[type, ...]] = (
     HookGateBlocked,
     HookGateOpened,
@@ -294,6 +309,7 @@ COORDINATOR_HOOKS: Final[tuple[type, ...]] = (
     HookRelayRound,
     HookSessionState,
     HookLeadership,
+    HookAutoscaleDecision,
 )
 """The controller's and the daemon's event kinds."""
 
@@ -452,6 +468,7 @@ class CoordinatorEvents(_Emitter):
         self._relay = _calls(hooks, HookRelayRound, "on_relay_round")
         self._session = _calls(hooks, HookSessionState, "on_session_state")
         self._leader = _calls(hooks, HookLeadership, "on_leadership")
+        self._autoscale = _calls(hooks, HookAutoscaleDecision, "on_autoscale_decision")
 
     def epoch_published(self, topic: str, epoch: int, from_active: int, to_active: int) -> None:
         """See :class:`HookEpochPublished`."""
@@ -480,3 +497,9 @@ class CoordinatorEvents(_Emitter):
     def leadership(self, leader: bool) -> None:
         """See :class:`HookLeadership`."""
         self.emit(self._leader, leader)
+
+    def autoscale_decision(
+        self, topic: str, action: str, active: int, to: int, rate: float, acted: bool
+    ) -> None:
+        """See :class:`HookAutoscaleDecision`."""
+        self.emit(self._autoscale, topic, action, active, to, rate, acted)

@@ -171,6 +171,8 @@ class KafkaAdmin:
             "logger": _rdkafka_log,
         }
         conf.update(config or {})
+        # Security settings (SASL, SSL) reach every client this helper makes.
+        self._config = dict(config or {})
         self._admin = AdminClient(conf)
         self._probes: dict[str, Any] = {}
         self._probe_lock = threading.Lock()
@@ -179,6 +181,12 @@ class KafkaAdmin:
     def bootstrap_servers(self) -> str:
         """Kafka's ``bootstrap.servers``."""
         return self._bootstrap
+
+    @property
+    def principal(self) -> str | None:
+        """The SASL user this helper authenticates as (``sasl.username``), if any."""
+        user = self._config.get("sasl.username")
+        return None if user is None else str(user)
 
     def _fail(self, what: str, exc: BaseException) -> OrderedKafkaError:
         error = _kafka_error(exc)
@@ -520,6 +528,7 @@ class KafkaAdmin:
                     "enable.auto.commit": False,
                     "socket.timeout.ms": int(self._timeout * 1000),
                     "logger": _rdkafka_log,
+                    **self._config,
                 }
             )
         self._probes[group] = probe  # most recently used last

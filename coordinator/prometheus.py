@@ -179,6 +179,25 @@ class PrometheusHooks:
             ("state",),
             registry=reg,
         )
+        self.autoscale_decisions = Counter(
+            "ordered_coordinator_autoscale_decisions_total",
+            "Autoscaler decisions (action: grow, shrink or hold; acted: the layout changed).",
+            ("topic", "action", "acted"),
+            registry=reg,
+        )
+        self.autoscale_rate = Gauge(
+            "ordered_coordinator_autoscale_rate_per_partition",
+            "Write rate per active partition over the up-window, as the autoscaler saw it "
+            "(records or bytes per second, as the policy's target).",
+            ("topic",),
+            registry=reg,
+        )
+        self.autoscale_target = Gauge(
+            "ordered_coordinator_autoscale_target_partitions",
+            "The active partition count the autoscaler's latest decision asked for.",
+            ("topic",),
+            registry=reg,
+        )
         self.leader = Gauge(
             "ordered_coordinator_leader",
             "1 while this daemon leads, 0 while it stands by.",
@@ -273,3 +292,12 @@ class PrometheusHooks:
     def on_leadership(self, leader: bool) -> None:
         """Mark leader (1) or standby (0)."""
         self.leader.set(1 if leader else 0)
+
+    def on_autoscale_decision(
+        self, topic: str, action: str, active: int, to: int, rate: float, acted: bool
+    ) -> None:
+        """Count the decision; show its rate and the count it asked for."""
+        self.autoscale_decisions.labels(topic, action, "true" if acted else "false").inc()
+        if rate >= 0:
+            self.autoscale_rate.labels(topic).set(rate)
+        self.autoscale_target.labels(topic).set(to)

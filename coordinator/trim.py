@@ -462,10 +462,16 @@ class Trimmer:
             topic, partition, offset, -1, -1, TrimStatus.DRY_RUN, None, "dry run: nothing sent"
         )
 
-    @staticmethod
-    def _error(tp: TP, state: _Pending, rule: ErrorRule, timeout: float) -> PartitionTrim:
+    def _error(self, tp: TP, state: _Pending, rule: ErrorRule, timeout: float) -> PartitionTrim:
         status = TrimStatus.SKIPPED if rule.outcome is Outcome.SKIP else TrimStatus.FAILED
         message = f"{rule.name}: {rule.meaning}"
+        if rule.name == "TOPIC_AUTHORIZATION_FAILED":
+            # The exact ACL to grant, as Kafka's own tool takes it.
+            principal = getattr(self._admin, "principal", None) or "<principal>"
+            message += (
+                f"; grant it with: kafka-acls --add --allow-principal User:{principal} "
+                f"--operation Delete --topic {tp[0]}"
+            )
         if rule.outcome is Outcome.RETRY:
             message += f"; still failing after {state.attempts} attempt(s) in {timeout:g} s"
         elif rule.outcome is Outcome.SKIP:

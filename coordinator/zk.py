@@ -9,6 +9,11 @@ reads through such a retry blocks kazoo's worker thread, ``KazooClient.stop()`` 
 interpreter exit, while ZooKeeper is away. A bounded ``command_retry`` makes every store
 call fail with :class:`~coordinator.errors.StoreUnavailableError` instead.
 
+Security: every client is a :class:`~coordinator.zk_client.AuthClient`: it
+authenticates with the given credentials (digest or SASL), gives the nodes it creates
+under ``acl_root`` the ACL of that root's policy, and names the path and the identity
+when ZooKeeper refuses (see :mod:`coordinator.zk_client`).
+
 Lifecycle, shared by both clients: :func:`close_client_within` closes a client in a
 bounded time (kazoo's ``stop()`` joins its threads, which a stuck retry can hold), and
 :func:`exit_hook` ends a client's work at interpreter exit without keeping it alive.
@@ -33,6 +38,8 @@ from kazoo.client import KazooClient
 from kazoo.handlers.threading import KazooTimeoutError
 
 from coordinator.errors import StoreUnavailableError
+from coordinator.zk_auth import NO_AUTH, ZkAuth
+from coordinator.zk_client import AuthClient, check_sasl, install_quiet_hook
 
 __all__ = [
     "COMMAND_RETRY",
@@ -63,7 +70,9 @@ def make_client(
     command_deadline_s: float | None = None,
     reconnect: bool = True,
     client_id: tuple[int, bytes] | None = None,
-) -> KazooClient:
+    auth: ZkAuth | str | None = None,
+    acl_root: str | None = None,
+) -> AuthClient:
     """Create (not start) a ``KazooClient`` with the project's retry bounds.
 
     Args:
@@ -74,9 +83,15 @@ def make_client(
             daemon ride out outages); ``False`` gives up after a few tries.
         client_id: An existing session's ``(session id, password)`` to join (tests
             use it to expire a session the way ZooKeeper's own harness does).
+        auth: ZooKeeper credentials (:class:`ZkAuth` or ``SCHEME:USER:PASSWORD``).
+        acl_root: The store root whose ACL policy applies to the nodes this client
+            creates; read when the client starts and kept current.
 
     Returns:
         The client, not yet started.
+
+    Raises:
+        ConfigError: ``auth`` is malformed (the message does not show it).
     """
     command = dict(COMMAND_RETRY)
     if command_deadline_s is not None:
@@ -85,7 +100,12 @@ def make_client(
     connection = dict(_CONNECTION_RETRY)
     if not reconnect:
         connection["max_tries"] = 3
-    return KazooClient(
+    parsed = ZkAuth.parse(auth, "ZooKeeper auth") if auth is not None else NO_AUTH
+    if parsed.scheme == "sasl":
+        install_quiet_hook()
+    return AuthClient(
+        auth=parsed,
+        acl_root=acl_root,
         hosts=hosts,
         timeout=session_timeout_s,
         command_retry=command,
@@ -108,6 +128,7 @@ def start_client(client: KazooClient, timeout_s: float, what: str = "") -> Kazoo
 
     Raises:
         StoreUnavailableError: No connection within ``timeout_s``.
+        StoreAuthError: The server refused the SASL login.
     """
     try:
         client.start(timeout=timeout_s)
@@ -118,6 +139,14 @@ def start_client(client: KazooClient, timeout_s: float, what: str = "") -> Kazoo
         raise StoreUnavailableError(
             f"cannot connect to ZooKeeper at {hosts}{source} within {timeout_s:g} s"
         ) from exc
+    if isinstance(client, AuthClient):
+        try:
+            if client.ordered_auth.scheme == "sasl":
+                check_sasl(client)
+            client.load_policy()
+        except Exception:
+            close_client(client)
+            raise
     return client
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from coordinator.errors import ConfigError
+from coordinator.zk_auth import ZkAuth
 from ordered.settings import (
     ORDERED_PREFIX,
     VIOLATION_POLICIES,
@@ -67,6 +68,7 @@ class ConsumerSettings:
         zookeeper_connect: ``ordered.zookeeper.connect``; may end in a chroot path.
         zookeeper_root: ``ordered.zookeeper.root``.
         zookeeper_session_timeout_ms: ``ordered.zookeeper.session.timeout.ms``.
+        zookeeper_auth: ``ordered.zookeeper.auth`` (its ``repr`` hides the password).
         violation_policy: ``log`` (count and log) or ``raise`` (``OrderViolationError``).
         header_audit: ``ordered.epoch.header.audit`` (off by default): compare each
             record's epoch header with the boundaries, for producers outside the
@@ -120,6 +122,7 @@ class ConsumerSettings:
     fetch_favour_sources: bool = setting_field("fetch_favour_sources")
     commit_mode: str = setting_field("commit_mode")
     hooks: tuple[object, ...] = setting_field("hooks")
+    zookeeper_auth: ZkAuth = setting_field("zookeeper_auth")
 
     @property
     def header_name(self) -> str:

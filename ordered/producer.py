@@ -179,11 +179,19 @@ class OrderedProducer(ProducerTopics, ProducerLeave):
         self._session = ProducerSession()
         self._events: queue.SimpleQueue[Event] = queue.SimpleQueue()
         self._watchers: dict[str, Callable[[Any], None]] = {}
+        # Topics whose node does not exist and that ACLs keep this producer from
+        # creating: routed plain, registered by the worker once the node appears.
+        self._unregistered: set[str] = set()
         self._direct = not self._only_error
         self._closed = False
 
         session_s = settings.zookeeper_session_timeout_ms / 1000.0
-        self._kz = make_client(settings.zookeeper_connect, session_timeout_s=session_s)
+        self._kz = make_client(
+            settings.zookeeper_connect,
+            session_timeout_s=session_s,
+            auth=settings.zookeeper_auth,
+            acl_root=settings.zookeeper_root,
+        )
         start_client(self._kz, max(session_s, 10.0), "ordered.zookeeper.connect")
         self._store = LayoutStore(self._kz, settings.zookeeper_root)
         self._topic_ids = TopicIds.for_client(kafka)

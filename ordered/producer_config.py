@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from coordinator.errors import ConfigError
 from coordinator.transition import DEFAULT_DELIVERY_TIMEOUT_MS
+from coordinator.zk_auth import ZkAuth
 from ordered.settings import (
     ORDERED_PREFIX,
     Role,
@@ -63,6 +64,7 @@ class ProducerSettings:
         epoch_header_name: ``ordered.epoch.header.name``.
         hooks: ``ordered.hooks``: objects that receive the producer's events
             (:mod:`coordinator.hooks`).
+        zookeeper_auth: ``ordered.zookeeper.auth`` (its ``repr`` hides the password).
     """
 
     zookeeper_connect: str = setting_field("zookeeper_connect")
@@ -71,6 +73,7 @@ class ProducerSettings:
     epoch_header: bool = setting_field("epoch_header")
     epoch_header_name: str = setting_field("epoch_header_name")
     hooks: tuple[object, ...] = setting_field("hooks")
+    zookeeper_auth: ZkAuth = setting_field("zookeeper_auth")
 
     @classmethod
     def from_mapping(cls, settings: Mapping[str, Any]) -> ProducerSettings:

@@ -24,6 +24,7 @@ from coordinator import identity
 from coordinator.errors import (
     LayoutUnavailableError,
     OrderedKafkaError,
+    StoreAuthError,
     StoreUnavailableError,
 )
 from coordinator.hooks import ProducerEvents
@@ -67,6 +68,7 @@ class ProducerFields:
     _session: ProducerSession
     _events: queue.SimpleQueue[Event]
     _watchers: dict[str, Callable[[Any], None]]
+    _unregistered: set[str]
     _direct: bool
     _only_error: bool
     _closed: bool
@@ -115,6 +117,28 @@ class ProducerTopics(ProducerFields):
         # kazoo's thread: never block, never read; the worker re-reads and re-arms.
         self._events.put(Event(EventKind.TOPIC_CHANGED, topic))
 
+    def _register(self, topic: str) -> bool:
+        """Register for ``topic``; return whether done.
+
+        Under ZooKeeper ACLs a producer may not create a topic's node (it could plant
+        a topic record there): a topic nobody adopted yet has none, so it routes plain
+        and the worker registers when adoption creates the node (before applying it).
+
+        Raises:
+            StoreAuthError: Refused although the topic is adopted (not a producer).
+        """
+        try:
+            self._store.register_producer(topic, self._producer_record())
+        except StoreAuthError:
+            if self._store.get_topic(topic) is not None:
+                raise
+            if topic not in self._unregistered:
+                _log.info("%s: not adopted and not creatable under ACLs: routing plain", topic)
+            self._unregistered.add(topic)
+            return False
+        self._unregistered.discard(topic)
+        return True
+
     def _first_use(self, topic: str) -> Route:
         with self._first_use_lock:
             route = self._routes.get(topic)
@@ -137,7 +161,7 @@ class ProducerTopics(ProducerFields):
                 # is refused before registering: a refused producer must not hold up
                 # that topic's barrier.
                 self._topic_ids.verify(self._store.get_topic(topic))
-                self._store.register_producer(topic, self._producer_record())
+                self._register(topic)
                 record = self._topic_ids.verify(
                     self._store.get_topic_and_watch(topic, self._watcher(topic))
                 )

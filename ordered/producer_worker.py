@@ -59,6 +59,13 @@ class WorkerOwner(Protocol):
     def _acked(self, topic: str, epoch: int) -> None:
         """An ack was written (its event)."""
 
+    @property
+    def _unregistered(self) -> set[str]:
+        """Topics routed plain because ACLs kept the producer from registering."""
+
+    def _register(self, topic: str) -> bool:
+        """Register for ``topic``; False when the topic's node does not exist yet."""
+
 
 class ProducerWorker:
     """The worker loop (see the module doc); :meth:`run` is the thread's target.
@@ -140,6 +147,8 @@ class ProducerWorker:
                 if info is None:
                     continue
                 try:
+                    if topic in self._owner._unregistered:
+                        self._owner._register(topic)  # the node may exist now
                     record = self._store.get_topic_and_watch(topic, self._owner._watcher(topic))
                 except StoreError as exc:
                     _log.info("reading %s failed (%s); retrying", topic, exc)
@@ -168,7 +177,9 @@ class ProducerWorker:
         records: list[tuple[TopicInfo, TopicRecord | None]] = []
         try:
             for info in infos:
-                if session.needs_register:
+                if session.needs_register and info.topic in self._owner._unregistered:
+                    self._owner._register(info.topic)
+                elif session.needs_register:
                     self._store.register_producer(info.topic, self._owner._producer_record())
                 watch = self._owner._watcher(info.topic)
                 records.append((info, self._store.get_topic_and_watch(info.topic, watch)))

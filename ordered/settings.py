@@ -27,6 +27,7 @@ from typing import Any, Final, TypeVar
 
 from coordinator.errors import ConfigError
 from coordinator.hooks import check_hooks
+from coordinator.zk_auth import NO_AUTH, ZkAuth
 
 __all__ = [
     "COMMIT_MODES",
@@ -154,6 +155,10 @@ def _commit_mode(key: str, value: Any) -> str:
     return mode
 
 
+def _zk_auth(key: str, value: Any) -> ZkAuth:
+    return ZkAuth.parse(value, key)
+
+
 def _positive(key: str, value: Any) -> int:
     return parse_int(key, value, 1)
 
@@ -198,6 +203,14 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "/ordered",
         _root,
         "root znode of the layout store",
+        Role.ALL,
+    ),
+    Setting(
+        "ordered.zookeeper.auth",
+        "zookeeper_auth",
+        NO_AUTH,
+        _zk_auth,
+        "ZooKeeper credentials, digest:USER:PASSWORD or sasl:USER:PASSWORD (never shown)",
         Role.ALL,
     ),
     Setting(

@@ -214,6 +214,8 @@ class Cluster:
             client = make_client(
                 options.zookeeper_connect,
                 session_timeout_s=options.zookeeper_session_timeout_ms / 1000.0,
+                auth=options.zookeeper_auth,
+                acl_root=options.zookeeper_root,
             )
             start_client(
                 client,

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from coordinator.errors import ConfigError
+from coordinator.kafka_security import translate
+from coordinator.zk_auth import ZkAuth
 from ordered.settings import ORDERED_PREFIX, Role, default, parse_settings
 
 __all__ = [
@@ -100,6 +102,7 @@ class SourceOptions:
             as plain Kafka topics (nothing is adopted then).
         zookeeper_root: ``ordered.zookeeper.root``.
         zookeeper_session_timeout_ms: ``ordered.zookeeper.session.timeout.ms``.
+        zookeeper_auth: ``ordered.zookeeper.auth`` (its ``repr`` hides the password).
         poll_timeout_ms: ``kafkaConsumer.pollTimeoutMs``: how long a task waits for a
             record it knows exists (120 s, Spark's ``spark.network.timeout``).
         group_id_prefix: ``groupIdPrefix`` of the generated consumer group ids.
@@ -121,6 +124,7 @@ class SourceOptions:
     zookeeper_connect: str | None = None
     zookeeper_root: str = default("zookeeper_root")
     zookeeper_session_timeout_ms: int = default("zookeeper_session_timeout_ms")
+    zookeeper_auth: ZkAuth = default("zookeeper_auth")
     poll_timeout_ms: int = 120_000
     group_id_prefix: str = "spark-kafka-source"
 
@@ -256,13 +260,20 @@ def _parse_assign(value: str) -> dict[str, tuple[int, ...]]:
 
 
 def _client_settings(low: Mapping[str, str], options: Mapping[str, Any]) -> dict[str, str]:
-    """The ``kafka.*`` options with the prefix stripped (values as given)."""
+    """The ``kafka.*`` options with the prefix stripped, in librdkafka's names.
+
+    Security settings are taken as Spark's Kafka source takes them (Java client
+    names: ``kafka.sasl.jaas.config``, ``kafka.ssl.truststore.location``...) and
+    translated by :func:`coordinator.kafka_security.translate`; librdkafka's own names
+    (``kafka.sasl.username``...) pass through unchanged.
+    """
     out: dict[str, str] = {}
     for key, value in options.items():
         name = str(key)
         if name.lower().startswith("kafka."):
             out[name[len("kafka.") :].lower()] = str(value)
-    return out
+    kafka, _ = translate(out)
+    return kafka
 
 
 def _ordered(low: Mapping[str, str], role: Role, *, require: bool) -> dict[str, Any]:
@@ -404,6 +415,7 @@ def parse_source_options(options: Mapping[str, Any], *, streaming: bool | None) 
         zookeeper_connect=settings.get("zookeeper_connect"),
         zookeeper_root=settings["zookeeper_root"],
         zookeeper_session_timeout_ms=settings["zookeeper_session_timeout_ms"],
+        zookeeper_auth=settings["zookeeper_auth"],
     )
 
 

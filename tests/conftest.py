@@ -2,7 +2,10 @@
 
 The one-broker cluster starts on first use and serves every test of the session; the
 three-broker cluster starts only when a test asks for it. Set ORDERED_TEST_CLUSTER_DIR
-to the directory of a running ``ordered cluster up`` to reuse it across runs.
+to the directory of a running ``ordered cluster up`` to reuse it across runs. The
+secure cluster (``up --secure``: SASL/SCRAM Kafka with ACLs, digest ZooKeeper) starts
+only for the tests that ask for ``secure_cluster``; ORDERED_TEST_SECURE_CLUSTER_DIR
+reuses a running one.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 import fixtures
 import pytest
+import secure_fixtures
 from helpers import create_topic, unique
 from kazoo.client import KazooClient
 
@@ -33,12 +37,17 @@ FIXTURES_PLUGIN = "ordered-test-fixtures"
 ``pytest_plugins``: pytest reserves the plugin name ``fixtures`` (its own
 ``_pytest.fixtures``), so ``pytest_plugins = ["fixtures"]`` would silently load nothing."""
 
+SECURE_PLUGIN = "ordered-test-secure-fixtures"
+"""The plugin name of ``tests/secure_fixtures.py`` (the secure cluster's fixtures)."""
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register the fixtures module as a plugin; keep the capture manager."""
     global _capture
     if config.pluginmanager.get_plugin(FIXTURES_PLUGIN) is None:
         config.pluginmanager.register(fixtures, FIXTURES_PLUGIN)
+    if config.pluginmanager.get_plugin(SECURE_PLUGIN) is None:
+        config.pluginmanager.register(secure_fixtures, SECURE_PLUGIN)
     _capture = config.pluginmanager.get_plugin("capturemanager")
 
 
@@ -51,8 +60,10 @@ def _say(message: str) -> None:
         print(f"[cluster] {message}", file=sys.stderr, flush=True)
 
 
-def _start(tmp: Path, brokers: int) -> Iterator[ClusterState]:
-    reuse = os.environ.get("ORDERED_TEST_CLUSTER_DIR")
+def _start(tmp: Path, brokers: int, secured: bool = False) -> Iterator[ClusterState]:
+    reuse = os.environ.get(
+        "ORDERED_TEST_SECURE_CLUSTER_DIR" if secured else "ORDERED_TEST_CLUSTER_DIR"
+    )
     if reuse and brokers == 1:
         state = devcluster.status(Path(reuse))
         if state.running():
@@ -60,9 +71,10 @@ def _start(tmp: Path, brokers: int) -> Iterator[ClusterState]:
             yield state
             return
     started = time.monotonic()
-    state = devcluster.up(tmp, brokers=brokers, progress=_say)
+    state = devcluster.up(tmp, brokers=brokers, progress=_say, secured=secured)
     _say(
-        f"Kafka {state.kafka_version} ({brokers} broker(s)) at {state.bootstrap_servers}, "
+        ("secure " if secured else "")
+        + f"Kafka {state.kafka_version} ({brokers} broker(s)) at {state.bootstrap_servers}, "
         f"ZooKeeper {state.zookeeper_version} at {state.zookeeper_connect}, "
         f"up in {time.monotonic() - started:.1f} s"
     )
@@ -83,6 +95,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterState]:
 def cluster3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterState]:
     """A running three-broker Kafka (KRaft quorum of three) and a ZooKeeper."""
     yield from _start(tmp_path_factory.mktemp("cluster3"), 3)
+
+
+@pytest.fixture(scope="session")
+def secure_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterState]:
+    """A running secure one-broker cluster (``ordered cluster up --secure``)."""
+    yield from _start(tmp_path_factory.mktemp("secure"), 1, secured=True)
 
 
 @pytest.fixture

@@ -270,13 +270,21 @@ def make_consumer(
         consumer.close()
 
 
-def consume_all(bootstrap: str, topic: str, timeout: float = 60.0) -> list[Any]:
+def consume_all(
+    bootstrap: str, topic: str, timeout: float = 60.0, security: dict[str, str] | None = None
+) -> list[Any]:
     """Every record of ``topic``: a plain consumer, all partitions from the beginning.
 
     Reads up to the high watermarks seen at the start; fails after ``timeout`` seconds.
+    ``security``: librdkafka SASL/SSL settings (the secure cluster's users).
     """
     consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False}
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "unused",
+            "enable.auto.commit": False,
+            **(security or {}),
+        }
     )
     try:
         partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions

@@ -71,9 +71,13 @@ def create_topic(
     partitions: int,
     replication: int = 1,
     config: dict[str, str] | None = None,
+    security: dict[str, str] | None = None,
 ) -> str:
-    """Create ``name`` in Kafka and wait until its metadata lists every partition."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    """Create ``name`` in Kafka and wait until its metadata lists every partition.
+
+    ``security``: librdkafka SASL/SSL settings (the secure cluster's admin).
+    """
+    admin = AdminClient({"bootstrap.servers": bootstrap, **(security or {})})
     futures = admin.create_topics(
         [NewTopic(name, partitions, replication, config=config or {})], operation_timeout=30
     )

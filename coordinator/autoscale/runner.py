@@ -29,6 +29,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from coordinator.autoscale.decide import Action, Decision, RateSample, Thresholds, decide
 from coordinator.controller import BarrierTimeoutError, Controller
 from coordinator.errors import OrderedError
+from coordinator.hooks import CoordinatorEvents
 from coordinator.identity import random_token
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore, TopicRecord
@@ -126,6 +127,7 @@ class Autoscaler:
         controller: Runs the expansions and shrinks.
         identifier: The daemon's name, written into each status.
         progress: Called with a line for every decision that acts or changes.
+        events: Where every decision is reported (:mod:`coordinator.hooks`).
         transition_timeout: Seconds one expansion or shrink may wait in the barrier
             before the autoscaler returns to its other topics (the epoch stays pending
             and the daemon completes it).
@@ -138,6 +140,7 @@ class Autoscaler:
         controller: Controller,
         identifier: str,
         progress: Callable[[str], None] | None = None,
+        events: CoordinatorEvents | None = None,
         transition_timeout: float = 10.0,
     ) -> None:
         self._store = store
@@ -146,6 +149,7 @@ class Autoscaler:
         self._identifier = identifier
         self._progress = progress or (lambda _line: None)
         self._timeout = transition_timeout
+        self._events = events or CoordinatorEvents()
         self._topics: dict[str, _TopicSamples] = {}
         self._sizer = RecordSizer(admin.bootstrap_servers)
 
@@ -234,6 +238,14 @@ class Autoscaler:
         outcome = ""
         if decision.action is not Action.HOLD and not policy.dry_run:
             acted, outcome = self._act(topic, decision)
+        self._events.autoscale_decision(
+            topic,
+            decision.action.value,
+            decision.active,
+            decision.to,
+            -1.0 if decision.rate_up is None else decision.rate_up,
+            acted,
+        )
         self._record(topic, policy, decision, acted, outcome)
         return decision
 

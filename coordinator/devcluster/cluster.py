@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from coordinator.devcluster import jars
+from coordinator.devcluster import jars, secure
 from coordinator.devcluster.process import (
     HOST,
     ProcessRecord,
@@ -80,7 +80,7 @@ def fetch(progress: Progress | None = None) -> list[jars.ResolvedJars]:
     return [jars.resolve("kafka", progress=progress), jars.resolve("zookeeper", progress=progress)]
 
 
-def _validate_dir(directory: Path, brokers: int) -> ClusterState | None:
+def _validate_dir(directory: Path, brokers: int, secured: bool = False) -> ClusterState | None:
     """Check that ``directory`` is empty or a cluster of the same shape, not all running."""
     if directory.exists() and not directory.is_dir():
         raise UsageError(f"{directory} exists and is not a directory")
@@ -97,6 +97,13 @@ def _validate_dir(directory: Path, brokers: int) -> ClusterState | None:
             raise ClusterError(
                 f"{directory} holds a {previous.brokers}-broker cluster; start it with "
                 f"--brokers {previous.brokers} or use another --dir"
+            )
+        if previous.secure != secured:
+            kind = "secure" if previous.secure else "plain"
+            raise ClusterError(
+                f"{directory} holds a {kind} cluster; start it "
+                + ("with" if previous.secure else "without")
+                + " --secure or use another --dir"
             )
         for node in range(1, brokers + 1):
             check_meta(directory / f"kafka-{node}" / "data", previous.cluster_id, directory)
@@ -162,6 +169,7 @@ def up(
     zookeeper_port: int | None = None,
     timeout: float = 120.0,
     progress: Progress | None = None,
+    secured: bool = False,
 ) -> ClusterState:
     """Start ZooKeeper and Kafka and return their state (also written to the state file).
 
@@ -178,6 +186,9 @@ def up(
         zookeeper_port: ZooKeeper client port; default: the previous port, else a free one.
         timeout: Seconds to wait for the servers to answer.
         progress: Called with a line of text per step.
+        secured: Start the secure variant (SASL/SCRAM-SHA-512 with ACLs, ZooKeeper
+            authentication) and write the client property files
+            (:mod:`coordinator.devcluster.secure`).
 
     Raises:
         UsageError: bad arguments.
@@ -190,7 +201,7 @@ def up(
     if brokers not in (1, 3):
         raise UsageError(f"--brokers must be 1 or 3, not {brokers}")
     directory = (directory or default_dir()).resolve()
-    previous = _validate_dir(directory, brokers)
+    previous = _validate_dir(directory, brokers, secured)
     alive = {p.role: p for p in previous.running()} if previous else {}
     if alive and (kafka_port is not None or zookeeper_port is not None):
         raise ClusterError(
@@ -216,6 +227,16 @@ def up(
     directory.mkdir(parents=True, exist_ok=True)
     cluster_id = previous.cluster_id if previous else _new_cluster_id()
     bootstrap = ",".join(f"{HOST}:{bp}" for bp, _ in ports)
+    creds = secure.make_credentials(directory) if secured else None
+    auth: dict[str, str] = {}
+    if creds is not None:
+        auth = {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": secure.ADMIN,
+            "sasl.password": creds.password(secure.ADMIN),
+        }
+        secure.write_properties(directory, creds, bootstrap, f"{HOST}:{zk_port}")
     state = ClusterState(
         directory=str(directory),
         cluster_id=cluster_id,
@@ -225,6 +246,8 @@ def up(
         kafka_version=kafka_jars.version,
         zookeeper_version=previous.zookeeper_version if previous else zk_jars.version,
         processes=tuple(alive.values()),
+        secure=secured,
+        client_properties=str(secure.properties_path(directory, secure.ADMIN)) if creds else "",
     )
     # Claim the directory before anything starts: a failed start leaves a stopped
     # cluster of ours that the next `up` resumes, never an unrecognised directory.
@@ -238,7 +261,7 @@ def up(
         else:
             say(f"starting ZooKeeper {zk_jars.version} on {HOST}:{zk_port}")
             zk_version = start_zookeeper(
-                directory, zk_port, zk_jars.classpath, java, deadline, records
+                directory, zk_port, zk_jars.classpath, java, deadline, records, creds
             )
         to_format = []
         for node in range(1, brokers + 1):
@@ -247,13 +270,20 @@ def up(
             node_dir = directory / f"kafka-{node}"
             (node_dir / "data").mkdir(parents=True, exist_ok=True)
             props = node_dir / "server.properties"
-            props.write_text(kafka_properties(node, directory, ports, brokers))
+            props.write_text(kafka_properties(node, directory, ports, brokers, creds))
             (node_dir / "log4j2.properties").write_text(log4j_config(node_dir / "server.log"))
             if not check_meta(node_dir / "data", cluster_id, directory):
                 to_format.append((node, props))
         if to_format:
             say(f"formatting storage of {len(to_format)} Kafka node(s), cluster id {cluster_id}")
-            format_storage(java, kafka_jars.classpath, cluster_id, to_format, directory)
+            format_storage(
+                java,
+                kafka_jars.classpath,
+                cluster_id,
+                to_format,
+                directory,
+                secure.format_scram_args(creds) if creds else [],
+            )
         for node in range(1, brokers + 1):
             role = f"broker-{node}"
             if role in alive:
@@ -265,7 +295,7 @@ def up(
             records.append(spawn(role, argv, node_dir / "kafka.out", directory))
         say("waiting for Kafka metadata")
         brokers_now = [r for r in [*alive.values(), *records] if r.role != "zookeeper"]
-        wait_kafka(bootstrap, brokers, brokers_now, deadline)
+        wait_kafka(bootstrap, brokers, brokers_now, deadline, auth)
     except BaseException:
         terminate(records, timeout=10)
         raise

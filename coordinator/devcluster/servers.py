@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Final
 
+from coordinator.devcluster import secure
 from coordinator.devcluster.process import HOST, ProcessRecord, is_alive, spawn
 from coordinator.errors import ClusterError
 
@@ -84,8 +85,12 @@ def start_zookeeper(
     java: str,
     deadline: float,
     records: list[ProcessRecord],
+    creds: secure.Credentials | None = None,
 ) -> str:
-    """Start ZooKeeper, append its record to ``records`` at once, return its version."""
+    """Start ZooKeeper, append its record to ``records`` at once, return its version.
+
+    With ``creds`` (``up --secure``) it requires authentication (digest or SASL).
+    """
     zk_dir = directory / "zookeeper"
     (zk_dir / "data").mkdir(parents=True, exist_ok=True)
     cfg = zk_dir / "zoo.cfg"
@@ -105,6 +110,7 @@ def start_zookeeper(
                 "maxSessionTimeout=60000",
                 "admin.enableServer=false",
                 "4lw.commands.whitelist=srvr,ruok,stat,mntr,cons",
+                *(secure.zookeeper_lines() if creds else []),
                 "",
             ]
         )
@@ -114,6 +120,7 @@ def start_zookeeper(
         "-Xms64m",
         "-Xmx256m",
         "-XX:+UseSerialGC",
+        *(secure.zookeeper_jvm_flags(creds, zk_dir) if creds else []),
         f"-Dorg.slf4j.simpleLogger.logFile={zk_dir / 'zookeeper.log'}",
         "-Dorg.slf4j.simpleLogger.showDateTime=true",
         "-cp",
@@ -139,20 +146,33 @@ def start_zookeeper(
     raise ClusterError(f"ZooKeeper did not answer on {HOST}:{port}:\n{tail(str(log))}")
 
 
-def kafka_properties(node: int, directory: Path, ports: list[tuple[int, int]], brokers: int) -> str:
+def kafka_properties(
+    node: int,
+    directory: Path,
+    ports: list[tuple[int, int]],
+    brokers: int,
+    creds: secure.Credentials | None = None,
+) -> str:
     broker_port, controller_port = ports[node - 1]
     voters = ",".join(f"{i + 1}@{HOST}:{c}" for i, (_, c) in enumerate(ports))
     rf = min(brokers, 3)
+    listeners = (
+        secure.kafka_security_lines(creds, broker_port, controller_port)
+        if creds
+        else [
+            f"listeners=PLAINTEXT://{HOST}:{broker_port},CONTROLLER://{HOST}:{controller_port}",
+            f"advertised.listeners=PLAINTEXT://{HOST}:{broker_port}",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name=PLAINTEXT",
+        ]
+    )
     return "\n".join(
         [
             "process.roles=broker,controller",
             f"node.id={node}",
             f"controller.quorum.voters={voters}",
-            f"listeners=PLAINTEXT://{HOST}:{broker_port},CONTROLLER://{HOST}:{controller_port}",
-            f"advertised.listeners=PLAINTEXT://{HOST}:{broker_port}",
             "controller.listener.names=CONTROLLER",
-            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "inter.broker.listener.name=PLAINTEXT",
+            *listeners,
             f"log.dirs={directory / f'kafka-{node}' / 'data'}",
             "num.partitions=1",
             f"default.replication.factor={rf}",
@@ -207,11 +227,17 @@ def check_meta(data_dir: Path, cluster_id: str, directory: Path) -> bool:
     return True
 
 
-def wait_kafka(bootstrap: str, brokers: int, records: list[ProcessRecord], deadline: float) -> None:
+def wait_kafka(
+    bootstrap: str,
+    brokers: int,
+    records: list[ProcessRecord],
+    deadline: float,
+    auth: dict[str, str] | None = None,
+) -> None:
     from confluent_kafka.admin import AdminClient
 
     # Quiet: librdkafka logs every refused connection while the broker is starting.
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0, **(auth or {})})
     while time.monotonic() < deadline:
         for rec in records:
             if not is_alive(rec):
@@ -227,10 +253,15 @@ def wait_kafka(bootstrap: str, brokers: int, records: list[ProcessRecord], deadl
         raise ClusterError(
             f"Kafka metadata did not list {brokers} broker(s) in time:\n{tail(records[0].log)}"
         )
-    _wait_group_coordinator(bootstrap, deadline, records)
+    _wait_group_coordinator(bootstrap, deadline, records, auth)
 
 
-def _wait_group_coordinator(bootstrap: str, deadline: float, records: list[ProcessRecord]) -> None:
+def _wait_group_coordinator(
+    bootstrap: str,
+    deadline: float,
+    records: list[ProcessRecord],
+    auth: dict[str, str] | None = None,
+) -> None:
     """Have the broker create ``__consumer_offsets`` and answer an OffsetFetch.
 
     A consumer that ``assign()``s first on a fresh cluster gets NOT_COORDINATOR while
@@ -240,7 +271,12 @@ def _wait_group_coordinator(bootstrap: str, deadline: float, records: list[Proce
     from confluent_kafka import Consumer, TopicPartition
 
     probe = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "ordered-devcluster-warmup", "log_level": 0}
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "ordered-devcluster-warmup",
+            "log_level": 0,
+            **(auth or {}),
+        }
     )
     try:
         while time.monotonic() < deadline:
@@ -260,6 +296,7 @@ def format_storage(
     cluster_id: str,
     nodes: list[tuple[int, Path]],
     directory: Path,
+    extra: list[str] | None = None,
 ) -> None:
     import subprocess
 
@@ -281,6 +318,7 @@ def format_storage(
             "-c",
             str(props),
             "--ignore-formatted",
+            *(extra or []),
         ]
         procs.append(
             (node, subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT))

@@ -50,6 +50,9 @@ class ClusterState:
         processes: Every process started.
         started_at: Unix time of the last successful ``up``.
         start_seconds: How long the last ``up`` took.
+        secure: Whether Kafka asks for SASL/SCRAM with ACLs and ZooKeeper for
+            authentication (``up --secure``; :mod:`coordinator.devcluster.secure`).
+        client_properties: The admin's Java client properties file (secure only).
     """
 
     directory: str
@@ -62,6 +65,8 @@ class ClusterState:
     processes: tuple[ProcessRecord, ...] = field(default_factory=tuple)
     started_at: float = 0.0
     start_seconds: float = 0.0
+    secure: bool = False
+    client_properties: str = ""
 
     def to_json(self) -> str:
         """Serialise to JSON with sorted keys, with the schema version."""
@@ -77,6 +82,8 @@ class ClusterState:
             "processes": [p.to_dict() for p in self.processes],
             "started_at": self.started_at,
             "start_seconds": self.start_seconds,
+            "secure": self.secure,
+            "client_properties": self.client_properties,
         }
         return json.dumps(data, sort_keys=True, indent=2)
 
@@ -105,6 +112,8 @@ class ClusterState:
                 processes=tuple(ProcessRecord.from_dict(p) for p in data["processes"]),
                 started_at=float(data["started_at"]),
                 start_seconds=float(data["start_seconds"]),
+                secure=bool(data.get("secure", False)),
+                client_properties=str(data.get("client_properties", "")),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ClusterError(f"{source} is not a valid cluster state file: {exc}") from exc
@@ -125,6 +134,8 @@ class ClusterState:
             "cluster.id": self.cluster_id,
             "directory": self.directory,
             "start.seconds": round(self.start_seconds, 2),
+            "secure": self.secure,
+            **({"command.config": self.client_properties} if self.secure else {}),
             "processes": [
                 {"role": p.role, "pid": p.pid, "alive": p.role in alive, "log": p.log}
                 for p in self.processes

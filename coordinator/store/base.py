@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
     KazooException,
+    NoAuthError,
     NodeExistsError,
     NoNodeError,
     RolledBackError,
@@ -30,6 +31,7 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 
 from coordinator.errors import (
+    StoreAuthError,
     StoreUnavailableError,
 )
 from coordinator.store import paths
@@ -105,6 +107,9 @@ class StoreBase:
         try:
             result: T = self._client.retry(func, *args)
             return result
+        except NoAuthError as exc:
+            # ZooKeeper refused: retrying cannot help, and the message names the path.
+            raise StoreAuthError(f"cannot {what}: {exc}") from None
         except (KazooException, KazooTimeoutError) as exc:
             raise StoreUnavailableError(
                 f"ZooKeeper unavailable while trying to {what}: {type(exc).__name__}"

@@ -16,6 +16,7 @@ __all__ = [
     "DEFAULT_ROOT",
     "ack_path",
     "acks_path",
+    "acl_policy_path",
     "autoscale_path",
     "autoscale_status_path",
     "check_root",
@@ -234,3 +235,8 @@ def rewind_path(root: str, group: str, topic: str) -> str:
     the fetch check and re-decides its gates when it changed.
     """
     return group_path(root, group) + f"/rewinds/{check_topic(topic)}"
+
+
+def acl_policy_path(root: str) -> str:
+    """``{root}/acl``: the ``AclPolicyRecord`` of ``ordered acl apply``."""
+    return _join(root, "acl")

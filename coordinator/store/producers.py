@@ -6,6 +6,7 @@ import contextlib
 from typing import Any
 
 from kazoo.exceptions import (
+    NoAuthError,
     NodeExistsError,
     NoNodeError,
 )
@@ -14,7 +15,7 @@ from coordinator.errors import (
     RecordCorruptError,
     StoreError,
 )
-from coordinator.store import paths
+from coordinator.store import ack_proof, paths
 from coordinator.store.base import StoreBase
 from coordinator.store.records import (
     AckRecord,
@@ -65,7 +66,9 @@ class ProducerStore(StoreBase):
         path = paths.producer_path(self._root, topic, producer_id)
 
         def attempt() -> None:
-            with contextlib.suppress(NoNodeError):
+            # NoAuth: under ACLs a producer may not delete registrations (it could
+            # delete another's); its own ephemeral node ends with its session.
+            with contextlib.suppress(NoNodeError, NoAuthError):
                 self._client.delete(path)
 
         self._run(f"unregister producer {producer_id} of {topic}", attempt)
@@ -152,20 +155,35 @@ class ProducerStore(StoreBase):
         """
         if record.epoch != epoch:
             raise ValueError(f"ack of epoch {record.epoch} written under epoch {epoch}")
-        path = paths.ack_path(self._root, topic, epoch, record.id)
+        # One transaction with a write of the producer's registration proves the ack
+        # (coordinator.store.ack_proof): another identity cannot forge it.
+        self._run(
+            f"ack epoch {epoch} of {topic}",
+            ack_proof.write_ack,
+            self._client,
+            self._root,
+            topic,
+            record,
+        )
 
-        def attempt() -> None:
-            try:
-                self._client.create(path, record.to_json())
-            except NodeExistsError:
-                pass
-            except NoNodeError:
-                raise StoreError(
-                    f"{paths.acks_path(self._root, topic, epoch)}: epoch {epoch} of {topic} "
-                    "was never published"
-                ) from None
+    def verified_acks(
+        self, topic: str, epoch: int, only: set[str] | None = None
+    ) -> ack_proof.AckCheck:
+        """Return the acks of ``epoch`` (or just those named in ``only``), proven ones and
+        forged ones apart.
 
-        self._run(f"ack epoch {epoch} of {topic}", attempt)
+        Raises:
+            StoreError: ZooKeeper is unreachable or refused, or a record fails its check.
+        """
+        return self._run(
+            f"list acks of epoch {epoch} of {topic}",
+            ack_proof.check_acks,
+            self._client,
+            self._root,
+            topic,
+            epoch,
+            only,
+        )
 
     def acks(self, topic: str, epoch: int) -> dict[str, AckRecord]:
         """Return the acks of ``epoch`` by producer id.

@@ -39,6 +39,7 @@ from coordinator.store.schema import (
     _opt_nonneg,
     _opt_time,
     _opt_topic_id,
+    _owners,
     _positive,
     _Record,
     _retired_state,
@@ -56,6 +57,7 @@ __all__ = [
     "RECORD_VERSION",
     "RETIRED_STATES",
     "AckRecord",
+    "AclPolicyRecord",
     "EpochRecord",
     "EpochsRecord",
     "GroupRegistration",
@@ -477,3 +479,46 @@ class GroupSeenRecord(_Record):
 
     def __post_init__(self) -> None:
         self._normalise()
+
+
+@dataclass(frozen=True)
+class AclPolicyRecord(_Record):
+    """Who may do what under a store root, at ``{root}/acl`` (``ordered acl apply``).
+
+    Identities are ZooKeeper ACL ids, ``digest:USER:HASH`` or ``sasl:USER``. Every node
+    the layer creates under the root gets the ACL this policy gives its path, and
+    ``ordered acl apply`` sets it on every existing node.
+
+    Attributes:
+        coordinator: Identities with every permission on the whole tree.
+        producers: May register themselves and create acks; read the rest.
+        consumers: May register their groups and write their groups' interest and
+            progress; read the rest.
+        readers: May read.
+        groups: Consumer group -> the consumer identities that own it; a group not
+            listed is owned by the consumer identity that creates it first.
+        applied_at: Unix time of the last ``acl apply``.
+    """
+
+    coordinator: tuple[str, ...]
+    producers: tuple[str, ...]
+    consumers: tuple[str, ...]
+    readers: tuple[str, ...]
+    groups: dict[str, tuple[str, ...]]
+    applied_at: float
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "coordinator": _str_tuple,
+        "producers": _str_tuple,
+        "consumers": _str_tuple,
+        "readers": _str_tuple,
+        "groups": _owners,
+        "applied_at": _time,
+    }
+
+    def __post_init__(self) -> None:
+        self._normalise()
+
+    def _check_invariants(self) -> None:
+        if not self.coordinator:
+            raise ValueError("AclPolicyRecord.coordinator: at least one identity is needed")

@@ -174,6 +174,12 @@ def _positive(value: Any) -> int:
     return n
 
 
+def _owners(value: Any) -> dict[str, tuple[str, ...]]:
+    if not isinstance(value, Mapping):
+        raise _Bad(f"expected an object of group -> identities, got {value!r}")
+    return {_str(k): _str_tuple(v) for k, v in value.items()}
+
+
 def _to_json_value(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): _to_json_value(v) for k, v in value.items()}

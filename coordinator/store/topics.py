@@ -176,6 +176,11 @@ class TopicStore(StoreBase):
                 txn.set_data(tpath, record.to_json(), version=version)
             if self._client.exists(epochs) is None:
                 txn.create(epochs, b"")
+            # Producers register under it: made here so that, under ACLs, they need
+            # no CREATE on the topic node (where they could plant a topic record).
+            producers = paths.producers_path(self._root, topic)
+            if self._client.exists(producers) is None:
+                txn.create(producers, b"")
             txn.create(e0, epoch0.to_json())
             txn.create(paths.acks_path(self._root, topic, epoch0.epoch), b"")
             try:

@@ -19,7 +19,7 @@ from importlib import metadata
 from typing import NoReturn
 
 from coordinator.errors import OrderedError
-from ordered.cli import admin, autoscale, bench, cluster, listing, trim
+from ordered.cli import acl, admin, autoscale, bench, cluster, listing, trim
 from ordered.cli.options import CommandLineError, HelpFormatter
 from ordered.cli.output import configure, error, json_mode
 
@@ -75,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     trim.add_parsers(sub)
     autoscale.add_parsers(sub)
     bench.add_parsers(sub)
+    acl.add_parser(sub)
     for choice in sub.choices.values():
         _inherit(choice)
     return parser

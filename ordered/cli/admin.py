@@ -50,6 +50,7 @@ from ordered.cli.options import (
     zookeeper_connect,
 )
 from ordered.cli.output import configure, emit, progress, warn
+from ordered.cli.security import Security, resolve_security, security_arguments
 
 __all__ = ["Connections", "add_parsers", "common_arguments", "connect", "topic_text"]
 
@@ -77,6 +78,7 @@ def _common(p: argparse.ArgumentParser, timeout: float | None) -> None:
         metavar="HOST:PORT[,...]",
         help=f"Kafka bootstrap.servers (default: ${BOOTSTRAP_ENV}, else the dev cluster)",
     )
+    security_arguments(p)
     p.add_argument("--root", default=DEFAULT_ROOT, help="the layout store's root znode")
     p.add_argument("--json", action="store_true", help="print JSON (stderr: JSON lines)")
     p.add_argument(
@@ -205,8 +207,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "--autoscale-interval",
         type=seconds_or_zero,
         default=DEFAULT_AUTOSCALE_INTERVAL_S,
-        help="seconds between autoscaler ticks for topics with an autoscale policy "
-        f"(0: off; default {DEFAULT_AUTOSCALE_INTERVAL_S:g})",
+        help="seconds between autoscaler ticks for topics with an autoscale policy (0: off)",
     )
     daemon.add_argument(
         "--trim-timeout",
@@ -244,9 +245,14 @@ def _dev_cluster_setting(attribute: str) -> str | None:
     return None if state is None else str(getattr(state, attribute))
 
 
-def _resolve(args: argparse.Namespace) -> tuple[str, str]:
+def _resolve(args: argparse.Namespace) -> tuple[str, str, Security]:
     zookeeper = args.zookeeper or os.environ.get(ZOOKEEPER_ENV)
     bootstrap = args.bootstrap_servers or os.environ.get(BOOTSTRAP_ENV)
+    security = resolve_security(args, uses_dev_cluster=False)
+    zookeeper = zookeeper or security.zookeeper
+    bootstrap = bootstrap or security.kafka.get("bootstrap.servers")
+    if (not zookeeper or not bootstrap) and args.command_config is None:
+        security = resolve_security(args, uses_dev_cluster=True)
     if not zookeeper:
         zookeeper = _dev_cluster_setting("zookeeper_connect")
     if not bootstrap:
@@ -265,7 +271,7 @@ def _resolve(args: argparse.Namespace) -> tuple[str, str]:
         zookeeper_connect(zookeeper)
     except argparse.ArgumentTypeError as exc:
         raise CommandLineError(f"${ZOOKEEPER_ENV}: {exc}") from None
-    return zookeeper, bootstrap
+    return zookeeper, bootstrap, security
 
 
 def _close_quietly(client: Any) -> None:
@@ -284,7 +290,7 @@ def connect(args: argparse.Namespace, daemon: bool = False) -> Iterator[Connecti
         CommandLineError: No server is configured, or the connect string is malformed.
         StoreError: ZooKeeper cannot be reached within ``--connect-timeout``.
     """
-    zookeeper, bootstrap = _resolve(args)
+    zookeeper, bootstrap, security = _resolve(args)
     # kazoo logs each refused connection; the failure reaches the user as one error.
     logging.getLogger("kazoo").addHandler(logging.NullHandler())
     # The daemon rides out outages (its store calls retry for 30 s, its connection for
@@ -293,6 +299,8 @@ def connect(args: argparse.Namespace, daemon: bool = False) -> Iterator[Connecti
         zookeeper,
         session_timeout_s=args.session_timeout,
         command_deadline_s=30.0 if daemon else args.connect_timeout,
+        auth=security.zookeeper_auth,
+        acl_root=args.root,
     )
     try:
         start_client(client, args.connect_timeout)
@@ -305,7 +313,8 @@ def connect(args: argparse.Namespace, daemon: bool = False) -> Iterator[Connecti
             store = LayoutStore(client, args.root)
         except ValueError as exc:
             raise CommandLineError(f"--root: {exc}") from None
-        admin = KafkaAdmin(bootstrap, timeout=args.kafka_timeout)
+        kafka = {k: v for k, v in security.kafka.items() if k != "bootstrap.servers"}
+        admin = KafkaAdmin(bootstrap, timeout=args.kafka_timeout, config=kafka)
         try:
             yield Connections(store, admin)
         finally:

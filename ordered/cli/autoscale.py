@@ -13,7 +13,7 @@ import time
 from typing import Final
 
 from coordinator.autoscale.report import autoscale_summary, policy_text
-from coordinator.errors import CommandLineError, NotAdoptedError
+from coordinator.errors import CommandLineError, NotAdoptedError, UsageError
 from coordinator.store.autoscale_records import AutoscalePolicy
 from ordered.cli.admin import common_arguments, connect
 from ordered.cli.output import emit
@@ -146,12 +146,15 @@ def _build(args: argparse.Namespace, initial: int) -> AutoscalePolicy:
     """The policy of the flags, checked against the topic's initial count."""
     min_active = initial if args.min_active is None else args.min_active
     if min_active < initial:
-        raise CommandLineError(
+        raise UsageError(
             f"--min {min_active} is below the topic's initial partition count {initial} "
             "(a topic never shrinks below it)"
         )
     if args.max_active < min_active:
-        raise CommandLineError(f"--max {args.max_active} is below the minimum {min_active}")
+        # Two flags that contradict each other are a usage error; a --max below the
+        # topic's initial count is the topic's state refusing it.
+        kind = CommandLineError if args.min_active is not None else UsageError
+        raise kind(f"--max {args.max_active} is below the minimum {min_active}")
     if args.down_window < args.up_window:
         raise CommandLineError(
             f"--down-window {args.down_window:g} is shorter than --up-window "

@@ -53,6 +53,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="ZooKeeper client port (default: the previous port, else a free one)",
     )
     up.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for start")
+    up.add_argument(
+        "--secure",
+        action="store_true",
+        help="Kafka with SASL/SCRAM-SHA-512 and ACLs, ZooKeeper with digest auth; writes "
+        "<dir>/client.properties for --command-config",
+    )
     up.set_defaults(func=_files(_up))
 
     st = actions.add_parser(
@@ -103,6 +109,8 @@ def _settings_text(state: ClusterState) -> str:
         f"brokers={state.brokers}",
         f"directory={state.directory}",
     ]
+    if state.secure:
+        lines.append(f"command.config={state.client_properties}")
     for p in state.processes:
         lines.append(f"process {p.role} pid {p.pid} {'running' if p.role in alive else 'stopped'}")
     return "\n".join(lines)
@@ -136,6 +144,7 @@ def _up(args: argparse.Namespace) -> int:
         zookeeper_port=args.zookeeper_port,
         timeout=args.timeout,
         progress=progress,
+        secured=args.secure,
     )
     progress(
         f"Kafka {state.kafka_version} ({state.brokers} broker(s)) and ZooKeeper "

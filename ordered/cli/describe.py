@@ -30,6 +30,7 @@ from coordinator.topic_ids import check_topic_id
 from ordered.cli.admin import Connections, common_arguments, connect, topic_text
 from ordered.cli.options import CommandLineError, interest_arguments, interest_settings, topic_name
 from ordered.cli.output import emit
+from ordered.cli.security import security_notes
 
 __all__ = ["add_parser"]
 
@@ -65,7 +66,9 @@ def _describe(args: argparse.Namespace) -> int:
         return _describe_groups(args)
     with connect(args) as conn:
         payload, text = _topic_view(args, conn)
-    emit(payload, text, args.json)
+        notes = security_notes(conn.store, conn.store.get_topic(args.topic))
+    payload["security"] = notes.to_dict()
+    emit(payload, text + notes.text(), args.json)
     return 0
 
 

@@ -125,7 +125,12 @@ class OrderedConsumer(ConsumerUpkeep):
         counters = ConsumerCounters()
         events = ConsumerEvents((counters, *settings.hooks), split.group_id)
         session_s = settings.zookeeper_session_timeout_ms / 1000.0
-        self._zk = make_client(settings.zookeeper_connect, session_timeout_s=session_s)
+        self._zk = make_client(
+            settings.zookeeper_connect,
+            session_timeout_s=session_s,
+            auth=settings.zookeeper_auth,
+            acl_root=settings.zookeeper_root,
+        )
         try:
             start_client(self._zk, 15.0, "ordered.zookeeper.connect")
             layouts = LayoutTracker(

@@ -212,6 +212,7 @@ def test_dry_run_decides_without_acting(
         "--json",
     )
     assert out.returncode == 0, out.stderr
+    recorded = Recorder()
     daemon = CoordinatorDaemon(
         kazoo_factory(command_deadline_s=10.0),
         KafkaAdmin(bootstrap, timeout=10.0),
@@ -220,12 +221,14 @@ def test_dry_run_decides_without_acting(
         relay_interval=0,
         sweep_interval=0,
         autoscale_interval=0.5,
+        hooks=[recorded],
     )
     runner = threading.Thread(target=daemon.run, daemon=True)
     runner.start()
     traffic = Traffic(make_producer(), topic)
     try:
         traffic.rate = 600.0
+
         store: LayoutStore = controller.store
         wait_until(
             lambda: any(
@@ -242,6 +245,22 @@ def test_dry_run_decides_without_acting(
     assert record is not None and (record.active, record.epoch) == (2, 0)
     decision = next(d for d in store.autoscale_status(topic).decisions if d["action"] == "grow")  # type: ignore[union-attr]
     assert decision["dry_run"] and not decision["acted"]
+    # Every tick's decision reaches the daemon's hooks (and so its /metrics).
+    grows = [d for d in recorded.decisions if d[0] == topic and d[1] == "grow"]
+    assert grows and not any(d[5] for d in grows), recorded.decisions
+    assert all(d[3] == 2 and d[4] > 2 for d in grows)
+
+
+class Recorder:
+    """A hook that keeps the autoscaler's decisions."""
+
+    def __init__(self) -> None:
+        self.decisions: list[tuple[str, str, float, int, int, bool]] = []
+
+    def on_autoscale_decision(
+        self, topic: str, action: str, active: int, to: int, rate: float, acted: bool
+    ) -> None:
+        self.decisions.append((topic, action, rate, active, to, acted))
 
 
 class _none:
@@ -249,14 +268,15 @@ class _none:
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("args", "message", "code"),
     [
-        (["--target-records-per-s", "0"], "must be a finite number > 0"),
-        (["--target-records-per-s", "10", "--min", "1"], "below the topic's initial"),
-        (["--target-records-per-s", "10", "--max", "1"], "below the minimum"),
-        (["--target-records-per-s", "10", "--max-step-factor", "1"], "must be >= 2"),
-        (["--target-records-per-s", "10", "--down-window", "5"], "shorter than --up-window"),
-        (["--target-records-per-s", "10", "--target-bytes-per-s", "5"], "not allowed with"),
+        (["--target-records-per-s", "0"], "must be a finite number > 0", 2),
+        # Wrong for this topic (its state), not for the command line: exit 1.
+        (["--target-records-per-s", "10", "--min", "1"], "below the topic's initial", 1),
+        (["--target-records-per-s", "10", "--max", "1"], "below the minimum", 1),
+        (["--target-records-per-s", "10", "--max-step-factor", "1"], "must be >= 2", 2),
+        (["--target-records-per-s", "10", "--down-window", "5"], "shorter than --up-window", 2),
+        (["--target-records-per-s", "10", "--target-bytes-per-s", "5"], "not allowed with", 2),
     ],
 )
 def test_bad_policies_are_refused_before_any_write(
@@ -265,11 +285,12 @@ def test_bad_policies_are_refused_before_any_write(
     ordered_cli: Callable[..., Any],
     args: list[str],
     message: str,
+    code: int,
 ) -> None:
     topic = topic_factory(2)
     controller.adopt(topic)
     out = ordered_cli("autoscale", topic, *args)
-    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert out.returncode == code, (out.stdout, out.stderr)
     assert message in out.stderr
     assert "Traceback" not in out.stderr
     shown = ordered_cli("autoscale", topic, "--json")

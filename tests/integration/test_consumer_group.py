@@ -96,9 +96,37 @@ def test_group_through_expansions_and_shrinks_keeps_every_key_in_order(
     and wherever a member announced a source's tail, that ``maybe_revoked`` ran before
     the ``assigned`` of the destination the keys moved to.
     """
-    topic = topic_factory(2)
-    controller.adopt(topic)
     group = group_factory()
+    group_through_layout_changes(
+        topic_factory(2),
+        controller,
+        store,
+        {
+            "bootstrap.servers": bootstrap,
+            "ordered.zookeeper.connect": zk_hosts,
+            "ordered.zookeeper.root": zk_root,
+        },
+        consumer_config(bootstrap, zk_hosts, zk_root, group),
+    )
+
+
+def group_through_layout_changes(
+    topic: str,
+    controller: Controller,
+    store: LayoutStore,
+    client_config: dict[str, Any],
+    consumer_settings: dict[str, Any],
+) -> None:
+    """The body of the test above, on any cluster (the secure one too).
+
+    Args:
+        topic: A fresh two-partition topic.
+        controller: A controller allowed to adopt, expand and shrink it.
+        store: A store that reads the topic's epochs.
+        client_config: The producers' configuration (servers, credentials).
+        consumer_settings: The consumers' configuration (group included).
+    """
+    controller.adopt(topic)
     checker = Checker()
     stop_producers = threading.Event()
     produced: dict[str, int] = {}
@@ -111,14 +139,7 @@ def test_group_through_expansions_and_shrinks_keeps_every_key_in_order(
 
     def produce(name: str) -> None:
         try:
-            producer = OrderedProducer(
-                {
-                    "bootstrap.servers": bootstrap,
-                    "linger.ms": 5,
-                    "ordered.zookeeper.connect": zk_hosts,
-                    "ordered.zookeeper.root": zk_root,
-                }
-            )
+            producer = OrderedProducer({**client_config, "linger.ms": 5})
             sequences: dict[str, int] = {}
             i = 0
             while not stop_producers.is_set():
@@ -139,7 +160,7 @@ def test_group_through_expansions_and_shrinks_keeps_every_key_in_order(
     def consume(name: str, stop: threading.Event) -> None:
         listener = GroupCallbacks(events, events_lock)
         listener.member = name
-        consumer = OrderedConsumer(consumer_config(bootstrap, zk_hosts, zk_root, group))
+        consumer = OrderedConsumer(dict(consumer_settings))
         try:
             consumer.subscribe([topic], key_listener=listener)
             while not stop.is_set():

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from coordinator.errors import ConfigError
+from coordinator.zk_auth import ZkAuth
 from ordered.config import (
     DEFAULT_DELIVERY_TIMEOUT_MS,
     ORDERED_KEYS,
@@ -57,11 +58,15 @@ def test_every_documented_key_is_accepted() -> None:
         "ordered.epoch.header": 0,
         "ordered.epoch.header.name": "e",
         "ordered.hooks": [_SwitchHook()],
+        "ordered.zookeeper.auth": "digest:u:secret",
     }
     assert set(values) == set(ORDERED_KEYS)
     settings = split_producer_config(values).ordered
     hooks = tuple(values["ordered.hooks"])
-    assert settings == OrderedSettings("zk:2181", "/x/y", 2000, False, "e", hooks)
+    assert settings == OrderedSettings(
+        "zk:2181", "/x/y", 2000, False, "e", hooks, ZkAuth("digest", "u", "secret")
+    )
+    assert "secret" not in repr(settings)
 
 
 class _SwitchHook:

@@ -100,3 +100,4 @@ def test_a_view_that_drifts_from_the_table_fails_when_declared() -> None:
             epoch_header: bool = False
             epoch_header_name: str = "h"
             hooks: tuple[object, ...] = ()
+            zookeeper_auth: object = None

@@ -120,3 +120,34 @@ def test_sink_options() -> None:
         parse_sink_options({"kafka.bootstrap.servers": "h:1"})
     with pytest.raises(ConfigError, match=r"kafka\.bootstrap\.servers"):
         parse_sink_options({"ordered.zookeeper.connect": "z:2"})
+
+
+def test_security_options_as_sparks_kafka_source_takes_them() -> None:
+    jaas = (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="u" password="s3cret";'
+    )
+    security = {
+        "kafka.bootstrap.servers": "h:1",
+        "kafka.security.protocol": "SASL_SSL",
+        "kafka.sasl.mechanism": "SCRAM-SHA-512",
+        "kafka.sasl.jaas.config": jaas,
+        "kafka.ssl.truststore.type": "PEM",
+        "kafka.ssl.truststore.location": "/ca.pem",
+    }
+    expected = {
+        "bootstrap.servers": "h:1",
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "u",
+        "sasl.password": "s3cret",
+        "ssl.ca.location": "/ca.pem",
+    }
+    source = parse_source_options(
+        {**security, "subscribe": "t", "ordered.zookeeper.auth": "digest:r:zk-s3cret"},
+        streaming=False,
+    )
+    assert dict(source.kafka) == expected
+    assert source.zookeeper_auth.user == "r" and "zk-s3cret" not in repr(source)
+    sink = parse_sink_options({**security, "ordered.zookeeper.connect": "z:2"})
+    assert {k: v for k, v in sink.producer.items() if not k.startswith("ordered.")} == expected
