@@ -14,11 +14,16 @@ Curves, each a table of work size against cost:
    relay publishes the progress record the waiter watches (p50/p99); the daemon's CPU
    (from ``/proc``) and ZooKeeper's request rate (``mntr``) while it does.
    Goal: relay p99 <= 50 ms.
-3. **ZooKeeper load per consumer**: requests one ``OrderedConsumer`` sends ZooKeeper
-   per second while it reads at full speed and while it is idle, against what one
-   ZooKeeper server here answers per second (``exists`` from 8 clients, async).
-   Goal: <= 20 requests/s per consumer at any throughput.
-4. **Partition count**: expanding 8 -> 16 -> 64 -> 256 under traffic: seconds per step,
+3. **ZooKeeper load per consumer** (``scale_consumer.py``): requests one
+   ``OrderedConsumer`` sends ZooKeeper per second while it reads a backlog at full
+   speed (small and large batches, the plain consumer's rate in the same run), while it
+   keeps up with a producer writing as fast as it can, and while it is idle, against
+   what one ZooKeeper server here answers per second (``exists`` from 8 clients, async).
+   Goal: <= 20 requests/s per consumer at any throughput, ratio to plain >= 0.9.
+4. **Gate wait** (``scale_consumer.py``): a lagging group of one consumer reads a
+   backlog across an expansion; seconds until the new partition's first record (it
+   waits for the source's tail), with the sources favoured and without.
+5. **Partition count**: expanding 8 -> 16 -> 64 -> 256 under traffic: seconds per step,
    the gate rule's cost per record at each size, and the bytes of the layout history in
    ZooKeeper after 100 epochs.
 """
@@ -29,7 +34,6 @@ import argparse
 import contextlib
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -43,6 +47,7 @@ from typing import Any
 from _common import environment, scratch_root, servers
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from scale_consumer import consumer_load, gate_wait, zk_packets
 
 from coordinator.controller import Controller
 from coordinator.history import load_history
@@ -51,7 +56,6 @@ from coordinator.positions import PositionService
 from coordinator.store import LayoutStore, paths
 from coordinator.zk import close_client, make_client, start_client
 from linear_hash import GateEvaluator
-from ordered.consumer import OrderedConsumer
 
 RESULTS = Path(__file__).resolve().parent / "results" / "scale.json"
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,24 +104,6 @@ def _create_topics(bootstrap: str, names: list[str], partitions: int) -> None:
         missing = {n for n in missing if n not in listed or listed[n].error is not None}
         if missing:
             time.sleep(0.2)
-
-
-def _zk_port(zookeeper: str) -> int:
-    return int(zookeeper.split(",")[0].split("/")[0].rsplit(":", 1)[1])
-
-
-def zk_packets(zookeeper: str) -> int:
-    """ZooKeeper's ``zk_packets_received`` (``mntr``): requests the server has read."""
-    with socket.create_connection(("127.0.0.1", _zk_port(zookeeper)), timeout=5) as sock:
-        sock.sendall(b"mntr")
-        chunks = []
-        while chunk := sock.recv(65536):
-            chunks.append(chunk)
-    for line in b"".join(chunks).decode().splitlines():
-        name, _, value = line.partition("\t")
-        if name == "zk_packets_received":
-            return int(value)
-    raise RuntimeError("mntr has no zk_packets_received")
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -326,97 +312,6 @@ def coordinator_curve(
     return row
 
 
-# --- 3. ZooKeeper load per consumer -------------------------------------------------
-
-
-def zookeeper_capacity(zookeeper: str, seconds: float) -> float:
-    """Requests per second one ZooKeeper server here answers (``exists``, 8 clients)."""
-    clients = [start_client(make_client(zookeeper), 15.0) for _ in range(8)]
-    try:
-        clients[0].ensure_path("/scale-capacity")
-        done = 0
-        deadline = time.monotonic() + seconds
-        started = time.monotonic()
-        while time.monotonic() < deadline:
-            results = [c.exists_async("/scale-capacity") for c in clients for _ in range(250)]
-            for r in results:
-                r.get(10)
-            done += len(results)
-        return done / (time.monotonic() - started)
-    finally:
-        for c in clients:
-            close_client(c)
-
-
-def consumer_load(
-    bootstrap: str, zookeeper: str, root: str, controller: Controller, args: argparse.Namespace
-) -> dict[str, Any]:
-    """ZooKeeper requests per second of one OrderedConsumer at full speed and idle."""
-    topic = f"scale-zk-{uuid.uuid4().hex[:6]}"
-    _create_topics(bootstrap, [topic], 4)
-    controller.adopt(topic)
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
-    for i in range(args.zk_records):
-        producer.produce(topic, b"x" * 100, b"k%d" % (i % 10_000))
-        if i % 100_000 == 0:
-            producer.flush()
-    producer.flush(60)
-    config = {
-        "bootstrap.servers": bootstrap,
-        "group.id": f"scale-zk-{uuid.uuid4().hex[:6]}",
-        "auto.offset.reset": "earliest",
-        "ordered.zookeeper.connect": zookeeper,
-        "ordered.zookeeper.root": root,
-    }
-    plain_cfg = {k: v for k, v in config.items() if not k.startswith("ordered.")}
-    plain_cfg["group.id"] += "-plain"
-
-    def read_all(consumer: Any) -> tuple[float, int, float]:
-        consumer.subscribe([topic])
-        got = 0
-        started = None
-        packets0 = zk_packets(zookeeper)
-        while got < args.zk_records:
-            batch = consumer.consume(10_000, 1.0)
-            if batch and started is None:
-                started = time.perf_counter()
-                packets0 = zk_packets(zookeeper)
-            got += sum(1 for m in batch if m.error() is None)
-        elapsed = time.perf_counter() - (started or time.perf_counter())
-        return elapsed, zk_packets(zookeeper) - packets0, got / max(elapsed, 1e-9)
-
-    plain = Consumer(plain_cfg)
-    try:
-        _, _, plain_rate = read_all(plain)
-    finally:
-        plain.close()
-    ordered = OrderedConsumer(config)
-    try:
-        elapsed, packets, ordered_rate = read_all(ordered)
-        idle0, wall0 = zk_packets(zookeeper), time.monotonic()
-        while time.monotonic() - wall0 < args.idle_seconds:
-            ordered.consume(10_000, 0.5)
-        idle = (zk_packets(zookeeper) - idle0) / (time.monotonic() - wall0)
-    finally:
-        ordered.close()
-    capacity = zookeeper_capacity(zookeeper, 3.0)
-    full = packets / max(elapsed, 1e-9)
-    row = {
-        "records": args.zk_records,
-        "full_speed_records_per_s": round(ordered_rate),
-        "plain_records_per_s": round(plain_rate),
-        "ratio_vs_plain": round(ordered_rate / plain_rate, 3),
-        "zookeeper_requests_per_s_full_speed": round(full, 1),
-        "zookeeper_requests_per_s_idle": round(idle, 1),
-        "zookeeper_server_requests_per_s": round(capacity),
-        # A 3-node ensemble serves reads from every node and writes through the leader;
-        # consumers only read, so reads scale with the nodes (at ~70% target load).
-        "consumers_per_3_node_ensemble_at_full_speed": int(3 * 0.7 * capacity / max(full, 1.0)),
-    }
-    print(f"  zookeeper load: {row}", flush=True)
-    return row
-
-
 # --- 4. partition count -------------------------------------------------------------
 
 
@@ -520,9 +415,14 @@ def main(argv: list[str] | None = None) -> int:
     args.settle = 3.0
     args.idle_seconds = 3.0 if args.quick else 10.0
     args.zk_records = 200_000 if args.quick else 1_000_000
+    args.zk_batches = [500, 10_000]
+    args.zk_rounds = 2 if args.quick else 3
+    args.live_seconds = 5.0 if args.quick else 15.0
     args.partition_steps = [8, 16, 64, 256]
     args.history_epochs = 20 if args.quick else 100
-    curves = set(args.only or ["barrier", "coordinator", "zookeeper", "partitions"])
+    args.gate_records = 100_000 if args.quick else 400_000
+    args.gate_rounds = 2 if args.quick else 3
+    curves = set(args.only or ["barrier", "coordinator", "zookeeper", "gatewait", "partitions"])
 
     results: dict[str, Any] = {**environment("scale"), "quick": args.quick}
     with (
@@ -539,7 +439,14 @@ def main(argv: list[str] | None = None) -> int:
             results["coordinator"] = coordinator_curve(bootstrap, zookeeper, root, controller, args)
         if "zookeeper" in curves:
             print("zookeeper load ...", flush=True)
-            results["zookeeper_load"] = consumer_load(bootstrap, zookeeper, root, controller, args)
+            results["zookeeper_load"] = consumer_load(
+                bootstrap, zookeeper, root, controller, args, _create_topics
+            )
+        if "gatewait" in curves:
+            print("gate wait ...", flush=True)
+            results["gate_wait"] = gate_wait(
+                bootstrap, zookeeper, root, controller, args, _create_topics
+            )
         if "partitions" in curves:
             print("partition count ...", flush=True)
             results["partitions"] = partition_curve(bootstrap, zookeeper, root, controller, args)

@@ -91,6 +91,14 @@ class ConsumerSettings:
             in ZooKeeper (:mod:`coordinator.positions`) so a closed gate is re-checked as
             soon as what it waits on is committed; the committed offsets in Kafka still
             decide.
+        layout_check_max_requests_per_s: ``ordered.layout.check.max.requests.per.s``
+            (default 18, under 20 with the session's other requests): the layout checks of
+            fetched batches send at most this many
+            ZooKeeper requests per second; a batch covered by an earlier check needs
+            none (``docs/consumer.md``).
+        fetch_favour_sources: ``ordered.fetch.favour.sources`` (default ``true``):
+            while an assigned partition is a source still below a boundary that gates
+            wait for, librdkafka fetches only such sources (``docs/consumer.md``).
         commit_mode: ``ordered.commit.mode``: ``auto`` (the consumer commits a source's
             boundary, and a rewound source's new position, itself) or ``application``
             (it never commits: a boundary passes once the application's own commit, a
@@ -110,6 +118,8 @@ class ConsumerSettings:
     gate_poll_interval_ms: int = setting_field("gate_poll_interval_ms")
     audit_every: int = setting_field("audit_every")
     positions: bool = setting_field("positions")
+    layout_check_max_requests_per_s: int = setting_field("layout_check_max_requests_per_s")
+    fetch_favour_sources: bool = setting_field("fetch_favour_sources")
     commit_mode: str = setting_field("commit_mode")
     hooks: tuple[object, ...] = setting_field("hooks")
     zookeeper_auth: ZkAuth = setting_field("zookeeper_auth")

@@ -163,6 +163,10 @@ def _positive(key: str, value: Any) -> int:
     return parse_int(key, value, 1)
 
 
+def _non_negative(key: str, value: Any) -> int:
+    return parse_int(key, value, 0)
+
+
 @dataclass(frozen=True, slots=True)
 class Setting:
     """One ``ordered.`` setting.
@@ -271,6 +275,24 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         16,
         _positive,
         "audit one record in N on the fast path (1: every record)",
+        Role.CONSUMER,
+    ),
+    Setting(
+        "ordered.layout.check.max.requests.per.s",
+        "layout_check_max_requests_per_s",
+        18,
+        _non_negative,
+        "most ZooKeeper requests per second the layout checks of fetched batches send "
+        "(0: no bound, a check for every batch above the covered offsets)",
+        Role.CONSUMER,
+    ),
+    Setting(
+        "ordered.fetch.favour.sources",
+        "fetch_favour_sources",
+        True,
+        parse_bool,
+        "while a partition this consumer reads is a source below a boundary that a gate "
+        "waits for, pause its other partitions so the source drains first",
         Role.CONSUMER,
     ),
     Setting(

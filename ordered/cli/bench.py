@@ -337,6 +337,22 @@ def _scale(d: dict[str, Any]) -> list[dict[str, Any]]:
                 "scale",
             )
         )
+    g = _get(d, "gate_wait")
+    if g:
+        on = [r["child_gated_s"] for r in g if r["favour_sources"]]
+        off = [r["child_gated_s"] for r in g if not r["favour_sources"]]
+        if on and off:
+            rows.append(
+                _row(
+                    "gate wait of a new partition under a lagging consumer, sources favoured (s)",
+                    round(sorted(on)[len(on) // 2], 3),
+                    f"not favoured {round(sorted(off)[len(off) // 2], 3)} s",
+                    round(sorted(on)[len(on) // 2] / max(sorted(off)[len(off) // 2], 1e-9), 3),
+                    f"rounds {on} vs {off}",
+                    "report",
+                    "scale",
+                )
+            )
     p = _get(d, "partitions")
     if p:
         steps = ", ".join(f"{s['to']}: {s['seconds']} s" for s in p["steps"])

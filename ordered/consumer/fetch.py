@@ -1,15 +1,22 @@
 """The fetch path: records taken from librdkafka, and the layout check each batch needs.
 
-Every batch taken from librdkafka waits here until the fetch check of
-:mod:`ordered.consumer.layouts` (``sync``, then the topic znodes: one ZooKeeper round
-trip) says the consumer's layouts are at least as new as the batch. The check is
-pipelined: the batch returned now was usually fetched, and its check sent, during the
-previous call; before waiting for that check, this call takes what librdkafka already
-holds (never waiting for more) and sends its check. The round trip then overlaps the
-application's work on the previous batch: it costs latency, not throughput. This
-fetch ahead runs while there is a backlog (the last batch filled the request); a
-consumer that has caught up waits for its batches as a plain one does and pays the
-round trip once per batch.
+Every batch taken from librdkafka waits here until the layouts are known to be at least
+as new as its records (:mod:`ordered.consumer.layouts`): either the batch lies below the
+offsets covered by a check that already answered (:meth:`LayoutTracker.covers`, what a
+consumer reading a backlog sees nearly always), or its own check (``sync``, then the
+topic znodes: one ZooKeeper round trip) answers first.
+
+The check is pipelined: the batch returned now was usually fetched, and its check sent,
+during the previous call; before waiting for that check, this call takes what
+librdkafka already holds (never waiting for more) and sends its check. The round trip
+then overlaps the application's work on the previous batch: it costs latency, not
+throughput. This fetch ahead runs while there is a backlog (the last batch filled the
+request).
+
+Checks are paced (:meth:`LayoutTracker.check_due_in`): a batch that needs one before
+its slot is *deferred*; the call waits (within its timeout) for the slot, takes what
+librdkafka gathered meanwhile, and sends one check for both, so a consumer that has
+caught up pays at most one check per slot, however fast the records come.
 
 Records taken from librdkafka but not yet judged (the batch fetched ahead, and what
 ``poll()`` serves one by one) belong to partitions librdkafka considers consumed up to
@@ -21,12 +28,28 @@ from __future__ import annotations
 
 import collections
 import itertools
+import logging
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
+
+from confluent_kafka import KafkaException
 
 from ordered.consumer.layouts import FetchCheck, LayoutTracker, TopicView
 
+_log = logging.getLogger(__name__)
+
 __all__ = ["Fetcher"]
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A batch taken from librdkafka and not yet released, and its check."""
+
+    batch: list[Any]
+    check: FetchCheck | None = None
+    deferred: bool = False  # needs a check not sent yet (waiting for its slot)
 
 
 class Fetcher:
@@ -61,8 +84,10 @@ class Fetcher:
         self._on_stale = on_stale
         self._on_rewound = on_rewound
         self.ready: collections.deque[Any] = collections.deque()  # checked, not judged
-        self._pending: tuple[list[Any], FetchCheck | None] | None = None
+        self._pending: _Pending | None = None
+        self._moved = 0  # partitions taken away (take_partition) so far
         self.pipeline = True
+        self.skipped = 0  # batches released without a check of their own (covered)
 
     def fetch(self, num: int, timeout: float, single: bool) -> None:
         """Move the next checked batch to :attr:`ready` (nothing on timeout).
@@ -74,6 +99,7 @@ class Fetcher:
                 what is already there.
         """
         if self._pending is None:
+            moved = self._moved
             if single:
                 first = self._consumer.poll(timeout)
                 batch = [] if first is None else [first]
@@ -83,20 +109,29 @@ class Fetcher:
                 batch = self._consumer.consume(num, timeout)
             if not batch:
                 return
-            self._pending = (batch, self._begin(batch))
+            self._pending = self._begin(batch, moved != self._moved)
         pending = self._pending
+        if pending.deferred:
+            wait = self._layouts.check_due_in()
+            if wait > timeout:
+                time.sleep(timeout)  # the slot is later than the caller waits: keep it
+                return
+            time.sleep(wait)
         # Fetch ahead only from a backlog (the batch filled the request): then
         # librdkafka holds more, and taking it now hides the next check's round trip.
         # A consumer that has caught up waits for full batches instead, as a plain
-        # one does, and pays the round trip once per batch.
-        backlog = len(pending[0]) >= num
+        # one does. A deferred batch takes what came during its wait too: the one
+        # check sent next covers both.
+        backlog = len(pending.batch) >= num
+        moved = self._moved
+        take_ahead = (self.pipeline and backlog) or pending.deferred
         # It stays in _pending while librdkafka runs: a rebalance callback in there
         # settles it into `ready` and drops the records of revoked partitions.
-        ahead = self._consumer.consume(num, 0) if self.pipeline and backlog else []
+        ahead = self._consumer.consume(num, 0) if take_ahead else []
         if self._pending is pending:
             self.settle()
         if ahead:
-            self._pending = (ahead, self._begin(ahead))
+            self._pending = self._begin(ahead, moved != self._moved)
 
     def take(self, num: int) -> list[Any]:
         """Remove and return up to ``num`` checked records, oldest first."""
@@ -104,11 +139,14 @@ class Fetcher:
         return [ready.popleft() for _ in range(min(num, len(ready)))]
 
     def settle(self) -> None:
-        """Wait for the check of the batch fetched ahead; move it to :attr:`ready`."""
-        if self._pending is not None:
-            batch, check = self._pending
+        """Wait for the pending batch's check (sent now if deferred); move it to :attr:`ready`."""
+        pending = self._pending
+        if pending is not None:
             self._pending = None
-            reloaded = self._layouts.finish_check(check)
+            if pending.deferred:
+                time.sleep(self._layouts.check_due_in())  # at most one slot
+                pending.check = self._send()
+            reloaded = self._layouts.finish_check(pending.check)
             if reloaded is None:
                 self._on_stale()
             elif reloaded:
@@ -117,10 +155,15 @@ class Fetcher:
                 rewound = self._layouts.take_rewound()
                 if rewound:
                     self._on_rewound(rewound)
-            self.ready.extend(batch)
+            self.ready.extend(pending.batch)
 
     def take_partition(self, key: tuple[str, int]) -> list[Any]:
-        """Remove (and return) the records of ``key`` taken from librdkafka, not judged."""
+        """Remove (and return) the records of ``key`` taken from librdkafka, not judged.
+
+        The partition moves (a seek, a revocation, a pause): its coverage is forgotten.
+        """
+        self._moved += 1
+        self._layouts.forget(key)
         self.settle()
         if not self.ready:
             return []
@@ -134,7 +177,7 @@ class Fetcher:
 
     def first_offset(self, key: tuple[str, int]) -> int | None:
         """The offset of the first record of ``key`` taken and not judged, if any."""
-        taken = itertools.chain(self.ready, self._pending[0] if self._pending else ())
+        taken = itertools.chain(self.ready, self._pending.batch if self._pending else ())
         for m in taken:
             if m.error() is None and (m.topic(), m.partition()) == key:
                 offset: int = m.offset()
@@ -146,8 +189,42 @@ class Fetcher:
         self.ready.clear()
         self._pending = None
 
-    def _begin(self, batch: list[Any]) -> FetchCheck | None:
+    def _begin(self, batch: list[Any], moved: bool) -> _Pending:
+        """The batch just taken, with its check sent, deferred, or not needed.
+
+        Args:
+            batch: What librdkafka returned.
+            moved: A partition was taken away while librdkafka ran (a rebalance
+                callback): positions may no longer bound the batch, so it is checked.
+        """
         if not any(m.error() is None for m in batch):
-            return None  # events only: nothing to judge by a layout
+            return _Pending(batch)  # events only: nothing to judge by a layout
+        layouts = self._layouts
+        if not moved and layouts.covered:
+            # Positions, not the records: one call per batch, whatever its size.
+            consumer = self._consumer
+            if layouts.covers(consumer.position(consumer.assignment())):
+                self.skipped += 1
+                return _Pending(batch)
+        if layouts.check_due_in() > 0:
+            return _Pending(batch, deferred=True)
+        return _Pending(batch, self._send())
+
+    def _send(self) -> FetchCheck | None:
+        """Note the assigned partitions' high watermarks, then send a check."""
+        layouts = self._layouts
+        if not layouts.verify_fetch:
+            return None
+        marks = []
+        consumer = self._consumer
+        try:
+            for tp in consumer.assignment():
+                # librdkafka's copy from its last fetch response: no request is made.
+                high = consumer.get_watermark_offsets(tp, cached=True)[1]
+                if high >= 0:
+                    marks.append(((tp.topic, tp.partition), high))
+        except (KafkaException, RuntimeError) as exc:
+            marks.clear()  # no coverage from this check; it still checks its batch
+            _log.debug("high watermarks not noted: %s", exc)
         self._checked()
-        return self._layouts.begin_check()
+        return layouts.begin_check(marks)

@@ -9,27 +9,44 @@ topics dirty from kazoo's thread; they are reloaded on the poll thread.
 **The fetch check** (``docs/protocol.md``, "Consumers and a new epoch"): a producer may
 write a record under epoch ``e`` as soon as ``e`` is published, and the consumer may
 fetch that record before its watch has shown it ``e``. Delivered under the older
-history, such a record could pass a gate that ``e`` puts in its way. So after every
-fetch (time ``t``), before any record of it is judged, :meth:`LayoutTracker.begin_check`
-sends a ZooKeeper ``sync`` followed by a read of each ordered topic's znode, issued
-asynchronously on the one connection (one round trip for the batch, whatever its
-size), and :meth:`LayoutTracker.finish_check` compares each znode's last-write zxid
-with the one seen before the copy was read: a publish or a seal that completed before
-``t`` changed it, and the history is read again before the batch is judged. Records
-are never inspected for this: no header is needed.
+history, such a record could pass a gate that ``e`` puts in its way. So before a fetched
+batch is judged, a check that began after its records were fetched must have answered:
+:meth:`LayoutTracker.begin_check` sends a ZooKeeper ``sync`` followed by a read of each
+topic's znode, issued asynchronously on the one connection (one round trip, whatever
+the batch's size), and :meth:`LayoutTracker.finish_check` compares each znode's
+last-write zxid with the one seen before the copy was read: a publish or a seal that
+completed before the check began changed it, and the history is read again before the
+batch is judged. Records are never inspected for this: no header is needed.
+
+**Coverage** bounds what this costs ZooKeeper. Just before a check is sent, the high
+watermark librdkafka last saw for each assigned partition is noted (its *marks*);
+every record below a mark was written before the check began, so by a producer that
+had already read every epoch it could write under. When the check answers, the marks
+become the partitions' *covered* offsets (:meth:`LayoutTracker.covers`): a later batch
+whose records all lie below them needs no check of its own. A batch that does need
+one waits for the next slot (:meth:`LayoutTracker.check_due_in`): at most one check
+per ``(1 + topics) / ordered.layout.check.max.requests.per.s`` seconds, so the checks
+send at most that many requests per second whatever the throughput. Coverage is
+forgotten when a topic is read again (it may have been deleted and adopted anew) and
+when a partition moves (:meth:`LayoutTracker.forget`).
 
 **Rewinds** (``docs/consumer.md``, "Replays"): a member of the group that moves the
 group's progress back (a seek back, an explicit start offset) writes the group's
 rewind marker of the topic (:func:`~coordinator.store.paths.rewind_path`, no data)
 before it delivers a replayed record. The same round trip reads the marker's
-last-write zxid; when it changed, the topic is reported in :meth:`LayoutTracker.take_rewound`
-and the consumer decides its gates again before the batch is judged.
+last-write zxid; when it changed, the topic is reported in
+:meth:`LayoutTracker.take_rewound` and the consumer decides its gates again before the
+batch is judged. A rewind can come at any time, whatever the offsets, so coverage
+spares a batch its check only while a check began within the last pacing slot: a
+consumer of a group learns of a rewind within one slot (167 ms with one topic at the
+default) rather than at its next batch.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -164,16 +181,19 @@ class TopicView:
 
 
 class FetchCheck(NamedTuple):
-    """A fetch check in flight: the ZooKeeper requests.
+    """A fetch check in flight: the ZooKeeper requests and what they will cover.
 
     Attributes:
         sync: The async result of the ``sync``.
         reads: ``(topic, async result of an exists() on the topic znode)``.
+        marks: ``((topic, partition), high watermark)`` noted before the ``sync`` was
+            sent: every record below a mark was written before the check began.
         rewinds: ``(topic, async result of an exists() on the group's rewind marker)``.
     """
 
     sync: Any
     reads: tuple[tuple[str, Any], ...]
+    marks: tuple[tuple[tuple[str, int], int], ...] = ()
     rewinds: tuple[tuple[str, Any], ...] = ()
 
 
@@ -189,12 +209,16 @@ class LayoutTracker:
         client: A started kazoo client (from :mod:`coordinator.zk`).
         root: The store root.
         check_timeout: How long :meth:`finish_check` waits for ZooKeeper.
+        check_rate: ``ordered.layout.check.max.requests.per.s``: the most ZooKeeper
+            requests per second the checks send (0: a check for every uncovered batch).
         on_reload: Called with ``(topic, newest epoch or -1)`` after each history read
             (the consumer's ``on_layout_reload`` event).
 
     Attributes:
         verify_fetch: Run the fetch check (default ``True``). ``False`` exists only for
             the test that shows the check is what closes the race.
+        covered: ``(topic, partition)`` -> the offset below which every record was
+            written before a check that answered began.
     """
 
     def __init__(
@@ -204,6 +228,7 @@ class LayoutTracker:
         check_timeout: float,
         ids: TopicIds | None = None,
         group: str | None = None,
+        check_rate: int = 0,
         on_reload: Callable[[str, int], None] | None = None,
     ) -> None:
         self.client = client
@@ -217,6 +242,9 @@ class LayoutTracker:
         self._check_timeout = check_timeout
         self._generation = self.watcher.generation
         self._check_failed = False
+        self.covered: dict[tuple[str, int], int] = {}
+        self._check_rate = check_rate
+        self._last_sent = -math.inf
         self._rewound: set[str] = set()
 
     @property
@@ -272,6 +300,7 @@ class LayoutTracker:
             marker = self.rewind_path(view.name)
             view.rewind_zxid = _zxid(self.store.exists(marker))
         view.zxid = zxid
+        self._forget_topic(view.name)
         view.history = history
         if not history.adopted:
             view.gates = None
@@ -355,11 +384,64 @@ class LayoutTracker:
 
     # --- the fetch check ---------------------------------------------------------------
 
-    def begin_check(self) -> FetchCheck | None:
+    def covers(self, positions: Iterable[Any]) -> bool:
+        """Whether a batch that left librdkafka at ``positions`` needs no check.
+
+        Args:
+            positions: ``TopicPartition``s of every assigned partition with its
+                position (last record returned + 1; negative: none returned yet).
+
+        Returns:
+            ``True`` when every position is at or below its covered offset, so every
+            record returned so far lies below it.
+        """
+        covered = self.covered
+        if not covered or not self.verify_fetch:
+            return False
+        if self._rewind_reads() and time.monotonic() - self._last_sent >= self._interval():
+            # Records below the marks know their epochs, but a rewind by another member
+            # can come at any time: it is read at least once per slot.
+            return False
+        for tp in positions:
+            if tp.offset >= 0 and tp.offset > covered.get((tp.topic, tp.partition), -1):
+                return False
+        return True
+
+    def check_due_in(self) -> float:
+        """Seconds until the next check may be sent (0: now)."""
+        if not self.verify_fetch:
+            return 0.0
+        return max(0.0, self._last_sent + self._interval() - time.monotonic())
+
+    def _rewind_reads(self) -> int:
+        """How many rewind markers a check reads (the group's ordered topics)."""
+        if not self._group:
+            return 0
+        return sum(1 for view in self.topics.values() if view.ordered)
+
+    def _interval(self) -> float:
+        """The pacing slot: the check's requests at ``check_rate`` (0: no pacing)."""
+        if self._check_rate <= 0:
+            return 0.0
+        return (1 + len(self.topics) + self._rewind_reads()) / self._check_rate
+
+    def forget(self, key: tuple[str, int]) -> None:
+        """Forget the coverage of one partition (it moved: sought, revoked, paused)."""
+        self.covered.pop(key, None)
+
+    def _forget_topic(self, name: str) -> None:
+        for key in [k for k in self.covered if k[0] == name]:
+            del self.covered[key]
+
+    def begin_check(self, marks: Iterable[tuple[tuple[str, int], int]] = ()) -> FetchCheck | None:
         """Send ``sync`` and a read of each topic's znode (no waiting).
 
         Every topic this consumer reads is checked, adopted or not: a topic adopted
         and expanded since our copy must not be taken for a plain one either.
+
+        Args:
+            marks: ``((topic, partition), high watermark)`` noted just before this
+                call; they become covered offsets when the check answers.
 
         Returns:
             The check in flight, or ``None`` when there is nothing to check.
@@ -387,7 +469,8 @@ class LayoutTracker:
             _log.debug("fetch check not sent: %s", exc)
             self._check_failed = True
             return None
-        return FetchCheck(sync, reads, rewinds)
+        self._last_sent = time.monotonic()
+        return FetchCheck(sync, reads, tuple(marks), rewinds)
 
     def finish_check(self, check: FetchCheck | None) -> list[TopicView] | None:
         """Wait for ``check``; read again every topic whose znode changed since our copy.
@@ -418,14 +501,21 @@ class LayoutTracker:
             _log.warning("layout check failed (records held until it succeeds): %s", exc)
             self._check_failed = True
             return None
-        if not changed:
-            return []
-        try:
-            return self.reload(changed)
-        except StoreError as exc:
-            _log.warning("layout reload failed (records held until it succeeds): %s", exc)
-            self._check_failed = True
-            return None
+        reloaded: list[TopicView] = []
+        if changed:
+            try:
+                reloaded = self.reload(changed)
+            except StoreError as exc:
+                _log.warning("layout reload failed (records held until it succeeds): %s", exc)
+                self._check_failed = True
+                return None
+        # Only now, with every copy at least as new as the check: what lay below the
+        # marks when it began is covered (after the reload, which forgets its topics).
+        covered = self.covered
+        for key, mark in check.marks:
+            if key[0] in self.topics and mark > covered.get(key, -1):
+                covered[key] = mark
+        return reloaded
 
     def recover(self) -> list[TopicView] | None:
         """After a failed check: read every topic again; ``None`` if that fails too."""

@@ -20,6 +20,7 @@ from coordinator.errors import StoreError
 from coordinator.history import SessionState
 from ordered.consumer.announce import Announcer
 from ordered.consumer.batch import BatchFilter
+from ordered.consumer.favour import SourceFavour
 from ordered.consumer.fetch import Fetcher
 from ordered.consumer.gate import (
     GateEvent,
@@ -51,6 +52,7 @@ class ConsumerUpkeep:
     _layout_state: LayoutState
     _filter: BatchFilter
     _fetcher: Fetcher
+    _favour: SourceFavour
     _announcer: Announcer
     _checker: GateChecker
     _rewinds: Rewinds
@@ -81,6 +83,7 @@ class ConsumerUpkeep:
             self._core.dropped(part)
         self._filter.update_single()
         self._fetcher.take_partition(key)
+        self._favour.forget(key)
         if part is not None and part.gate.paused and not part.gate.user_paused:
             # librdkafka keeps an application pause across a reassignment: a partition
             # that comes back must not stay paused by a gate we no longer track.
@@ -161,6 +164,7 @@ class ConsumerUpkeep:
             self._announcer.run()
         self._rewinds.service()
         self._checker.service()
+        self._favour.service()
 
     def _slice(self, deadline: float | None) -> float:
         return self._checker.slice(deadline, self._layout_state is LayoutState.HELD)

@@ -24,6 +24,7 @@ from coordinator.zk import close_client, close_client_within, exit_hook, make_cl
 from ordered.consumer.announce import Announcer
 from ordered.consumer.batch import BatchFilter
 from ordered.consumer.counters import ConsumerCounters
+from ordered.consumer.favour import SourceFavour
 from ordered.consumer.fetch import Fetcher
 from ordered.consumer.gate import (
     NO_LIMIT,
@@ -138,6 +139,7 @@ class OrderedConsumer(ConsumerUpkeep):
                 check_timeout=min(session_s, 5.0),
                 ids=TopicIds.for_client(split.kafka),
                 group=split.group_id,
+                check_rate=settings.layout_check_max_requests_per_s,
                 on_reload=events.layout_reload,
             )
         except Exception:
@@ -167,6 +169,7 @@ class OrderedConsumer(ConsumerUpkeep):
             self._apply_stale,
             self._rewinds.forget,
         )
+        self._favour = SourceFavour(self._consumer, core, settings.fetch_favour_sources)
         self._layout_state = LayoutState.TRUSTED
         self._closed = False
         self._exit_hook = exit_hook(self, _close_at_exit)

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable
 from typing import Any
 
+from confluent_kafka import TopicPartition
+
 from ordered.consumer.fetch import Fetcher
+from ordered.consumer.layouts import LayoutTracker
 
 
 class Msg:
@@ -26,12 +31,18 @@ class Msg:
 
 
 class FakeConsumer:
-    """Hands out prepared batches; ``during`` runs inside the next consume call."""
+    """Hands out prepared batches; ``during`` runs inside the next consume call.
+
+    Positions follow what was returned, as librdkafka's do; ``high`` is the high
+    watermark librdkafka would have cached per partition.
+    """
 
     def __init__(self, batches: list[list[Msg]], log: list[str]) -> None:
         self.batches = batches
         self.log = log
         self.during: Callable[[], object] | None = None
+        self.positions: dict[int, int] = {}
+        self.high: dict[int, int] = {}
 
     def consume(self, num: int, timeout: float) -> list[Msg]:
         if self.during is not None:
@@ -39,32 +50,61 @@ class FakeConsumer:
             during()
         batch = self.batches.pop(0) if self.batches else []
         self.log.append(f"fetch {[m.offset() for m in batch]}")
+        for m in batch:
+            self.positions[m.partition()] = m.offset() + 1
         return batch
+
+    def assignment(self) -> list[TopicPartition]:
+        return [TopicPartition("t", p) for p in (0, 1)]
+
+    def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        return [
+            TopicPartition(tp.topic, tp.partition, self.positions.get(tp.partition, -1001))
+            for tp in partitions
+        ]
+
+    def get_watermark_offsets(self, tp: TopicPartition, cached: bool) -> tuple[int, int]:
+        assert cached  # never a request to the broker
+        return 0, self.high.get(tp.partition, -1001)
 
     def poll(self, timeout: float) -> Msg | None:
         batch = self.consume(1, timeout)
         return batch[0] if batch else None
 
 
-class FakeLayouts:
-    def __init__(self, log: list[str]) -> None:
+class FakeLayouts(LayoutTracker):
+    """The real coverage and pacing rules (from LayoutTracker); checks only logged."""
+
+    def __init__(self, log: list[str], check_rate: int = 0) -> None:
         self.log = log
         self.sent = 0
+        self.marks: dict[int, Any] = {}
+        self.covered = {}
+        self.verify_fetch = True
+        self.topics = {"t": None}  # type: ignore[dict-item]
+        self._group = None
+        self._check_rate = check_rate
+        self._last_sent = -math.inf
 
-    def begin_check(self) -> Any:
+    def begin_check(self, marks: Any = ()) -> Any:
         self.sent += 1
+        self.marks[self.sent] = tuple(marks)
+        self._last_sent = time.monotonic()
         self.log.append(f"send {self.sent}")
         return self.sent
 
     def finish_check(self, check: Any) -> list[Any]:
         self.log.append(f"wait {check}")
+        for key, mark in self.marks.get(check, ()):
+            self.covered[key] = max(mark, self.covered.get(key, -1))
         return []
 
 
-def make(batches: list[list[Msg]]) -> tuple[Fetcher, FakeConsumer, list[str]]:
+def make(batches: list[list[Msg]], check_rate: int = 0) -> tuple[Fetcher, FakeConsumer, list[str]]:
     log: list[str] = []
     consumer = FakeConsumer(batches, log)
-    fetcher = Fetcher(consumer, FakeLayouts(log), lambda: None, lambda _v: None, lambda: None)  # type: ignore[arg-type]
+    layouts = FakeLayouts(log, check_rate)
+    fetcher = Fetcher(consumer, layouts, lambda: None, lambda _v: None, lambda: None)
     return fetcher, consumer, log
 
 
@@ -127,3 +167,70 @@ def test_a_rebalance_inside_the_fetch_ahead_does_not_deliver_twice() -> None:
     assert [(m.partition(), m.offset()) for m in fetcher.ready] == []
     fetcher.fetch(2, 1.0, single=False)
     assert [(m.partition(), m.offset()) for m in fetcher.ready] == [(0, 2)]
+
+
+def run(batches: list[list[Msg]], fetcher: Fetcher, consumer: FakeConsumer, num: int) -> None:
+    consumer.batches = batches
+    while consumer.batches or fetcher._pending is not None:
+        fetcher.fetch(num, 1.0, single=False)
+        fetcher.take(num)
+
+
+def test_batches_below_the_covered_watermarks_need_no_check() -> None:
+    fetcher, consumer, log = make([])
+    consumer.high = {0: 100, 1: 50}  # what librdkafka saw at its last fetch responses
+    backlog = [[Msg(0, i), Msg(0, i + 1), Msg(1, i)] for i in range(0, 40, 2)]
+    count = len(backlog)
+    run(backlog, fetcher, consumer, 3)
+    # The first batch's check noted the high watermarks: it covers the whole backlog.
+    assert log.count("send 1") == 1 and "send 2" not in log
+    assert fetcher.skipped == count - 1
+    # A record at the covered watermark was written after that check began: checked.
+    log.clear()
+    consumer.high = {0: 101, 1: 50}
+    run([[Msg(0, 100)]], fetcher, consumer, 3)
+    assert log == ["fetch [100]", "send 2", "wait 2"]
+
+
+def test_a_partition_that_moves_loses_its_coverage() -> None:
+    fetcher, consumer, log = make([])
+    consumer.high = {0: 100, 1: 100}
+    run([[Msg(0, 0), Msg(1, 0)]], fetcher, consumer, 10)
+    fetcher.take_partition(("t", 1))  # a seek, revocation or pause
+    log.clear()
+    run([[Msg(1, 1)]], fetcher, consumer, 10)
+    assert log == ["fetch [1]", "send 2", "wait 2"]
+
+
+def test_a_rebalance_inside_librdkafka_means_a_check() -> None:
+    fetcher, consumer, log = make([])
+    consumer.high = {0: 100, 1: 100}
+    run([[Msg(0, 0), Msg(1, 0)]], fetcher, consumer, 10)
+    log.clear()
+    consumer.during = lambda: fetcher.take_partition(("t", 1))
+    run([[Msg(0, 1)]], fetcher, consumer, 10)
+    assert log == ["fetch [1]", "send 2", "wait 2"]
+
+
+def test_checks_are_paced_and_a_deferred_batch_shares_the_next_check() -> None:
+    # 10 requests/s, 2 per check (sync + one topic): one check per 0.2 s at most.
+    fetcher, consumer, log = make([], check_rate=10)
+    consumer.high = {0: 1}
+    run([[Msg(0, 0)]], fetcher, consumer, 10)
+    assert log == ["fetch [0]", "send 1", "wait 1"]
+    log.clear()
+    consumer.high = {0: 2}
+    consumer.batches = [[Msg(0, 1)], [Msg(0, 2)]]
+    fetcher.fetch(10, 0.01, single=False)  # the slot is later than the caller waits
+    assert log == ["fetch [1]"] and not fetcher.ready
+    started = time.monotonic()
+    consumer.high = {0: 3}
+    fetcher.fetch(10, 1.0, single=False)
+    # Waited for the slot, took what came meanwhile, one check for both.
+    assert time.monotonic() - started >= 0.1
+    assert log == ["fetch [1]", "fetch [2]", "send 2", "wait 2"]
+    assert [m.offset() for m in fetcher.ready] == [1]
+    fetcher.take(10)
+    fetcher.fetch(10, 1.0, single=False)
+    assert [m.offset() for m in fetcher.ready] == [2]
+    assert fetcher.skipped == 1 and "send 3" not in log

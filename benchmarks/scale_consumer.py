@@ -1,0 +1,368 @@
+"""The consumer's scale curves for ``bench_scale.py``: ZooKeeper load, gate wait.
+
+Not a benchmark of its own: ``bench_scale.py`` runs them (``--only zookeeper gatewait``).
+
+ZooKeeper requests are counted by the server (``mntr``'s ``zk_packets_received``), so
+they include everything the consumer's session sends (checks, reloads, pings). The
+benchmark's own ZooKeeper client idles meanwhile; the producers are plain confluent
+ones (no ZooKeeper).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, Producer
+
+from coordinator.controller import Controller
+from coordinator.history import load_history
+from coordinator.zk import close_client, make_client, start_client
+from linear_hash import Layout
+from ordered.consumer import OrderedConsumer
+
+__all__ = ["consumer_load", "gate_wait", "zk_packets", "zookeeper_capacity"]
+
+ROOT = Path(__file__).resolve().parents[1]
+PARTITIONS = 4
+
+# A plain producer writing keyed records where the topic's first layout puts them, as
+# fast as it can, until stdin closes; prints the records it wrote.
+LIVE_PRODUCER = r"""
+import sys
+from confluent_kafka import Producer
+from linear_hash import Layout
+bootstrap, topic, partitions = sys.argv[1], sys.argv[2], int(sys.argv[3])
+layout = Layout(partitions, partitions, 0)
+keys = [b"k%d" % i for i in range(10_000)]
+parts = [layout.partition_for(k) for k in keys]
+producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+print("ready", flush=True)
+import select
+n = 0
+while not select.select([sys.stdin], [], [], 0)[0]:
+    for _ in range(1000):
+        j = n % len(keys)
+        try:
+            producer.produce(topic, b"x" * 100, keys[j], partition=parts[j])
+            n += 1
+        except BufferError:
+            producer.poll(0.01)
+    producer.poll(0)
+producer.flush(30)
+print(n, flush=True)
+"""
+
+
+def _zk_port(zookeeper: str) -> int:
+    return int(zookeeper.split(",")[0].split("/")[0].rsplit(":", 1)[1])
+
+
+def zk_packets(zookeeper: str) -> int:
+    """ZooKeeper's ``zk_packets_received`` (``mntr``): requests the server has read."""
+    with socket.create_connection(("127.0.0.1", _zk_port(zookeeper)), timeout=5) as sock:
+        sock.sendall(b"mntr")
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    for line in b"".join(chunks).decode().splitlines():
+        name, _, value = line.partition("\t")
+        if name == "zk_packets_received":
+            return int(value)
+    raise RuntimeError("mntr has no zk_packets_received")
+
+
+def zookeeper_capacity(zookeeper: str, seconds: float) -> float:
+    """Requests per second one ZooKeeper server here answers (``exists``, 8 clients)."""
+    clients = [start_client(make_client(zookeeper), 15.0) for _ in range(8)]
+    try:
+        clients[0].ensure_path("/scale-capacity")
+        done = 0
+        deadline = time.monotonic() + seconds
+        started = time.monotonic()
+        while time.monotonic() < deadline:
+            results = [c.exists_async("/scale-capacity") for c in clients for _ in range(250)]
+            for r in results:
+                r.get(10)
+            done += len(results)
+        return done / (time.monotonic() - started)
+    finally:
+        for c in clients:
+            close_client(c)
+
+
+def _fill(bootstrap: str, topic: str, count: int, layout: Layout | None = None) -> None:
+    """``count`` keyed records where ``layout`` (default: the first) puts them."""
+    layout = layout or Layout(PARTITIONS, PARTITIONS, 0)
+    keys = [b"k%d" % i for i in range(10_000)]
+    parts = [layout.partition_for(k) for k in keys]
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    for i in range(count):
+        j = i % len(keys)
+        while True:
+            try:
+                producer.produce(topic, b"x" * 100, keys[j], partition=parts[j])
+                break
+            except BufferError:
+                producer.poll(0.05)
+    if producer.flush(120) != 0:
+        raise RuntimeError("fill did not complete")
+
+
+def _read_backlog(
+    consumer: Any, topic: str, count: int, num: int, zookeeper: str
+) -> tuple[float, float]:
+    """Read ``count`` records with ``consume(num)``: (records/s, ZooKeeper requests/s).
+
+    Timed from the first batch (the subscription's start-up is not counted).
+    """
+    consumer.subscribe([topic])
+    got = timed = 0
+    started = None
+    packets0 = 0
+    deadline = time.monotonic() + 600
+    while got < count:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"read {got} of {count} records")
+        batch = consumer.consume(num, 1.0)
+        records = sum(1 for m in batch if m.error() is None)
+        got += records
+        if started is None:
+            if records:  # the rate counts from the end of the first batch
+                started = time.perf_counter()
+                packets0 = zk_packets(zookeeper)
+        else:
+            timed += records
+    elapsed = time.perf_counter() - (started or time.perf_counter())
+    packets = zk_packets(zookeeper) - packets0
+    return timed / max(elapsed, 1e-9), packets / max(elapsed, 1e-9)
+
+
+def consumer_load(
+    bootstrap: str,
+    zookeeper: str,
+    root: str,
+    controller: Controller,
+    args: argparse.Namespace,
+    create_topics: Callable[[str, list[str], int], None],
+) -> dict[str, Any]:
+    """ZooKeeper requests per second of one OrderedConsumer, by throughput, and idle.
+
+    Rows: a backlog read at full speed with small and large batches (the plain
+    consumer's rate in the same run alongside), a consumer that keeps up with a
+    producer writing as fast as it can, and an idle consumer.
+    """
+    topic = f"scale-zk-{uuid.uuid4().hex[:6]}"
+    create_topics(bootstrap, [topic], PARTITIONS)
+    controller.adopt(topic)
+    _fill(bootstrap, topic, args.zk_records)
+    base = {
+        "bootstrap.servers": bootstrap,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+    }
+    ordered_cfg = {
+        **base,
+        "ordered.zookeeper.connect": zookeeper,
+        "ordered.zookeeper.root": root,
+    }
+    rows: list[dict[str, Any]] = []
+    for num in args.zk_batches:
+        plain_rates, rates, loads = [], [], []
+        for _ in range(args.zk_rounds):
+            plain = Consumer({**base, "group.id": f"scale-zk-{uuid.uuid4().hex[:8]}"})
+            try:
+                plain_rates.append(_read_backlog(plain, topic, args.zk_records, num, zookeeper)[0])
+            finally:
+                plain.close()
+            ordered = OrderedConsumer({**ordered_cfg, "group.id": f"scale-zk-{uuid.uuid4().hex}"})
+            try:
+                rate, load = _read_backlog(ordered, topic, args.zk_records, num, zookeeper)
+            finally:
+                ordered.close()
+            rates.append(rate)
+            loads.append(load)
+        row = {
+            "mode": f"backlog, consume({num})",
+            "records_per_s": round(max(rates)),
+            "plain_records_per_s": round(max(plain_rates)),
+            "ratio_vs_plain": round(max(rates) / max(plain_rates), 3),
+            "ratio_per_round": [round(o / p, 3) for o, p in zip(rates, plain_rates, strict=True)],
+            "zookeeper_requests_per_s": round(max(loads), 1),
+            "zookeeper_requests_per_s_per_round": [round(x, 1) for x in loads],
+        }
+        rows.append(row)
+        print(f"  zookeeper load: {row}", flush=True)
+    rows.append(_live(bootstrap, zookeeper, topic, ordered_cfg, args))
+    print(f"  zookeeper load: {rows[-1]}", flush=True)
+    idle = OrderedConsumer({**ordered_cfg, "group.id": f"scale-zk-{uuid.uuid4().hex}"})
+    try:
+        _read_backlog(idle, topic, args.zk_records, 10_000, zookeeper)
+        idle0, wall0 = zk_packets(zookeeper), time.monotonic()
+        while time.monotonic() - wall0 < args.idle_seconds:
+            idle.consume(10_000, 0.5)
+        idle_load = (zk_packets(zookeeper) - idle0) / (time.monotonic() - wall0)
+    finally:
+        idle.close()
+    capacity = zookeeper_capacity(zookeeper, 3.0)
+    main = rows[len(args.zk_batches) - 1]  # the largest batches: the consumer's best rate
+    full = max(r["zookeeper_requests_per_s"] for r in rows)
+    return {
+        "records": args.zk_records,
+        "rows": rows,
+        "full_speed_records_per_s": main["records_per_s"],
+        "plain_records_per_s": main["plain_records_per_s"],
+        "ratio_vs_plain": main["ratio_vs_plain"],
+        "zookeeper_requests_per_s_full_speed": full,
+        "zookeeper_requests_per_s_idle": round(idle_load, 1),
+        "zookeeper_server_requests_per_s": round(capacity),
+        # A 3-node ensemble serves reads from every node and writes through the leader;
+        # consumers only read, so reads scale with the nodes (at ~70% target load).
+        "consumers_per_3_node_ensemble_at_full_speed": int(3 * 0.7 * capacity / max(full, 1.0)),
+    }
+
+
+def _live(
+    bootstrap: str, zookeeper: str, topic: str, config: dict[str, Any], args: argparse.Namespace
+) -> dict[str, Any]:
+    """A consumer that has caught up, reading what a fast producer writes meanwhile."""
+    consumer = OrderedConsumer(
+        {**config, "group.id": f"scale-zk-{uuid.uuid4().hex}", "auto.offset.reset": "latest"}
+    )
+    proc = None
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 30
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.consume(10_000, 0.2)
+        for _ in range(5):
+            consumer.consume(10_000, 0.2)  # positions at the end
+        proc = subprocess.Popen(
+            [sys.executable, "-c", LIVE_PRODUCER, bootstrap, topic, str(PARTITIONS)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        assert proc.stdout is not None and proc.stdin is not None
+        if proc.stdout.readline().strip() != b"ready":
+            raise RuntimeError("the live producer did not start")
+        got = 0
+        checks0 = consumer.metrics["layout_checks"]
+        packets0, started = zk_packets(zookeeper), time.perf_counter()
+        while time.perf_counter() - started < args.live_seconds:
+            got += sum(1 for m in consumer.consume(500, 0.5) if m.error() is None)
+        elapsed = time.perf_counter() - started
+        packets = zk_packets(zookeeper) - packets0
+        checks = consumer.metrics["layout_checks"] - checks0
+        proc.stdin.close()
+        written = int(proc.stdout.readline())
+        proc.wait(30)
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+        consumer.close()
+    return {
+        "mode": "caught up with a producer at full speed, consume(500)",
+        "records_per_s": round(got / elapsed),
+        "producer_records_per_s": round(written / elapsed),
+        "zookeeper_requests_per_s": round(packets / elapsed, 1),
+        "layout_checks_per_s": round(checks / elapsed, 1),
+    }
+
+
+def gate_wait(
+    bootstrap: str,
+    zookeeper: str,
+    root: str,
+    controller: Controller,
+    args: argparse.Namespace,
+    create_topics: Callable[[str, list[str], int], None],
+) -> list[dict[str, Any]]:
+    """How long a new partition stays gated after an expansion under a lagging group.
+
+    A topic of 4 partitions holds a backlog; it grows to 5 (partition 4 takes keys from
+    partition 0) and more records are written. A group of one consumer then starts
+    from the beginning: partition 4 waits until partition 0 is delivered (and its
+    boundary committed) up to the boundary. Measured with the sources favoured
+    (``ordered.fetch.favour.sources``, the default) and without, alternately.
+    """
+    rows = []
+    for round_ in range(args.gate_rounds):
+        for favour in (False, True):
+            row = _gate_wait_once(
+                bootstrap, zookeeper, root, controller, args, create_topics, favour
+            )
+            row["round"] = round_ + 1
+            rows.append(row)
+            print(f"  gate wait: {row}", flush=True)
+    return rows
+
+
+def _gate_wait_once(
+    bootstrap: str,
+    zookeeper: str,
+    root: str,
+    controller: Controller,
+    args: argparse.Namespace,
+    create_topics: Callable[[str, list[str], int], None],
+    favour: bool,
+) -> dict[str, Any]:
+    topic = f"scale-gate-{uuid.uuid4().hex[:6]}"
+    create_topics(bootstrap, [topic], PARTITIONS)
+    controller.adopt(topic)
+    _fill(bootstrap, topic, args.gate_records)
+    controller.expand(topic, PARTITIONS + 1, timeout=60)
+    history = load_history(controller.store, topic)
+    boundary = history.epochs[-1].boundaries[0]
+    _fill(bootstrap, topic, args.gate_records // 4, Layout(PARTITIONS, PARTITIONS + 1, 1))
+    total = args.gate_records + args.gate_records // 4
+    settings: dict[str, Any] = {} if favour else {"ordered.fetch.favour.sources": False}
+    consumer = OrderedConsumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"scale-gate-{uuid.uuid4().hex}",
+            "auto.offset.reset": "earliest",
+            "ordered.zookeeper.connect": zookeeper,
+            "ordered.zookeeper.root": root,
+            **settings,
+        }
+    )
+    got = 0
+    started = source_done = child_first = None
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 300
+        while got < total and time.monotonic() < deadline:
+            batch = consumer.consume(10_000, 1.0)
+            now = time.perf_counter()
+            for m in batch:
+                if m.error() is not None:
+                    continue
+                if started is None:
+                    started = now
+                got += 1
+                if m.partition() == 0 and m.offset() >= boundary - 1 and source_done is None:
+                    source_done = now
+                if m.partition() == PARTITIONS and child_first is None:
+                    child_first = now
+        finished = time.perf_counter()
+    finally:
+        consumer.close()
+    if started is None or child_first is None or source_done is None:
+        raise RuntimeError(f"gate wait: {got} of {total} records delivered")
+    return {
+        "favour_sources": favour,
+        "records": total,
+        "source_boundary": boundary,
+        "source_drained_s": round(source_done - started, 3),
+        "child_gated_s": round(child_first - started, 3),
+        "all_delivered_s": round(finished - started, 3),
+    }

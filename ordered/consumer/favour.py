@@ -1,0 +1,137 @@
+"""Sources first: while a source partition lags below a boundary, fetch only sources.
+
+After an expansion, the new partitions' records wait at their gates until the group has
+consumed each source partition up to its boundary. librdkafka fetches every unpaused
+partition of a consumer alike, so a consumer that lags on a source and on other
+partitions drains the source at a fraction of its rate while the new partitions sit
+idle (the complaint of new shards waiting on lagging parents). :class:`SourceFavour`
+pauses (librdkafka ``pause``) the consumer's other partitions while one of its
+partitions is a *source below a boundary*: a partition of an ordered topic that gives
+keys away in a sealed epoch at an offset its delivery has not reached yet (and that no
+gate or application pause holds). When no partition is one any more, it resumes
+what it paused. A source whose delivery made no progress for :data:`STALL` seconds (and
+:data:`STALL_CHECKS` evaluations) is not favoured until it moves again: its last
+offsets below the boundary may never come (a transaction marker, records compacted
+away), and the others must not wait for them.
+
+Order is not at stake: a pause only changes which partition librdkafka fetches next;
+records already taken are judged as usual, and a paused partition resumes from its
+position. Never resumed here: partitions a gate or the application paused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import TYPE_CHECKING, Any
+
+from confluent_kafka import KafkaException, TopicPartition
+
+if TYPE_CHECKING:
+    from ordered.consumer.state import Core, PartState
+
+__all__ = ["FAVOUR_INTERVAL", "STALL", "STALL_CHECKS", "SourceFavour"]
+
+FAVOUR_INTERVAL = 0.01
+"""Seconds between two evaluations while nothing is favoured (they run at the start of
+``poll``/``consume``); while something is, every call evaluates, so the others resume as
+soon as the sources are through."""
+
+STALL = 1.0
+"""Seconds without progress after which a source below its boundary is not favoured."""
+
+STALL_CHECKS = 5
+"""...and evaluations without progress (a starved process is not a stalled source)."""
+
+
+class SourceFavour:
+    """Pauses the non-sources while a source lags below a boundary (see the module doc).
+
+    Args:
+        consumer: The wrapped ``confluent_kafka.Consumer``.
+        core: The shared state (partitions, their gates and positions; the layouts).
+        enabled: ``ordered.fetch.favour.sources``.
+
+    Attributes:
+        paused: The partitions this paused (and will resume).
+    """
+
+    def __init__(self, consumer: Any, core: Core, enabled: bool) -> None:
+        self._consumer = consumer
+        self._core = core
+        self._enabled = enabled
+        self.paused: set[tuple[str, int]] = set()
+        self._next = 0.0
+        # position, since when, evaluations since
+        self._moved: dict[tuple[str, int], tuple[int, float, int]] = {}
+
+    def lagging_sources(self) -> set[tuple[str, int]]:
+        """The assigned partitions that are sources below a boundary, fetchable now."""
+        out = set()
+        topics = self._core.layouts.topics
+        for key, part in self._core.parts.items():
+            if part.gate.paused or part.gate.user_paused or part.position is None:
+                continue
+            view = topics.get(part.topic)
+            gates = view.gates if view is not None else None
+            if gates is None:
+                continue
+            marks = gates.source_marks(part.partition)
+            below = any(mark > part.position for mark in marks)
+            if below and self._progressing(key, part.position):
+                out.add(key)
+        return out
+
+    def _progressing(self, key: tuple[str, int], position: int) -> bool:
+        now = time.monotonic()
+        last = self._moved.get(key)
+        if last is None or last[0] != position:
+            self._moved[key] = (position, now, 0)
+            return True
+        checks = last[2] + 1
+        self._moved[key] = (position, last[1], checks)
+        return now - last[1] < STALL or checks < STALL_CHECKS
+
+    def service(self) -> None:
+        """Pause or resume so that only lagging sources are fetched while there are any."""
+        if not self._enabled:
+            return
+        now = time.monotonic()
+        if now < self._next and not self.paused:
+            return
+        self._next = now + FAVOUR_INTERVAL
+        parts = self._core.parts
+        sources = self.lagging_sources()
+        wanted = set() if not sources else {k for k in parts if k not in sources}
+        # Paused again each time: a gate that opened meanwhile resumed its partition.
+        pause = [k for k in wanted if self._free(parts[k])]
+        resume = [k for k in self.paused if k not in wanted]
+        if pause:
+            self._call(self._consumer.pause, pause)
+            self.paused.update(pause)
+        if resume:
+            self.paused.difference_update(resume)
+            # A gate or the application may have paused it since: theirs to resume.
+            mine = [k for k in resume if k in parts and self._free(parts[k])]
+            self._call(self._consumer.resume, mine)
+
+    def forget(self, key: tuple[str, int]) -> None:
+        """``key`` leaves the assignment: resume it if this paused it.
+
+        librdkafka keeps a pause across a reassignment; a partition that comes back
+        must not stay paused by a favour that no longer applies.
+        """
+        self._moved.pop(key, None)
+        if key in self.paused:
+            self.paused.discard(key)
+            self._call(self._consumer.resume, [key])
+
+    @staticmethod
+    def _free(part: PartState) -> bool:
+        return not part.gate.paused and not part.gate.user_paused
+
+    @staticmethod
+    def _call(method: Any, keys: list[tuple[str, int]]) -> None:
+        if keys:
+            with contextlib.suppress(KafkaException, RuntimeError):
+                method([TopicPartition(topic, partition) for topic, partition in keys])

@@ -1,0 +1,91 @@
+"""Which partitions the source favour pauses, with fake librdkafka and state (pure rules)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from ordered.consumer import favour
+from ordered.consumer.favour import SourceFavour
+from ordered.consumer.gate import GateEvent, PartitionGate
+
+
+class FakeConsumer:
+    def __init__(self) -> None:
+        self.paused: set[tuple[str, int]] = set()
+
+    def pause(self, tps: list[Any]) -> None:
+        self.paused |= {(tp.topic, tp.partition) for tp in tps}
+
+    def resume(self, tps: list[Any]) -> None:
+        self.paused -= {(tp.topic, tp.partition) for tp in tps}
+
+
+class Gates:
+    """Partition 0 gives keys away at offset 100 (a sealed epoch)."""
+
+    def source_marks(self, partition: int) -> list[int]:
+        return [100] if partition == 0 else []
+
+
+def make(now: list[float], monkeypatch: pytest.MonkeyPatch) -> tuple[SourceFavour, Any, Any]:
+    monkeypatch.setattr(favour.time, "monotonic", lambda: now[0])
+    parts = {
+        ("t", p): SimpleNamespace(topic="t", partition=p, gate=PartitionGate("t", p), position=0)
+        for p in range(3)
+    }
+    view = SimpleNamespace(gates=Gates())
+    core = SimpleNamespace(parts=parts, layouts=SimpleNamespace(topics={"t": view}))
+    consumer = FakeConsumer()
+    return SourceFavour(consumer, core, True), consumer, parts  # type: ignore[arg-type]
+
+
+def step(fav: SourceFavour, now: list[float], seconds: float = 0.1) -> None:
+    now[0] += seconds
+    fav.service()
+
+
+def test_others_pause_while_the_source_lags_and_resume_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    now = [1000.0]
+    fav, consumer, parts = make(now, monkeypatch)
+    step(fav, now)
+    assert consumer.paused == {("t", 1), ("t", 2)}
+    parts[("t", 0)].position = 100  # delivered up to the boundary
+    step(fav, now)
+    assert consumer.paused == set()
+
+
+def test_a_source_that_stops_moving_is_not_favoured(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [1000.0]
+    fav, consumer, parts = make(now, monkeypatch)
+    step(fav, now)
+    assert consumer.paused == {("t", 1), ("t", 2)}
+    parts[("t", 0)].position = 50
+    step(fav, now, 0.5)
+    assert consumer.paused == {("t", 1), ("t", 2)}
+    step(fav, now, favour.STALL + 0.1)  # one late evaluation: a starved process, maybe
+    assert consumer.paused == {("t", 1), ("t", 2)}
+    for _ in range(favour.STALL_CHECKS):
+        step(fav, now)  # no progress since: the others must not wait
+    assert consumer.paused == set()
+
+
+def test_pauses_of_a_gate_or_the_application_are_left_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    now = [1000.0]
+    fav, consumer, parts = make(now, monkeypatch)
+    parts[("t", 1)].gate.user_paused = True
+    consumer.paused.add(("t", 1))
+    step(fav, now)
+    assert ("t", 2) in consumer.paused
+    parts[("t", 2)].gate.fire(GateEvent.GATE_CLOSED, float("inf"), held=5)  # a gate holds it
+    parts[("t", 0)].position = 100
+    step(fav, now)
+    # Neither the application's pause of 1 nor the gate's pause of 2 was lifted.
+    assert consumer.paused == {("t", 1), ("t", 2)}
+    assert not fav.paused
