@@ -407,33 +407,6 @@ class KafkaAdmin:
                 out[tp.partition] = int(tp.offset)
         return out
 
-    def groups_offsets(
-        self, wanted: Mapping[str, Mapping[str, Iterable[int]]]
-    ) -> dict[str, dict[str, dict[int, int]] | OrderedKafkaError]:
-        """Committed offsets of many groups: group -> topic -> partitions.
-
-        Read through the per-group clients of :meth:`committed_offsets` (an OffsetFetch
-        each), not the admin API's ``list_consumer_group_offsets``: librdkafka 2.16
-        aborts the process when one of those requests times out while a broker
-        restarts (``rd_kafka_enq_once_del_source_return``), and the daemon calls this
-        ten times a second.
-
-        Returns:
-            group -> topic -> partition -> committed offset (partitions without a
-            commit left out), or the error of that group's read: one group that fails
-            does not hide the others'.
-        """
-        out: dict[str, dict[str, dict[int, int]] | OrderedKafkaError] = {}
-        for group, topics in wanted.items():
-            try:
-                out[group] = {
-                    topic: self.committed_offsets(group, topic, partitions)
-                    for topic, partitions in sorted(topics.items())
-                }
-            except OrderedKafkaError as exc:
-                out[group] = exc
-        return out
-
     def offsets_for_time(
         self, topic: str, partitions: Iterable[int], timestamp_ms: int
     ) -> dict[int, int]:

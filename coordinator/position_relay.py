@@ -82,15 +82,15 @@ class PositionRelay:
         """Run one round; return how many progress records it published.
 
         The waits of every group are read first, then the committed offsets of just
-        the partitions someone waits on (:meth:`KafkaAdmin.groups_offsets`); a group
-        whose read fails is reported and the others are still relayed.
+        the partitions someone waits on; a group whose read fails is reported and the
+        others are still relayed.
         """
         published = 0
         started = time.monotonic()
         try:
             waits = {group: self._needed(group) for group in self._groups()}
             waits = {group: needed for group, needed in waits.items() if needed}
-            committed = self._admin.groups_offsets(waits) if waits else {}
+            committed = {group: self._committed(group, needed) for group, needed in waits.items()}
             failures = []
             for group, needed in sorted(waits.items()):
                 got = committed.get(group, {})
@@ -119,6 +119,24 @@ class PositionRelay:
         except NoNodeError:
             return []
         return sorted(urllib.parse.unquote(name) for name in names)
+
+    def _committed(
+        self, group: str, needed: dict[str, dict[int, int]]
+    ) -> dict[str, dict[int, int]] | OrderedError:
+        """``group``'s committed offsets of the waited-on partitions, or the error.
+
+        Read through the admin helpers' per-group clients (an OffsetFetch each), not
+        the admin API's ``list_consumer_group_offsets``: librdkafka 2.16 aborts the
+        process when one of those times out while a broker restarts, and the relay
+        runs ten times a second.
+        """
+        try:
+            return {
+                topic: self._admin.committed_offsets(group, topic, waits)
+                for topic, waits in sorted(needed.items())
+            }
+        except OrderedError as exc:
+            return exc
 
     def _service(self, group: str) -> PositionService:
         service = self._services.get(group)
