@@ -77,7 +77,7 @@ TRANSIENT_ERRORS: frozenset[int] = frozenset(
 
 _LATEST: OffsetSpec = OffsetSpec.latest()  # type: ignore[no-untyped-call]
 # Group clients kept for committed-offset reads (the position relay asks every round).
-_MAX_PROBES = 16
+_MAX_PROBES = 64
 
 _EARLIEST: OffsetSpec = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
 

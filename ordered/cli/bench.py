@@ -253,19 +253,24 @@ def _spark(d: dict[str, Any]) -> list[dict[str, Any]]:
     sink = _get(d, "sink_rows_per_s") or {}
     plan = _get(d, "planning_ms_direct") or {}
 
-    def spread(x: Any) -> str | None:
-        if not isinstance(x, dict):
-            return None
-        rounds = x.get("rounds") or x.get("runs")
-        return f"best {x.get('best')}" + (f", rounds {rounds}" if rounds else "")
+    def ratio(name: str) -> tuple[Any, str | None]:
+        # Paired rounds: {"median", "min", "max", "rounds"}; older files: one median.
+        paired = _get(d, f"{name}_ratio")
+        if isinstance(paired, dict):
+            return paired.get("median"), (
+                f"rounds {paired.get('rounds')} (min {paired.get('min')}, max {paired.get('max')})"
+            )
+        return _get(d, f"{name}_ratio_median"), None
 
+    source_ratio, source_spread = ratio("source")
+    sink_ratio, sink_spread = ratio("sink")
     return [
         _row(
             "Spark source, `ordered-kafka` (rows/s)",
             _get(src, "ordered-kafka", "median"),
             f"Spark's Kafka source {_get(src, 'kafka', 'median')}",
-            _get(d, "source_ratio_median"),
-            spread(src.get("ordered-kafka")),
+            source_ratio,
+            source_spread,
             ">= 0.9",
             "spark",
         ),
@@ -273,8 +278,8 @@ def _spark(d: dict[str, Any]) -> list[dict[str, Any]]:
             "Spark sink, `ordered-kafka` (rows/s)",
             _get(sink, "ordered-kafka", "median"),
             f"Spark's Kafka sink {_get(sink, 'kafka', 'median')}",
-            _get(d, "sink_ratio_median"),
-            spread(sink.get("ordered-kafka")),
+            sink_ratio,
+            sink_spread,
             ">= 0.9",
             "spark",
         ),
