@@ -76,3 +76,11 @@ def test_one_watch_mechanism_and_no_private_store_calls() -> None:
         and re.search(r"(?<!self)\._run\(|store\._(run|read|put|delete|children)\b", text)
     ]
     assert private == []
+
+
+def test_test_modules_have_unique_names() -> None:
+    """pytest imports test modules by basename (no packages under tests/): two files of
+    one name stop the whole run at collection."""
+    root = Path(__file__).resolve().parents[1]
+    names = [p.name for p in root.rglob("test_*.py")]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
