@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import sys
+import threading
 import time
 from typing import Any
 
@@ -20,6 +21,11 @@ from coordinator.zk import KAZOO_LOGGER
 __all__ = ["configure", "emit", "error", "json_mode", "progress", "warn"]
 
 _state = {"json": False}
+
+# One lock for every stderr line, ours and logging's: the daemon's threads (and
+# kazoo's) log at once, and a line written in two pieces ("{...}" then "\n") by
+# two threads would make two JSON records share a line.
+_LOCK = threading.RLock()
 
 
 def configure(as_json: bool, level: int = logging.WARNING) -> None:
@@ -35,6 +41,7 @@ def configure(as_json: bool, level: int = logging.WARNING) -> None:
         if getattr(handler, "_ordered_cli", False):
             root.removeHandler(handler)
     handler = logging.StreamHandler(sys.stderr)
+    handler.lock = _LOCK  # logging's lock is per handler: share ours
     handler.setFormatter(_JsonFormatter() if as_json else _TextFormatter())
     handler._ordered_cli = True  # type: ignore[attr-defined]
     root.addHandler(handler)
@@ -54,10 +61,13 @@ def json_mode() -> bool:
 def _line(level: str, message: str, **extra: Any) -> None:
     if _state["json"]:
         record = {"level": level, "message": message, "time": round(time.time(), 3), **extra}
-        print(json.dumps(record, sort_keys=True), file=sys.stderr, flush=True)
+        line = json.dumps(record, sort_keys=True)
     else:
         prefix = "ordered: " if level == "info" else f"ordered: {level}: "
-        print(f"{prefix}{message}", file=sys.stderr, flush=True)
+        line = f"{prefix}{message}"
+    with _LOCK:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
 
 
 def emit(payload: dict[str, Any], text: str, as_json: bool) -> None:
