@@ -28,13 +28,14 @@ from coordinator.errors import (
     LayoutError,
     NotAdoptedError,
     OrderedError,
+    OrderedKafkaError,
     StoreAuthError,
     StoreError,
     TransitionInProgressError,
 )
 from coordinator.hooks import CoordinatorEvents
 from coordinator.identity import process_identity
-from coordinator.kafka_admin import KafkaAdmin
+from coordinator.kafka_admin import TRANSIENT_ERRORS, KafkaAdmin
 from coordinator.store import EpochRecord, LayoutStore, TopicRecord
 from coordinator.topic_ids import check_topic_id
 from coordinator.transition import (
@@ -73,6 +74,9 @@ _REPORT_EVERY_S: Final = 5.0
 # The watches wake the barrier on every registration and ack change; this only bounds
 # how late a missed watch event (e.g. across a reconnect) is noticed.
 _RECHECK_S: Final = 1.0
+
+# How long a publish waits for the receiving partitions to get a leader.
+_LEADER_WAIT_S: Final = 60.0
 
 Progress = Callable[[str], None]
 
@@ -376,7 +380,7 @@ class Controller(Adoption):
         number = record.epoch + 1
         edges = key_flow(record.initial, record.active, tr.target)
         receivers = sorted({b for _, b in edges})
-        boundaries = self._admin.end_offsets(tr.topic, receivers)
+        boundaries = self._receiver_ends(tr.topic, receivers)
         # Listing before the publish too means a producer whose session ends in the
         # instant between the publish and the listing after it still gets its grace.
         before = self._store.producers(tr.topic)
@@ -409,6 +413,23 @@ class Controller(Adoption):
             f"epoch {number} of {tr.topic} published: {record.active} -> {tr.target} "
             f"partitions, edges {_edges_text(edges)}"
         )
+
+    def _receiver_ends(self, topic: str, receivers: list[int]) -> dict[int, int]:
+        """End offsets of the receiving partitions, waiting out leaderless ones.
+
+        Partitions created a moment ago have no leader until the brokers elect one; on
+        a cluster still recovering (a broker just back) that can outlast one Kafka
+        request timeout, so transient errors are retried for up to 60 s here.
+        """
+        deadline = time.monotonic() + _LEADER_WAIT_S
+        while True:
+            try:
+                return self._admin.end_offsets(topic, receivers)
+            except OrderedKafkaError as exc:
+                if exc.code() not in TRANSIENT_ERRORS or time.monotonic() > deadline:
+                    raise
+                self._progress(f"{topic}: waiting for leaders of partitions {receivers}: {exc}")
+                time.sleep(1.0)
 
     def _step_producers(self, tr: _Transition) -> None:
         epoch = tr.current_epoch

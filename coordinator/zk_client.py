@@ -173,7 +173,9 @@ class AuthClient(KazooClient):  # type: ignore[misc]
         except (ConnectionClosedError, SessionExpiredError):
             return  # the client is closing: nothing to follow any more
         except Exception as exc:  # a watch callback must not raise
-            _log.warning("cannot re-read the ACL policy at %s: %s", path, exc)
+            _log.warning(
+                "cannot re-read the ACL policy at %s: %s", path, str(exc) or type(exc).__name__
+            )
             return
         self._set_policy(data, path)
 
