@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from coordinator.errors import NotAdoptedError, RecordCorruptError
+from coordinator.errors import NotAdoptedError
 from coordinator.store import paths
 from coordinator.store.autoscale_records import AutoscalePolicy, AutoscaleStatus
 from coordinator.store.topics import TopicStore
@@ -15,18 +13,6 @@ __all__ = ["AutoscaleStore"]
 class AutoscaleStore(TopicStore):
     """Autoscaling policies and status (part of :class:`~coordinator.store.LayoutStore`)."""
 
-    def _get_record(self, path: str, kind: type[Any], topic: str) -> Any:
-        def attempt() -> Any:
-            got = self._read(path)
-            if got is None:
-                return None
-            record = kind.from_json(got[0], path)
-            if record.topic != topic:
-                raise RecordCorruptError(f"{path}: {kind.__name__} names topic {record.topic!r}")
-            return record
-
-        return self._run(f"read {path}", attempt)
-
     def autoscale_policy(self, topic: str) -> AutoscalePolicy | None:
         """Return the topic's autoscaling policy, ``None`` when none is set.
 
@@ -34,7 +20,7 @@ class AutoscaleStore(TopicStore):
             StoreError: ZooKeeper is unreachable or the record fails its check.
         """
         path = paths.autoscale_path(self._root, topic)
-        policy: AutoscalePolicy | None = self._get_record(path, AutoscalePolicy, topic)
+        policy: AutoscalePolicy | None = self._topic_record(path, AutoscalePolicy, topic)
         return policy
 
     def set_autoscale_policy(self, policy: AutoscalePolicy) -> None:
@@ -71,7 +57,7 @@ class AutoscaleStore(TopicStore):
             StoreError: ZooKeeper is unreachable or the record fails its check.
         """
         path = paths.autoscale_status_path(self._root, topic)
-        status: AutoscaleStatus | None = self._get_record(path, AutoscaleStatus, topic)
+        status: AutoscaleStatus | None = self._topic_record(path, AutoscaleStatus, topic)
         return status
 
     def put_autoscale_status(self, status: AutoscaleStatus) -> None:

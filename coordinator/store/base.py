@@ -31,6 +31,7 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 
 from coordinator.errors import (
+    RecordCorruptError,
     StoreAuthError,
     StoreUnavailableError,
 )
@@ -122,6 +123,24 @@ class StoreBase:
         except NoNodeError:
             return None
         return data, stat
+
+    def _topic_record(self, path: str, kind: Any, topic: str) -> Any:
+        """Read the record of type ``kind`` at ``path`` that must name ``topic`` (or None).
+
+        Raises:
+            StoreError: ZooKeeper is unreachable or the record fails its check.
+        """
+
+        def attempt() -> Any:
+            got = self._read(path)
+            if got is None:
+                return None
+            record = kind.from_json(got[0], path)
+            if record.topic != topic:
+                raise RecordCorruptError(f"{path}: {kind.__name__} names topic {record.topic!r}")
+            return record
+
+        return self._run(f"read {path}", attempt)
 
     def sync(self, path: str) -> None:
         """Make this client's view of ``path`` at least as new as the leader's (ZooKeeper ``sync``).

@@ -81,17 +81,8 @@ class RetiredStore(TopicStore):
             StoreError: ZooKeeper is unreachable or the record fails its check.
         """
         path = paths.retention_path(self._root, topic)
-
-        def attempt() -> RetentionRecord | None:
-            got = self._read(path)
-            if got is None:
-                return None
-            record = RetentionRecord.from_json(got[0], path)
-            if record.topic != topic:
-                raise RecordCorruptError(f"{path}: RetentionRecord names topic {record.topic!r}")
-            return record
-
-        return self._run(f"read {path}", attempt)
+        record: RetentionRecord | None = self._topic_record(path, RetentionRecord, topic)
+        return record
 
     def set_retention(self, record: RetentionRecord) -> None:
         """Set the topic's consumed retention (idempotent; the topic must be adopted).
