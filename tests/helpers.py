@@ -115,3 +115,36 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 180)
         timeout=timeout,
         check=False,
     )
+
+
+def keys_for(layout: Any, partition: int, count: int, prefix: str = "k") -> list[str]:
+    """``count`` distinct keys that ``layout`` (a ``Layout``) routes to ``partition``."""
+    out: list[str] = []
+    i = 0
+    while len(out) < count:
+        key = f"{prefix}{i}"
+        if layout.partition_for(key) == partition:
+            out.append(key)
+        i += 1
+    return out
+
+
+def moving_keys(count: int) -> list[str]:
+    """``count`` keys of partition 0 that move to partition 2 when 2 partitions become 3."""
+    from linear_hash import Layout
+
+    before, after = Layout(2, 2, 0), Layout(2, 3, 1)
+    return [k for k in keys_for(before, 0, 200) if after.partition_for(k) == 2][:count]
+
+
+def drain(consumer: Any, seconds: float, until: int | None = None) -> list[Any]:
+    """Consume for ``seconds`` (or until ``until`` records arrived), skipping transient events."""
+    out: list[Any] = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and (until is None or len(out) < until):
+        for message in consumer.consume(100, 0.2):
+            if transient_error(message):
+                continue
+            assert message.error() is None, message.error()
+            out.append(message)
+    return out

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from fixtures import producer_record
-from helpers import run_cli, transient_error, wait_until
+from helpers import drain, keys_for, moving_keys, run_cli, wait_until
 
 from coordinator.controller import Controller
 from coordinator.errors import OrderViolationError
@@ -22,24 +22,6 @@ from ordered.consumer import GateState, OrderedConsumer
 from ordered.listener import PartitionKeyRebalanceListener
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
-
-
-def keys_for(layout: Layout, partition: int, count: int, prefix: str = "k") -> list[str]:
-    """``count`` distinct keys that ``layout`` routes to ``partition``."""
-    out = []
-    i = 0
-    while len(out) < count:
-        key = f"{prefix}{i}"
-        if layout.partition_for(key) == partition:
-            out.append(key)
-        i += 1
-    return out
-
-
-def moving_keys(count: int) -> list[str]:
-    """``count`` keys of partition 0 that move to partition 2 when 2 partitions become 3."""
-    before, after = Layout(2, 2, 0), Layout(2, 3, 1)
-    return [k for k in keys_for(before, 0, 200) if after.partition_for(k) == 2][:count]
 
 
 def produce(bootstrap: str, topic: str, layout: Layout, records: list[tuple[str, str]]) -> None:
@@ -60,19 +42,6 @@ def committed(bootstrap: str, group: str, topic: str, partition: int) -> int:
         return int(tp.offset)
     finally:
         probe.close()
-
-
-def drain(consumer: OrderedConsumer, seconds: float, until: int | None = None) -> list[Any]:
-    """Consume for ``seconds`` (or until ``until`` records arrived)."""
-    out: list[Any] = []
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and (until is None or len(out) < until):
-        for message in consumer.consume(100, 0.2):
-            if transient_error(message):
-                continue
-            assert message.error() is None, message.error()
-            out.append(message)
-    return out
 
 
 class Recorder(PartitionKeyRebalanceListener):

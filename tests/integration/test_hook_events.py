@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from helpers import transient_error, wait_until
+from helpers import drain, keys_for, moving_keys, wait_until
 
 from coordinator.controller import Controller
 from coordinator.hooks import CONSUMER_HOOKS, COORDINATOR_HOOKS, PRODUCER_HOOKS, check_hooks
@@ -59,37 +59,6 @@ def _method(name: str) -> Callable[..., None]:
 
 for _name in EVENT_NAMES:
     setattr(Recorder, _name, _method(_name))
-
-
-def keys_for(layout: Layout, partition: int, count: int, prefix: str = "k") -> list[str]:
-    """``count`` distinct keys that ``layout`` routes to ``partition``."""
-    out: list[str] = []
-    i = 0
-    while len(out) < count:
-        key = f"{prefix}{i}"
-        if layout.partition_for(key) == partition:
-            out.append(key)
-        i += 1
-    return out
-
-
-def moving_keys(count: int) -> list[str]:
-    """Keys of partition 0 that move to partition 2 when 2 partitions become 3."""
-    before, after = Layout(2, 2, 0), Layout(2, 3, 1)
-    return [k for k in keys_for(before, 0, 200) if after.partition_for(k) == 2][:count]
-
-
-def drain(consumer: OrderedConsumer, seconds: float, until: int | None = None) -> list[Any]:
-    """Consume for ``seconds`` (or until ``until`` records arrived)."""
-    out: list[Any] = []
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and (until is None or len(out) < until):
-        for message in consumer.consume(100, 0.2):
-            if transient_error(message):
-                continue
-            assert message.error() is None, message.error()
-            out.append(message)
-    return out
 
 
 def test_every_event_method_is_recorded() -> None:

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from fixtures import producer_record
-from helpers import transient_error, wait_until
+from helpers import drain, keys_for, wait_until
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -193,31 +193,6 @@ def test_daemon_refuses_a_taken_metrics_address(
         server.shutdown()
         server.server_close()
         thread.join(5)
-
-
-def keys_for(layout: Layout, partition: int, count: int, prefix: str = "k") -> list[str]:
-    """``count`` distinct keys that ``layout`` routes to ``partition``."""
-    out: list[str] = []
-    i = 0
-    while len(out) < count:
-        key = f"{prefix}{i}"
-        if layout.partition_for(key) == partition:
-            out.append(key)
-        i += 1
-    return out
-
-
-def drain(consumer: OrderedConsumer, seconds: float, until: int | None = None) -> list[Any]:
-    """Consume for ``seconds`` (or until ``until`` records arrived)."""
-    out: list[Any] = []
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and (until is None or len(out) < until):
-        for message in consumer.consume(100, 0.2):
-            if transient_error(message):
-                continue
-            assert message.error() is None, message.error()
-            out.append(message)
-    return out
 
 
 def test_a_blocked_gate_shows_in_the_wrappers_registry(
