@@ -5,8 +5,9 @@ A topic's *interested groups* are
 * the registered ordered groups (an ``OrderedConsumer`` registers its group on every
   ordered topic it loads: ``{root}/groups/{g}/topics/{topic}``), and
 * every consumer group with committed offsets on the topic (``list_consumer_groups``,
-  then ``list_consumer_group_offsets``), unless :attr:`InterestSettings.registered_only`
-  restricts the set to the first kind.
+  then each group's committed offsets, read with an OffsetFetch of a client that never
+  joins the group), unless :attr:`InterestSettings.registered_only` restricts the set
+  to the first kind.
 
 Two kinds of group hold nothing back: a plain group that never committed on the topic,
 and an ``EMPTY`` group whose commits are older than :attr:`InterestSettings.stale_after_ms`

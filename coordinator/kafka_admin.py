@@ -22,7 +22,6 @@ from typing import Any
 from confluent_kafka import (
     Consumer,
     ConsumerGroupState,
-    ConsumerGroupTopicPartitions,
     KafkaError,
     KafkaException,
     TopicCollection,
@@ -374,38 +373,19 @@ class KafkaAdmin:
         return out
 
     def group_offsets(self, group: str, topic: str, partitions: Iterable[int]) -> dict[int, int]:
-        """Return ``group``'s committed offsets on ``partitions`` of ``topic`` (admin API).
+        """Return ``group``'s committed offsets on ``partitions`` of ``topic``.
 
-        Partitions without a commit are left out. Unlike :meth:`committed_offsets` this
-        uses ``list_consumer_group_offsets`` and keeps no client per group, for scans
-        over every group of the cluster.
+        Partitions without a commit are left out. Read as :meth:`committed_offsets`
+        reads them (an OffsetFetch of a cached client that never joins the group), not
+        with the admin API's ``list_consumer_group_offsets``: in librdkafka 2.16 a
+        timed-out ``list_consumer_group_offsets`` while a broker restarts crashes the
+        process (an ``rd_kafka_enq_once_del_source_return`` assertion or a segfault),
+        and the coordinator daemon's sweep asks for every group every few seconds.
 
         Raises:
             OrderedKafkaError: Kafka failed or reported an error for a partition.
         """
-        wanted = sorted(set(partitions))
-        if not wanted:
-            return {}
-        request = [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in wanted])]
-        try:
-            futures = self._admin.list_consumer_group_offsets(
-                request, request_timeout=self._timeout
-            )
-            got = futures[group].result(timeout=self._timeout + 5)
-        except KafkaException as exc:
-            what = f"cannot read the offsets group {group} committed on {topic}"
-            raise self._fail(what, exc) from exc
-        out: dict[int, int] = {}
-        for tp in got.topic_partitions or ():
-            if tp.error is not None:
-                raise OrderedKafkaError(
-                    f"Kafka at {self._bootstrap}: offset of group {group} on "
-                    f"{topic}[{tp.partition}]: {tp.error.str()}",
-                    tp.error,
-                )
-            if tp.topic == topic and tp.offset >= 0:
-                out[tp.partition] = int(tp.offset)
-        return out
+        return self.committed_offsets(group, topic, partitions)
 
     def offsets_for_time(
         self, topic: str, partitions: Iterable[int], timestamp_ms: int
