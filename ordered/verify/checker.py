@@ -128,7 +128,12 @@ class Verdict:
         lost_count: Their exact number, summed over groups.
         duplicates: Deliveries beyond the first, summed over groups.
         mismatched: Deliveries whose key differs from the key the producer acked.
-        copies: Records found at two places of a topic that must hold them once.
+        copies: Records found at two places of a topic that must hold them once,
+            beyond the places the input topic already holds them at (an exactly-once
+            stage copies each input record once: a record the input holds twice is
+            rightly in its output twice).
+        input_copies: Extra places of records in the input topic (what the groups that
+            are not exactly-once groups saw; at-least-once writes allow them).
         pauses: Per paused group, its :class:`PauseProof`.
     """
 
@@ -142,6 +147,7 @@ class Verdict:
     duplicates: int = 0
     mismatched: int = 0
     copies: int = 0
+    input_copies: int = 0
     pauses: list[PauseProof] = field(default_factory=list)
 
     @property
@@ -164,6 +170,7 @@ class Verdict:
             "duplicates": self.duplicates,
             "mismatched": self.mismatched,
             "copies": self.copies,
+            "input_copies": self.input_copies,
             "pauses": [asdict(p) for p in self.pauses],
         }
 
@@ -230,8 +237,9 @@ def check(
         complete_groups: Groups that must have every acked record (default: every group
             that delivered anything).
         exactly_once_groups: Groups reading a topic that must hold every record once:
-            a record found at two places (partition, offset) there is a violation
-            (``copies``; elsewhere copies are only counted: at-least-once allows them).
+            a record found at more places (partition, offset) there than in the input
+            topic (as the other groups saw it) is a violation (``copies``; elsewhere
+            copies are only counted: at-least-once allows them).
 
     Returns:
         The :class:`Verdict`.
@@ -261,14 +269,24 @@ def check(
             pause_marks[str(ev["g"])].append((int(ev["ts"]), kind))
     out.records = len(acked)
     wanted = set(deliveries) if complete_groups is None else set(complete_groups)
+    exactly_once = set(exactly_once_groups)
+    input_places: dict[tuple[str, int], int] = {}
+    output_places: dict[str, dict[tuple[str, int], int]] = {}
     for group in sorted(set(deliveries) | wanted):
         found = deliveries.get(group, [])
         stats = _check_group(group, found, resets.get(group, []), seeks, acked, out)
         lost = _lost(group, stats.pop("_delivered_set"), acked, lows, out) if group in wanted else 0
+        multi: dict[tuple[str, int], int] = stats.pop("_multi")
         stats["lost"] = lost
         out.groups[group] = stats
-        if group in set(exactly_once_groups):
-            out.copies += int(stats["copies"])
+        if group in exactly_once:
+            output_places[group] = multi
+        else:
+            for rid, count in multi.items():
+                input_places[rid] = max(count, input_places.get(rid, 1))
+    out.input_copies = sum(count - 1 for count in input_places.values())
+    for multi in output_places.values():
+        out.copies += sum(max(0, n - input_places.get(rid, 1)) for rid, n in multi.items())
     for group, marks in sorted(pause_marks.items()):
         out.pauses.append(_pause_proof(group, marks, lows, out.groups.get(group, {})))
     return out
@@ -325,6 +343,7 @@ def _check_group(
         "replayed": replayed,
         "copies": copies,
         "_delivered_set": first.seen,
+        "_multi": {rid: len(at) for rid, at in places.items() if len(at) > 1},
     }
 
 

@@ -274,3 +274,18 @@ def test_a_record_at_two_places_is_a_copy_and_breaks_exactly_once() -> None:
     # A redelivery from the same place is no copy.
     again = [*ACKS, *in_order("out"), dlv(10, "p1", 1, "a", 0, 11, group="out")]
     assert check(again, exactly_once_groups=["out"]).holds
+
+
+def test_a_copy_the_input_already_holds_is_no_exactly_once_violation() -> None:
+    # The input topic holds seq 1 twice (an idempotent producer's retry after a leader
+    # move wrote it again at offset 12): the input group sees both places, and an
+    # exactly-once stage rightly copies each input record once, so its output has two.
+    twice_in = [*ACKS, *in_order("g"), dlv(10, "p1", 1, "a", 0, 12, group="g")]
+    twice_out = [*in_order("out"), dlv(11, "p1", 1, "a", 0, 12, group="out")]
+    verdict = check(twice_in + twice_out, exactly_once_groups=["out"])
+    assert verdict.groups["out"]["copies"] == 1 and verdict.input_copies == 1
+    assert verdict.copies == 0 and verdict.holds
+    # A third place in the output is one copy more than the input has: a violation.
+    thrice = [*twice_in, *twice_out, dlv(12, "p1", 1, "a", 0, 13, group="out")]
+    verdict = check(thrice, exactly_once_groups=["out"])
+    assert verdict.copies == 1 and not verdict.holds
