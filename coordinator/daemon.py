@@ -290,13 +290,13 @@ class CoordinatorDaemon:
                 target=self._sweep_loop, args=(led,), name="sweeper", daemon=True
             )
             sweeper.start()
+        cache = TopicCache(self._store, self._wake.set)
         autoscaler: threading.Thread | None = None
         if self._autoscaler is not None:
             autoscaler = threading.Thread(
-                target=self._autoscale_loop, args=(led,), name="autoscaler", daemon=True
+                target=self._autoscale_loop, args=(led, cache), name="autoscaler", daemon=True
             )
             autoscaler.start()
-        cache = TopicCache(self._store, self._wake.set)
         try:
             cache.start()
             next_check = 0.0
@@ -342,13 +342,17 @@ class CoordinatorDaemon:
                 self._progress(f"sweep failed: ZooKeeper: {exc!r}")
             led.wait(self._sweep_interval)
 
-    def _autoscale_loop(self, led: threading.Event) -> None:
-        """Run the autoscaler every ``autoscale_interval`` seconds while this daemon leads."""
+    def _autoscale_loop(self, led: threading.Event, cache: TopicCache) -> None:
+        """Run the autoscaler every ``autoscale_interval`` seconds while this daemon leads.
+
+        It looks at the topics the cache knows to have a policy node (no read of every
+        topic's policy each tick).
+        """
         assert self._autoscaler is not None
         try:
             while not (led.is_set() or self._stop.is_set() or self._lost.is_set()):
                 try:
-                    self._autoscaler.tick()
+                    self._autoscaler.tick(topics=cache.with_child(paths.AUTOSCALE_NODE))
                 except OrderedError as exc:
                     self._progress(f"autoscale failed: {exc}")
                 except (KazooException, KazooTimeoutError) as exc:

@@ -15,7 +15,7 @@ from coordinator.controller import Controller
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.position_relay import PositionRelay
 from coordinator.positions import PositionService
-from coordinator.store import LayoutStore
+from coordinator.store import LayoutStore, paths
 from coordinator.topic_cache import TopicCache
 from coordinator.wait_cache import WaitCache, read_waits
 
@@ -76,6 +76,11 @@ def test_topic_cache_follows_records_and_its_check_repairs_a_missed_event(
         wait_until(lambda: (cache.refresh(), topic in cache.topics())[1], timeout=10, what="adopt")
         record = cache.topics()[topic]
         assert record == store.get_topic(topic)
+        assert topic not in cache.with_child(paths.AUTOSCALE_NODE)
+        store.client.create(paths.autoscale_path(store.root, topic), b"")  # a policy node
+        wait_until(
+            lambda: topic in cache.with_child(paths.AUTOSCALE_NODE), timeout=10, what="policy"
+        )
 
         # Lose the watch behind the cache's back: a change it cannot see.
         cache._watches[topic].stop()
