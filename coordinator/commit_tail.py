@@ -89,6 +89,8 @@ class CommitTail:
         self._progress = progress or (lambda _message: None)
         self._timeout = timeout
         self._said = ""
+        self.healthy = False
+        """Whether the tail is reading the topic now (assigned, no fatal error)."""
         self.seen = 0
         """Commit records read (for tests)."""
 
@@ -108,7 +110,11 @@ class CommitTail:
         try:
             while not stop():
                 if self._assign(consumer):
-                    self._tail(consumer, stop)
+                    self.healthy = True
+                    try:
+                        self._tail(consumer, stop)
+                    finally:
+                        self.healthy = False
                     return
                 deadline = time.monotonic() + _RETRY_S
                 while not stop() and time.monotonic() < deadline:

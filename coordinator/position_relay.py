@@ -3,15 +3,17 @@
 Consumers publish the boundary commits they make themselves (:mod:`coordinator.positions`),
 but a gate may wait on progress that no ordered consumer publishes: a commit by a plain
 consumer or by user code, a consumer that died between its commit and its publish, a
-group that commits with ``enable.auto.commit``. The relay closes that gap. Every
-``interval`` (and at once when a wait is declared) it takes the declared interest of
-every group (``{root}/groups/*/interest``), asks Kafka for the group's committed offsets
-of exactly the partitions someone waits on (one OffsetFetch per group, the groups in
-parallel), and publishes a progress record when a committed offset reached a declared
-wait and grew past the recorded one; the waiters' watches fire and they re-check their
-gates from Kafka. Between rounds, a tail of Kafka's ``__consumer_offsets``
-(:mod:`coordinator.commit_tail`) sees each commit as it is made: a commit on a topic a
-group waits in starts a round of just that group at once.
+group that commits with ``enable.auto.commit``. The relay closes that gap. In each
+round it takes the declared interest of every group (``{root}/groups/*/interest``),
+asks Kafka for the group's committed offsets of exactly the partitions someone waits on
+(one OffsetFetch per group, the groups in parallel), and publishes a progress record
+when a committed offset reached a declared wait and grew past the recorded one; the
+waiters' watches fire and they re-check their gates from Kafka. A tail of Kafka's
+``__consumer_offsets`` (:mod:`coordinator.commit_tail`) sees each commit as it is made:
+a commit on a topic a group waits in starts a round of just that group at once, and so
+does a change of the group's waits. A full round of every group runs every ``interval``
+as a safety net (every second while the tail reads the commits; at ``interval``
+without it).
 
 The interest comes from a :class:`~coordinator.wait_cache.WaitCache` that ZooKeeper's
 watches keep current, so a round reads nothing from ZooKeeper while nothing changes;
@@ -59,6 +61,9 @@ _log = logging.getLogger(__name__)
 DEFAULT_CHECK_INTERVAL_S: Final = 30.0
 """Seconds between the rounds that read the interest from ZooKeeper, not the cache."""
 
+_TAILED_INTERVAL_S: Final = 1.0
+"""Seconds between full rounds while the commit tail reads every commit."""
+
 _MAX_READERS: Final = 8
 """Groups whose committed offsets are read at once."""
 
@@ -104,7 +109,6 @@ class PositionRelay:
         self._tail_commits = tail_commits
         self._urgent: set[str] = set()  # groups whose commits the tail just saw
         self._urgent_lock = threading.Lock()
-        self._full_due = True
         self._targets: frozenset[tuple[str, str]] = frozenset()  # waited (group, topic)
         self._cache: WaitCache | None = None
         self._next_check = 0.0
@@ -117,9 +121,10 @@ class PositionRelay:
     def run(self, stop: Callable[[], bool], wake: threading.Event | None = None) -> None:
         """Relay until ``stop()`` is true (or ``wake`` is set).
 
-        A full round every ``interval`` and whenever a declared wait changes; a round of
-        just the groups concerned as soon as the commit tail sees a waited-on commit.
-        The interest cache and the tail live while this runs (one leadership term).
+        A full round every ``interval`` (every second at most while the commit tail
+        reads every commit); a round of just the groups concerned as soon as one of
+        their waits changes or the tail sees a commit on a topic they wait in. The
+        interest cache and the tail live while this runs (one leadership term).
         """
 
         def stopping() -> bool:
@@ -127,6 +132,7 @@ class PositionRelay:
 
         self._cache = WaitCache(self._client, self._root, self._interest_changed)
         tail: threading.Thread | None = None
+        commits: CommitTail | None = None
         if self._tail_commits:
             commits = CommitTail(self._admin.client_config(), self._on_commit, self._progress)
             tail = threading.Thread(
@@ -142,9 +148,12 @@ class PositionRelay:
                 with self._urgent_lock:
                     urgent, self._urgent = self._urgent, set()
                 now = time.monotonic()
-                if self._full_due or now >= next_full:
-                    self._full_due = False
-                    next_full = now + self._interval
+                if now >= next_full:
+                    # While the tail reads every commit, the periodic round is only a
+                    # safety net: it runs ten times less often.
+                    healthy = commits is not None and commits.healthy
+                    slow = max(self._interval, _TAILED_INTERVAL_S) if healthy else self._interval
+                    next_full = now + slow
                     self.round()
                 elif urgent:
                     self.round(urgent)
@@ -165,9 +174,10 @@ class PositionRelay:
         """The ``(group, topic)`` pairs with a wait, as of the last full round."""
         return self._targets
 
-    def _interest_changed(self) -> None:
-        # kazoo's thread: flag a full round (a new wait may already be committed).
-        self._full_due = True
+    def _interest_changed(self, group: str) -> None:
+        # kazoo's thread: a round of the group (a new wait may already be committed).
+        with self._urgent_lock:
+            self._urgent.add(group)
         self._poke.set()
 
     def _on_commit(self, group: str, topic: str, _partition: int) -> None:
@@ -194,14 +204,13 @@ class PositionRelay:
         started = time.monotonic()
         try:
             waits = self._waits()
-            if groups is None:
-                self._targets = frozenset((g, t) for g, topics in waits.items() for t in topics)
-            else:
+            self._targets = frozenset((g, t) for g, topics in waits.items() for t in topics)
+            if groups is not None:
                 waits = {g: w for g, w in waits.items() if g in groups}
             committed = self._committed(waits)
             failures = [str(got) for got in committed.values() if isinstance(got, OrderedError)]
             ready = {g: got for g, got in committed.items() if not isinstance(got, OrderedError)}
-            published = self._publish(waits, ready)
+            published = self._publish(waits, ready, partial=groups is not None)
             if failures:
                 raise OrderedError("; ".join(sorted(failures)))
         except (OrderedError, KazooException, KazooTimeoutError) as exc:
@@ -261,10 +270,13 @@ class PositionRelay:
             service = self._services[group] = PositionService(self._client, self._root, group)
         return service
 
-    def _publish(self, waits: Waits, committed: dict[str, dict[str, dict[int, int]]]) -> int:
+    def _publish(
+        self, waits: Waits, committed: dict[str, dict[str, dict[int, int]]], partial: bool
+    ) -> int:
         """Publish every committed offset that reached its wait and grew past the record."""
         candidates: list[tuple[str, str, int, int, int]] = []
-        known: dict[tuple[str, str, int], tuple[int, int]] = {}
+        # Only current waits are remembered: a round of some groups keeps the others'.
+        known = {k: v for k, v in self._known.items() if partial and k[0] not in waits}
         for group, topics in sorted(waits.items()):
             for topic, needed in sorted(topics.items()):
                 for partition, wait in sorted(needed.items()):
@@ -277,7 +289,7 @@ class PositionRelay:
                     if key in known and offset <= known[key][1]:
                         continue  # already recorded (by this relay or by a consumer)
                     candidates.append((group, topic, partition, wait, offset))
-        # Only the current waits are remembered: a wait that changes is checked afresh.
+        # A wait that changed is checked afresh.
         self._known = known
         published = 0
         for (group, topic, partition, wait, offset), recorded in zip(

@@ -56,16 +56,16 @@ class WaitCache:
     Args:
         client: A started kazoo client.
         root: The store root.
-        on_change: Called (on kazoo's thread; must not block) after an interest record
-            changed, appeared or went away.
+        on_change: Called with the group (on kazoo's thread; must not block) after one
+            of its interest records changed, appeared or went away.
     """
 
     def __init__(
-        self, client: KazooClient, root: str, on_change: Callable[[], None] | None = None
+        self, client: KazooClient, root: str, on_change: Callable[[str], None] | None = None
     ) -> None:
         self._client = client
         self._root = paths.check_root(root)
-        self._on_change = on_change or (lambda: None)
+        self._on_change = on_change or (lambda _group: None)
         self._lock = threading.Lock()
         self._watches: dict[str, tuple[object, Watch]] = {}
         self._records: dict[str, tuple[str, str, Interest]] = {}  # path -> group, topic
@@ -130,7 +130,7 @@ class WaitCache:
                     old is not None and new is not None and old[2].waits != new[2].waits
                 )
             if changed:
-                self._on_change()
+                self._on_change(group)
 
         self._watches[path] = (token, watch_node(self._client, path, on_data, read_now=False))
 
@@ -164,10 +164,8 @@ class WaitCache:
             self._watches.pop(p)[1].stop()
             self._kids.pop(p, None)
         dropped = [p for p in self._records if p == path or p.startswith(prefix)]
-        for p in dropped:
-            del self._records[p]
-        if dropped:
-            self._on_change()  # must not block: it may run under this lock
+        for group in sorted({self._records.pop(p)[0] for p in dropped}):
+            self._on_change(group)  # must not block: it runs under this lock
 
 
 def read_waits(client: KazooClient, root: str) -> Waits:
