@@ -28,6 +28,7 @@ from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, To
 __all__ = ["OFFSETS_TOPIC", "CommitTail", "parse_commit_key"]
 
 _log = logging.getLogger(__name__)
+_rdkafka_log = logging.getLogger(f"{__name__}.librdkafka")
 
 OFFSETS_TOPIC: Final = "__consumer_offsets"
 """Kafka's internal topic of group commits."""
@@ -103,7 +104,7 @@ class CommitTail:
                 "enable.partition.eof": False,
                 "fetch.wait.max.ms": 100,
                 "socket.timeout.ms": int(self._timeout * 1000),
-                "logger": _log,
+                "logger": _rdkafka_log,
                 **self._config,
             }
         )
