@@ -120,6 +120,10 @@ class CommitTail:
                 deadline = time.monotonic() + _RETRY_S
                 while not stop() and time.monotonic() < deadline:
                     time.sleep(0.2)
+        except Exception as exc:
+            # Never fatal to the daemon: the relay's periodic rounds go on without it.
+            _log.exception("commit tail: unexpected error")
+            self._say(f"commit tail stopped ({exc!r}): relaying every interval only")
         finally:
             consumer.close()
 
