@@ -161,8 +161,10 @@ class PositionRelay:
         finally:
             self._cache.stop()
             self._cache = None
-            if tail is not None and tail.is_alive():
-                tail.join()
+            if tail is not None:
+                # Within 0.2 s unless a metadata request is in flight (Kafka away): not
+                # worth holding up a stop or a leadership change for; it ends alone.
+                tail.join(1.0)
             self.close()
 
     def wake(self) -> None:
@@ -171,7 +173,7 @@ class PositionRelay:
 
     @property
     def targets(self) -> frozenset[tuple[str, str]]:
-        """The ``(group, topic)`` pairs with a wait, as of the last full round."""
+        """The ``(group, topic)`` pairs with a wait, as of the last round."""
         return self._targets
 
     def _interest_changed(self, group: str) -> None:
@@ -248,7 +250,7 @@ class PositionRelay:
         Read through the admin helpers' per-group clients (an OffsetFetch each, the
         groups in parallel), not the admin API's ``list_consumer_group_offsets``:
         librdkafka 2.16 aborts the process when one of those times out while a broker
-        restarts, and the relay runs ten times a second.
+        restarts, and the relay reads often.
         """
 
         def read(group: str) -> dict[str, dict[int, int]] | OrderedError:

@@ -97,7 +97,8 @@ class WaitCache:
             needed = out.setdefault(group, {}).setdefault(topic, {})
             for partition, offset in interest.waits.items():
                 needed[partition] = min(needed.get(partition, offset), offset)
-        return {g: {t: w for t, w in topics.items() if w} for g, topics in out.items()}
+        kept = {g: {t: w for t, w in topics.items() if w} for g, topics in out.items()}
+        return {g: topics for g, topics in kept.items() if topics}
 
     # --- watches (every method below runs with self._lock held) ------------------------
 
