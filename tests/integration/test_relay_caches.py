@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -9,6 +11,7 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from helpers import wait_until
+from kazoo.client import KazooClient
 
 from coordinator.commit_tail import CommitTail
 from coordinator.controller import Controller
@@ -158,3 +161,54 @@ def test_relay_publishes_a_plain_commit_without_waiting_for_its_interval(
         thread.join(15)
         admin.close()
     assert not thread.is_alive()
+
+
+def _requests_of(client: KazooClient, zk_hosts: str) -> int:
+    """Requests ZooKeeper received from ``client``'s session (the ``cons`` command)."""
+    host, port = zk_hosts.split(",")[0].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(b"cons")
+        text = b"".join(iter(lambda: sock.recv(65536), b"")).decode()
+    session = f"sid=0x{client.client_id[0]:x},"
+    for line in text.splitlines():
+        if session in line:
+            return int(re.search(r"recved=(\d+)", line).group(1))  # type: ignore[union-attr]
+    raise AssertionError(f"session {session} not listed by cons")
+
+
+def test_relay_rounds_read_nothing_from_zookeeper_while_nothing_changes(
+    kazoo_factory: Callable[..., KazooClient],
+    zk_hosts: str,
+    zk_root: str,
+    store: LayoutStore,
+    bootstrap: str,
+    topic_factory: Callable[..., str],
+    group_factory: Callable[[], str],
+) -> None:
+    topic = topic_factory(2)
+    groups = [group_factory() for _ in range(3)]
+    for group in groups:
+        PositionService(store.client, zk_root, group).declare(topic, "waiter", {0: 1_000})
+    client = kazoo_factory(session_timeout_s=30.0)  # pings every 10 s at most
+    admin = KafkaAdmin(bootstrap)
+    relay = PositionRelay(
+        client, admin, zk_root, interval=0.05, tail_commits=False, check_interval=3600.0
+    )
+    stop = threading.Event()
+    thread = threading.Thread(target=relay.run, args=(stop.is_set,), daemon=True)
+    thread.start()
+    try:
+        wait_until(
+            lambda: relay.targets == {(g, topic) for g in groups}, timeout=10, what="the waits"
+        )
+        time.sleep(0.5)  # the cache's first reads are answered
+        before = _requests_of(client, zk_hosts)
+        time.sleep(2.0)  # about 40 rounds
+        during = _requests_of(client, zk_hosts) - before
+    finally:
+        stop.set()
+        relay.wake()
+        thread.join(15)
+        admin.close()
+    # Reading the waits every round cost 1 + 3 x 3 requests a round (~400 here).
+    assert during <= 3, f"{during} requests in 2 s of rounds"
