@@ -15,6 +15,7 @@ from kazoo.client import KazooClient
 
 from coordinator.commit_tail import CommitTail
 from coordinator.controller import Controller
+from coordinator.daemon import CoordinatorDaemon, Role
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.position_relay import PositionRelay
 from coordinator.positions import PositionService
@@ -212,3 +213,41 @@ def test_relay_rounds_read_nothing_from_zookeeper_while_nothing_changes(
         admin.close()
     # Reading the waits every round cost 1 + 3 x 3 requests a round (~400 here).
     assert during <= 3, f"{during} requests in 2 s of rounds"
+
+
+def test_an_idle_daemon_scans_without_reading_zookeeper(
+    kazoo_factory: Callable[..., KazooClient],
+    zk_hosts: str,
+    zk_root: str,
+    controller: Controller,
+    bootstrap: str,
+    topic_factory: Callable[..., str],
+) -> None:
+    for _ in range(3):
+        controller.adopt(topic_factory(2))
+    client = kazoo_factory(session_timeout_s=30.0)
+    admin = KafkaAdmin(bootstrap)
+    daemon = CoordinatorDaemon(
+        client,
+        admin,
+        zk_root,
+        scan_interval=0.05,
+        relay_interval=0,
+        sweep_interval=0,
+        autoscale_interval=0,
+        check_interval=3600.0,
+    )
+    thread = threading.Thread(target=daemon.run, daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: daemon.role is Role.LEADER, timeout=15, what="leadership")
+        time.sleep(1.0)  # the first scan's reads and watches are answered
+        before = _requests_of(client, zk_hosts)
+        time.sleep(2.0)  # about 40 scans
+        during = _requests_of(client, zk_hosts) - before
+    finally:
+        daemon.stop()
+        thread.join(15)
+        admin.close()
+    # Reading every record each scan cost 1 + 2 x 3 requests a scan (~280 here).
+    assert during <= 3, f"{during} requests in 2 s of scans"
