@@ -174,6 +174,8 @@ def barrier_curve(
             time.sleep(1.0)
             seconds = []
             to_publish: list[float] = []
+            to_first_ack: list[float] = []
+            to_median_ack: list[float] = []
             to_last_ack: list[float] = []
             to_seal: list[float] = []
             store = controller.store
@@ -189,7 +191,10 @@ def barrier_curve(
                 epoch = store.get_epoch(topic, result.epoch)
                 acks = store.acks(topic, result.epoch)
                 to_publish.append(epoch.created_at - wall)
-                to_last_ack.append(max(a.acked_at for a in acks.values()) - epoch.created_at)
+                acked = sorted(a.acked_at - epoch.created_at for a in acks.values())
+                to_first_ack.append(acked[0])
+                to_median_ack.append(statistics.median(acked))
+                to_last_ack.append(acked[-1])
                 to_seal.append((epoch.sealed_at or 0.0) - epoch.created_at)
                 time.sleep(0.3)
         rows.append(
@@ -200,6 +205,8 @@ def barrier_curve(
                 "max_s": round(max(seconds), 3),
                 "runs_s": [round(s, 3) for s in seconds],
                 "expand_to_publish_s": [round(x, 3) for x in to_publish],
+                "publish_to_first_ack_s": [round(x, 3) for x in to_first_ack],
+                "publish_to_median_ack_s": [round(x, 3) for x in to_median_ack],
                 "publish_to_last_ack_s": [round(x, 3) for x in to_last_ack],
                 "publish_to_seal_s": [round(x, 3) for x in to_seal],
                 "processes_ready_s": round(ready_s, 1),
