@@ -85,6 +85,9 @@ def session(cache: Path) -> Any:
         SparkSession.builder.master("local[2]")
         .appName("bench-spark")
         .config("spark.ui.enabled", "false")
+        # A Python source starts Python processes that must connect back to the JVM
+        # (Spark waits 15 s by default): on a busy machine that can take longer.
+        .config("spark.python.authenticate.socketTimeout", "120s")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.jars", ",".join(connector))
         .getOrCreate()
@@ -227,7 +230,9 @@ def main() -> None:
         latest: dict[str, list[float]] = {name: [] for name in variants}
         read_ratios: list[float] = []
         plan_times: list[float] = []
+        plan_p95_per_round: list[float] = []
         loads: list[float] = []
+        load_start = os.getloadavg()
         names = list(variants)
         for round_no in range(args.repeats):
             # Paired rounds, alternating which goes first: a busy spell hits both.
@@ -241,7 +246,9 @@ def main() -> None:
                 reads[name].append(rates[name])
                 latest[name].extend(latest_ms)
             read_ratios.append(rates["ordered-kafka"] / rates["kafka"])
-            plan_times.extend(planning(ordered_options, args.planning_samples // args.repeats))
+            round_times = planning(ordered_options, args.planning_samples // args.repeats)
+            plan_times.extend(round_times)
+            plan_p95_per_round.append(plan_summary(round_times)["p95_ms"])
             loads.append(os.getloadavg()[0])
             print(
                 f"round {round_no}: read ordered-kafka {rates['ordered-kafka']:,.0f} rows/s, "
@@ -291,6 +298,7 @@ def main() -> None:
                 flush=True,
             )
         spark.stop()
+        load_end = os.getloadavg()
 
     def summary(rates: list[float]) -> dict[str, float]:
         return {"best": round(max(rates)), "median": round(statistics.median(rates))}
@@ -323,7 +331,13 @@ def main() -> None:
             for fmt, runs in PROFILE.items()
         },
         "load_average_1m": {"min": min(loads), "max": max(loads)},
+        "load_average_1m_per_round": [round(x, 1) for x in loads],
+        "uptime_load_averages": {
+            "start_1_5_15m": [round(x, 2) for x in load_start],
+            "end_1_5_15m": [round(x, 2) for x in load_end],
+        },
         "planning_ms_direct": plan,
+        "planning_p95_ms_per_round": spread(plan_p95_per_round),
         "spark_latest_offset_ms_median": {
             name: round(statistics.median(values), 1) if values else None
             for name, values in latest.items()
