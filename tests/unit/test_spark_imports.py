@@ -43,6 +43,15 @@ def test_the_source_loads_neither_client(module: str) -> None:
     assert _clients(loaded) == []
 
 
+def test_the_driver_side_loads_the_layout_store_only_when_it_opens_it() -> None:
+    # The stream reader's Cluster imports the store and opens ZooKeeper on a background
+    # thread while its first Kafka requests are answered: importing it loads neither.
+    loaded = _loaded_after("spark_source.cluster")
+    assert "spark_source.cluster" in loaded
+    assert _clients(loaded) == []
+    assert sorted(m for m in loaded if m.startswith(("coordinator.store", "kazoo"))) == []
+
+
 def test_the_sink_loads_the_producer_and_not_the_consumer() -> None:
     loaded = _loaded_after("spark_source.sink")
     assert _clients(loaded) == ["ordered.producer"]
