@@ -373,7 +373,10 @@ class Controller(Adoption):
             f"{tr.topic}: creating partitions {tr.kafka_partitions} -> {tr.target} in Kafka"
         )
         tr.created_partitions = self._admin.create_partitions(tr.topic, tr.target)
-        tr.kafka_partitions = self._admin.partition_count(tr.topic)
+        # create_partitions returned once a metadata answer showed the target, and a
+        # topic never loses partitions; asking again could reach a broker whose metadata
+        # lags (seen on three brokers) and read the old count.
+        tr.kafka_partitions = max(tr.kafka_partitions, tr.target)
 
     def _step_publish(self, tr: _Transition) -> None:
         record = tr.record

@@ -173,6 +173,7 @@ class KafkaAdmin:
         conf.update(config or {})
         # Security settings (SASL, SSL) reach every client this helper makes.
         self._config = dict(config or {})
+        self._conf = conf
         self._admin = AdminClient(conf)
         self._probes: dict[str, Any] = {}
         self._probe_lock = threading.Lock()
@@ -541,13 +542,14 @@ class KafkaAdmin:
         wanted = sorted(set(partitions))
         out: dict[int, int] = {}
         deadline = time.monotonic() + self._timeout
+        client = self._admin
         while True:
             missing = [p for p in wanted if p not in out]
             if not missing:
                 return out
             request = {TopicPartition(topic, p): spec for p in missing}
             try:
-                futures: dict[TopicPartition, Future[Any]] = self._admin.list_offsets(
+                futures: dict[TopicPartition, Future[Any]] = client.list_offsets(
                     request, request_timeout=self._timeout
                 )
             except KafkaException as exc:
@@ -563,6 +565,13 @@ class KafkaAdmin:
                             f"cannot list the {name} offset of {topic}[{tp.partition}]", exc
                         ) from exc
                     retry = exc
+                    if error.code() == KafkaError._NOENT:
+                        # "No leaders found": on three brokers one broker's metadata
+                        # was seen to lag by over a minute, and a client whose cache
+                        # it filled kept missing the partitions created a moment ago,
+                        # forced refreshes notwithstanding. A new client starts from
+                        # a fresh cache (and most likely asks another broker).
+                        client = AdminClient(self._conf)
             if retry is not None and time.monotonic() > deadline:
                 raise self._fail(f"cannot list {name} offsets of {topic}", retry)
             if retry is not None:

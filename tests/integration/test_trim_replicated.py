@@ -237,9 +237,25 @@ def test_shrink_drain_trim_consumed_and_retention(
     }
 
 
+# Broker session timeout (9 s): a node silent for longer is fenced, after which even
+# the default trim would pass, so a run that took longer proves nothing either way.
+_FENCE_AFTER_S = 9.0
+
+
 def test_stopped_follower_default_times_out_leader_only_succeeds(
     cluster3: ClusterState, admin3: KafkaAdmin
 ) -> None:
+    # On a starved machine the CLI alone can outlast the fence; such a run is repeated
+    # on a new topic rather than judged.
+    for attempt in range(3):
+        if _stopped_follower_scenario(cluster3, admin3):
+            return
+        print(f"attempt {attempt + 1}: the stopped node may have been fenced; again")
+    pytest.fail(f"the stopped node was fenced (>{_FENCE_AFTER_S} s) in all three attempts")
+
+
+def _stopped_follower_scenario(cluster3: ClusterState, admin3: KafkaAdmin) -> bool:
+    """Run the scenario once; ``False`` when it outlasted the fence and proves nothing."""
     bootstrap = cluster3.bootstrap_servers
     topic = new_topic(cluster3, admin3, 1)
     fill(bootstrap, topic, 0, 50)
@@ -258,8 +274,6 @@ def test_stopped_follower_default_times_out_leader_only_succeeds(
     os.kill(pid, signal.SIGSTOP)
     stopped = time.monotonic()
     try:
-        # Leader-only first: the broker fences a silent node after its session timeout
-        # (9 s), after which even the default trim would pass.
         started = time.monotonic()
         [fast] = trimmer.trim({(topic, 0): 10}, timeout=10.0, leader_only=True).results
         elapsed = time.monotonic() - started
@@ -282,7 +296,8 @@ def test_stopped_follower_default_times_out_leader_only_succeeds(
             "--bootstrap-servers",
             bootstrap,
         )
-        assert time.monotonic() - stopped < 9.0, "the stopped node may have been fenced"
+        if time.monotonic() - stopped >= _FENCE_AFTER_S:
+            return False
         assert done.returncode == 1, (done.stdout, done.stderr)
         [slow] = json.loads(done.stdout)["partitions"]
         assert slow["status"] == "failed" and slow["error"] == "REQUEST_TIMED_OUT"
@@ -299,6 +314,7 @@ def test_stopped_follower_default_times_out_leader_only_succeeds(
         return r.status is TrimStatus.TRIMMED and r.low_watermark >= 20
 
     wait_until(caught_up, timeout=60, interval=0.5, what="low watermark after SIGCONT")
+    return True
 
 
 def test_shrink_trim_expand_keeps_order(
