@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import json
 import os
 import statistics
@@ -52,6 +53,7 @@ from scale_consumer import consumer_load, gate_wait, zk_packets
 from coordinator.controller import Controller
 from coordinator.history import load_history
 from coordinator.kafka_admin import KafkaAdmin
+from coordinator.position_relay import PositionRelay
 from coordinator.positions import PositionService
 from coordinator.store import LayoutStore, paths
 from coordinator.zk import close_client, make_client, start_client
@@ -172,6 +174,8 @@ def barrier_curve(
             time.sleep(1.0)
             seconds = []
             to_publish: list[float] = []
+            to_first_ack: list[float] = []
+            to_median_ack: list[float] = []
             to_last_ack: list[float] = []
             to_seal: list[float] = []
             store = controller.store
@@ -187,7 +191,10 @@ def barrier_curve(
                 epoch = store.get_epoch(topic, result.epoch)
                 acks = store.acks(topic, result.epoch)
                 to_publish.append(epoch.created_at - wall)
-                to_last_ack.append(max(a.acked_at for a in acks.values()) - epoch.created_at)
+                acked = sorted(a.acked_at - epoch.created_at for a in acks.values())
+                to_first_ack.append(acked[0])
+                to_median_ack.append(statistics.median(acked))
+                to_last_ack.append(acked[-1])
                 to_seal.append((epoch.sealed_at or 0.0) - epoch.created_at)
                 time.sleep(0.3)
         rows.append(
@@ -198,9 +205,12 @@ def barrier_curve(
                 "max_s": round(max(seconds), 3),
                 "runs_s": [round(s, 3) for s in seconds],
                 "expand_to_publish_s": [round(x, 3) for x in to_publish],
+                "publish_to_first_ack_s": [round(x, 3) for x in to_first_ack],
+                "publish_to_median_ack_s": [round(x, 3) for x in to_median_ack],
                 "publish_to_last_ack_s": [round(x, 3) for x in to_last_ack],
                 "publish_to_seal_s": [round(x, 3) for x in to_seal],
                 "processes_ready_s": round(ready_s, 1),
+                "load_average": [round(x, 2) for x in os.getloadavg()],
             }
         )
         print(f"  barrier, {count:3d} producers: {rows[-1]}", flush=True)
@@ -291,9 +301,13 @@ def coordinator_curve(
         elapsed = time.monotonic() - wall0
         busy_cpu = (_cpu_seconds(daemon.pid) - cpu0) / elapsed
         busy_zk = (zk_packets(zookeeper) - packets0) / elapsed
-    finally:
         daemon.terminate()
         daemon.wait(30)
+        durations = round_durations(bootstrap, root, client, args.round_seconds)
+    finally:
+        if daemon.poll() is None:
+            daemon.terminate()
+            daemon.wait(30)
         close_client(client)
     row = {
         "topics": len(topics),
@@ -302,6 +316,11 @@ def coordinator_curve(
         "relay_p50_ms": round(_percentile(latencies, 0.5) * 1000, 1),
         "relay_p99_ms": round(_percentile(latencies, 0.99) * 1000, 1),
         "relay_max_ms": round(max(latencies) * 1000, 1),
+        # One full round's own duration (every waiting group), back to back.
+        "relay_round_samples": len(durations),
+        "relay_round_p50_ms": round(_percentile(durations, 0.5) * 1000, 2),
+        "relay_round_p99_ms": round(_percentile(durations, 0.99) * 1000, 2),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
         "daemon_cpu_idle": round(idle_cpu, 3),
         "daemon_cpu_relaying": round(busy_cpu, 3),
         "zookeeper_requests_per_s_idle": round(idle_zk, 1),
@@ -310,6 +329,36 @@ def coordinator_curve(
     }
     print(f"  coordinator: {row}", flush=True)
     return row
+
+
+class _Rounds:
+    """A hook that records the duration of each relay round."""
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+
+    def on_relay_round(self, seconds: float, published: int) -> None:
+        self.seconds.append(seconds)
+
+
+def round_durations(bootstrap: str, root: str, client: Any, seconds: float) -> list[float]:
+    """Durations of full relay rounds, back to back for ``seconds`` (in this process).
+
+    The waits declared for the latency phase are still in place; the commit tail is
+    off, so that every round is a full one.
+    """
+    hook = _Rounds()
+    admin = KafkaAdmin(bootstrap, timeout=10.0)
+    kwargs: dict[str, Any] = {"hooks": [hook]}
+    if "tail_commits" in inspect.signature(PositionRelay).parameters:
+        kwargs["tail_commits"] = False
+    relay = PositionRelay(client, admin, root, 0.01, **kwargs)
+    deadline = time.monotonic() + seconds
+    try:
+        relay.run(lambda: time.monotonic() > deadline)
+    finally:
+        admin.close()
+    return hook.seconds[1:]  # the first round starts the group clients
 
 
 # --- 4. partition count -------------------------------------------------------------
@@ -406,13 +455,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer rounds and records")
     parser.add_argument("--only", nargs="+", default=None, help="curves to run")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--settle", type=float, default=3.0, help="seconds the daemon gets before measuring"
+    )
     args = parser.parse_args(argv)
     args.producers = [1, 10, 50]
     args.barrier_rounds = 3 if args.quick else 6
     args.topics = 200
     args.groups = 20
     args.relay_rounds = 2 if args.quick else 5
-    args.settle = 3.0
+    args.round_seconds = 3.0 if args.quick else 10.0
     args.idle_seconds = 3.0 if args.quick else 10.0
     args.zk_records = 200_000 if args.quick else 1_000_000
     args.zk_batches = [500, 10_000]

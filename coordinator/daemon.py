@@ -2,14 +2,16 @@
 
 Several daemons may run; a kazoo ``Election`` at ``{root}/coordinator/election`` picks
 one leader. The leader scans the adopted topics every ``scan_interval`` seconds and
-whenever a topic record or the topic list changes (kazoo watches), and runs
+whenever a topic record or the topic list changes, and runs
 :meth:`Controller.resume` on each topic with a pending epoch, one worker thread per
-topic. While it leads it also runs the position service's relay
-(:class:`~coordinator.position_relay.PositionRelay`) in a thread of its own, and the
-drain monitor and consumed-retention sweep (:class:`~coordinator.retention.Sweeper`)
-every ``sweep_interval`` seconds in another, and the autoscaler
-(:class:`~coordinator.autoscale.Autoscaler`) every ``autoscale_interval`` seconds in a
-third. A
+topic. A scan reads the records from a :class:`~coordinator.topic_cache.TopicCache`
+that watches keep current, and from ZooKeeper itself every ``check_interval`` seconds
+(so an idle daemon reads nothing in between). While it leads it also runs the position
+service's relay (:class:`~coordinator.position_relay.PositionRelay`) in a thread of its
+own, and the drain monitor and consumed-retention sweep
+(:class:`~coordinator.retention.Sweeper`) every ``sweep_interval`` seconds in another,
+and the autoscaler (:class:`~coordinator.autoscale.Autoscaler`) every
+``autoscale_interval`` seconds in a third. A
 transition that another controller runs (the topic lock is held) is left to it. The
 connection listener only sets flags and logs the change (connection lost, restored,
 session lost); losing the session ends the leadership at once (the election node is
@@ -43,9 +45,11 @@ from coordinator.errors import OrderedError, StoreError, TransitionInProgressErr
 from coordinator.hooks import CoordinatorEvents
 from coordinator.identity import process_identity
 from coordinator.kafka_admin import KafkaAdmin
-from coordinator.position_relay import PositionRelay
+from coordinator.position_relay import DEFAULT_CHECK_INTERVAL_S, PositionRelay
 from coordinator.retention import DEFAULT_SWEEP_INTERVAL_S, Sweeper, SweepSettings
-from coordinator.store import LayoutStore, Watch, paths
+from coordinator.store import LayoutStore, paths
+from coordinator.store.records import TopicRecord
+from coordinator.topic_cache import TopicCache
 
 __all__ = ["CoordinatorDaemon", "Role"]
 
@@ -100,6 +104,8 @@ class CoordinatorDaemon:
             sweeper and relay (:mod:`coordinator.hooks`).
         metrics: Served metrics (:mod:`coordinator.daemon_metrics`) that get the events
             and the scrape-time state; closed when :meth:`run` returns.
+        check_interval: Seconds between the scans (and relay rounds) that read
+            ZooKeeper directly instead of the watch-kept caches.
     """
 
     def __init__(
@@ -117,6 +123,7 @@ class CoordinatorDaemon:
         autoscale_interval: float = DEFAULT_AUTOSCALE_INTERVAL_S,
         hooks: Sequence[object] = (),
         metrics: DaemonMetrics | None = None,
+        check_interval: float = DEFAULT_CHECK_INTERVAL_S,
     ) -> None:
         self._client = client
         self._store = LayoutStore(client, root)
@@ -130,6 +137,7 @@ class CoordinatorDaemon:
             self._store, admin, self._progress, cancel=self._stop, hooks=hooks
         )
         self._scan_interval = scan_interval
+        self._check_interval = check_interval
         self._resume_timeout = resume_timeout
         self._identifier = identifier or process_identity()
         self._role = Role.FOLLOWER
@@ -144,7 +152,15 @@ class CoordinatorDaemon:
         self._failures: dict[str, str] = {}
         self._election: Any = None
         self._relay = (
-            PositionRelay(client, admin, root, relay_interval, self._progress, hooks=hooks)
+            PositionRelay(
+                client,
+                admin,
+                root,
+                relay_interval,
+                self._progress,
+                hooks=hooks,
+                check_interval=check_interval,
+            )
             if relay_interval > 0
             else None
         )
@@ -258,7 +274,6 @@ class CoordinatorDaemon:
         if self._stop.is_set() or self._lost.is_set():
             return
         self._set_role(Role.LEADER)
-        watches: dict[str, Watch] = {}
         led = threading.Event()
         relay: threading.Thread | None = None
         if self._relay is not None:
@@ -275,36 +290,41 @@ class CoordinatorDaemon:
                 target=self._sweep_loop, args=(led,), name="sweeper", daemon=True
             )
             sweeper.start()
+        cache = TopicCache(self._store, self._wake.set)
         autoscaler: threading.Thread | None = None
         if self._autoscaler is not None:
             autoscaler = threading.Thread(
-                target=self._autoscale_loop, args=(led,), name="autoscaler", daemon=True
+                target=self._autoscale_loop, args=(led, cache), name="autoscaler", daemon=True
             )
             autoscaler.start()
         try:
-            self._client.ensure_path(paths.topics_path(self._store.root))
-            watches[""] = self._store.watch_children(
-                paths.topics_path(self._store.root), lambda _children: self._wake.set()
-            )
+            cache.start()
+            next_check = 0.0
             while not self._stop.is_set() and not self._lost.is_set():
                 self._wake.clear()
                 try:
-                    self._scan(watches)
+                    if time.monotonic() >= next_check:
+                        next_check = time.monotonic() + self._check_interval
+                        self._scan(cache.check())
+                    else:
+                        cache.refresh()
+                        self._scan(cache.topics())
                 except OrderedError as exc:
                     self._progress(f"scan failed: {exc}")
                 except (KazooException, KazooTimeoutError) as exc:
                     self._progress(f"scan failed: ZooKeeper: {exc!r}")
                 self._wake.wait(self._scan_interval)
         finally:
+            cache.stop()
             led.set()
             if relay is not None:
+                assert self._relay is not None
+                self._relay.wake()
                 relay.join()
             if sweeper is not None:
                 sweeper.join()
             if autoscaler is not None:
                 autoscaler.join()
-            for watch in watches.values():
-                watch.stop()
             # A worker still in a barrier stops within a second (cancel or session loss);
             # waiting here keeps two leaders from resuming the same topic.
             if self._stop.is_set() or self._lost.is_set():
@@ -322,13 +342,17 @@ class CoordinatorDaemon:
                 self._progress(f"sweep failed: ZooKeeper: {exc!r}")
             led.wait(self._sweep_interval)
 
-    def _autoscale_loop(self, led: threading.Event) -> None:
-        """Run the autoscaler every ``autoscale_interval`` seconds while this daemon leads."""
+    def _autoscale_loop(self, led: threading.Event, cache: TopicCache) -> None:
+        """Run the autoscaler every ``autoscale_interval`` seconds while this daemon leads.
+
+        It looks at the topics the cache knows to have a policy node (no read of every
+        topic's policy each tick).
+        """
         assert self._autoscaler is not None
         try:
             while not (led.is_set() or self._stop.is_set() or self._lost.is_set()):
                 try:
-                    self._autoscaler.tick()
+                    self._autoscaler.tick(topics=cache.with_child(paths.AUTOSCALE_NODE))
                 except OrderedError as exc:
                     self._progress(f"autoscale failed: {exc}")
                 except (KazooException, KazooTimeoutError) as exc:
@@ -337,20 +361,16 @@ class CoordinatorDaemon:
         finally:
             self._autoscaler.close()
 
-    def _scan(self, watches: dict[str, Watch]) -> None:
-        for topic in self._store.list_topics():
-            if topic not in watches:
-                watches[topic] = self._store.watch_topic(topic, lambda _rec: self._wake.set())
-            try:
-                record = self._store.get_topic(topic)
-            except StoreError as exc:
+    def _scan(self, records: dict[str, TopicRecord | StoreError]) -> None:
+        for topic, record in records.items():
+            if isinstance(record, StoreError):
                 # One bad record must not stop the others from completing.
-                if self._errors.get(topic) != str(exc):
-                    self._progress(f"skipping {topic}: {exc}")
-                self._errors[topic] = str(exc)
+                if self._errors.get(topic) != str(record):
+                    self._progress(f"skipping {topic}: {record}")
+                self._errors[topic] = str(record)
                 continue
             self._errors.pop(topic, None)
-            if record is None or record.pending is None:
+            if record.pending is None:
                 continue
             worker = self._workers.get(topic)
             if worker is not None and worker.is_alive():

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
@@ -20,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import (
-    Consumer,
     ConsumerGroupState,
     KafkaError,
     KafkaException,
@@ -34,6 +32,7 @@ from confluent_kafka.admin._resource import ResourceType
 from confluent_kafka.cimpl import NewPartitions
 
 from coordinator.errors import OrderedKafkaError, UnknownTopicError
+from coordinator.group_probes import GroupProbes
 
 __all__ = [
     "TRANSIENT_ERRORS",
@@ -174,13 +173,16 @@ class KafkaAdmin:
         self._config = dict(config or {})
         self._conf = conf
         self._admin = AdminClient(conf)
-        self._probes: dict[str, Any] = {}
-        self._probe_lock = threading.Lock()
+        self._probes = GroupProbes(self.client_config(), timeout, _rdkafka_log, _MAX_PROBES)
 
     @property
     def bootstrap_servers(self) -> str:
         """Kafka's ``bootstrap.servers``."""
         return self._bootstrap
+
+    def client_config(self) -> dict[str, Any]:
+        """librdkafka settings for another client of this cluster (servers, security)."""
+        return {"bootstrap.servers": self._bootstrap, **self._config}
 
     @property
     def principal(self) -> str | None:
@@ -316,32 +318,39 @@ class KafkaAdmin:
 
         Read with an OffsetFetch of a client that never joins the group, so the group's
         members are not disturbed; the client is kept for the next call (:meth:`close`).
+        Calls for different groups may run in parallel threads.
 
         Raises:
             OrderedKafkaError: Kafka reported an error or did not answer in time.
         """
-        wanted = sorted(set(partitions))
+        return self.committed_offsets_of(group, {topic: partitions}).get(topic, {})
+
+    def committed_offsets_of(
+        self, group: str, wanted: Mapping[str, Iterable[int]]
+    ) -> dict[str, dict[int, int]]:
+        """:meth:`committed_offsets` of several topics (topic -> partitions), one request.
+
+        Raises:
+            OrderedKafkaError: Kafka reported an error or did not answer in time.
+        """
+        wanted = {t: sorted(set(parts)) for t, parts in wanted.items() if parts}
         if not wanted:
             return {}
-        with self._probe_lock:
-            probe = self._probe(group)
-            try:
-                got = probe.committed(
-                    [TopicPartition(topic, p) for p in wanted], timeout=self._timeout
-                )
-            except KafkaException as exc:
-                what = f"cannot read the offsets group {group} committed on {topic}"
-                raise self._fail(what, exc) from exc
-        out: dict[int, int] = {}
+        try:
+            got = self._probes.committed(group, wanted)
+        except KafkaException as exc:
+            what = f"cannot read the offsets group {group} committed on {', '.join(sorted(wanted))}"
+            raise self._fail(what, exc) from exc
+        out: dict[str, dict[int, int]] = {}
         for tp in got:
             if tp.error is not None:
                 raise OrderedKafkaError(
                     f"Kafka at {self._bootstrap}: offset of group {group} on "
-                    f"{topic}[{tp.partition}]: {tp.error.str()}",
+                    f"{tp.topic}[{tp.partition}]: {tp.error.str()}",
                     tp.error,
                 )
             if tp.offset >= 0:
-                out[tp.partition] = int(tp.offset)
+                out.setdefault(str(tp.topic), {})[tp.partition] = int(tp.offset)
         return out
 
     def list_groups(self) -> dict[str, str]:
@@ -456,26 +465,6 @@ class KafkaAdmin:
                 out[key] = DeleteOutcome(-1, error)
         return out
 
-    def _probe(self, group: str) -> Any:
-        """A cached client of ``group`` that never joins it (bounded: oldest evicted)."""
-        probe = self._probes.pop(group, None)
-        if probe is None:
-            probe = Consumer(
-                {
-                    "bootstrap.servers": self._bootstrap,
-                    "group.id": group,
-                    "enable.auto.commit": False,
-                    "socket.timeout.ms": int(self._timeout * 1000),
-                    "logger": _rdkafka_log,
-                    **self._config,
-                }
-            )
-        self._probes[group] = probe  # most recently used last
-        while len(self._probes) > _MAX_PROBES:
-            oldest = next(iter(self._probes))
-            self._probes.pop(oldest).close()
-        return probe
-
     def describe_group(self, group: str) -> GroupDescription:
         """Return ``group``'s state and members (DescribeGroups), as
         ``kafka-consumer-groups --describe --members`` shows them.
@@ -511,10 +500,7 @@ class KafkaAdmin:
 
     def close(self) -> None:
         """Close the cached group clients (the admin client needs no closing)."""
-        with self._probe_lock:
-            for probe in self._probes.values():
-                probe.close()
-            self._probes.clear()
+        self._probes.close()
 
     def _list_offsets(
         self, topic: str, partitions: Iterable[int], spec: OffsetSpec, name: str

@@ -91,7 +91,18 @@ class PositionService:
         self._last_published[key] = offset
         path = self.progress_path(topic, partition)
         data = Progress(partition, offset, time.time()).to_json()
-        self._write(path, data, ephemeral=False)
+
+        def written(result: Any) -> None:
+            try:
+                result.get()
+            except NoNodeError:
+                self._write(path, data, ephemeral=False)  # the first record of it
+            except Exception as exc:
+                _log.warning("position service: cannot write %s: %s", path, exc)
+
+        # A partition's progress node is written many times and created once: set first
+        # (one round trip for the waiter's watch, not a failed create and then a set).
+        self._client.set_async(path, data).rawlink(written)
 
     def publish_if_wanted(self, topic: str, partition: int, offset: int) -> None:
         """Publish like :meth:`publish`, but only if a member waits on ``partition``.

@@ -4,9 +4,18 @@
 producer barrier; :class:`OrderedConsumer` delivers every key in order across layout
 changes; :class:`PartitionKeyRebalanceListener` receives KIP-253's key-rebalance
 callbacks. The error classes are those of :mod:`coordinator.errors`.
+
+The clients are imported on first use (module ``__getattr__``): importing a submodule
+such as :mod:`ordered.settings` or :mod:`ordered.producer` runs this file, and the
+Spark source and sink (which read the settings table or build a producer in every
+Python worker) must not pay for the consumer's import, nor the source for the
+producer's.
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from coordinator.errors import (
     ClusterError,
@@ -27,11 +36,13 @@ from coordinator.errors import (
     TrimRequestError,
     UsageError,
 )
-from ordered.config import OrderedSettings
-from ordered.consumer import OrderedConsumer
-from ordered.listener import PartitionKeyRebalanceListener
-from ordered.producer import OrderedProducer, TopicState
-from ordered.producer_config import ProducerConfig, ProducerSettings, split_producer_config
+
+if TYPE_CHECKING:
+    from ordered.config import OrderedSettings
+    from ordered.consumer import OrderedConsumer
+    from ordered.listener import PartitionKeyRebalanceListener
+    from ordered.producer import OrderedProducer, TopicState
+    from ordered.producer_config import ProducerConfig, ProducerSettings, split_producer_config
 
 __all__ = [
     "ClusterError",
@@ -60,3 +71,30 @@ __all__ = [
     "UsageError",
     "split_producer_config",
 ]
+
+# Public name -> the module that defines it (imported when the name is first read).
+_LAZY = {
+    "OrderedSettings": "ordered.config",
+    "OrderedConsumer": "ordered.consumer",
+    "PartitionKeyRebalanceListener": "ordered.listener",
+    "OrderedProducer": "ordered.producer",
+    "TopicState": "ordered.producer",
+    "ProducerConfig": "ordered.producer_config",
+    "ProducerSettings": "ordered.producer_config",
+    "split_producer_config": "ordered.producer_config",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a client's module when one of its public names is first read (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ordered' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later reads skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    """The module's names, the lazy ones included."""
+    return sorted(set(globals()) | set(__all__))

@@ -4,26 +4,33 @@ One :class:`Cluster` per stream reader, created lazily on the driver (the reader
 pickled to the executors, and neither a librdkafka handle nor a kazoo client pickles).
 Every call is bounded by a timeout and fails with an :class:`OrderedError` that says
 what could not be read.
+
+A new :class:`Cluster` opens its ZooKeeper session on a background thread (the import
+of the layout store and the session start take 0.3 s on a quiet machine and seconds on
+a busy one), while the first calls of a query, which need only Kafka (the partitions
+and their offsets), are answered; the first layout read waits for it.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
 from collections.abc import Iterable
-from typing import Any
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 
 from coordinator import identity
 from coordinator.errors import OrderedKafkaError
-from coordinator.history import TopicHistory, load_history
-from coordinator.kafka_admin import TRANSIENT_ERRORS
-from coordinator.store import LayoutStore
-from coordinator.zk import close_client, make_client, start_client
 from spark_source.options import SourceOptions
+
+if TYPE_CHECKING:
+    from coordinator.history import TopicHistory
+    from coordinator.store import LayoutStore
 
 __all__ = ["Cluster", "client_settings"]
 
@@ -89,9 +96,13 @@ class Cluster:
     Args:
         options: The source's options.
         timeout: Seconds one request may take.
+        open_store: Open the ZooKeeper session now, on a background thread (a reader
+            that never reads layouts, such as a batch read, passes ``False``).
     """
 
-    def __init__(self, options: SourceOptions, timeout: float = 30.0) -> None:
+    def __init__(
+        self, options: SourceOptions, timeout: float = 30.0, *, open_store: bool = True
+    ) -> None:
         self._options = options
         self._timeout = timeout
         settings = client_settings(options, admin=True)
@@ -101,6 +112,16 @@ class Cluster:
         self._isolation = _isolation(options)
         self._kazoo: Any = None
         self._store: LayoutStore | None = None
+        self._opening: Future[tuple[Any, LayoutStore]] | None = None
+        if open_store and options.zookeeper_connect is not None:
+            opening: Future[tuple[Any, LayoutStore]] = Future()
+            self._opening = opening
+            threading.Thread(
+                target=self._open_in_background,
+                args=(opening,),
+                name="ordered-kafka-store-open",
+                daemon=True,
+            ).start()
 
     # --- Kafka ------------------------------------------------------------------------
 
@@ -169,6 +190,8 @@ class Cluster:
                 return self._offsets_once(partitions, ends, starts)
             except OrderedKafkaError as exc:
                 error = exc.kafka_error
+                from coordinator.kafka_admin import TRANSIENT_ERRORS
+
                 transient = error is not None and (
                     error.retriable() or error.code() in TRANSIENT_ERRORS
                 )
@@ -206,24 +229,42 @@ class Cluster:
 
     # --- the layout store -------------------------------------------------------------
 
-    def _layout_store(self) -> LayoutStore | None:
+    def _open_store(self) -> tuple[Any, LayoutStore]:
+        """Start a ZooKeeper session and a store on it (imports the store on first use)."""
+        import coordinator.history  # noqa: F401  (loaded here, off the caller's path)
+        from coordinator.store import LayoutStore
+        from coordinator.zk import make_client, start_client
+
         options = self._options
-        if options.zookeeper_connect is None:
+        assert options.zookeeper_connect is not None
+        client = make_client(
+            options.zookeeper_connect,
+            session_timeout_s=options.zookeeper_session_timeout_ms / 1000.0,
+            auth=options.zookeeper_auth,
+            acl_root=options.zookeeper_root,
+        )
+        start_client(
+            client,
+            max(10.0, options.zookeeper_session_timeout_ms / 1000.0),
+            "ordered.zookeeper.connect",
+        )
+        return client, LayoutStore(client, options.zookeeper_root)
+
+    def _open_in_background(self, future: Future[tuple[Any, LayoutStore]]) -> None:
+        try:
+            future.set_result(self._open_store())
+        except BaseException as exc:  # handed to the caller of _layout_store
+            future.set_exception(exc)
+
+    def _layout_store(self) -> LayoutStore | None:
+        if self._options.zookeeper_connect is None:
             return None
         if self._store is None:
-            client = make_client(
-                options.zookeeper_connect,
-                session_timeout_s=options.zookeeper_session_timeout_ms / 1000.0,
-                auth=options.zookeeper_auth,
-                acl_root=options.zookeeper_root,
-            )
-            start_client(
-                client,
-                max(10.0, options.zookeeper_session_timeout_ms / 1000.0),
-                "ordered.zookeeper.connect",
-            )
-            self._kazoo = client
-            self._store = LayoutStore(client, options.zookeeper_root)
+            opening, self._opening = self._opening, None
+            # A failed background start raises here, where a synchronous one would; the
+            # next call tries again.
+            client, store = opening.result() if opening is not None else self._open_store()
+            self._kazoo, self._store = client, store
         return self._store
 
     def histories(self, topics: Iterable[str]) -> dict[str, TopicHistory]:
@@ -234,6 +275,8 @@ class Cluster:
         Raises:
             StoreError: ZooKeeper is unreachable or holds a corrupt record.
         """
+        from coordinator.history import TopicHistory, load_history
+
         store = self._layout_store()
         out: dict[str, TopicHistory] = {}
         for topic in topics:
@@ -244,8 +287,24 @@ class Cluster:
         return out
 
     def close(self) -> None:
-        """Close the ZooKeeper session (the admin client needs no closing)."""
+        """Close the ZooKeeper session (the admin client needs no closing).
+
+        A session still being opened in the background is closed once it is open.
+        """
+        from coordinator.zk import close_client
+
+        opening, self._opening = self._opening, None
+        if opening is not None:
+            opening.add_done_callback(_close_opened)
         if self._kazoo is not None:
             close_client(self._kazoo)
             self._kazoo = None
             self._store = None
+
+
+def _close_opened(opening: Future[tuple[Any, Any]]) -> None:
+    """Close the session of a background start that nobody used (never raises)."""
+    from coordinator.zk import close_client
+
+    if opening.exception() is None:
+        close_client(opening.result()[0])

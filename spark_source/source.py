@@ -394,7 +394,7 @@ class OrderedKafkaBatchReader(DataSourceReader):
         """Resolve the starting and ending offsets now; one task per range."""
         from spark_source.cluster import Cluster
 
-        cluster = Cluster(self.options)
+        cluster = Cluster(self.options, open_store=False)
         try:
             parts = cluster.partitions()
             ends, starts = cluster.offsets(parts)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import collections
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -157,12 +157,20 @@ class Autoscaler:
         """Release the sampling consumer."""
         self._sizer.close()
 
-    def tick(self, now: float | None = None) -> dict[str, Decision]:
-        """Sample every topic with an enabled policy, decide, and act; return decisions."""
+    def tick(
+        self, now: float | None = None, topics: Iterable[str] | None = None
+    ) -> dict[str, Decision]:
+        """Sample every topic with an enabled policy, decide, and act; return decisions.
+
+        Args:
+            now: The monotonic time (default now).
+            topics: The topics that may have a policy (default every adopted topic; the
+                daemon passes those whose node has a policy child, from its cache).
+        """
         mono = time.monotonic() if now is None else now
         decisions: dict[str, Decision] = {}
         seen = set()
-        for topic in self._store.list_topics():
+        for topic in self._store.list_topics() if topics is None else topics:
             policy = self._store.autoscale_policy(topic)
             if policy is None or not policy.enabled:
                 continue

@@ -158,20 +158,28 @@ def check_acks(
     genuine: dict[str, AckRecord] = {}
     forged: dict[str, tuple[str, ...]] = {}
     unproven: dict[str, AckRecord] = {}
+    # Every read is sent at once (kazoo's async calls), not one round trip after
+    # another: 50 producers acking together made the seal wait ~0.3 s for 100 reads.
+    # ZooKeeper answers one session's requests in order, so each registration is
+    # still read after its ack, as the proof needs.
+    names = sorted(names)
+    policy = client.exists_async(paths.acl_policy_path(root))
+    ack_reads = [client.get_async(f"{parent}/{name}") for name in names]
+    reg_reads = [client.exists_async(paths.producer_path(root, topic, n)) for n in names]
     # Without a policy anyone may write anything: an ack of a producer gone since
     # counts, as it always did (a cleanly leaving producer's last ack).
-    secured = client.exists(paths.acl_policy_path(root)) is not None
-    for name in sorted(names):
+    secured = policy.get() is not None
+    for name, ack_read, reg_read in zip(names, ack_reads, reg_reads, strict=True):
         path = f"{parent}/{name}"
         try:
-            data, ack_stat = client.get(path)
+            data, ack_stat = ack_read.get()
         except NoNodeError:
             continue
         record = AckRecord.from_json(data, path)
         if record.id != name or record.epoch != epoch:
             forged[name] = _writers(client, path)
             continue
-        reg_stat = client.exists(paths.producer_path(root, topic, name))
+        reg_stat = reg_read.get()
         if reg_stat is None:
             (unproven if secured else genuine)[name] = record
         elif ack_stat.czxid <= reg_stat.mzxid:

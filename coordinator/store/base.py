@@ -48,14 +48,24 @@ class Watch:
     A watch ends at its next event after :meth:`stop` (kazoo's ``ChildrenWatch`` when
     its callback returns ``False``; :func:`~coordinator.store.watches.watch_node` by
     not re-arming).
+
+    Args:
+        on_stop: Called once, by the first :meth:`stop` (say, to remove a listener).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, on_stop: Callable[[], None] | None = None) -> None:
         self._stopped = threading.Event()
+        self._on_stop = on_stop
+        self._stop_lock = threading.Lock()
 
     def stop(self) -> None:
         """Stop delivering events (kazoo drops the watch at the next event)."""
-        self._stopped.set()
+        with self._stop_lock:
+            if self._stopped.is_set():
+                return
+            self._stopped.set()
+        if self._on_stop is not None:
+            self._on_stop()
 
     @property
     def stopped(self) -> bool:

@@ -13,6 +13,7 @@ import urllib.parse
 from typing import Final
 
 __all__ = [
+    "AUTOSCALE_NODE",
     "DEFAULT_ROOT",
     "ack_path",
     "acks_path",
@@ -202,9 +203,13 @@ def retention_path(root: str, topic: str) -> str:
     return topic_path(root, topic) + "/retention"
 
 
+AUTOSCALE_NODE: Final = "autoscale"
+"""The name of a topic node's child that holds its autoscaling policy."""
+
+
 def autoscale_path(root: str, topic: str) -> str:
     """``{root}/topics/{topic}/autoscale``: the :class:`AutoscalePolicy`, if set."""
-    return topic_path(root, topic) + "/autoscale"
+    return topic_path(root, topic) + "/" + AUTOSCALE_NODE
 
 
 def autoscale_status_path(root: str, topic: str) -> str:

@@ -140,9 +140,11 @@ class ProducerStore(StoreBase):
             names = self._client.get_children(parent)
         except NoNodeError:
             return {}
+        # Every request at once (kazoo's async calls): one round trip, not one per producer.
+        reads = [(name, self._client.exists_async(f"{parent}/{name}")) for name in names]
         out = {}
-        for name in names:
-            stat = self._client.exists(f"{parent}/{name}")
+        for name, read in reads:
+            stat = read.get()
             if stat is not None:
                 out[name] = int(stat.czxid)
         return out
@@ -201,13 +203,17 @@ class ProducerStore(StoreBase):
             names = self._client.get_children(parent)
         except NoNodeError:
             return {}
+        # Every read at once (kazoo's async calls): a barrier of 50 producers read their
+        # registrations one round trip after another, before and after the publish.
+        reads = [(name, self._client.get_async(f"{parent}/{name}")) for name in sorted(names)]
         out: dict[str, Any] = {}
-        for name in sorted(names):
+        for name, read in reads:
             path = f"{parent}/{name}"
-            got = self._read(path)
-            if got is None:
+            try:
+                data, _stat = read.get()
+            except NoNodeError:
                 continue  # an ephemeral node that went away while listing
-            record = kind.from_json(got[0], path)
+            record = kind.from_json(data, path)
             if record.id != name:
                 raise RecordCorruptError(f"{path}: record names id {record.id!r}")
             if epoch is not None and record.epoch != epoch:

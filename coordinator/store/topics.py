@@ -119,6 +119,52 @@ class TopicStore(StoreBase):
 
         return self._run("list topics", attempt)
 
+    def topic_nodes(self) -> dict[str, tuple[TopicRecord | StoreError | None, frozenset[str]]]:
+        """Every topic node's record (``None``: not adopted) and the names of its children.
+
+        All reads are sent at once (kazoo's async calls), for the daemon's periodic check
+        of its cache. A record that fails its check comes back as its error.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+
+        def attempt() -> dict[str, tuple[TopicRecord | StoreError | None, frozenset[str]]]:
+            try:
+                names = sorted(self._client.get_children(paths.topics_path(self._root)))
+            except NoNodeError:
+                return {}
+            reads = [
+                (
+                    name,
+                    self._client.get_async(paths.topic_path(self._root, name)),
+                    self._client.get_children_async(paths.topic_path(self._root, name)),
+                )
+                for name in names
+            ]
+            out: dict[str, tuple[TopicRecord | StoreError | None, frozenset[str]]] = {}
+            for name, data_read, children_read in reads:
+                path = paths.topic_path(self._root, name)
+                try:
+                    data, _stat = data_read.get()
+                    children = frozenset(children_read.get())
+                except NoNodeError:
+                    continue  # removed while listing
+                record: TopicRecord | StoreError | None = None
+                if data:
+                    try:
+                        record = TopicRecord.from_json(data, path)
+                        if record.topic != name:
+                            raise RecordCorruptError(
+                                f"{path}: TopicRecord names topic {record.topic!r}"
+                            )
+                    except StoreError as exc:
+                        record = exc
+                out[name] = (record, children)
+            return out
+
+        return self._run("read every topic node", attempt)
+
     def first_epoch(self, topic: str) -> int:
         """The number a new adoption of ``topic`` starts at: 0, or after an un-adopted layout.
 

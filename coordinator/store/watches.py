@@ -1,8 +1,10 @@
-"""Watches and the transition lock of the layout store, and :func:`watch_node`."""
+"""Watches and the transition lock of the layout store, :func:`watch_node` and
+:func:`watch_children_node`."""
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -19,12 +21,18 @@ from coordinator.store.records import (
     TopicRecord,
 )
 
-__all__ = ["WatchStore", "watch_node"]
+__all__ = ["WatchStore", "watch_children_node", "watch_node"]
 
 _log = logging.getLogger(__name__)
 
 
-def watch_node(client: KazooClient, path: str, on_data: Callable[[bytes | None], None]) -> Watch:
+def watch_node(
+    client: KazooClient,
+    path: str,
+    on_data: Callable[[bytes | None], None],
+    *,
+    read_now: bool = True,
+) -> Watch:
     """Call ``on_data`` with the data of ``path`` now and after every change, until stopped.
 
     The one watch mechanism of the project: a one-shot exists-watch, re-armed after
@@ -35,12 +43,28 @@ def watch_node(client: KazooClient, path: str, on_data: Callable[[bytes | None],
     ZooKeeper is away, which can hang interpreter exit). A read lost to a dropped
     connection is re-armed when the client connects again, so a change made meanwhile
     is still reported. ``on_data`` runs on kazoo's thread and must not block; it may
-    see the same data twice.
+    see the same data twice, but never older data after newer: a first read that an
+    event's re-read overtook is not delivered.
+
+    Args:
+        client: A started kazoo client.
+        path: The znode.
+        on_data: Gets the data (``None``: no node).
+        read_now: ``False`` makes the first read asynchronous too (its result also
+            arrives on kazoo's thread): safe to call from a watch callback.
 
     Returns:
         A :class:`Watch`; ``stop()`` ends it (at the next event).
     """
-    handle = Watch()
+    lock = threading.Lock()
+    overtaken = False  # an event's re-read was delivered before the first read
+
+    def deliver(data: bytes | None) -> None:
+        nonlocal overtaken
+        with lock:
+            overtaken = True
+            if not handle.stopped:
+                on_data(data)
 
     def arm(_event: Any = None) -> None:
         if handle.stopped:
@@ -59,7 +83,7 @@ def watch_node(client: KazooClient, path: str, on_data: Callable[[bytes | None],
             _log.debug("watch of %s: %r", path, exc)
             return
         if stat is None:
-            on_data(None)
+            deliver(None)
             return
         client.get_async(path).rawlink(got_data)
 
@@ -73,7 +97,87 @@ def watch_node(client: KazooClient, path: str, on_data: Callable[[bytes | None],
         except Exception as exc:
             _log.debug("watch of %s: %r", path, exc)
             return
-        on_data(data)
+        deliver(data)
+
+    handle = _listening(client, arm)
+    if not read_now:
+        arm()
+        return handle
+    try:
+        stat = client.exists(path, watch=arm)
+        data: bytes | None = None
+        if stat is not None:
+            try:
+                data, _ = client.get(path)
+            except NoNodeError:
+                data = None
+        with lock:
+            # An event's asynchronous re-read may have overtaken this one (this thread
+            # was slow between its read and here): that one is newer.
+            if not overtaken:
+                on_data(data)
+    except BaseException:
+        handle.stop()
+        raise
+    return handle
+
+
+def watch_children_node(
+    client: KazooClient, path: str, on_children: Callable[[list[str] | None], None]
+) -> Watch:
+    """Call ``on_children`` with the children of ``path`` after every change, until stopped.
+
+    Like :func:`watch_node` with ``read_now=False``, for the list of children: an
+    exists-watch (so a node created later is seen) and a children-watch, re-armed after
+    every event, every read asynchronous (results on kazoo's thread, which
+    ``on_children`` must not block). ``None`` means the node does not exist. Unlike
+    kazoo's ``ChildrenWatch`` it may start before ``path`` exists and survives its
+    deletion; safe to start from a watch callback.
+
+    Returns:
+        A :class:`Watch`; ``stop()`` ends it (at the next event).
+    """
+
+    def arm(_event: Any = None) -> None:
+        if handle.stopped:
+            return
+        try:
+            client.exists_async(path, watch=arm).rawlink(got_stat)
+        except Exception as exc:  # the client is closing
+            _log.debug("watch of %s not re-armed: %r", path, exc)
+
+    def got_stat(result: Any) -> None:
+        if handle.stopped:
+            return
+        try:
+            stat = result.get()
+        except Exception as exc:  # connection lost: on_state re-arms
+            _log.debug("watch of %s: %r", path, exc)
+            return
+        if stat is None:
+            on_children(None)
+            return
+        client.get_children_async(path, watch=arm).rawlink(got_children)
+
+    def got_children(result: Any) -> None:
+        if handle.stopped:
+            return
+        try:
+            children = result.get()
+        except NoNodeError:
+            children = None  # deleted meanwhile: the exists-watch reports it too
+        except Exception as exc:
+            _log.debug("watch of %s: %r", path, exc)
+            return
+        on_children(None if children is None else list(children))
+
+    handle = _listening(client, arm)
+    arm()
+    return handle
+
+
+def _listening(client: KazooClient, arm: Callable[[], None]) -> Watch:
+    """A :class:`Watch` whose ``arm`` runs again at every reconnection, until stopped."""
 
     def on_state(state: KazooState) -> bool:
         # A listener must not block: arm() only queues a request.
@@ -83,18 +187,9 @@ def watch_node(client: KazooClient, path: str, on_data: Callable[[bytes | None],
             client.handler.spawn(arm)
         return False
 
-    try:
-        stat = client.exists(path, watch=arm)
-        data: bytes | None = None
-        if stat is not None:
-            try:
-                data, _ = client.get(path)
-            except NoNodeError:
-                data = None
-        on_data(data)
-    except BaseException:
-        handle.stop()
-        raise
+    # Removed at stop(), not only at the next state change: a daemon that watches
+    # short-lived nodes must not pile up listeners of stopped watches.
+    handle = Watch(on_stop=lambda: client.remove_listener(on_state))
     client.add_listener(on_state)
     return handle
 

@@ -295,6 +295,12 @@ def _spark(d: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def _load(d: dict[str, Any]) -> str:
+    """``; load L`` when the figure came with the machine's 1-minute load average."""
+    load = d.get("load_average")
+    return f"; load {load[0]}" if load else ""
+
+
 def _scale(d: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for b in _get(d, "barrier") or []:
@@ -304,7 +310,7 @@ def _scale(d: dict[str, Any]) -> list[dict[str, Any]]:
                 b["median_s"],
                 None,
                 None,
-                f"max {b['max_s']} over {b['rounds']}",
+                f"max {b['max_s']} over {b['rounds']}" + _load(b),
                 "<= 1 s at 50" if b["producers"] == 50 else "report",
                 "scale",
             )
@@ -318,10 +324,17 @@ def _scale(d: dict[str, Any]) -> list[dict[str, Any]]:
                 c["relay_p99_ms"],
                 None,
                 None,
-                f"p50 {c['relay_p50_ms']}, max {c['relay_max_ms']}; daemon CPU "
-                f"{c['daemon_cpu_relaying']} (idle {c['daemon_cpu_idle']}); ZooKeeper "
-                f"{c['zookeeper_requests_per_s_relaying']} req/s (idle "
-                f"{c['zookeeper_requests_per_s_idle']})",
+                f"p50 {c['relay_p50_ms']}, max {c['relay_max_ms']} over "
+                f"{c.get('relay_samples', '?')}"
+                + (
+                    f"; one full round p50 {c['relay_round_p50_ms']}, p99 "
+                    f"{c['relay_round_p99_ms']} ms"
+                    if "relay_round_p99_ms" in c
+                    else ""
+                )
+                + f"; daemon CPU {c['daemon_cpu_relaying']} (idle {c['daemon_cpu_idle']}); "
+                f"ZooKeeper {c['zookeeper_requests_per_s_relaying']} req/s (idle "
+                f"{c['zookeeper_requests_per_s_idle']})" + _load(c),
                 "<= 50 ms",
                 "scale",
             )

@@ -8,7 +8,7 @@ from helpers import unique, wait_until
 from kazoo.client import KazooClient
 
 from coordinator.store import LayoutStore
-from coordinator.store.watches import watch_node
+from coordinator.store.watches import watch_children_node, watch_node
 
 
 def test_watch_node_reports_creation_changes_and_deletion(store: LayoutStore) -> None:
@@ -56,3 +56,32 @@ def test_exists_and_watch_is_one_shot(store: LayoutStore) -> None:
     store.sync(path)
     assert len(events) == 1
     store.client.delete(path)
+
+
+def test_watch_children_node_starts_before_the_node_and_survives_its_deletion(
+    store: LayoutStore,
+) -> None:
+    client: KazooClient = store.client
+    path = f"{store.root}/watch-test/{unique('kids')}"
+    seen: list[list[str] | None] = []
+
+    def on_children(children: list[str] | None) -> None:
+        seen.append(None if children is None else sorted(children))
+
+    watch = watch_children_node(client, path, on_children)
+    wait_until(lambda: seen == [None], timeout=10, what="the missing node")
+    client.create(path, b"", makepath=True)
+    wait_until(lambda: seen[-1] == [], timeout=10, what="the creation")
+    client.create(f"{path}/a", b"")
+    client.create(f"{path}/b", b"")
+    wait_until(lambda: seen[-1] == ["a", "b"], timeout=10, what="the children")
+    client.delete(path, recursive=True)
+    wait_until(lambda: seen[-1] is None, timeout=10, what="the deletion")
+    client.create(f"{path}/c", b"", makepath=True)
+    wait_until(lambda: seen[-1] == ["c"], timeout=10, what="the node made again")
+    watch.stop()
+    count = len(seen)
+    client.create(f"{path}/d", b"")
+    store.sync(path)
+    assert len(seen) <= count + 1  # at most the event already in flight
+    client.delete(path, recursive=True)
