@@ -66,40 +66,12 @@ def watch_node(
             if not handle.stopped:
                 on_data(data)
 
-    def arm(_event: Any = None) -> None:
-        if handle.stopped:
-            return
-        try:
-            client.exists_async(path, watch=arm).rawlink(got_stat)
-        except Exception as exc:  # the client is closing
-            _log.debug("watch of %s not re-armed: %r", path, exc)
-
-    def got_stat(result: Any) -> None:
-        if handle.stopped:
-            return
-        try:
-            stat = result.get()
-        except Exception as exc:  # connection lost: on_state re-arms
-            _log.debug("watch of %s: %r", path, exc)
-            return
-        if stat is None:
-            deliver(None)
-            return
-        client.get_async(path).rawlink(got_data)
-
-    def got_data(result: Any) -> None:
-        if handle.stopped:
-            return
-        try:
-            data, _stat = result.get()
-        except NoNodeError:
-            data = None  # deleted meanwhile: the exists-watch reports it too
-        except Exception as exc:
-            _log.debug("watch of %s: %r", path, exc)
-            return
-        deliver(data)
-
-    handle = _listening(client, arm)
+    handle, arm = _rearmed(
+        client,
+        path,
+        lambda watch: client.get_async(path),
+        lambda value: deliver(None if value is None else value[0]),
+    )
     if not read_now:
         arm()
         return handle
@@ -137,6 +109,29 @@ def watch_children_node(
     Returns:
         A :class:`Watch`; ``stop()`` ends it (at the next event).
     """
+    handle, arm = _rearmed(
+        client,
+        path,
+        lambda watch: client.get_children_async(path, watch=watch),
+        lambda value: on_children(None if value is None else list(value)),
+    )
+    arm()
+    return handle
+
+
+def _rearmed(
+    client: KazooClient,
+    path: str,
+    read: Callable[[Callable[..., None]], Any],
+    deliver: Callable[[Any], None],
+) -> tuple[Watch, Callable[..., None]]:
+    """The chain both watches share: an exists-watch re-armed after every event and at
+    every reconnection, then ``read(arm)`` (an asynchronous kazoo read) whose value goes
+    to ``deliver`` (``None``: no node), on kazoo's thread.
+
+    Returns:
+        The :class:`Watch` and ``arm`` (call it to start the chain asynchronously).
+    """
 
     def arm(_event: Any = None) -> None:
         if handle.stopped:
@@ -155,25 +150,24 @@ def watch_children_node(
             _log.debug("watch of %s: %r", path, exc)
             return
         if stat is None:
-            on_children(None)
+            deliver(None)
             return
-        client.get_children_async(path, watch=arm).rawlink(got_children)
+        read(arm).rawlink(got_value)
 
-    def got_children(result: Any) -> None:
+    def got_value(result: Any) -> None:
         if handle.stopped:
             return
         try:
-            children = result.get()
+            value = result.get()
         except NoNodeError:
-            children = None  # deleted meanwhile: the exists-watch reports it too
+            value = None  # deleted meanwhile: the exists-watch reports it too
         except Exception as exc:
             _log.debug("watch of %s: %r", path, exc)
             return
-        on_children(None if children is None else list(children))
+        deliver(value)
 
     handle = _listening(client, arm)
-    arm()
-    return handle
+    return handle, arm
 
 
 def _listening(client: KazooClient, arm: Callable[[], None]) -> Watch:
