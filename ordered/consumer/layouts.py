@@ -61,6 +61,7 @@ from coordinator.store import paths as store_paths
 from coordinator.topic_ids import TopicIds
 from linear_hash import Layout
 from linear_hash.gating import EpochInfo, GateEvaluator
+from ordered.consumer.pacing import CheckPacer
 
 __all__ = [
     "LAYOUT_TRANSITIONS",
@@ -245,6 +246,7 @@ class LayoutTracker:
         self.covered: dict[tuple[str, int], int] = {}
         self._check_rate = check_rate
         self._last_sent = -math.inf
+        self._pacer = CheckPacer()
         self._rewound: set[str] = set()
 
     @property
@@ -411,7 +413,7 @@ class LayoutTracker:
         """Seconds until the next check may be sent (0: now)."""
         if not self.verify_fetch:
             return 0.0
-        return max(0.0, self._last_sent + self._interval() - time.monotonic())
+        return self._pacer.due_in(self._interval())
 
     def _rewind_reads(self) -> int:
         """How many rewind markers a check reads (the group's ordered topics)."""
@@ -470,6 +472,7 @@ class LayoutTracker:
             self._check_failed = True
             return None
         self._last_sent = time.monotonic()
+        self._pacer.sent(self._interval())
         return FetchCheck(sync, reads, tuple(marks), rewinds)
 
     def finish_check(self, check: FetchCheck | None) -> list[TopicView] | None:
