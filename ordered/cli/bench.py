@@ -298,11 +298,12 @@ def _spark(d: dict[str, Any]) -> list[dict[str, Any]]:
 def _backlog_ratios(rows: list[dict[str, Any]]) -> str:
     """The backlog rows' ratios to plain, by batch size and fetch backoff."""
     parts = [
-        f"{r['mode'].removeprefix('backlog, ')} {r['ratio_vs_plain']}"
+        f"{r['mode'].removeprefix('backlog, ')} "
+        f"{r.get('ratio_median_of_rounds', r['ratio_vs_plain'])}"
         for r in rows
         if r.get("mode", "").startswith("backlog") and "ratio_vs_plain" in r
     ]
-    return f"ratio {'; '.join(parts)}; " if parts else ""
+    return f"ratio (median of rounds) {'; '.join(parts)}; " if parts else ""
 
 
 def _load(d: dict[str, Any]) -> str:

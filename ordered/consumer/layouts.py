@@ -38,7 +38,7 @@ last-write zxid; when it changed, the topic is reported in
 :meth:`LayoutTracker.take_rewound` and the consumer decides its gates again before the
 batch is judged. A rewind can come at any time, whatever the offsets, so coverage
 spares a batch its check only while a check began within the last pacing slot: a
-consumer of a group learns of a rewind within one slot (167 ms with one topic at the
+consumer of a group learns of a rewind within one slot (188 ms with one topic at the
 default) rather than at its next batch.
 """
 

@@ -103,7 +103,7 @@ def test_a_backlog_read_at_full_speed_needs_almost_no_checks_and_new_records_do(
     assert first and batches >= 100
     # One check per batch would be >= 100 checks and >= 200 requests; the high
     # watermarks noted by the first checks cover the whole backlog (a group's consumer
-    # still reads its rewind markers once per pacing slot, 167 ms here).
+    # still reads its rewind markers once per pacing slot, 188 ms here).
     assert checks <= 3 + 7 * elapsed, f"{checks} checks for {batches} batches"
     assert requests <= 3 * 3 + 20 * elapsed, f"{requests} requests in {elapsed:.1f} s"
 
