@@ -180,6 +180,7 @@ class CoordinatorDaemon:
                 self._progress,
                 events=self._events,
                 transition_timeout=resume_timeout,
+                interest=sweep_settings.interest if sweep_settings is not None else None,
             )
             if autoscale_interval > 0
             else None

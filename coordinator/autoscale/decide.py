@@ -18,6 +18,14 @@ The rule (defaults and their reasons are in ``docs/autoscale.md``):
   rate at no more than 3/4 of the target (so a shrink does not invite the next
   growth), is at least the current count divided by ``max_step_factor``, and never
   goes below the topic's initial count or ``min_active``.
+- With ``max_lag`` set, each sample also carries the largest consumer lag of the
+  topic's interested groups (records). **Grow** too when the lag per active partition
+  is above ``max_lag`` in every sample of the up-window and the lag did not fall over
+  it (the group is not catching up), even if the rate alone would hold: to the current
+  count times ``max_step_factor``, never above ``max_active``. **Never shrink** while
+  any sample of the down-window has a lag per active partition above ``max_lag / 2``.
+  A lag that could not be read is unknown: it never grows a topic and it vetoes a
+  shrink (a shrink on a guess could strand a lagging group with fewer partitions).
 - Nothing happens while an epoch is pending, within ``cooldown_s`` of the last change,
   or before a window's worth of samples exists.
 """
@@ -37,6 +45,8 @@ __all__ = [
     "RateSample",
     "Thresholds",
     "decide",
+    "lag_grows",
+    "lag_vetoes_shrink",
     "rate_between",
 ]
 
@@ -61,11 +71,20 @@ class RateSample:
         total: Sum over every physical partition of its end offset (records), or the
             estimated bytes written so far (``bytes`` policies).
         active: The active partition count at that moment.
+        lag: The largest consumer lag (records) of the topic's interested groups at
+            that moment; ``None`` when not read (no ``max_lag``) or unknown (the read
+            failed).
     """
 
     at: float
     total: float
     active: int
+    lag: float | None = None
+
+    @property
+    def lag_per_partition(self) -> float | None:
+        """The lag divided by the active count (``None`` when the lag is unknown)."""
+        return None if self.lag is None else self.lag / self.active
 
 
 @dataclass(frozen=True)
@@ -80,6 +99,8 @@ class Thresholds:
         down_window_s: Seconds of sustained load below half the target before shrinking.
         cooldown_s: Seconds after any layout change before the next decision to act.
         max_step_factor: At most this factor up, or down, per change.
+        max_lag: Consumer lag per active partition (records) above which the topic
+            grows; ``None``: the lag is not a signal.
     """
 
     target: float
@@ -89,6 +110,7 @@ class Thresholds:
     down_window_s: float
     cooldown_s: float
     max_step_factor: int
+    max_lag: float | None = None
 
 
 @dataclass(frozen=True)
@@ -102,8 +124,11 @@ class Decision:
         rate_up: Rate per active partition over the up-window (``None``: not enough data).
         rate_down: Rate per active partition over the down-window (``None``: not enough).
         rule: Which rule decided, a stable word (``pending``, ``cooldown``,
-            ``gathering``, ``band``, ``minimum``, ``maximum``, ``above``, ``below``).
+            ``gathering``, ``band``, ``minimum``, ``maximum``, ``above``, ``below``,
+            ``lag``, ``lagging``).
         reason: Why, in words, with the numbers.
+        lag: Consumer lag per active partition in the newest sample (``None``: not a
+            signal of the policy, or unknown).
     """
 
     action: Action
@@ -113,6 +138,7 @@ class Decision:
     rate_down: float | None
     rule: str
     reason: str
+    lag: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The decision as a JSON-ready dict."""
@@ -124,6 +150,7 @@ class Decision:
             "rate_down": None if self.rate_down is None else round(self.rate_down, 3),
             "rule": self.rule,
             "reason": self.reason,
+            "lag": None if self.lag is None else round(self.lag, 3),
         }
 
 
@@ -147,6 +174,52 @@ def rate_between(samples: Sequence[RateSample], start: float, end: float) -> flo
     if first is None or last is None or last.at <= first.at:
         return None
     return max(0.0, (last.total - first.total) / (last.at - first.at))
+
+
+def _window(samples: Sequence[RateSample], now: float, window: float) -> list[RateSample] | None:
+    """The samples covering the last ``window`` seconds, from the newest one at or before
+    its start; ``None`` when no sample is that old."""
+    first = _at_or_before(samples, now - window)
+    if first is None:
+        return None
+    return [s for s in samples if first.at <= s.at <= now]
+
+
+def lag_grows(samples: Sequence[RateSample], now: float, window: float, max_lag: float) -> bool:
+    """Whether the lag per active partition is above ``max_lag`` in every sample of the
+    window and the lag (records) did not fall across it: the group is not catching up.
+
+    An unknown lag in the window, or too few samples, never grows.
+    """
+    covered = _window(samples, now, window)
+    if covered is None or len(covered) < 2:
+        return False
+    per = [s.lag_per_partition for s in covered]
+    if any(p is None or p <= max_lag for p in per):
+        return False
+    first, last = covered[0].lag, covered[-1].lag
+    return first is not None and last is not None and last >= first
+
+
+def lag_vetoes_shrink(
+    samples: Sequence[RateSample], now: float, window: float, max_lag: float
+) -> str | None:
+    """Why the lag forbids a shrink over the window, or ``None`` when it does not.
+
+    A sample whose lag per active partition is above ``max_lag / 2``, or unknown,
+    vetoes (a shrink is not taken on a guess).
+    """
+    covered = _window(samples, now, window) or []
+    for s in covered:
+        per = s.lag_per_partition
+        if per is None:
+            return "the consumer lag is unknown within the down-window"
+        if per > max_lag / 2:
+            return (
+                f"consumer lag {per:.0f}/partition within the down-window is above half "
+                f"the maximum {max_lag:g}"
+            )
+    return None
 
 
 def _per_partition(rate: float | None, active: int) -> float | None:
@@ -194,9 +267,10 @@ def decide(
     down_total = rate_between(samples, now - t.down_window_s, now)
     rate_up = _per_partition(up_total, active)
     rate_down = _per_partition(down_total, active)
+    lag = samples[-1].lag_per_partition if samples and t.max_lag is not None else None
 
     def make(action: Action, to: int, rule: str, reason: str) -> Decision:
-        return Decision(action, active, to, rate_up, rate_down, rule, reason)
+        return Decision(action, active, to, rate_up, rate_down, rule, reason, lag)
 
     def hold(rule: str, reason: str) -> Decision:
         return make(Action.HOLD, active, rule, reason)
@@ -216,6 +290,18 @@ def decide(
             return make(
                 Action.SHRINK, to, "maximum", f"{active} active is above the maximum {t.max_active}"
             )
+    if t.max_lag is not None and lag_grows(samples, now, t.up_window_s, t.max_lag):
+        # Lag is a grow signal of its own: the write rate may be fine while the
+        # consumers fall behind, and more partitions spread them over more members.
+        to = min(t.max_active, active * t.max_step_factor)
+        if to > active:
+            return make(
+                Action.GROW,
+                to,
+                "lag",
+                f"consumer lag {lag:.0f}/partition above {t.max_lag:g} for {t.up_window_s:g} s",
+            )
+        return hold("maximum", f"consumers lag but at the maximum {t.max_active}")
     if rate_up is not None and up_total is not None and rate_up > t.target:
         halves = _windows(samples, now, t.up_window_s, 2)
         if len(halves) == 2 and halves[1] / active > t.target:
@@ -235,6 +321,13 @@ def decide(
         if len(quarters) == 4 and all(q / active < t.target / 2 for q in quarters):
             wanted = math.ceil(down_total / (t.target * SHRINK_HEADROOM))
             to = max(floor, math.ceil(active / t.max_step_factor), wanted)
+            veto = (
+                None
+                if t.max_lag is None or to >= active
+                else lag_vetoes_shrink(samples, now, t.down_window_s, t.max_lag)
+            )
+            if veto is not None:
+                return hold("lagging", f"below half the target, but {veto}")
             if to < active:
                 return make(
                     Action.SHRINK,

@@ -19,6 +19,7 @@ def policy_text(policy: AutoscalePolicy) -> str:
         f"active {policy.min_active}..{policy.max_active}, up-window {policy.up_window_s:g} s, "
         f"down-window {policy.down_window_s:g} s, cooldown {policy.cooldown_s:g} s, "
         f"step x{policy.max_step_factor}"
+        + ("" if policy.max_lag is None else f", max lag {policy.max_lag} records per partition")
         + (", dry run" if policy.dry_run else "")
         + ("" if policy.enabled else ", disabled")
     )

@@ -2,7 +2,9 @@
 
 Every ``interval`` seconds :meth:`Autoscaler.tick` reads the policies of the adopted
 topics (:mod:`coordinator.store.autoscale`), samples each topic's end offsets (the sum
-over every physical partition; no broker metrics needed), asks
+over every physical partition; no broker metrics needed) and, for a policy with
+``max_lag``, the consumer lag of its interested groups (:mod:`coordinator.interest`,
+from the same end offsets), asks
 :func:`coordinator.autoscale.decide.decide` and, unless the policy is a dry run, runs
 the same controller transition a person would (``Controller.expand`` / ``shrink``).
 A decision that acts, or whose reason differs from the last one recorded, is logged
@@ -31,6 +33,7 @@ from coordinator.controller import BarrierTimeoutError, Controller
 from coordinator.errors import OrderedError
 from coordinator.hooks import CoordinatorEvents
 from coordinator.identity import random_token
+from coordinator.interest import InterestSettings, topic_interest
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore, TopicRecord
 from coordinator.store.autoscale_records import DECISION_LOG_SIZE, AutoscalePolicy, AutoscaleStatus
@@ -131,6 +134,8 @@ class Autoscaler:
         transition_timeout: Seconds one expansion or shrink may wait in the barrier
             before the autoscaler returns to its other topics (the epoch stays pending
             and the daemon completes it).
+        interest: Which groups count for the consumer lag (the daemon's sweep
+            settings, so the groups that hold a trim back are the ones whose lag counts).
     """
 
     def __init__(
@@ -142,8 +147,10 @@ class Autoscaler:
         progress: Callable[[str], None] | None = None,
         events: CoordinatorEvents | None = None,
         transition_timeout: float = 10.0,
+        interest: InterestSettings | None = None,
     ) -> None:
         self._store = store
+        self._interest = interest
         self._admin = admin
         self._controller = controller
         self._identifier = identifier
@@ -200,10 +207,35 @@ class Autoscaler:
         else:
             total = float(records)
         state.last_records = records
-        state.samples.append(RateSample(now, total, record.active))
+        lag = None if policy.max_lag is None else self._lag(topic, ends)
+        state.samples.append(RateSample(now, total, record.active, lag))
         keep = max(policy.up_window_s, policy.down_window_s) * 1.5
         while len(state.samples) > 2 and state.samples[1].at < now - keep:
             state.samples.popleft()
+
+    def _lag(self, topic: str, ends: dict[int, int]) -> float | None:
+        """The largest lag (records) of the topic's holding groups; ``None``: unknown.
+
+        A group's lag is the sum over the physical partitions of how far its position
+        (its commit, else 0) is behind the end offsets this tick sampled. No holding
+        group at all is no lag.
+        """
+        try:
+            interest = topic_interest(self._store, self._admin, topic, ends, self._interest)
+        except OrderedError as exc:
+            _log.warning("autoscaler: reading the consumer lag of %s failed: %s", topic, exc)
+            return None
+        if interest.unreadable:
+            return None
+        return float(
+            max(
+                (
+                    sum(max(0, end - g.position(p)) for p, end in ends.items())
+                    for g in interest.holding
+                ),
+                default=0,
+            )
+        )
 
     def _last_change(self, topic: str, record: TopicRecord, now: float) -> float | None:
         """Monotonic time of the latest layout change (the autoscaler's or a person's)."""
@@ -232,6 +264,7 @@ class Autoscaler:
             down_window_s=policy.down_window_s,
             cooldown_s=policy.cooldown_s,
             max_step_factor=policy.max_step_factor,
+            max_lag=None if policy.max_lag is None else float(policy.max_lag),
         )
         decision = decide(
             self._topics[topic].samples,

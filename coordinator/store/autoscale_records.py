@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Literal, TypeAlias
 
-from coordinator.store.schema import _Bad, _bool, _Record, _str, _time
+from coordinator.store.schema import _Bad, _bool, _Record, _str, _time, _Upgrade
 
 __all__ = [
     "AUTOSCALE_METRICS",
@@ -33,7 +33,19 @@ DECISION_LOG_SIZE: Final = 20
 """How many decisions :class:`AutoscaleStatus` keeps (the newest)."""
 
 _DECISION_FIELDS: Final = frozenset(
-    {"at", "action", "active", "to", "rate_up", "rate_down", "rule", "reason", "acted", "dry_run"}
+    {
+        "at",
+        "action",
+        "active",
+        "to",
+        "rate_up",
+        "rate_down",
+        "rule",
+        "reason",
+        "acted",
+        "dry_run",
+        "lag",
+    }
 )
 
 
@@ -63,6 +75,10 @@ def _factor(value: Any) -> int:
     return value
 
 
+def _opt_count(value: Any) -> int | None:
+    return None if value is None else _count(value)
+
+
 def _opt_unix(value: Any) -> float | None:
     return None if value is None else _time(value)
 
@@ -76,6 +92,18 @@ def _decisions(value: Any) -> tuple[dict[str, Any], ...]:
             raise _Bad(f"expected a decision with fields {sorted(_DECISION_FIELDS)}, got {item!r}")
         out.append(dict(item))
     return tuple(out)
+
+
+def _status_v1(raw: dict[str, Any]) -> dict[str, Any]:
+    """A version 1 status: its decisions predate ``lag`` (the lag was no signal then)."""
+    decisions = raw.get("decisions")
+    if isinstance(decisions, list):
+        raw = {**raw, "decisions": [_with_lag(d) for d in decisions]}
+    return raw
+
+
+def _with_lag(decision: Any) -> Any:
+    return {**decision, "lag": None} if isinstance(decision, Mapping) else decision
 
 
 @dataclass(frozen=True)
@@ -95,7 +123,13 @@ class AutoscalePolicy(_Record):
         enabled: ``False``: the policy is kept but not applied.
         dry_run: Decide and log, never change the layout.
         updated_at: Unix time of the setting.
+        max_lag: Consumer lag per active partition (records) above which the topic
+            grows, and above half of which it never shrinks; ``None``: the lag is not a
+            signal (version 1 records, written before the field existed, load so).
     """
+
+    VERSION: ClassVar[int] = 2
+    _UPGRADES: ClassVar[dict[int, _Upgrade]] = {1: lambda raw: {**raw, "max_lag": None}}
 
     topic: str
     metric: AutoscaleMetric
@@ -109,6 +143,7 @@ class AutoscalePolicy(_Record):
     enabled: bool
     dry_run: bool
     updated_at: float
+    max_lag: int | None = None
 
     _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
         "topic": _str,
@@ -123,6 +158,7 @@ class AutoscalePolicy(_Record):
         "enabled": _bool,
         "dry_run": _bool,
         "updated_at": _time,
+        "max_lag": _opt_count,
     }
 
     def __post_init__(self) -> None:
@@ -143,9 +179,14 @@ class AutoscaleStatus(_Record):
         last_change_at: Unix time of the last layout change the autoscaler started.
         decisions: The newest decisions (at most :data:`DECISION_LOG_SIZE`), oldest
             first; each has ``at`` (unix time), ``action``, ``active``, ``to``,
-            ``rate_up``, ``rate_down``, ``rule``, ``reason``, ``acted`` and ``dry_run``.
+            ``rate_up``, ``rate_down``, ``rule``, ``reason``, ``acted``, ``dry_run``
+            and ``lag`` (consumer lag per active partition; ``null`` when off or
+            unknown, and in decisions of version 1 records).
         updated_at: Unix time of the write.
     """
+
+    VERSION: ClassVar[int] = 2
+    _UPGRADES: ClassVar[dict[int, _Upgrade]] = {1: _status_v1}
 
     topic: str
     leader: str

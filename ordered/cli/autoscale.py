@@ -134,6 +134,15 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help=f"at most xF or /F per change (default {DEFAULT_STEP_FACTOR})",
     )
     p.add_argument(
+        "--max-lag",
+        type=_count,
+        default=None,
+        metavar="R",
+        help="also grow when the most lagging interested group is more than R records per "
+        "active partition behind for the up-window (and not catching up), and never shrink "
+        "while it is more than R/2 behind (default: off)",
+    )
+    p.add_argument(
         "--dry-run",
         action="store_true",
         help="the coordinator decides and logs, but never changes the layout",
@@ -174,6 +183,7 @@ def _build(args: argparse.Namespace, initial: int) -> AutoscalePolicy:
         enabled=True,
         dry_run=bool(args.dry_run),
         updated_at=time.time(),
+        max_lag=args.max_lag,
     )
 
 
