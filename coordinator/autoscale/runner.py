@@ -47,6 +47,8 @@ DEFAULT_AUTOSCALE_INTERVAL_S = 10.0
 
 _SIZE_SAMPLE_RECORDS = 64
 _SIZE_REFRESH_S = 60.0
+_GROUPS_REFRESH_S = 60.0
+"""Seconds between full listings of the cluster's groups for a topic's consumer lag."""
 
 
 class RecordSizer:
@@ -119,6 +121,9 @@ class _TopicSamples:
     bytes_total: float = 0.0
     last_records: int | None = None
     last_logged: str | None = None
+    # The groups with commits on the topic at the last full listing, and their states.
+    groups: dict[str, str] | None = None
+    groups_at: float = 0.0
 
 
 class Autoscaler:
@@ -207,26 +212,41 @@ class Autoscaler:
         else:
             total = float(records)
         state.last_records = records
-        lag = None if policy.max_lag is None else self._lag(topic, ends)
+        lag = None if policy.max_lag is None else self._lag(topic, state, ends, now)
         state.samples.append(RateSample(now, total, record.active, lag))
         keep = max(policy.up_window_s, policy.down_window_s) * 1.5
         while len(state.samples) > 2 and state.samples[1].at < now - keep:
             state.samples.popleft()
 
-    def _lag(self, topic: str, ends: dict[int, int]) -> float | None:
+    def _lag(
+        self, topic: str, state: _TopicSamples, ends: dict[int, int], now: float
+    ) -> float | None:
         """The largest lag (records) of the topic's holding groups; ``None``: unknown.
 
         A group's lag is the sum over the physical partitions of how far its position
         (its commit, else 0) is behind the end offsets this tick sampled. No holding
-        group at all is no lag.
+        group at all is no lag. Asking every group of the cluster for its offsets costs
+        one OffsetFetch per group, so that is done once a minute; the ticks between
+        ask only the groups found then (and the registered ordered groups).
         """
+        full = state.groups is None or now - state.groups_at >= _GROUPS_REFRESH_S
         try:
-            interest = topic_interest(self._store, self._admin, topic, ends, self._interest)
+            interest = topic_interest(
+                self._store,
+                self._admin,
+                topic,
+                ends,
+                self._interest,
+                listed=None if full else state.groups,
+            )
         except OrderedError as exc:
             _log.warning("autoscaler: reading the consumer lag of %s failed: %s", topic, exc)
             return None
         if interest.unreadable:
             return None
+        if full:
+            state.groups = {g.group: g.state for g in interest.groups}
+            state.groups_at = now
         return float(
             max(
                 (

@@ -4,13 +4,13 @@ down-window, leaves a noisy flat load alone, and every key stays in order."""
 from __future__ import annotations
 
 import json
-import random
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from autoscale_helpers import KeyOrder, Traffic
 from helpers import unique, wait_until
 from kazoo.client import KazooClient
 
@@ -21,54 +21,6 @@ from coordinator.store.autoscale_records import AutoscalePolicy
 from ordered import OrderedProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
-
-KEYS = 30
-
-
-class Traffic:
-    """A producer thread writing ``k{i}`` = sequence numbers at a settable total rate."""
-
-    def __init__(self, producer: OrderedProducer, topic: str) -> None:
-        self.producer = producer
-        self.topic = topic
-        self.rate = 0.0
-        self.noise = 0.0
-        self.sent = [0] * KEYS
-        self.failed = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _on_delivery(self, err: Any, _msg: Any) -> None:
-        if err is not None:
-            self.failed += 1
-
-    def _run(self) -> None:
-        rng = random.Random(3)
-        i = 0
-        next_at = time.monotonic()
-        while not self._stop.is_set():
-            if self.rate <= 0:
-                time.sleep(0.05)
-                next_at = time.monotonic()
-                continue
-            burst = max(1, int(self.rate / 50))
-            for _ in range(burst):
-                k = i % KEYS
-                self.producer.produce(
-                    self.topic, str(self.sent[k]).encode(), f"k{k}", on_delivery=self._on_delivery
-                )
-                self.sent[k] += 1
-                i += 1
-            self.producer.poll(0)
-            rate = self.rate * (1 + rng.uniform(-self.noise, self.noise))
-            next_at += burst / rate
-            time.sleep(max(0.0, next_at - time.monotonic()))
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(10)
-        assert self.producer.flush(30) == 0
 
 
 def test_autoscaler_grows_shrinks_and_ignores_noise(
@@ -161,22 +113,9 @@ def test_autoscaler_grows_shrinks_and_ignores_noise(
     # Every key in order, nothing lost: an ordered group reads it all back.
     consumer = make_consumer(unique("g"))
     consumer.subscribe([topic])
-    seen = [-1] * KEYS
-    total = sum(traffic.sent)
-    got = 0
-    deadline = time.monotonic() + 90
-    while got < total:
-        assert time.monotonic() < deadline, f"read {got} of {total}"
-        for msg in consumer.consume(1000, 0.5):
-            if msg.error() is not None:
-                continue
-            k = int(msg.key()[1:])
-            value = int(msg.value())
-            assert value == seen[k] + 1, f"key k{k}: {value} after {seen[k]}"
-            seen[k] = value
-            got += 1
-    assert seen == [n - 1 for n in traffic.sent]
-    assert traffic.failed == 0
+    order = KeyOrder()
+    order.read(consumer, total=sum(traffic.sent))
+    order.check_all(traffic)
 
     # The decisions show in describe --json.
     out = ordered_cli("describe", topic, "--json")
