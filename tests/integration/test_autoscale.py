@@ -216,6 +216,8 @@ class _none:
         (["--target-records-per-s", "10", "--max-step-factor", "1"], "must be >= 2", 2),
         (["--target-records-per-s", "10", "--down-window", "5"], "shorter than --up-window", 2),
         (["--target-records-per-s", "10", "--target-bytes-per-s", "5"], "not allowed with", 2),
+        (["--target-records-per-s", "10", "--max-lag", "0"], "must be >= 1", 2),
+        (["--target-records-per-s", "10", "--max-lag", "1e3"], "expected an integer", 2),
     ],
 )
 def test_bad_policies_are_refused_before_any_write(
