@@ -49,6 +49,9 @@ Events (``group`` is the consumer's ``group.id``, ``""`` without one)::
                                                         decided (action: grow, shrink or hold;
                                                         rate: per active partition over the
                                                         up-window, -1 when unknown)
+              on_autoscale_lag(topic, lag)               the autoscaler read the consumer lag
+                                                        of a topic with ``max_lag`` (records
+                                                        per active partition)
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ __all__ = [
     "CoordinatorEvents",
     "HookAnnouncement",
     "HookAutoscaleDecision",
+    "HookAutoscaleLag",
     "HookBarrierAck",
     "HookBarrierPassed",
     "HookEpochPublished",
@@ -283,6 +287,14 @@ class HookAutoscaleDecision(Protocol):
         """``action`` is ``grow``, ``shrink`` or ``hold``; ``acted``: the layout changed."""
 
 
+@runtime_checkable
+class HookAutoscaleLag(Protocol):
+    """The autoscaler read the consumer lag of a topic whose policy has ``max_lag``."""
+
+    def on_autoscale_lag(self, topic: str, lag: float) -> None:
+        """``lag``: the largest group lag divided by the active count (records)."""
+
+
 CONSUMER_HOOKS: Final[tuple[type, ...]] = (
     HookGateBlocked,
     HookGateOpened,
@@ -310,6 +322,7 @@ COORDINATOR_HOOKS: Final[tuple[type, ...]] = (
     HookSessionState,
     HookLeadership,
     HookAutoscaleDecision,
+    HookAutoscaleLag,
 )
 """The controller's and the daemon's event kinds."""
 
@@ -469,6 +482,7 @@ class CoordinatorEvents(_Emitter):
         self._session = _calls(hooks, HookSessionState, "on_session_state")
         self._leader = _calls(hooks, HookLeadership, "on_leadership")
         self._autoscale = _calls(hooks, HookAutoscaleDecision, "on_autoscale_decision")
+        self._lag = _calls(hooks, HookAutoscaleLag, "on_autoscale_lag")
 
     def epoch_published(self, topic: str, epoch: int, from_active: int, to_active: int) -> None:
         """See :class:`HookEpochPublished`."""
@@ -503,3 +517,7 @@ class CoordinatorEvents(_Emitter):
     ) -> None:
         """See :class:`HookAutoscaleDecision`."""
         self.emit(self._autoscale, topic, action, active, to, rate, acted)
+
+    def autoscale_lag(self, topic: str, lag: float) -> None:
+        """See :class:`HookAutoscaleLag`."""
+        self.emit(self._lag, topic, lag)

@@ -192,6 +192,13 @@ class PrometheusHooks:
             ("topic",),
             registry=reg,
         )
+        self.autoscale_lag = Gauge(
+            "ordered_coordinator_autoscale_consumer_lag_per_partition",
+            "The largest consumer lag of the topic's interested groups divided by its active "
+            "count, as the autoscaler last read it (records; topics with a max lag only).",
+            ("topic",),
+            registry=reg,
+        )
         self.autoscale_target = Gauge(
             "ordered_coordinator_autoscale_target_partitions",
             "The active partition count the autoscaler's latest decision asked for.",
@@ -301,3 +308,7 @@ class PrometheusHooks:
         if rate >= 0:
             self.autoscale_rate.labels(topic).set(rate)
         self.autoscale_target.labels(topic).set(to)
+
+    def on_autoscale_lag(self, topic: str, lag: float) -> None:
+        """Show the consumer lag per active partition."""
+        self.autoscale_lag.labels(topic).set(lag)

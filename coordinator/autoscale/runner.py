@@ -299,6 +299,8 @@ class Autoscaler:
         outcome = ""
         if decision.action is not Action.HOLD and not policy.dry_run:
             acted, outcome = self._act(topic, decision)
+        if decision.lag is not None:
+            self._events.autoscale_lag(topic, decision.lag)
         self._events.autoscale_decision(
             topic,
             decision.action.value,

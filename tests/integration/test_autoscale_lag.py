@@ -16,9 +16,11 @@ from autoscale_helpers import KeyOrder, Traffic
 from fixtures import run_in_background
 from helpers import unique, wait_until
 from kazoo.client import KazooClient
+from prometheus_client import CollectorRegistry
 
 from coordinator.daemon import CoordinatorDaemon
 from coordinator.kafka_admin import KafkaAdmin
+from coordinator.prometheus import PrometheusHooks
 from coordinator.store import LayoutStore
 from coordinator.store.autoscale_records import AutoscalePolicy
 from ordered import OrderedProducer
@@ -28,7 +30,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 @contextmanager
 def daemon_running(
-    kazoo_factory: Callable[..., KazooClient], bootstrap: str, zk_root: str
+    kazoo_factory: Callable[..., KazooClient],
+    bootstrap: str,
+    zk_root: str,
+    hooks: tuple[object, ...] = (),
 ) -> Iterator[list[str]]:
     """A coordinator daemon ticking the autoscaler every 0.5 s; yields its log lines."""
     lines: list[str] = []
@@ -41,6 +46,7 @@ def daemon_running(
         relay_interval=0,
         sweep_interval=0,
         autoscale_interval=0.5,
+        hooks=hooks,
     )
     runner = threading.Thread(target=daemon.run, daemon=True)
     runner.start()
@@ -85,8 +91,11 @@ def test_a_stopped_group_grows_the_topic(
     )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["autoscale"]["policy"]["max_lag"] == 100
+    registry = CollectorRegistry()
     try:
-        with daemon_running(kazoo_factory, bootstrap, zk_root) as lines:
+        with daemon_running(
+            kazoo_factory, bootstrap, zk_root, (PrometheusHooks(registry),)
+        ) as lines:
             # While the group keeps up (its lag is a batch or so), nothing changes.
             stop = threading.Event()
             keeping_up = run_in_background(order.read, reader, stop=stop, commit=True)
@@ -108,6 +117,11 @@ def test_a_stopped_group_grows_the_topic(
                 timeout=60,
                 what="a growth to 4 on the consumer lag",
             )
+            # The lag is exported as a metric too.
+            exported = registry.get_sample_value(
+                "ordered_coordinator_autoscale_consumer_lag_per_partition", {"topic": topic}
+            )
+            assert exported is not None and exported > 100, exported
     finally:
         traffic.stop()
     grows = [d for d in decisions(store, topic) if d["action"] == "grow"]
