@@ -33,14 +33,19 @@ Measured, all in one run, one SparkSession (``local[2]``), one broker:
 3. Sink rows/s: a batch DataFrame of keyed 100-byte rows written with
    ``df.write.format(...)`` into an adopted topic (``ordered-kafka``, through
    ``OrderedProducer``) and into a plain topic (``kafka``), in paired rounds as (1).
+
+``--busy N`` runs N CPU-bound processes beside the measurements (from the session start
+to its stop), for a busy machine on demand; the JSON records N and the load averages.
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 import uuid
@@ -86,7 +91,7 @@ def fill(config: dict[str, Any], topic: str, count: int, keys: int = 10_000) -> 
         producer.close()
 
 
-def session(cache: Path) -> Any:
+def session(cache: Path, startup_hook: bool = True) -> Any:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
@@ -105,7 +110,7 @@ def session(cache: Path) -> Any:
     spark.sparkContext.setLogLevel("ERROR")
     import spark_source
 
-    spark_source.register(spark)
+    spark_source.register(spark, prefer_installed_pyspark=startup_hook)
     return spark
 
 
@@ -221,6 +226,18 @@ def main() -> None:
         "--planning-samples", type=int, default=200, help="spread evenly over the rounds"
     )
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--without-startup-hook",
+        action="store_true",
+        help="register with prefer_installed_pyspark=False (Spark's zips compiled per process)",
+    )
+    parser.add_argument(
+        "--busy",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run N CPU-bound processes beside the measurements (a busy machine on demand)",
+    )
     args = parser.parse_args()
     tmp = Path(f"/tmp/bench-spark-{uuid.uuid4().hex[:8]}")
     tmp.mkdir()
@@ -242,7 +259,11 @@ def main() -> None:
         fill(config, topic, args.records - args.records // 2)
         print(f"filled {topic}: {args.records} records", flush=True)
 
-        spark = session(jars.cache_dir())
+        burners = [
+            subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)
+        ]
+        atexit.register(lambda: [b.kill() for b in burners])  # also when a query fails
+        spark = session(jars.cache_dir(), startup_hook=not args.without_startup_hook)
         kafka_options = {
             "kafka.bootstrap.servers": bootstrap,
             "subscribe": topic,
@@ -341,6 +362,9 @@ def main() -> None:
                 flush=True,
             )
         spark.stop()
+        for burner in burners:
+            burner.kill()
+            burner.wait()
         load_end = os.getloadavg()
 
     def summary(rates: list[float]) -> dict[str, float]:
@@ -378,6 +402,8 @@ def main() -> None:
         "records": args.records,
         "sink_records": args.sink_records,
         "repeats": args.repeats,
+        "busy_cpu_processes_beside": args.busy,
+        "startup_hook": not args.without_startup_hook,
         "method": (
             "source goal judged on the end-to-end ratio (rows over query definition to "
             "termination, start-up included); steady state (rows over the sum of "
