@@ -32,7 +32,8 @@ Measured, all in one run, one SparkSession (``local[2]``), one broker:
    round trip to the runner process).
 3. Sink rows/s: a batch DataFrame of keyed 100-byte rows written with
    ``df.write.format(...)`` into an adopted topic (``ordered-kafka``, through
-   ``OrderedProducer``) and into a plain topic (``kafka``), in paired rounds as (1).
+   ``OrderedProducer``) and into a plain topic (``kafka``), in paired rounds as (1),
+   after one full-size warm-up write each.
 
 ``--busy N`` runs N CPU-bound processes beside the measurements (from the session start
 to its stop), for a busy machine on demand; the JSON records N and the load averages.
@@ -340,8 +341,10 @@ def main() -> None:
                 },
             ),
         }
+        # Warm-up, one full-size write each: the Kafka sink's JVM code and producers
+        # (its JIT-compiled send path), this sink's Python workers and producers.
         for fmt, options in sinks.values():
-            write_once(spark, fmt, options, 10_000)
+            write_once(spark, fmt, options, args.sink_records)
         writes: dict[str, list[float]] = {name: [] for name in sinks}
         write_ratios: list[float] = []
         sink_names = list(sinks)
