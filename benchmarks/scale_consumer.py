@@ -228,6 +228,9 @@ def consumer_load(
     idle = OrderedConsumer({**ordered_cfg, "group.id": f"scale-zk-{uuid.uuid4().hex}"})
     try:
         _read_backlog(idle, topic, args.zk_records, 10_000, zookeeper)
+        # The live row's producer wrote more behind those: idle means caught up.
+        while any(m.error() is None for m in idle.consume(10_000, 1.0)):
+            pass
         idle0, wall0 = zk_packets(zookeeper), time.monotonic()
         while time.monotonic() - wall0 < args.idle_seconds:
             idle.consume(10_000, 0.5)
