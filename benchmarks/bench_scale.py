@@ -427,6 +427,20 @@ def partition_curve(
             controller.expand(history_topic, to, timeout=30)
         else:
             controller.shrink(history_topic, to, timeout=30)
+    loads = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        history = load_history(controller.store, history_topic)
+        loads.append(time.perf_counter() - t0)
+    # The gate rule on the long history: a new consumer evaluates every epoch's gates.
+    evaluator = GateEvaluator(history.epochs)
+    records = [(i % 3, 10 + i // 3) for i in range(50_000)]
+    view = _AllCommitted()
+    t0 = time.perf_counter()
+    for partition, offset in records:
+        if offset >= evaluator.limit(partition):
+            evaluator.may_deliver(partition, offset, view)
+    long_gate_ns = round((time.perf_counter() - t0) / len(records) * 1e9)
     client = controller.store.client
     base = paths.topic_path(root, history_topic)
     total = 0
@@ -444,6 +458,8 @@ def partition_curve(
         "history_epochs": args.history_epochs,
         "history_bytes": total,
         "history_znodes": nodes,
+        "history_load_ms": round(statistics.median(loads) * 1000, 1),
+        "history_gate_ns_per_record": long_gate_ns,
     }
 
 
@@ -466,9 +482,9 @@ def main(argv: list[str] | None = None) -> int:
     args.relay_rounds = 2 if args.quick else 5
     args.round_seconds = 3.0 if args.quick else 10.0
     args.idle_seconds = 3.0 if args.quick else 10.0
-    args.zk_records = 200_000 if args.quick else 1_000_000
+    args.zk_records = 200_000 if args.quick else 2_000_000
     args.zk_batches = [500, 10_000]
-    args.zk_rounds = 2 if args.quick else 3
+    args.zk_rounds = 2 if args.quick else 5
     args.live_seconds = 5.0 if args.quick else 15.0
     args.partition_steps = [8, 16, 64, 256]
     args.history_epochs = 20 if args.quick else 100

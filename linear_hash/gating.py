@@ -144,6 +144,8 @@ class GateEvaluator:
         # partition -> sorted boundaries of sealed epochs where it gives keys.
         self._outgoing: dict[int, list[int]] = {}
         self._by_epoch: dict[int, EpochInfo] = {}
+        # partition -> limit(partition); a long history makes the scan cost O(epochs).
+        self._limits: dict[int, float] = {}
         self.update(history)
 
     @property
@@ -189,6 +191,7 @@ class GateEvaluator:
         self._sources = {k: tuple(sorted(v)) for k, v in sources.items()}
         self._outgoing = outgoing
         self._satisfied &= {k for k in self._satisfied if k[1] in self._by_epoch}
+        self._limits.clear()
 
     def forget(self) -> None:
         """Drop the cache of satisfied gates (the group's progress may have gone back).
@@ -196,6 +199,7 @@ class GateEvaluator:
         Every gate is decided again, from the progress the next check reads.
         """
         self._satisfied.clear()
+        self._limits.clear()
 
     def gates_of(self, partition: int) -> list[tuple[int, int]]:
         """List ``(boundary, epoch)`` of every gate of ``partition``, ascending."""
@@ -207,10 +211,16 @@ class GateEvaluator:
         Records below it may be delivered without any check; ``math.inf`` when every
         gate of the partition is known to be open.
         """
+        cached = self._limits.get(partition)
+        if cached is not None:
+            return cached
+        limit: float = math.inf
         for boundary, epoch in self._incoming.get(partition, ()):
             if (partition, epoch) not in self._satisfied:
-                return boundary
-        return math.inf
+                limit = boundary
+                break
+        self._limits[partition] = limit
+        return limit
 
     def source_marks(self, partition: int) -> list[int]:
         """Boundaries ``B_a(e)`` of sealed epochs where ``partition`` gives keys away.
@@ -330,6 +340,7 @@ class GateEvaluator:
         memo[key] = is_open
         if is_open:
             self._satisfied.add(key)
+            self._limits.pop(b, None)
         return is_open
 
     def _reached(

@@ -280,10 +280,11 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     Setting(
         "ordered.layout.check.max.requests.per.s",
         "layout_check_max_requests_per_s",
-        18,
+        16,
         _non_negative,
-        "most ZooKeeper requests per second the layout checks of fetched batches send "
-        "(0: no bound, a check for every batch above the covered offsets)",
+        "most ZooKeeper requests per second the layout checks of fetched batches send, "
+        "on average (two checks may go back to back after a quiet spell; 0: no bound, a "
+        "check for every batch above the covered offsets)",
         Role.CONSUMER,
     ),
     Setting(

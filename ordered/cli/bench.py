@@ -326,6 +326,17 @@ def _spark(d: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def _backlog_ratios(rows: list[dict[str, Any]]) -> str:
+    """The backlog rows' ratios to plain, by batch size and fetch backoff."""
+    parts = [
+        f"{r['mode'].removeprefix('backlog, ')} "
+        f"{r.get('ratio_median_of_rounds', r['ratio_vs_plain'])}"
+        for r in rows
+        if r.get("mode", "").startswith("backlog") and "ratio_vs_plain" in r
+    ]
+    return f"ratio (median of rounds) {'; '.join(parts)}; " if parts else ""
+
+
 def _load(d: dict[str, Any]) -> str:
     """``; load L`` when the figure came with the machine's 1-minute load average."""
     load = d.get("load_average")
@@ -380,7 +391,8 @@ def _scale(d: dict[str, Any]) -> list[dict[str, Any]]:
                 z["ratio_vs_plain"],
                 f"idle {z['zookeeper_requests_per_s_idle']}/s; consumer at "
                 f"{z['full_speed_records_per_s']} records/s (plain {z['plain_records_per_s']}); "
-                f"~{z['consumers_per_3_node_ensemble_at_full_speed']} consumers per 3-node "
+                + _backlog_ratios(z.get("rows", []))
+                + f"~{z['consumers_per_3_node_ensemble_at_full_speed']} consumers per 3-node "
                 "ensemble",
                 "<= 20 req/s, ratio >= 0.9",
                 "scale",

@@ -134,14 +134,9 @@ class BatchFilter:
             return None  # every record is looked at: tombstone copies are dropped
         header_audit = settings.header_audit and view.ordered
         key_audit = settings.key_audit and view.ordered
-        last: dict[int, Any] = {}
-        if not (header_audit or key_audit):
-            for m in batch:
-                last[m.partition()] = m
-        else:
+        last: dict[int, Any] = {m.partition(): m for m in batch}  # each partition's last
+        if header_audit or key_audit:
             spans = self._fast_spans
-            for m in batch:
-                last[m.partition()] = m
             every = settings.audit_every
             for m in batch if every == 1 else batch[::every]:
                 partition = m.partition()

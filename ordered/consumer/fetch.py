@@ -88,6 +88,9 @@ class Fetcher:
         self._moved = 0  # partitions taken away (take_partition) so far
         self.pipeline = True
         self.skipped = 0  # batches released without a check of their own (covered)
+        # librdkafka's assignment() is a round trip to its group thread (~0.1 ms), once
+        # or twice per batch: it is asked again only after the assignment changed.
+        self._assignment: list[Any] | None = None
 
     def fetch(self, num: int, timeout: float, single: bool) -> None:
         """Move the next checked batch to :attr:`ready` (nothing on timeout).
@@ -136,7 +139,21 @@ class Fetcher:
     def take(self, num: int) -> list[Any]:
         """Remove and return up to ``num`` checked records, oldest first."""
         ready = self.ready
-        return [ready.popleft() for _ in range(min(num, len(ready)))]
+        if len(ready) <= num:  # nearly always: a batch is taken with the size it was fetched
+            taken = list(ready)
+            ready.clear()
+            return taken
+        return [ready.popleft() for _ in range(num)]
+
+    def assignment_changed(self) -> None:
+        """Partitions were assigned: the next check asks librdkafka for the assignment."""
+        self._assignment = None
+
+    def _assigned(self) -> list[Any]:
+        assignment = self._assignment
+        if assignment is None:
+            assignment = self._assignment = self._consumer.assignment()
+        return assignment
 
     def settle(self) -> None:
         """Wait for the pending batch's check (sent now if deferred); move it to :attr:`ready`."""
@@ -163,6 +180,7 @@ class Fetcher:
         The partition moves (a seek, a revocation, a pause): its coverage is forgotten.
         """
         self._moved += 1
+        self._assignment = None
         self._layouts.forget(key)
         self.settle()
         if not self.ready:
@@ -203,7 +221,7 @@ class Fetcher:
         if not moved and layouts.covered:
             # Positions, not the records: one call per batch, whatever its size.
             consumer = self._consumer
-            if layouts.covers(consumer.position(consumer.assignment())):
+            if layouts.covers(consumer.position(self._assigned())):
                 self.skipped += 1
                 return _Pending(batch)
         if layouts.check_due_in() > 0:
@@ -218,7 +236,7 @@ class Fetcher:
         marks = []
         consumer = self._consumer
         try:
-            for tp in consumer.assignment():
+            for tp in self._assigned():
                 # librdkafka's copy from its last fetch response: no request is made.
                 high = consumer.get_watermark_offsets(tp, cached=True)[1]
                 if high >= 0:

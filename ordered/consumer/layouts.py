@@ -38,7 +38,7 @@ last-write zxid; when it changed, the topic is reported in
 :meth:`LayoutTracker.take_rewound` and the consumer decides its gates again before the
 batch is judged. A rewind can come at any time, whatever the offsets, so coverage
 spares a batch its check only while a check began within the last pacing slot: a
-consumer of a group learns of a rewind within one slot (167 ms with one topic at the
+consumer of a group learns of a rewind within one slot (188 ms with one topic at the
 default) rather than at its next batch.
 """
 
@@ -61,6 +61,7 @@ from coordinator.store import paths as store_paths
 from coordinator.topic_ids import TopicIds
 from linear_hash import Layout
 from linear_hash.gating import EpochInfo, GateEvaluator
+from ordered.consumer.pacing import CheckPacer
 
 __all__ = [
     "LAYOUT_TRANSITIONS",
@@ -245,6 +246,7 @@ class LayoutTracker:
         self.covered: dict[tuple[str, int], int] = {}
         self._check_rate = check_rate
         self._last_sent = -math.inf
+        self._pacer = CheckPacer()
         self._rewound: set[str] = set()
 
     @property
@@ -411,7 +413,7 @@ class LayoutTracker:
         """Seconds until the next check may be sent (0: now)."""
         if not self.verify_fetch:
             return 0.0
-        return max(0.0, self._last_sent + self._interval() - time.monotonic())
+        return self._pacer.due_in(self._interval())
 
     def _rewind_reads(self) -> int:
         """How many rewind markers a check reads (the group's ordered topics)."""
@@ -470,6 +472,7 @@ class LayoutTracker:
             self._check_failed = True
             return None
         self._last_sent = time.monotonic()
+        self._pacer.sent(self._interval())
         return FetchCheck(sync, reads, tuple(marks), rewinds)
 
     def finish_check(self, check: FetchCheck | None) -> list[TopicView] | None:

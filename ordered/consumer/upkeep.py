@@ -76,6 +76,7 @@ class ConsumerUpkeep:
                 core.fire(core.parts[key], GateEvent.LAYOUT_LOST)
         self._rewinds.positioned(fresh)
         self._filter.update_single()
+        self._fetcher.assignment_changed()
 
     def _drop(self, key: tuple[str, int]) -> None:
         part = self._core.parts.pop(key, None)

@@ -11,6 +11,7 @@ from confluent_kafka import TopicPartition
 
 from ordered.consumer.fetch import Fetcher
 from ordered.consumer.layouts import LayoutTracker
+from ordered.consumer.pacing import CHECK_BURST, CheckPacer
 
 
 class Msg:
@@ -43,6 +44,8 @@ class FakeConsumer:
         self.during: Callable[[], object] | None = None
         self.positions: dict[int, int] = {}
         self.high: dict[int, int] = {}
+        self.assigned = [0, 1]
+        self.assignment_calls = 0
 
     def consume(self, num: int, timeout: float) -> list[Msg]:
         if self.during is not None:
@@ -55,7 +58,8 @@ class FakeConsumer:
         return batch
 
     def assignment(self) -> list[TopicPartition]:
-        return [TopicPartition("t", p) for p in (0, 1)]
+        self.assignment_calls += 1
+        return [TopicPartition("t", p) for p in self.assigned]
 
     def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
         return [
@@ -85,11 +89,13 @@ class FakeLayouts(LayoutTracker):
         self._group = None
         self._check_rate = check_rate
         self._last_sent = -math.inf
+        self._pacer = CheckPacer()
 
     def begin_check(self, marks: Any = ()) -> Any:
         self.sent += 1
         self.marks[self.sent] = tuple(marks)
         self._last_sent = time.monotonic()
+        self._pacer.sent(self._interval())
         self.log.append(f"send {self.sent}")
         return self.sent
 
@@ -213,24 +219,53 @@ def test_a_rebalance_inside_librdkafka_means_a_check() -> None:
 
 
 def test_checks_are_paced_and_a_deferred_batch_shares_the_next_check() -> None:
-    # 10 requests/s, 2 per check (sync + one topic): one check per 0.2 s at most.
+    # 10 requests/s, 2 per check (sync + one topic): one check per 0.2 s on average,
+    # CHECK_BURST back to back (the first batches of an assignment).
     fetcher, consumer, log = make([], check_rate=10)
-    consumer.high = {0: 1}
-    run([[Msg(0, 0)]], fetcher, consumer, 10)
-    assert log == ["fetch [0]", "send 1", "wait 1"]
-    log.clear()
-    consumer.high = {0: 2}
-    consumer.batches = [[Msg(0, 1)], [Msg(0, 2)]]
+    for i in range(CHECK_BURST):
+        consumer.high = {0: i + 1}
+        run([[Msg(0, i)]], fetcher, consumer, 10)
+        assert log == [f"fetch [{i}]", f"send {i + 1}", f"wait {i + 1}"]
+        log.clear()
+        fetcher.take(10)
+    consumer.high = {0: CHECK_BURST + 1}
+    consumer.batches = [[Msg(0, CHECK_BURST)], [Msg(0, CHECK_BURST + 1)]]
     fetcher.fetch(10, 0.01, single=False)  # the slot is later than the caller waits
-    assert log == ["fetch [1]"] and not fetcher.ready
+    first, second, n = CHECK_BURST, CHECK_BURST + 1, CHECK_BURST + 1
+    assert log == [f"fetch [{first}]"] and not fetcher.ready
     started = time.monotonic()
-    consumer.high = {0: 3}
+    consumer.high = {0: CHECK_BURST + 2}
     fetcher.fetch(10, 1.0, single=False)
     # Waited for the slot, took what came meanwhile, one check for both.
     assert time.monotonic() - started >= 0.1
-    assert log == ["fetch [1]", "fetch [2]", "send 2", "wait 2"]
-    assert [m.offset() for m in fetcher.ready] == [1]
+    assert log == [f"fetch [{first}]", f"fetch [{second}]", f"send {n}", f"wait {n}"]
+    assert [m.offset() for m in fetcher.ready] == [first]
     fetcher.take(10)
     fetcher.fetch(10, 1.0, single=False)
-    assert [m.offset() for m in fetcher.ready] == [2]
-    assert fetcher.skipped == 1 and "send 3" not in log
+    assert [m.offset() for m in fetcher.ready] == [second]
+    assert fetcher.skipped == 1 and f"send {n + 1}" not in log
+
+
+def test_the_assignment_is_asked_once_and_again_after_it_changed() -> None:
+    # librdkafka's assignment() is a round trip to its group thread: asked once, but a
+    # partition assigned later must not hide behind the old list (its records would
+    # pass as covered by marks that never included it).
+    fetcher, consumer, log = make([])
+    consumer.assigned = [0]
+    consumer.high = {0: 10}
+    for offset in range(3):
+        run([[Msg(0, offset)]], fetcher, consumer, 10)
+        fetcher.take(10)
+    assert log.count("send 1") == 1 and "send 2" not in log  # covered up to 10
+    assert consumer.assignment_calls == 1
+    consumer.assigned = [0, 1]
+    consumer.high = {0: 10, 1: 5}
+    fetcher.assignment_changed()
+    log.clear()
+    run([[Msg(1, 0)]], fetcher, consumer, 10)
+    assert log == ["fetch [0]", "send 2", "wait 2"]
+    assert consumer.assignment_calls == 2  # asked again once, for coverage and marks
+    fetcher.take(10)
+    log.clear()
+    run([[Msg(1, 1)]], fetcher, consumer, 10)
+    assert not any(line.startswith("send") for line in log)  # covered by check 2

@@ -269,7 +269,17 @@ class Sim:
 
     def deliver(self, p: int) -> bool:
         at = self.pos.get(p, 0)
-        if at >= len(self.log(p)) or not self.gates.may_deliver(p, at, self.view()):
+        if at >= len(self.log(p)):
+            return False
+        # As the consumer does: below limit() records flow without a decision, and
+        # the cached limit must be what a fresh scan of the open gates says.
+        limit = self.gates.limit(p)
+        fresh = min(
+            (b for b, e in self.gates.gates_of(p) if (p, e) not in self.gates.satisfied),
+            default=math.inf,
+        )
+        assert limit == fresh, f"cached limit {limit}, fresh {fresh}"
+        if at >= limit and not self.gates.may_deliver(p, at, self.view()):
             return False
         producer, h, seq = self.log(p)[at]
         self.pos[p] = at + 1
