@@ -243,6 +243,7 @@ def consumer_load(
     main = rows[2 * len(args.zk_batches) - 1]
     full = max(r["zookeeper_requests_per_s"] for r in rows)
     return {
+        "load_average": [round(x, 2) for x in os.getloadavg()],
         "records": args.zk_records,
         "rows": rows,
         "full_speed_records_per_s": main["records_per_s"],

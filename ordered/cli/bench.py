@@ -435,7 +435,19 @@ def _scale(d: dict[str, Any]) -> list[dict[str, Any]]:
                 p["history_bytes"],
                 None,
                 None,
-                f"{p['history_znodes']} znodes",
+                f"{p['history_znodes']} znodes"
+                + (
+                    f"; read in {p['history_load_ms']} ms"
+                    + (
+                        f", {p['history_reload_ms']} ms after one more change"
+                        if "history_reload_ms" in p
+                        else ""
+                    )
+                    + "; gate rule "
+                    f"{p['history_gate_ns_per_record']} ns/record on it"
+                    if "history_load_ms" in p
+                    else ""
+                ),
                 "report",
                 "scale",
             )
