@@ -452,6 +452,14 @@ def partition_curve(
         total += len(data or b"")
         nodes += 1
         stack.extend(f"{path}/{c}" for c in client.get_children(path))
+    # After the count: what a running client pays at the next change (the epochs it
+    # does not hold sealed), against the full read above.
+    controller.expand(history_topic, 3, timeout=30)
+    reloads = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        load_history(controller.store, history_topic, previous=history)
+        reloads.append(time.perf_counter() - t0)
     return {
         "steps": steps,
         "gate": gate,
@@ -459,6 +467,7 @@ def partition_curve(
         "history_bytes": total,
         "history_znodes": nodes,
         "history_load_ms": round(statistics.median(loads) * 1000, 1),
+        "history_reload_ms": round(statistics.median(reloads) * 1000, 1),
         "history_gate_ns_per_record": long_gate_ns,
     }
 

@@ -228,6 +228,9 @@ def consumer_load(
     idle = OrderedConsumer({**ordered_cfg, "group.id": f"scale-zk-{uuid.uuid4().hex}"})
     try:
         _read_backlog(idle, topic, args.zk_records, 10_000, zookeeper)
+        # The live row's producer wrote more behind those: idle means caught up.
+        while any(m.error() is None for m in idle.consume(10_000, 1.0)):
+            pass
         idle0, wall0 = zk_packets(zookeeper), time.monotonic()
         while time.monotonic() - wall0 < args.idle_seconds:
             idle.consume(10_000, 0.5)
@@ -240,6 +243,7 @@ def consumer_load(
     main = rows[2 * len(args.zk_batches) - 1]
     full = max(r["zookeeper_requests_per_s"] for r in rows)
     return {
+        "load_average": [round(x, 2) for x in os.getloadavg()],
         "records": args.zk_records,
         "rows": rows,
         "full_speed_records_per_s": main["records_per_s"],

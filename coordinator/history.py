@@ -26,7 +26,7 @@ reconnect so it can tell.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -112,9 +112,14 @@ class TopicHistory:
         """
         if record is None:
             raise ValueError("from_records needs a record; use TopicHistory(topic, None)")
+        return cls.from_infos(record, [EpochInfo.from_record(e) for e in epochs])
+
+    @classmethod
+    def from_infos(cls, record: TopicRecord, epochs: Iterable[EpochInfo]) -> TopicHistory:
+        """Build from a topic record and its epochs as the gate rule sees them (any order)."""
         if not record.ordered:
             return cls(record.topic, record)
-        infos = tuple(sorted((EpochInfo.from_record(e) for e in epochs), key=lambda e: e.epoch))
+        infos = tuple(sorted(epochs, key=lambda e: e.epoch))
         layouts = {
             e.epoch: Layout(record.initial, e.to_active or record.initial, e.epoch) for e in infos
         }
@@ -128,6 +133,7 @@ def load_history(
     sync: bool = True,
     topic_id: str | None = None,
     ids: TopicIds | None = None,
+    previous: TopicHistory | None = None,
 ) -> TopicHistory:
     """Read a topic's history from the store, refusing a layout of another topic id.
 
@@ -142,6 +148,10 @@ def load_history(
             bound to another id is refused.
         ids: A :class:`~coordinator.topic_ids.TopicIds` that asks Kafka for the id
             when the record is bound to one (readers that do not know it yet).
+        previous: An earlier snapshot of the topic: its sealed epochs that are still
+            there are not read again (a sealed epoch never changes, and an epoch
+            number never names two layouts), so a reload after a layout change costs
+            the new epochs, not the whole history.
 
     Returns:
         The snapshot; ``record`` is ``None`` when the topic is not adopted.
@@ -163,7 +173,12 @@ def load_history(
         return TopicHistory(topic, None)
     if not record.ordered:
         return TopicHistory(topic, record)
-    return TopicHistory.from_records(record, store.epochs(topic))
+    known: dict[int, EpochInfo] = {}
+    if previous is not None and previous.topic == topic:
+        known = {e.epoch: e for e in previous.epochs if e.sealed}
+    numbers, records = store.epochs_except(topic, known)
+    reused = [known[n] for n in numbers if n in known]
+    return TopicHistory.from_infos(record, reused + [EpochInfo.from_record(r) for r in records])
 
 
 _TRANSITIONS: Final = SESSION_TRANSITIONS  # the shared table, under its first name

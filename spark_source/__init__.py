@@ -22,20 +22,40 @@ NAME = "ordered-kafka"
 """The format name of the source and the sink."""
 
 
-def register(spark: Any) -> None:
+def register(spark: Any, *, prefer_installed_pyspark: bool = True) -> None:
     """Register the ``ordered-kafka`` source and sink with ``spark`` (a SparkSession).
 
     Idempotent: registering again replaces the earlier registration. Chooses the
     interpreter of Spark's Python workers first
     (:func:`spark_source.workers.choose_worker_python`).
 
+    Args:
+        spark: The session.
+        prefer_installed_pyspark: The Python processes Spark starts for this source and
+            sink import pyspark (and py4j) from their installed, compiled copies when
+            those are the same version as the zips Spark puts first on their path,
+            instead of compiling the zips' modules in every new process
+            (:mod:`spark_source._startup`). Spark starts one such process per streaming
+            query. Classic sessions only; ``False`` leaves Spark's path as it is.
+
     Raises:
         coordinator.errors.ConfigError: ``PYSPARK_PYTHON`` or ``spark.pyspark.python``
             names an interpreter of this host that cannot import this package.
     """
     from spark_source.source import OrderedKafkaDataSource
-    from spark_source.workers import choose_worker_python
+    from spark_source.workers import choose_worker_python, startup_environment
 
     choose_worker_python(spark)
-
-    spark.dataSource.register(OrderedKafkaDataSource)
+    context = getattr(spark, "_sc", None)
+    if context is None or not prefer_installed_pyspark:
+        spark.dataSource.register(OrderedKafkaDataSource)
+        return
+    # pyspark copies the context's worker environment into the registered data source,
+    # and Spark gives every process of the source that environment: swapped for the
+    # call only, so UDFs registered later keep the user's.
+    saved = context.environment
+    context.environment = startup_environment(saved)
+    try:
+        spark.dataSource.register(OrderedKafkaDataSource)
+    finally:
+        context.environment = saved

@@ -26,7 +26,7 @@ from typing import Any
 
 from coordinator.errors import ConfigError
 
-__all__ = ["CONF", "ENV", "choose_worker_python", "probe"]
+__all__ = ["CONF", "ENV", "STARTUP", "choose_worker_python", "probe", "startup_environment"]
 
 CONF = "spark.pyspark.python"
 """Spark's setting of the workers' interpreter."""
@@ -34,6 +34,10 @@ ENV = "PYSPARK_PYTHON"
 """The environment variable Spark reads when :data:`CONF` is not set."""
 
 _log = logging.getLogger(__name__)
+
+STARTUP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_startup")
+"""The folder whose ``sitecustomize`` makes Spark's Python processes import the installed
+pyspark instead of compiling Spark's ``pyspark.zip`` (:mod:`spark_source._startup`)."""
 
 # What a worker imports to run the source and the sink.
 _NEEDED = "import spark_source.source, spark_source.sink, pyarrow"
@@ -127,3 +131,19 @@ def choose_worker_python(spark: Any) -> str | None:
         # pyspark's Python functions carry PYSPARK_PYTHON, not the Spark setting.
         context.pythonExec = executable
     return executable
+
+
+def startup_environment(environment: dict[str, str]) -> dict[str, str]:
+    """``environment`` (a SparkContext's workers' environment) with :data:`STARTUP` first.
+
+    Spark gives every Python process of a data source the environment of the data
+    source's registration, and appends its ``PYTHONPATH`` after Spark's own zips. The
+    processes Spark starts for this source then run :mod:`spark_source._startup`'s
+    ``sitecustomize`` first. A host without this folder (a worker with its own
+    environment) skips the entry, as Python skips any missing ``PYTHONPATH`` entry.
+    """
+    out = dict(environment)
+    given = out.get("PYTHONPATH")
+    parts = [p for p in (given or "").split(os.pathsep) if p and p != STARTUP]
+    out["PYTHONPATH"] = os.pathsep.join([STARTUP, *parts])
+    return out

@@ -8,7 +8,7 @@ naming the znode; a concurrent change of the topic record is a
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from typing import Any
 
@@ -411,12 +411,16 @@ class TopicStore(StoreBase):
         if got is None:
             return None
         data, stat = got
+        return self._epoch_from(data, path, topic, epoch), int(stat.version)
+
+    @staticmethod
+    def _epoch_from(data: bytes, path: str, topic: str, epoch: int) -> EpochRecord:
         record = EpochRecord.from_json(data, path)
         if record.topic != topic or record.epoch != epoch:
             raise RecordCorruptError(
                 f"{path}: EpochRecord names topic {record.topic!r} epoch {record.epoch}"
             )
-        return record, int(stat.version)
+        return record
 
     def find_epoch(self, topic: str, epoch: int) -> EpochRecord | None:
         """Return the epoch's record, or ``None`` if it was never published.
@@ -445,21 +449,53 @@ class TopicStore(StoreBase):
         Raises:
             StoreError: ZooKeeper is unreachable or a record fails its check.
         """
+        return self.epochs_except(topic, ())[1]
+
+    def epochs_except(
+        self, topic: str, known: Collection[int]
+    ) -> tuple[list[int], list[EpochRecord]]:
+        """The topic's epoch numbers, and the records of those not in ``known``.
+
+        A reader that holds sealed epochs asks only for the others: a sealed epoch never
+        changes, and an epoch number never names two layouts (a re-adoption numbers its
+        epochs after the old ones).
+
+        Returns:
+            Every epoch number present, ascending; the records of the ones not known.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable or a record fails its check.
+        """
         parent = paths.epochs_path(self._root, topic)
 
-        def attempt() -> list[EpochRecord]:
+        def attempt() -> tuple[list[int], list[EpochRecord]]:
             try:
                 names = self._client.get_children(parent)
             except NoNodeError:
-                return []
-            out = []
-            for name in sorted(names):
+                return [], []
+            for name in names:
                 if len(name) != 10 or not name.isdigit():
                     raise RecordCorruptError(f"{parent}/{name}: not an epoch node name")
-                got = self._get_epoch(topic, int(name))
-                if got is not None:
-                    out.append(got[0])
-            return out
+            numbers = sorted(int(name) for name in names)
+            # Every read at once (kazoo's async calls): every client reads the history at
+            # start and at each layout change; one round trip per epoch made 100 epochs
+            # cost 32-43 ms.
+            reads = [
+                (n, self._client.get_async(paths.epoch_path(self._root, topic, n)))
+                for n in numbers
+                if n not in known
+            ]
+            out = []
+            present = set(numbers)
+            for number, read in reads:
+                path = paths.epoch_path(self._root, topic, number)
+                try:
+                    data, _stat = read.get()
+                except NoNodeError:
+                    present.discard(number)  # removed while listing (a re-adoption)
+                    continue
+                out.append(self._epoch_from(data, path, topic, number))
+            return [n for n in numbers if n in present], out
 
         return self._run(f"list epochs of {topic}", attempt)
 

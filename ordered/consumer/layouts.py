@@ -296,7 +296,7 @@ class LayoutTracker:
         path = store_paths.topic_path(self.store.root, view.name)
         zxid = _zxid(self.store.exists(path))
         # Another topic id than the layout's raises TopicIdMismatchError (refused).
-        history = load_history(self.store, view.name, ids=self._ids)
+        history = load_history(self.store, view.name, ids=self._ids, previous=view.history)
         if view.rewind_zxid is None and self._group:
             # Read once: the fetch check compares later values with it.
             marker = self.rewind_path(view.name)

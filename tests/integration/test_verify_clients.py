@@ -30,6 +30,19 @@ def _produce(
     producer.poll(0)
 
 
+def _producer(
+    bootstrap: str, zk_hosts: str, zk_root: str, topic: str, history: Path, seed: int
+) -> VerifiableProducer:
+    """The verifiable producer "p1", writing its history under ``history``."""
+    config = {
+        "bootstrap.servers": bootstrap,
+        "ordered.zookeeper.connect": zk_hosts,
+        "ordered.zookeeper.root": zk_root,
+        "linger.ms": 2,
+    }
+    return VerifiableProducer(config, "p1", topic, history / "p1.jsonl", KEYS, seed=seed)
+
+
 def _drain(reader: VerifiableReader, want: int, timeout: float = 90.0) -> None:
     deadline = time.monotonic() + timeout
     while reader.delivered < want:
@@ -48,19 +61,7 @@ def test_verifiable_clients_across_an_expansion_and_a_shrink(
     topic = topic_factory(2)
     controller.adopt(topic)
     history = tmp_path / "history"
-    producer = VerifiableProducer(
-        {
-            "bootstrap.servers": bootstrap,
-            "ordered.zookeeper.connect": zk_hosts,
-            "ordered.zookeeper.root": zk_root,
-            "linger.ms": 2,
-        },
-        "p1",
-        topic,
-        history / "p1.jsonl",
-        KEYS,
-        seed=1,
-    )
+    producer = _producer(bootstrap, zk_hosts, zk_root, topic, history, seed=1)
     try:
         _produce(producer, 600)
         controller.expand(topic, 4)
@@ -109,19 +110,7 @@ def test_a_running_readers_seek_back_is_checked_as_a_replay_pass(
     topic = topic_factory(2)
     controller.adopt(topic)
     history = tmp_path / "history"
-    producer = VerifiableProducer(
-        {
-            "bootstrap.servers": bootstrap,
-            "ordered.zookeeper.connect": zk_hosts,
-            "ordered.zookeeper.root": zk_root,
-            "linger.ms": 2,
-        },
-        "p1",
-        topic,
-        history / "p1.jsonl",
-        KEYS,
-        seed=2,
-    )
+    producer = _producer(bootstrap, zk_hosts, zk_root, topic, history, seed=2)
     try:
         _produce(producer, 2000)
         controller.expand(topic, 3)

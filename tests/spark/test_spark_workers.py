@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer
@@ -144,3 +145,15 @@ def test_register_makes_workers_run_the_drivers_interpreter_or_fails_naming_both
     assert error.startswith("ConfigError: "), error
     assert "PYSPARK_PYTHON" in error and "spark.pyspark.python" in error, error
     assert python3 in error
+
+
+def test_register_gives_only_the_sources_processes_the_startup_hook(spark: Any) -> None:
+    # Spark starts the source's processes with the registered data source's environment:
+    # the hook's folder first on their PYTHONPATH; the session's own environment (UDFs)
+    # stays as the user set it.
+    from spark_source.workers import STARTUP
+
+    manager = spark._jsparkSession.sessionState().dataSourceManager()
+    env = dict(manager.lookupDataSource("ordered-kafka").dataSourceCls().envVars())
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == STARTUP
+    assert STARTUP not in spark.sparkContext.environment.get("PYTHONPATH", "")
