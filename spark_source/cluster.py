@@ -112,6 +112,8 @@ class Cluster:
         self._isolation = _isolation(options)
         self._kazoo: Any = None
         self._store: LayoutStore | None = None
+        # The last history read of each topic: a reload reads only what is not sealed in it.
+        self._histories: dict[str, TopicHistory] = {}
         self._opening: Future[tuple[Any, LayoutStore]] | None = None
         if open_store and options.zookeeper_connect is not None:
             opening: Future[tuple[Any, LayoutStore]] = Future()
@@ -283,7 +285,8 @@ class Cluster:
             if store is None:
                 out[topic] = TopicHistory(topic, None)
                 continue
-            out[topic] = load_history(store, topic, sync=True)
+            history = load_history(store, topic, sync=True, previous=self._histories.get(topic))
+            out[topic] = self._histories[topic] = history
         return out
 
     def close(self) -> None:

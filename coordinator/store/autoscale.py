@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from coordinator.errors import NotAdoptedError
 from coordinator.store import paths
 from coordinator.store.autoscale_records import AutoscalePolicy, AutoscaleStatus
 from coordinator.store.topics import TopicStore
@@ -30,13 +29,8 @@ class AutoscaleStore(TopicStore):
             NotAdoptedError: The topic is not adopted.
             StoreError: ZooKeeper is unreachable.
         """
-        if self.get_topic(policy.topic) is None:
-            raise NotAdoptedError(
-                f"topic {policy.topic} is not adopted (adopt it first: ordered adopt "
-                f"{policy.topic})"
-            )
         path = paths.autoscale_path(self._root, policy.topic)
-        self._run(f"write {path}", self._put, path, policy.to_json())
+        self._put_setting(policy.topic, path, policy.to_json())
 
     def clear_autoscale_policy(self, topic: str) -> bool:
         """Remove the topic's policy and its status; return whether a policy was set.

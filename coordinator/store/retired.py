@@ -7,7 +7,6 @@ from kazoo.exceptions import (
 )
 
 from coordinator.errors import (
-    NotAdoptedError,
     RecordCorruptError,
 )
 from coordinator.store import paths
@@ -91,13 +90,8 @@ class RetiredStore(TopicStore):
             NotAdoptedError: The topic is not adopted.
             StoreError: ZooKeeper is unreachable.
         """
-        if self.get_topic(record.topic) is None:
-            raise NotAdoptedError(
-                f"topic {record.topic} is not adopted (adopt it first: ordered adopt "
-                f"{record.topic})"
-            )
         path = paths.retention_path(self._root, record.topic)
-        self._run(f"write {path}", self._put, path, record.to_json())
+        self._put_setting(record.topic, path, record.to_json())
 
     def clear_retention(self, topic: str) -> bool:
         """Turn the topic's consumed retention off; return whether it was on.

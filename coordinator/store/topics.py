@@ -165,6 +165,19 @@ class TopicStore(StoreBase):
 
         return self._run("read every topic node", attempt)
 
+    def _put_setting(self, topic: str, path: str, data: bytes) -> None:
+        """Write a per-topic setting record at ``path``; the topic must be adopted.
+
+        Raises:
+            NotAdoptedError: The topic is not adopted.
+            StoreError: ZooKeeper is unreachable.
+        """
+        if self.get_topic(topic) is None:
+            raise NotAdoptedError(
+                f"topic {topic} is not adopted (adopt it first: ordered adopt {topic})"
+            )
+        self._run(f"write {path}", self._put, path, data)
+
     def first_epoch(self, topic: str) -> int:
         """The number a new adoption of ``topic`` starts at: 0, or after an un-adopted layout.
 
