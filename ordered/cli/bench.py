@@ -393,8 +393,7 @@ def _scale(d: dict[str, Any]) -> list[dict[str, Any]]:
                 f"{z['full_speed_records_per_s']} records/s (plain {z['plain_records_per_s']}); "
                 + _backlog_ratios(z.get("rows", []))
                 + f"~{z['consumers_per_3_node_ensemble_at_full_speed']} consumers per 3-node "
-                "ensemble"
-                + _load(z),
+                "ensemble" + _load(z),
                 "<= 20 req/s, ratio >= 0.9",
                 "scale",
             )
