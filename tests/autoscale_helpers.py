@@ -7,11 +7,32 @@ import threading
 import time
 from typing import Any
 
+from coordinator.store.autoscale_records import AutoscalePolicy
 from ordered import OrderedProducer
 
-__all__ = ["KEYS", "KeyOrder", "Traffic"]
+__all__ = ["KEYS", "KeyOrder", "Traffic", "fast_policy"]
 
 KEYS = 30
+
+
+def fast_policy(topic: str, **changes: Any) -> AutoscalePolicy:
+    """A records policy with windows of seconds (target 100/s, 2..8 partitions)."""
+    fields: dict[str, Any] = {
+        "topic": topic,
+        "metric": "records",
+        "target_per_s": 100.0,
+        "min_active": 2,
+        "max_active": 8,
+        "up_window_s": 3.0,
+        "down_window_s": 6.0,
+        "cooldown_s": 3.0,
+        "max_step_factor": 2,
+        "enabled": True,
+        "dry_run": False,
+        "updated_at": time.time(),
+    }
+    fields.update(changes)
+    return AutoscalePolicy(**fields)
 
 
 class Traffic:

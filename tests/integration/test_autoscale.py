@@ -10,14 +10,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from autoscale_helpers import KeyOrder, Traffic
+from autoscale_helpers import KeyOrder, Traffic, fast_policy
 from helpers import unique, wait_until
 from kazoo.client import KazooClient
 
 from coordinator.daemon import CoordinatorDaemon
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore
-from coordinator.store.autoscale_records import AutoscalePolicy
 from ordered import OrderedProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
@@ -36,22 +35,7 @@ def test_autoscaler_grows_shrinks_and_ignores_noise(
     topic = topic_factory(2)
     controller.adopt(topic)
     store: LayoutStore = controller.store
-    store.set_autoscale_policy(
-        AutoscalePolicy(
-            topic=topic,
-            metric="records",
-            target_per_s=100.0,
-            min_active=2,
-            max_active=8,
-            up_window_s=3.0,
-            down_window_s=6.0,
-            cooldown_s=3.0,
-            max_step_factor=2,
-            enabled=True,
-            dry_run=False,
-            updated_at=time.time(),
-        ),
-    )
+    store.set_autoscale_policy(fast_policy(topic))
     lines: list[str] = []
     daemon = CoordinatorDaemon(
         kazoo_factory(command_deadline_s=10.0),

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from autoscale_helpers import KeyOrder, Traffic
+from autoscale_helpers import KeyOrder, Traffic, fast_policy
 from fixtures import run_in_background
 from helpers import unique, wait_until
 from kazoo.client import KazooClient
@@ -22,7 +22,6 @@ from coordinator.daemon import CoordinatorDaemon
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.prometheus import PrometheusHooks
 from coordinator.store import LayoutStore
-from coordinator.store.autoscale_records import AutoscalePolicy
 from ordered import OrderedProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -170,23 +169,7 @@ def test_a_lagging_group_holds_back_a_shrink_until_it_catches_up(
     # above half the maximum lag (500) and below it (1000), so it neither grows the
     # topic nor lets it shrink.
     traffic.write(2500)
-    store.set_autoscale_policy(
-        AutoscalePolicy(
-            topic=topic,
-            metric="records",
-            target_per_s=100.0,
-            min_active=2,
-            max_active=4,
-            up_window_s=3.0,
-            down_window_s=6.0,
-            cooldown_s=3.0,
-            max_step_factor=2,
-            enabled=True,
-            dry_run=False,
-            updated_at=time.time(),
-            max_lag=1000,
-        ),
-    )
+    store.set_autoscale_policy(fast_policy(topic, max_active=4, max_lag=1000))
     try:
         with daemon_running(kazoo_factory, bootstrap, zk_root) as lines:
             # 20 records/s is 5/s per partition: far below half the target.
