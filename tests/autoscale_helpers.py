@@ -5,12 +5,18 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from kazoo.client import KazooClient
+
+from coordinator.daemon import CoordinatorDaemon
+from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store.autoscale_records import AutoscalePolicy
 from ordered import OrderedProducer
 
-__all__ = ["KEYS", "KeyOrder", "Traffic", "fast_policy"]
+__all__ = ["KEYS", "KeyOrder", "Traffic", "daemon_running", "fast_policy"]
 
 KEYS = 30
 
@@ -49,6 +55,12 @@ class Traffic:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
+
+    def __enter__(self) -> Traffic:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
 
     def _on_delivery(self, err: Any, _msg: Any) -> None:
         if err is not None:
@@ -131,3 +143,32 @@ class KeyOrder:
         """Every record the traffic wrote was read, once and in order."""
         assert self.seen == [n - 1 for n in traffic.sent]
         assert traffic.failed == 0
+
+
+@contextmanager
+def daemon_running(
+    kazoo_factory: Callable[..., KazooClient],
+    bootstrap: str,
+    zk_root: str,
+    hooks: tuple[object, ...] = (),
+) -> Iterator[list[str]]:
+    """A coordinator daemon ticking the autoscaler every 0.5 s; yields its log lines."""
+    lines: list[str] = []
+    daemon = CoordinatorDaemon(
+        kazoo_factory(command_deadline_s=10.0),
+        KafkaAdmin(bootstrap, timeout=10.0),
+        root=zk_root,
+        progress=lines.append,
+        scan_interval=0.5,
+        relay_interval=0,
+        sweep_interval=0,
+        autoscale_interval=0.5,
+        hooks=hooks,
+    )
+    runner = threading.Thread(target=daemon.run, daemon=True)
+    runner.start()
+    try:
+        yield lines
+    finally:
+        daemon.stop()
+        runner.join(30)

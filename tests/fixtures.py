@@ -12,6 +12,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,8 @@ from helpers import run_cli
 from kazoo.client import KazooClient, KazooState
 from kazoo.protocol.connection import _CONNECTION_DROP
 
+from coordinator import devcluster
+from coordinator.devcluster.cluster import ClusterState
 from coordinator.store import ProducerRecord
 from coordinator.zk import close_client, make_client, start_client
 from ordered import OrderedProducer
@@ -354,3 +357,14 @@ class Background:
 def run_in_background(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Background:
     """Start ``call(*args, **kwargs)`` in a daemon thread and return its :class:`Background`."""
     return Background(lambda: call(*args, **kwargs))
+
+
+@pytest.fixture
+def private_cluster(tmp_path: Path) -> Iterator[tuple[ClusterState, Path]]:
+    """A one-broker cluster of this test alone (its broker may be stopped or restarted)."""
+    directory = tmp_path / "cluster"
+    state = devcluster.up(directory)
+    try:
+        yield state, directory
+    finally:
+        devcluster.down(directory)  # idempotent: a test may have stopped it already

@@ -14,14 +14,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from helpers import create_topic, unique, wait_until
 
-from coordinator import devcluster
 from coordinator.devcluster.cluster import ClusterState
 from coordinator.devcluster.restart import restart_node
 from coordinator.errors import OrderedKafkaError
@@ -54,17 +52,6 @@ READER = textwrap.dedent(
     final.close()
     """
 )
-
-
-@pytest.fixture
-def private_cluster(tmp_path: Path) -> Iterator[tuple[ClusterState, Path]]:
-    """A one-broker cluster of this test alone: its broker is restarted."""
-    directory = tmp_path / "cluster"
-    state = devcluster.up(directory)
-    try:
-        yield state, directory
-    finally:
-        devcluster.down(directory)
 
 
 def test_group_offsets_live_through_broker_restarts(

@@ -4,18 +4,15 @@ down-window, leaves a noisy flat load alone, and every key stays in order."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from autoscale_helpers import KeyOrder, Traffic, fast_policy
+from autoscale_helpers import KeyOrder, Traffic, daemon_running, fast_policy
 from helpers import unique, wait_until
 from kazoo.client import KazooClient
 
-from coordinator.daemon import CoordinatorDaemon
-from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore
 from ordered import OrderedProducer
 
@@ -36,21 +33,10 @@ def test_autoscaler_grows_shrinks_and_ignores_noise(
     controller.adopt(topic)
     store: LayoutStore = controller.store
     store.set_autoscale_policy(fast_policy(topic))
-    lines: list[str] = []
-    daemon = CoordinatorDaemon(
-        kazoo_factory(command_deadline_s=10.0),
-        KafkaAdmin(bootstrap, timeout=10.0),
-        root=zk_root,
-        progress=lines.append,
-        scan_interval=0.5,
-        relay_interval=0,
-        sweep_interval=0,
-        autoscale_interval=0.5,
-    )
-    runner = threading.Thread(target=daemon.run, daemon=True)
-    runner.start()
-    traffic = Traffic(make_producer(), topic)
-    try:
+    with (
+        daemon_running(kazoo_factory, bootstrap, zk_root) as lines,
+        Traffic(make_producer(), topic) as traffic,
+    ):
         # Ramp up: 700 records/s is 350/s per partition at 2, 175/s at 4, 87.5/s at 8.
         traffic.rate = 700.0
         wait_until(
@@ -83,10 +69,6 @@ def test_autoscaler_grows_shrinks_and_ignores_noise(
         time.sleep(12)
         after = store.get_topic(topic)
         assert after is not None and (after.active, after.epoch) == (2, epoch), lines
-    finally:
-        traffic.stop()
-        daemon.stop()
-        runner.join(30)
     actions = [(d["action"], d["active"], d["to"]) for d in store.autoscale_status(topic).decisions]  # type: ignore[union-attr]
     assert ("grow", 2, 4) in actions, actions
     grows = [a for a in actions if a[0] == "grow"]
@@ -136,23 +118,12 @@ def test_dry_run_decides_without_acting(
     )
     assert out.returncode == 0, out.stderr
     recorded = Recorder()
-    daemon = CoordinatorDaemon(
-        kazoo_factory(command_deadline_s=10.0),
-        KafkaAdmin(bootstrap, timeout=10.0),
-        root=zk_root,
-        scan_interval=0.5,
-        relay_interval=0,
-        sweep_interval=0,
-        autoscale_interval=0.5,
-        hooks=[recorded],
-    )
-    runner = threading.Thread(target=daemon.run, daemon=True)
-    runner.start()
-    traffic = Traffic(make_producer(), topic)
-    try:
+    store: LayoutStore = controller.store
+    with (
+        daemon_running(kazoo_factory, bootstrap, zk_root, (recorded,)),
+        Traffic(make_producer(), topic) as traffic,
+    ):
         traffic.rate = 600.0
-
-        store: LayoutStore = controller.store
         wait_until(
             lambda: any(
                 d["action"] == "grow" for d in (store.autoscale_status(topic) or _none()).decisions
@@ -160,10 +131,6 @@ def test_dry_run_decides_without_acting(
             timeout=60,
             what="a dry-run growth decision",
         )
-    finally:
-        traffic.stop()
-        daemon.stop()
-        runner.join(30)
     record = controller.store.get_topic(topic)
     assert record is not None and (record.active, record.epoch) == (2, 0)
     decision = next(d for d in store.autoscale_status(topic).decisions if d["action"] == "grow")  # type: ignore[union-attr]

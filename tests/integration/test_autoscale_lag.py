@@ -7,53 +7,21 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from autoscale_helpers import KeyOrder, Traffic, fast_policy
+from autoscale_helpers import KeyOrder, Traffic, daemon_running, fast_policy
 from fixtures import run_in_background
 from helpers import unique, wait_until
 from kazoo.client import KazooClient
 from prometheus_client import CollectorRegistry
 
-from coordinator.daemon import CoordinatorDaemon
-from coordinator.kafka_admin import KafkaAdmin
 from coordinator.prometheus import PrometheusHooks
 from coordinator.store import LayoutStore
 from ordered import OrderedProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
-
-
-@contextmanager
-def daemon_running(
-    kazoo_factory: Callable[..., KazooClient],
-    bootstrap: str,
-    zk_root: str,
-    hooks: tuple[object, ...] = (),
-) -> Iterator[list[str]]:
-    """A coordinator daemon ticking the autoscaler every 0.5 s; yields its log lines."""
-    lines: list[str] = []
-    daemon = CoordinatorDaemon(
-        kazoo_factory(command_deadline_s=10.0),
-        KafkaAdmin(bootstrap, timeout=10.0),
-        root=zk_root,
-        progress=lines.append,
-        scan_interval=0.5,
-        relay_interval=0,
-        sweep_interval=0,
-        autoscale_interval=0.5,
-        hooks=hooks,
-    )
-    runner = threading.Thread(target=daemon.run, daemon=True)
-    runner.start()
-    try:
-        yield lines
-    finally:
-        daemon.stop()
-        runner.join(30)
 
 
 def decisions(store: LayoutStore, topic: str) -> list[dict[str, Any]]:

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -60,17 +59,6 @@ PROGRAM = textwrap.dedent(
         # ends here without consumer.close()
     """
 )
-
-
-@pytest.fixture
-def private_cluster(tmp_path: Path) -> Iterator[tuple[ClusterState, Path]]:
-    directory = tmp_path / "cluster"
-    state = devcluster.up(directory)
-    try:
-        yield state, directory
-    finally:
-        if state.running():
-            devcluster.down(directory)
 
 
 def test_consumer_exits_promptly_after_servers_stop(
