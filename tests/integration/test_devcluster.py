@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from helpers import run_cli, unique, wait_until
 from kazoo.client import KazooClient
@@ -81,11 +81,20 @@ def test_three_brokers_admin_round_trip(tmp_path: Path) -> None:
         # Under load a leader can refuse a partition created a moment ago (its metadata
         # lags: UNKNOWN_TOPIC_OR_PART once librdkafka's propagation wait ran out); such
         # records are not written, so write until 100 are, and say what failed.
+        # A new producer's first metadata can also come from a broker that still
+        # counts 2 partitions: produce() then refuses partition 4 locally
+        # (_UNKNOWN_PARTITION) until librdkafka sees the count change, so wait and retry.
         deadline = time.monotonic() + 90
         while len(written) < 100:
             assert time.monotonic() < deadline, (len(written), failed[:3])
-            for i in range(len(written), 100):
-                producer.produce(topic, value=b"v%d" % i, partition=4, on_delivery=report)
+            try:
+                for i in range(len(written), 100):
+                    producer.produce(topic, value=b"v%d" % i, partition=4, on_delivery=report)
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError._UNKNOWN_PARTITION:
+                    raise
+                failed.append(exc)
+                producer.poll(0.5)
             assert producer.flush(60) == 0
 
         # Under load a fresh partition's leader can answer ListOffsets before its
