@@ -22,6 +22,12 @@
  * so the Python side's switch, which removes the entry
  * before it starts a drain, happens entirely before or entirely after it: a record
  * routed by an old entry is already in librdkafka's queue when the switch ends.
+ *
+ * A second callable, OnlyError(user), is the compiled twin of
+ * ordered.producer_tracking.OnlyError (the reference): the delivery callback that
+ * emulates delivery.report.only.error. confluent calls it for every delivered record
+ * of an untracked send; a success (err is None) returns at once without entering
+ * Python code, a failure calls user(err, msg).
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -275,6 +281,80 @@ static PyTypeObject FastProduceType = {
     .tp_doc = "FastProduce(rd_produce, slow, table): the compiled send path.",
 };
 
+/* OnlyError(user): calls user(err, msg) when err is not None, else nothing. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *user;
+} OnlyError;
+
+static PyObject *only_error_call(OnlyError *self, PyObject *args, PyObject *kwargs) {
+    static char *kws[] = {"err", "msg", NULL};
+    PyObject *err, *msg;
+    /* confluent's call: a tuple of two, no keywords. Anything else is parsed as the
+     * Python twin's signature __call__(self, err, msg) would take it. */
+    if (kwargs == NULL && PyTuple_CheckExact(args) && PyTuple_GET_SIZE(args) == 2) {
+        err = PyTuple_GET_ITEM(args, 0);
+        msg = PyTuple_GET_ITEM(args, 1);
+    } else if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:OnlyError", kws, &err, &msg)) {
+        return NULL;
+    }
+    if (err == Py_None)
+        Py_RETURN_NONE;
+    PyObject *result = PyObject_CallFunctionObjArgs(self->user, err, msg, NULL);
+    if (result == NULL)
+        return NULL;
+    Py_DECREF(result);
+    Py_RETURN_NONE;
+}
+
+static int only_error_init(OnlyError *self, PyObject *args, PyObject *kwargs) {
+    PyObject *user;
+    static char *kws[] = {"user", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:OnlyError", kws, &user))
+        return -1;
+    if (!PyCallable_Check(user)) {
+        PyErr_SetString(PyExc_TypeError, "OnlyError(user): user must be callable");
+        return -1;
+    }
+    Py_INCREF(user);
+    Py_XSETREF(self->user, user);
+    return 0;
+}
+
+static int only_error_traverse(OnlyError *self, visitproc visit, void *arg) {
+    Py_VISIT(self->user);
+    return 0;
+}
+
+static int only_error_clear(OnlyError *self) {
+    Py_CLEAR(self->user);
+    return 0;
+}
+
+static void only_error_dealloc(OnlyError *self) {
+    PyObject_GC_UnTrack(self);
+    only_error_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *only_error_repr(OnlyError *self) {
+    return PyUnicode_FromFormat("OnlyError(%R)", self->user);
+}
+
+static PyTypeObject OnlyErrorType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ordered._fastproduce.OnlyError",
+    .tp_basicsize = sizeof(OnlyError),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_call = (ternaryfunc)only_error_call,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)only_error_init,
+    .tp_traverse = (traverseproc)only_error_traverse,
+    .tp_clear = (inquiry)only_error_clear,
+    .tp_dealloc = (destructor)only_error_dealloc,
+    .tp_repr = (reprfunc)only_error_repr,
+    .tp_doc = "OnlyError(user): a delivery callback calling user(err, msg) for failures only.",
+};
+
 static PyMethodDef module_methods[] = {
     {"partition", (PyCFunction)(void (*)(void))fast_partition, METH_FASTCALL,
      "partition(key, high, low, active) -> the linear-hashing partition of key."},
@@ -290,7 +370,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__fastproduce(void) {
     PyObject *m;
-    if (PyType_Ready(&FastProduceType) < 0)
+    if (PyType_Ready(&FastProduceType) < 0 || PyType_Ready(&OnlyErrorType) < 0)
         return NULL;
     str_value = PyUnicode_InternFromString("value");
     str_key = PyUnicode_InternFromString("key");
@@ -302,6 +382,12 @@ PyMODINIT_FUNC PyInit__fastproduce(void) {
     Py_INCREF(&FastProduceType);
     if (PyModule_AddObject(m, "FastProduce", (PyObject *)&FastProduceType) < 0) {
         Py_DECREF(&FastProduceType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&OnlyErrorType);
+    if (PyModule_AddObject(m, "OnlyError", (PyObject *)&OnlyErrorType) < 0) {
+        Py_DECREF(&OnlyErrorType);
         Py_DECREF(m);
         return NULL;
     }

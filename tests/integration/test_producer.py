@@ -496,6 +496,46 @@ def test_only_error_reports_are_emulated_and_do_not_stall_the_barrier(
     assert len(own_reports) == 1 and own_reports[0] is not None
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
+def test_only_error_default_callback_gets_every_failure_and_no_success(
+    make_producer: Callable[..., OrderedProducer],
+    topic_factory: Callable[..., str],
+    controller: Controller,
+    monkeypatch: pytest.MonkeyPatch,
+    compiled: bool,
+) -> None:
+    """Untracked records: the default callback sees each failure once, never a success."""
+    import ordered.producer as producer_module
+    from ordered.producer_tracking import OnlyError
+
+    if compiled and not producer_module.COMPILED:
+        pytest.skip("the compiled send path is not built")
+    if compiled:
+        assert producer_module._ONLY_ERROR is not OnlyError
+    else:
+        monkeypatch.setattr(producer_module, "_ONLY_ERROR", OnlyError)
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    reports: list[Any] = []
+    producer = make_producer(
+        **{
+            "delivery.report.only.error": True,
+            "on_delivery": lambda err, msg: reports.append((err, msg.value())),
+        }
+    )
+    for i in range(500):
+        producer.produce(topic, b"ok", f"k{i}")
+    assert producer.flush(20) == 0
+    assert reports == []
+    assert not producer._tracker.tracking  # untracked: the default callback alone reports
+    producer.produce(topic, b"purged-1", "k1")
+    producer.produce(topic, b"purged-2", "k2")
+    producer.purge()
+    producer.flush(10)
+    assert sorted(value for _, value in reports) == [b"purged-1", b"purged-2"]
+    assert all(err.code() == KafkaError._PURGE_QUEUE for err, _ in reports)
+
+
 def test_transactions_pass_through(
     make_producer: Callable[..., OrderedProducer],
     topic_factory: Callable[..., str],

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
 import mmh3
 import pytest
+from confluent_kafka import KafkaError
 from hypothesis import given
 from hypothesis import strategies as st
 
 from linear_hash import Layout
+from ordered.producer_tracking import OnlyError
 
 fast = pytest.importorskip("ordered._fastproduce")
 
@@ -97,3 +101,44 @@ def test_errors_propagate() -> None:
         produce("t", b"v", b"k")
     with pytest.raises(TypeError):
         fast.FastProduce(full, full, [])
+
+
+@pytest.mark.parametrize("only_error", [fast.OnlyError, OnlyError], ids=["compiled", "python"])
+def test_only_error_reports_failures_only(only_error: Any) -> None:
+    """The compiled OnlyError behaves as its Python reference, call for call."""
+    user = Recorder()
+    report = only_error(user)
+    assert report(None, "delivered") is None
+    assert report(err=None, msg="delivered") is None
+    failure = KafkaError(KafkaError._MSG_TIMED_OUT)
+    report(failure, "lost")
+    report(msg="also lost", err=failure)
+    assert user.calls == [((failure, "lost"), {}), ((failure, "also lost"), {})]
+    with pytest.raises(TypeError):
+        report(failure)
+
+
+@pytest.mark.parametrize("only_error", [fast.OnlyError, OnlyError], ids=["compiled", "python"])
+def test_only_error_passes_the_callbacks_exception_on(only_error: Any) -> None:
+    def broken(_err: Any, _msg: Any) -> None:
+        raise ValueError("from the user's callback")
+
+    report = only_error(broken)
+    report(None, "delivered")
+    with pytest.raises(ValueError, match="user's callback"):
+        report(KafkaError(KafkaError._PURGE_QUEUE), "purged")
+
+
+def test_compiled_only_error_is_collected_in_a_cycle() -> None:
+    """A callback that refers back to its OnlyError (a producer's bound method) is freed."""
+
+    class Owner:
+        def on_delivery(self, err: Any, msg: Any) -> None:
+            pass
+
+    owner = Owner()
+    owner.report = fast.OnlyError(owner.on_delivery)  # type: ignore[attr-defined]
+    gone = weakref.ref(owner)
+    del owner
+    gc.collect()
+    assert gone() is None

@@ -1,0 +1,85 @@
+"""The sink's task body (``spark_source.sink.write_batches``) on Arrow batches, without Spark.
+
+What a Spark task hands the sink (string ``key``/``value`` columns in Arrow record
+batches), against the real Kafka and ZooKeeper: every row lands where the layout puts
+it, a delivery failure fails the task with the Kafka error named, and the pooled
+producer reports failures only (its successes never reach Python code).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from fixtures import consume_all
+
+from coordinator.controller import Controller
+from coordinator.errors import OrderedKafkaError
+from linear_hash import partition_for
+
+pa = pytest.importorskip("pyarrow")
+sink = pytest.importorskip("spark_source.sink")
+from spark_source.options import SinkOptions  # noqa: E402  (after the skip)
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
+
+
+def batches(rows: int, size: int = 400) -> Iterator[Any]:
+    for start in range(0, rows, size):
+        ids = range(start, min(start + size, rows))
+        yield pa.RecordBatch.from_arrays(
+            [pa.array([f"k{i % 37}" for i in ids]), pa.array([f"v{i}" for i in ids])],
+            names=["key", "value"],
+        )
+
+
+@pytest.fixture
+def options(bootstrap: str, zk_hosts: str, zk_root: str) -> Callable[..., SinkOptions]:
+    def make(topic: str, **extra: str) -> SinkOptions:
+        config = {
+            "bootstrap.servers": bootstrap,
+            "ordered.zookeeper.connect": zk_hosts,
+            "ordered.zookeeper.root": zk_root,
+            **extra,
+        }
+        return SinkOptions(topic=topic, producer=config)
+
+    return make
+
+
+def test_rows_land_by_the_layout_and_successes_reach_no_python_callback(
+    options: Callable[..., SinkOptions],
+    topic_factory: Callable[..., str],
+    controller: Controller,
+    bootstrap: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    topic = topic_factory(3)
+    adopted = controller.adopt(topic)
+    reports: list[Any] = []
+    report = sink._Pooled._on_delivery
+
+    def on_delivery(self: Any, err: Any, msg: Any) -> None:
+        reports.append(err)
+        report(self, err, msg)
+
+    monkeypatch.setattr(sink._Pooled, "_on_delivery", on_delivery)
+    # The user's own delivery.report.only.error=false does not bring successes back.
+    config = options(topic, **{"delivery.report.only.error": "false"})
+    assert sink.write_batches(config, batches(1000)) == 1000
+    assert reports == []
+    records = consume_all(bootstrap, topic)
+    assert sorted(int(m.value()[1:]) for m in records) == list(range(1000))
+    for msg in records:
+        assert msg.partition() == partition_for(msg.key(), 3, 3, adopted.algorithm)
+
+
+def test_a_failed_row_fails_the_task_naming_the_kafka_error(
+    options: Callable[..., SinkOptions], zk_root: str
+) -> None:
+    missing = "no-such-topic-" + zk_root.strip("/")  # auto-create is off in the test cluster
+    config = options(missing, **{"message.timeout.ms": "3000"})
+    with pytest.raises(OrderedKafkaError, match="was not delivered") as info:
+        sink.write_batches(config, batches(50))
+    assert "_MSG_TIMED_OUT" in str(info.value) or "UNKNOWN_TOPIC" in str(info.value)
