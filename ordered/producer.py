@@ -22,8 +22,8 @@ The producer by concern:
 - :mod:`ordered.producer_worker`: the worker thread (re-reads, re-syncs, ack writes
   through ``LayoutStore.ack``, the idle drain check);
 - ``ordered._fastproduce`` (optional, compiled): the send path of the common call and
-  the ``delivery.report.only.error`` callback, with pure-Python fallbacks (:data:`COMPILED` says which one runs; set
-  ``ORDERED_PURE_PYTHON=1`` to force the fallback).
+  the ``delivery.report.only.error`` callback, with pure-Python fallbacks
+  (:data:`COMPILED` says which one runs; ``ORDERED_PURE_PYTHON=1`` forces them).
 
 Compacted topics follow KIP-253 section 9 (:mod:`ordered.compaction`).
 """
