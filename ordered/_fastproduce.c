@@ -300,6 +300,10 @@ static PyObject *only_error_call(OnlyError *self, PyObject *args, PyObject *kwar
     }
     if (err == Py_None)
         Py_RETURN_NONE;
+    if (self->user == NULL) { /* made by __new__ without __init__ */
+        PyErr_SetString(PyExc_TypeError, "OnlyError: no callback (call __init__ first)");
+        return NULL;
+    }
     PyObject *result = PyObject_CallFunctionObjArgs(self->user, err, msg, NULL);
     if (result == NULL)
         return NULL;

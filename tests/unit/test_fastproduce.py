@@ -142,3 +142,12 @@ def test_compiled_only_error_is_collected_in_a_cycle() -> None:
     del owner
     gc.collect()
     assert gone() is None
+
+
+def test_compiled_only_error_without_init_refuses_a_failure() -> None:
+    report = fast.OnlyError.__new__(fast.OnlyError)
+    report(None, "delivered")
+    with pytest.raises(TypeError, match="no callback"):
+        report(KafkaError(KafkaError._PURGE_QUEUE), "purged")
+    with pytest.raises(TypeError, match="must be callable"):
+        fast.OnlyError(42)
