@@ -162,7 +162,7 @@ def _produce_pairs(
 
     Three positional arguments take the compiled send path when it is built; ``map``
     drained by a ``deque`` calls it from C, without a Python loop per row (about
-    0.04 us of CPU less per row). When librdkafka's queue is full the row whose
+    0.06 us of CPU less per row). When librdkafka's queue is full the row whose
     ``produce`` raised ``BufferError`` is the last one ``map`` took from the list
     iterators, so its index is ``len - 1 - length_hint(remaining)``: it is retried
     after ``poll`` until queued, then the loop goes on with the rows after it.
