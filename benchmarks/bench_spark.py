@@ -33,7 +33,9 @@ Measured, all in one run, one SparkSession (``local[2]``), one broker:
 3. Sink rows/s: a batch DataFrame of keyed 100-byte rows written with
    ``df.write.format(...)`` into an adopted topic (``ordered-kafka``, through
    ``OrderedProducer``) and into a plain topic (``kafka``), in paired rounds as (1),
-   after one full-size warm-up write each.
+   after one full-size warm-up write each. Beside it, per write, the CPU seconds of
+   Spark's processes (the JVM and its Python processes, read from ``/proc``) per row:
+   a figure that other work on the machine disturbs less than the wall clock.
 
 ``--busy N`` runs N CPU-bound processes beside the measurements (from the session start
 to its stop), for a busy machine on demand; the JSON records N and the load averages.
@@ -172,17 +174,59 @@ def _read_once(spark: Any, fmt: str, options: dict[str, str], tmp: Path) -> tupl
     return seconds, rows, latest_ms
 
 
-def write_once(spark: Any, fmt: str, options: dict[str, str], rows: int) -> float:
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+EXCLUDED_PIDS: set[int] = set()
+"""Children of this process left out of the CPU count (the ``--busy`` burners)."""
+
+
+def tree_cpu_s() -> float | None:
+    """CPU seconds (user + system, reaped children included) of this process's descendants.
+
+    That is the Spark JVM and the Python processes it starts (workers, the data
+    source's runners), not this driver script. ``None`` without ``/proc``.
+    """
+    parents: dict[int, list[tuple[int, float]]] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return None
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as stat:
+                text = stat.read()
+        except OSError:
+            continue  # gone meanwhile
+        fields = text[text.rindex(")") + 2 :].split()
+        ticks = sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
+        parents.setdefault(int(fields[1]), []).append((int(name), ticks / _TICK))
+    total, stack = 0.0, [os.getpid()]
+    while stack:
+        for pid, cpu in parents.get(stack.pop(), []):
+            if pid not in EXCLUDED_PIDS:
+                total += cpu
+                stack.append(pid)
+    return total
+
+
+def write_once(
+    spark: Any, fmt: str, options: dict[str, str], rows: int
+) -> tuple[float, float | None]:
+    """One timed write: (seconds, CPU seconds of Spark's processes meanwhile or ``None``)."""
     frame = spark.range(rows).selectExpr(
         "cast(id % 10000 as string) as key", "repeat('x', 100) as value"
     )
     frame = frame.cache()
     frame.count()
+    cpu_before = tree_cpu_s()
     started = time.perf_counter()
     frame.write.format(fmt).options(**options).mode("append").save()
     seconds = time.perf_counter() - started
+    cpu_after = tree_cpu_s()
     frame.unpersist()
-    return seconds
+    cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
+    return seconds, cpu
 
 
 def planning(options: dict[str, str], samples: int) -> list[float]:
@@ -264,6 +308,7 @@ def main() -> None:
             subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)
         ]
         atexit.register(lambda: [b.kill() for b in burners])  # also when a query fails
+        EXCLUDED_PIDS.update(b.pid for b in burners)
         spark = session(jars.cache_dir(), startup_hook=not args.without_startup_hook)
         kafka_options = {
             "kafka.bootstrap.servers": bootstrap,
@@ -347,21 +392,29 @@ def main() -> None:
             write_once(spark, fmt, options, args.sink_records)
         writes: dict[str, list[float]] = {name: [] for name in sinks}
         write_ratios: list[float] = []
+        write_cpu: dict[str, list[float]] = {name: [] for name in sinks}
+        cpu_ratios: list[float] = []
         sink_names = list(sinks)
         for round_no in range(args.repeats):
             order = sink_names if round_no % 2 == 0 else sink_names[::-1]
             rates = {}
+            cpus: dict[str, float] = {}
             for name in order:
                 fmt, options = sinks[name]
-                seconds = write_once(spark, fmt, options, args.sink_records)
+                seconds, cpu = write_once(spark, fmt, options, args.sink_records)
                 rates[name] = args.sink_records / seconds
                 writes[name].append(rates[name])
+                if cpu is not None:
+                    cpus[name] = round(cpu * 1e6 / args.sink_records, 2)
+                    write_cpu[name].append(cpus[name])
             write_ratios.append(rates["ordered-kafka"] / rates["kafka"])
+            if len(cpus) == 2 and cpus["ordered-kafka"] > 0:
+                cpu_ratios.append(cpus["kafka"] / cpus["ordered-kafka"])
             loads.append(os.getloadavg()[0])
             print(
                 f"round {round_no}: write ordered-kafka {rates['ordered-kafka']:,.0f} rows/s, "
                 f"kafka {rates['kafka']:,.0f} rows/s, ratio {write_ratios[-1]:.2f}; "
-                f"load {loads[-1]:.1f}",
+                f"CPU us/row {cpus}; load {loads[-1]:.1f}",
                 flush=True,
             )
         spark.stop()
@@ -440,6 +493,14 @@ def main() -> None:
         "spark_latest_offset_ms_p95": {name: p95(values) for name, values in latest.items()},
         "sink_rows_per_s": write_summary,
         "sink_ratio": spread(write_ratios),
+        # CPU of Spark's processes (JVM and Python workers, the same JVM for both
+        # sinks) per row written, over the write: less sensitive to other work on the
+        # machine than the wall-clock ratio. Ratio: Kafka sink's CPU over this sink's
+        # (above 1: this sink needs less).
+        "sink_cpu_us_per_row": {
+            name: round(statistics.median(v), 2) if v else None for name, v in write_cpu.items()
+        },
+        "sink_cpu_ratio": spread(cpu_ratios) if cpu_ratios else None,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
