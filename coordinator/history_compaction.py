@@ -1,0 +1,139 @@
+"""History compaction: drop a topic's old epochs once no record in Kafka needs their gates.
+
+:func:`compact_topic` reads the topic's epochs and Kafka's log start offsets, asks the
+pure rule (:func:`linear_hash.compact.compactable`) which oldest epochs can go, and
+removes them through :meth:`~coordinator.store.LayoutStore.drop_epochs` (validated
+before any write, oldest first, idempotent). ``ordered compact TOPIC`` runs it once; the
+coordinator daemon's leader runs it for every adopted topic after each sweep (trims and
+consumed retention are what move log starts).
+
+The epoch that last retired a partition still retired is pinned: the drain monitor
+and ``describe`` find retired partitions and their final offsets in the history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from coordinator.errors import NotAdoptedError, OrderedError
+from coordinator.kafka_admin import KafkaAdmin
+from coordinator.retention import retired_partitions
+from coordinator.store import LayoutStore
+from coordinator.topic_ids import check_topic_id
+from linear_hash.compact import Compaction, compactable
+from linear_hash.gating import EpochInfo
+
+__all__ = ["CompactionReport", "compact_all", "compact_topic"]
+
+
+@dataclass(frozen=True)
+class CompactionReport:
+    """What one compaction of one topic found and did.
+
+    Attributes:
+        topic: The topic.
+        epochs: The epochs present before, ascending.
+        plan: The rule's answer (what may go, the base, what holds the rest).
+        dropped: The epochs this run deleted (empty on a dry run).
+        dry_run: Nothing was written.
+        log_starts: Partition -> the log start offset the rule used.
+        pinned: Epochs kept because they retired a partition still retired.
+    """
+
+    topic: str
+    epochs: tuple[int, ...]
+    plan: Compaction
+    dropped: tuple[int, ...] = ()
+    dry_run: bool = False
+    log_starts: Mapping[int, int] = field(default_factory=dict)
+    pinned: tuple[int, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form."""
+        return {
+            "topic": self.topic,
+            "epochs_before": list(self.epochs),
+            "epochs_after": [e for e in self.epochs if e not in self.dropped],
+            "droppable": list(self.plan.drop),
+            "dropped": list(self.dropped),
+            "base": self.plan.base,
+            "held_by": None if self.plan.held_by is None else list(self.plan.held_by),
+            "reason": self.plan.reason,
+            "dry_run": self.dry_run,
+            "log_starts": {str(p): o for p, o in sorted(self.log_starts.items())},
+            "pinned": list(self.pinned),
+        }
+
+    def text(self) -> str:
+        """One line for people."""
+        before = f"{len(self.epochs)} epoch(s)" + (
+            f" {self.epochs[0]}..{self.epochs[-1]}" if self.epochs else ""
+        )
+        if self.dry_run:
+            act = f"would drop {len(self.plan.drop)}"
+        else:
+            act = f"dropped {len(self.dropped)}"
+        shown = self.plan.drop if self.dry_run else self.dropped
+        listed = f" ({shown[0]}..{shown[-1]})" if shown else ""
+        return (
+            f"{self.topic}: {before}; {act}{listed}; kept from {self.plan.base}: {self.plan.reason}"
+        )
+
+
+def compact_topic(
+    store: LayoutStore, admin: KafkaAdmin, topic: str, *, dry_run: bool = False
+) -> CompactionReport:
+    """Drop the epochs of ``topic`` that no record still in Kafka needs.
+
+    Reads the epochs before the log starts: log starts only grow, so the later read is
+    the more permissive only in the safe direction (a sealed epoch never changes).
+
+    Raises:
+        NotAdoptedError: The topic is not adopted.
+        TopicIdMismatchError: The layout was adopted for another topic id.
+        LayoutError: The store refused the removal (nothing was deleted).
+        OrderedKafkaError: Kafka failed.
+        StoreError: ZooKeeper failed or holds a bad record.
+    """
+    record = store.get_topic(topic)
+    if record is None:
+        raise NotAdoptedError(
+            f"topic {topic} is not adopted (adopt it first: ordered adopt {topic})"
+        )
+    kafka = admin.describe_topic(topic)
+    check_topic_id(record, kafka.topic_id)
+    epochs = store.epochs(topic)
+    numbers = tuple(e.epoch for e in epochs)
+    if not record.ordered or not epochs:
+        return CompactionReport(
+            topic, numbers, Compaction((), numbers[0] if numbers else -1, None, "not ordered")
+        )
+    starts = admin.start_offsets(topic, range(kafka.partitions))
+    pinned = tuple(
+        sorted({r.epoch for r in retired_partitions(record, epochs, kafka.partitions).values()})
+    )
+    plan = compactable([EpochInfo.from_record(e) for e in epochs], starts, pinned)
+    if dry_run or not plan.drop:
+        return CompactionReport(topic, numbers, plan, (), dry_run, starts, pinned)
+    drop = set(plan.drop)
+    dropped = store.drop_epochs(topic, [e for e in epochs if e.epoch in drop])
+    return CompactionReport(topic, numbers, plan, tuple(dropped), False, starts, pinned)
+
+
+def compact_all(
+    store: LayoutStore, admin: KafkaAdmin, progress: Callable[[str], None]
+) -> list[CompactionReport]:
+    """Compact every adopted topic; one topic's failure is reported and the rest go on."""
+    out = []
+    for topic in store.list_topics():
+        try:
+            report = compact_topic(store, admin, topic)
+        except OrderedError as exc:
+            progress(f"history compaction of {topic}: {exc}")
+            continue
+        if report.dropped:
+            progress(f"history compaction: {report.text()}")
+        out.append(report)
+    return out
