@@ -1,0 +1,172 @@
+"""History compaction on the real cluster: a topic through several layout changes with
+traffic, a trim past the old boundaries, ``ordered compact`` drops exactly the epochs
+the rule allows, and a running consumer that seeks back and a fresh group both read
+every record still in Kafka, each key in order.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from helpers import transient_error
+
+from coordinator.controller import Controller
+from coordinator.history_compaction import compact_topic
+from coordinator.kafka_admin import KafkaAdmin
+from coordinator.store import LayoutStore
+from coordinator.trim import Trimmer
+from ordered.consumer import OrderedConsumer
+from ordered.producer import OrderedProducer
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]
+
+KEYS = 40
+PER_STEP = 400
+FETCH = {"max.partition.fetch.bytes": 4096}
+
+
+class Produce:
+    """Keyed ``key:seq`` records from one OrderedProducer, sequence numbers per key."""
+
+    def __init__(self, producer: OrderedProducer, topic: str) -> None:
+        self.producer = producer
+        self.topic = topic
+        self.seq = [0] * KEYS
+
+    def write(self, count: int) -> None:
+        for i in range(count):
+            k = i % KEYS
+            self.producer.produce(self.topic, key=f"k{k}", value=f"k{k}:{self.seq[k]}".encode())
+            self.seq[k] += 1
+            if i % 200 == 0:
+                self.producer.poll(0)
+        assert self.producer.flush(30) == 0
+
+
+def out_of_order(deliveries: list[Any]) -> list[str]:
+    """Every record delivered after a later record of its key."""
+    last: dict[bytes, int] = {}
+    found = []
+    for m in deliveries:
+        seq = int(m.value().split(b":")[1])
+        if seq < last.get(m.key(), -1):
+            found.append(f"{m.key()!r} seq {seq} (partition {m.partition()}) after {last[m.key()]}")
+        last[m.key()] = max(last.get(m.key(), -1), seq)
+    return found
+
+
+def read(consumer: OrderedConsumer, count: int, timeout: float = 60.0) -> list[Any]:
+    """Deliver ``count`` records, committing after each batch."""
+    got: list[Any] = []
+    deadline = time.monotonic() + timeout
+    while len(got) < count:
+        assert time.monotonic() < deadline, f"{len(got)} of {count} delivered"
+        batch = [m for m in consumer.consume(500, 0.2) if not transient_error(m)]
+        assert all(m.error() is None for m in batch), [m.error() for m in batch]
+        if batch:
+            got += batch
+            try:
+                consumer.commit(asynchronous=False)
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError._NO_OFFSET:
+                    raise
+    return got
+
+
+def in_kafka(admin: KafkaAdmin, topic: str, count: int) -> set[tuple[int, int]]:
+    """Every (partition, offset) still in Kafka."""
+    starts = admin.start_offsets(topic, range(count))
+    ends = admin.end_offsets(topic, range(count))
+    return {(p, o) for p in range(count) for o in range(starts[p], ends[p])}
+
+
+def test_compaction_after_a_trim_keeps_every_key_in_order(
+    topic_factory: Callable[..., str],
+    controller: Controller,
+    store: LayoutStore,
+    bootstrap: str,
+    make_producer: Callable[..., OrderedProducer],
+    make_consumer: Callable[..., OrderedConsumer],
+    group_factory: Callable[[], str],
+    ordered_cli: Callable[..., Any],
+) -> None:
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    produce = Produce(make_producer(), topic)
+    produce.write(PER_STEP)
+    # Epochs 1..4: 2 -> 3 -> 4 -> 3 (partition 3 retired) -> 4 (active again).
+    active = 2
+    for to in (3, 4, 3, 4):
+        if to > active:
+            controller.expand(topic, to, timeout=30)
+        else:
+            controller.shrink(topic, to, timeout=30)
+        active = to
+        produce.write(PER_STEP)
+    admin = KafkaAdmin(bootstrap)
+    numbers = lambda: [e.epoch for e in store.epochs(topic)]  # noqa: E731
+
+    # Before any trim every log starts at 0: epoch 1's giving boundary holds the rest.
+    early = compact_topic(store, admin, topic)
+    assert early.dropped == () and early.plan.drop == ()
+    assert early.plan.held_by is not None and early.plan.held_by[0] == 1
+    assert numbers() == [0, 1, 2, 3, 4]
+
+    # A running consumer reads everything before the trim and the compaction.
+    running = make_consumer(group_factory(), **FETCH)
+    running.subscribe([topic])
+    first = read(running, len(in_kafka(admin, topic, 4)))
+    assert out_of_order(first) == []
+
+    # Trim every partition to its boundaries of epochs 1 and 2 (not those of epoch 3).
+    epochs = {e.epoch: e for e in store.epochs(topic)}
+    targets: dict[int, int] = {}
+    for n in (1, 2):
+        for p, o in epochs[n].boundaries.items():
+            targets[p] = max(targets.get(p, 0), o)
+    assert any(targets.get(p, 0) < o for p, o in epochs[3].boundaries.items())
+    report = Trimmer(admin).trim({(topic, p): o for p, o in targets.items()}, timeout=30)
+    assert report.ok, report.summary()
+
+    dry = ordered_cli("compact", topic, "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    planned = json.loads(dry.stdout)
+    assert (planned["droppable"], planned["dropped"], planned["base"]) == ([0, 1], [], 2)
+    assert numbers() == [0, 1, 2, 3, 4]
+
+    done = ordered_cli("compact", topic, "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert (result["dropped"], result["epochs_after"]) == ([0, 1], [2, 3, 4])
+    assert numbers() == [2, 3, 4]
+    again = ordered_cli("compact", topic, "--json")
+    assert json.loads(again.stdout)["dropped"] == []
+    described = ordered_cli("describe", topic, "--json")
+    assert described.returncode == 0, described.stderr
+    assert [e["epoch"] for e in json.loads(described.stdout)["epochs"]] == [2, 3, 4]
+
+    # A change after the compaction: every reader reloads the shorter history.
+    controller.expand(topic, 5, timeout=30)
+    produce.write(PER_STEP)
+    read(running, PER_STEP)
+    everything = in_kafka(admin, topic, 5)
+    starts = admin.start_offsets(topic, range(5))
+
+    # The running consumer seeks back to the log starts and reads it all again.
+    for p in range(5):
+        running.seek(TopicPartition(topic, p, starts[p]))
+    replay = read(running, len(everything))
+    assert out_of_order(replay) == []
+    assert {(m.partition(), m.offset()) for m in replay} == everything
+
+    # A group created now reads from the log starts.
+    fresh = make_consumer(group_factory(), **FETCH)
+    fresh.subscribe([topic])
+    later = read(fresh, len(everything))
+    assert out_of_order(later) == []
+    assert {(m.partition(), m.offset()) for m in later} == everything
