@@ -9,16 +9,21 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from fixtures import snapshot
 from helpers import transient_error
 
 from coordinator.controller import Controller
+from coordinator.errors import LayoutError
+from coordinator.history import load_history
 from coordinator.history_compaction import compact_topic
 from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store import LayoutStore
+from coordinator.retention import retired_partitions
+from coordinator.store import LayoutStore, paths
 from coordinator.trim import Trimmer
 from ordered.consumer import OrderedConsumer
 from ordered.producer import OrderedProducer
@@ -170,3 +175,58 @@ def test_compaction_after_a_trim_keeps_every_key_in_order(
     later = read(fresh, len(everything))
     assert out_of_order(later) == []
     assert {(m.partition(), m.offset()) for m in later} == everything
+
+
+def test_drop_epochs_validates_first_and_resumes_after_a_crash(
+    topic_factory: Callable[..., str], controller: Controller, store: LayoutStore
+) -> None:
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    controller.expand(topic, 3, timeout=30)
+    controller.expand(topic, 4, timeout=30)
+    e0, e1, e2 = store.epochs(topic)
+    before = snapshot(store.client, store.root)
+    refusals = [
+        ([e1], "leave a hole"),
+        ([e0, e1, e2], "not older than its current epoch"),
+        ([replace(e0, created_at=e0.created_at + 1)], "changed since it was read"),
+        ([e1, e0], "ascending"),
+    ]
+    for epochs, message in refusals:
+        with pytest.raises(LayoutError, match=message):
+            store.drop_epochs(topic, epochs)
+        assert snapshot(store.client, store.root) == before, message
+    held = load_history(store, topic)
+    # A crash after the first epoch's transaction: the history starts later, no hole.
+    assert store.drop_epochs(topic, [e0]) == [0]
+    assert [e.epoch for e in load_history(store, topic).epochs] == [1, 2]
+    # The retry finishes the rest (epoch 0 is already gone).
+    assert store.drop_epochs(topic, [e0, e1]) == [1]
+    assert store.drop_epochs(topic, [e0, e1]) == []
+    for n in (0, 1):
+        assert store.client.exists(paths.epoch_path(store.root, topic, n)) is None
+    # Readers take the shorter history, with and without an earlier copy.
+    for history in (load_history(store, topic), load_history(store, topic, previous=held)):
+        assert [e.epoch for e in history.epochs] == [2]
+        assert history.layout is not None and history.layout.active == 4
+    controller.expand(topic, 5, timeout=30)
+    assert [e.epoch for e in load_history(store, topic, previous=held).epochs] == [2, 3]
+
+
+def test_the_epoch_that_retired_a_partition_stays(
+    topic_factory: Callable[..., str], controller: Controller, store: LayoutStore, bootstrap: str
+) -> None:
+    # No records: every boundary is 0, every epoch is passed; 3 and 2 stay retired.
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    controller.expand(topic, 4, timeout=30)
+    controller.shrink(topic, 3, timeout=30)
+    controller.shrink(topic, 2, timeout=30)
+    admin = KafkaAdmin(bootstrap)
+    report = compact_topic(store, admin, topic)
+    assert report.pinned == (2, 3)
+    assert report.dropped == (0, 1)
+    record = store.get_topic(topic)
+    assert record is not None
+    retired = retired_partitions(record, store.epochs(topic), 4)
+    assert {p: r.epoch for p, r in retired.items()} == {2: 3, 3: 2}
