@@ -154,6 +154,7 @@ def test_compaction_after_a_trim_keeps_every_key_in_order(
     described = ordered_cli("describe", topic, "--json")
     assert described.returncode == 0, described.stderr
     assert [e["epoch"] for e in json.loads(described.stdout)["epochs"]] == [2, 3, 4]
+    assert "epochs before 2: compacted" in ordered_cli("describe", topic).stdout
 
     # A change after the compaction: every reader reloads the shorter history.
     controller.expand(topic, 5, timeout=30)
