@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
-from fixtures import snapshot
-from helpers import transient_error
+from fixtures import run_in_background, snapshot
+from helpers import transient_error, wait_until
 
 from coordinator.controller import Controller
+from coordinator.daemon import CoordinatorDaemon
 from coordinator.errors import LayoutError
 from coordinator.history import load_history
 from coordinator.history_compaction import compact_topic
@@ -231,3 +232,45 @@ def test_the_epoch_that_retired_a_partition_stays(
     assert record is not None
     retired = retired_partitions(record, store.epochs(topic), 4)
     assert {p: r.epoch for p, r in retired.items()} == {2: 3, 3: 2}
+
+
+def test_the_daemon_compacts_after_its_sweep(
+    topic_factory: Callable[..., str],
+    controller: Controller,
+    store: LayoutStore,
+    bootstrap: str,
+    make_producer: Callable[..., OrderedProducer],
+) -> None:
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    produce = Produce(make_producer(), topic)
+    produce.write(80)
+    for to in (3, 4):
+        controller.expand(topic, to, timeout=30)
+        produce.write(80)
+    admin = KafkaAdmin(bootstrap)
+    epoch1 = store.get_epoch(topic, 1)
+    trimmed = Trimmer(admin).trim({(topic, p): o for p, o in epoch1.boundaries.items()}, 30)
+    assert trimmed.ok, trimmed.summary()
+    lines: list[str] = []
+    daemon = CoordinatorDaemon(
+        store.client,
+        admin,
+        root=store.root,
+        progress=lines.append,
+        relay_interval=0,
+        sweep_interval=0.3,
+        autoscale_interval=0,
+    )
+    running = run_in_background(daemon.run)
+    try:
+        wait_until(
+            lambda: [e.epoch for e in store.epochs(topic)] == [1, 2],
+            timeout=30,
+            interval=0.2,
+            what="the daemon's compaction",
+        )
+    finally:
+        daemon.stop()
+        running.join(30)
+    assert any(f"history compaction: {topic}" in line for line in lines), lines
