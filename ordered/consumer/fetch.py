@@ -22,6 +22,14 @@ Records taken from librdkafka but not yet judged (the batch fetched ahead, and w
 ``poll()`` serves one by one) belong to partitions librdkafka considers consumed up to
 them, so a seek, a revocation or an application pause must find them here
 (:meth:`Fetcher.take_partition`).
+
+Each partition's last record in a batch is known without looking at the records:
+librdkafka's position of a partition is its last record returned + 1, so the positions
+asked right after the ``consume`` that returned a batch, against those asked after the
+previous one, name the partitions the batch holds and their last offsets
+(:attr:`Fetcher.taken_last`). Anything that moves a position in between (a seek, a
+revocation, an assignment) makes it unknown for the next batch, which is then looked at
+record by record.
 """
 
 from __future__ import annotations
@@ -50,6 +58,7 @@ class _Pending:
     batch: list[Any]
     check: FetchCheck | None = None
     deferred: bool = False  # needs a check not sent yet (waiting for its slot)
+    last: dict[tuple[str, int], int] | None = None  # each partition's last offset, if known
 
 
 class Fetcher:
@@ -66,6 +75,8 @@ class Fetcher:
 
     Attributes:
         pipeline: Fetch ahead (default ``True``).
+        taken_last: Each partition's last offset in what :meth:`take` returned last,
+            when it returned whole batches whose positions were noted; else ``None``.
     """
 
     def __init__(
@@ -91,6 +102,10 @@ class Fetcher:
         # librdkafka's assignment() is a round trip to its group thread (~0.1 ms), once
         # or twice per batch: it is asked again only after the assignment changed.
         self._assignment: list[Any] | None = None
+        # Positions right after the last consume (None: unknown, something moved them).
+        self._positions: dict[tuple[str, int], int] | None = None
+        self._ready_last: dict[tuple[str, int], int] | None = None  # of `ready`, if known
+        self.taken_last: dict[tuple[str, int], int] | None = None
 
     def fetch(self, num: int, timeout: float, single: bool) -> None:
         """Move the next checked batch to :attr:`ready` (nothing on timeout).
@@ -137,17 +152,20 @@ class Fetcher:
             self._pending = self._begin(ahead, moved != self._moved)
 
     def take(self, num: int) -> list[Any]:
-        """Remove and return up to ``num`` checked records, oldest first."""
+        """Remove and return up to ``num`` checked records, oldest first (:attr:`taken_last`)."""
         ready = self.ready
         if len(ready) <= num:  # nearly always: a batch is taken with the size it was fetched
             taken = list(ready)
             ready.clear()
+            self.taken_last, self._ready_last = self._ready_last, None
             return taken
+        self.taken_last = self._ready_last = None
         return [ready.popleft() for _ in range(num)]
 
     def assignment_changed(self) -> None:
         """Partitions were assigned: the next check asks librdkafka for the assignment."""
         self._assignment = None
+        self._positions = None
 
     def _assigned(self) -> list[Any]:
         assignment = self._assignment
@@ -172,6 +190,7 @@ class Fetcher:
                 rewound = self._layouts.take_rewound()
                 if rewound:
                     self._on_rewound(rewound)
+            self._ready_last = pending.last if not self.ready else None
             self.ready.extend(pending.batch)
 
     def take_partition(self, key: tuple[str, int]) -> list[Any]:
@@ -181,8 +200,10 @@ class Fetcher:
         """
         self._moved += 1
         self._assignment = None
+        self._positions = None
         self._layouts.forget(key)
         self.settle()
+        self._ready_last = None
         if not self.ready:
             return []
         mine: list[Any] = []
@@ -206,6 +227,7 @@ class Fetcher:
         """Forget everything taken (closing: nothing of it was delivered or stored)."""
         self.ready.clear()
         self._pending = None
+        self._positions = self._ready_last = None
 
     def _begin(self, batch: list[Any], moved: bool) -> _Pending:
         """The batch just taken, with its check sent, deferred, or not needed.
@@ -218,15 +240,42 @@ class Fetcher:
         if not any(m.error() is None for m in batch):
             return _Pending(batch)  # events only: nothing to judge by a layout
         layouts = self._layouts
-        if not moved and layouts.covered:
-            # Positions, not the records: one call per batch, whatever its size.
-            consumer = self._consumer
-            if layouts.covers(consumer.position(self._assigned())):
-                self.skipped += 1
-                return _Pending(batch)
+        positions, last = self._note_positions(moved)
+        # Positions, not the records: one call per batch, whatever its size.
+        if not moved and layouts.covered and positions is not None and layouts.covers(positions):
+            self.skipped += 1
+            return _Pending(batch, last=last)
         if layouts.check_due_in() > 0:
-            return _Pending(batch, deferred=True)
-        return _Pending(batch, self._send())
+            return _Pending(batch, deferred=True, last=last)
+        return _Pending(batch, self._send(), last=last)
+
+    def _note_positions(
+        self, moved: bool
+    ) -> tuple[list[Any] | None, dict[tuple[str, int], int] | None]:
+        """librdkafka's positions now, and each partition's last offset in the batch.
+
+        Called right after the ``consume`` that returned the batch: a partition whose
+        position changed since the previous call holds records in it, the last at its
+        position - 1. Unknown (``None``) after anything moved a position in between.
+        """
+        try:
+            positions: list[Any] = self._consumer.position(self._assigned())
+        except (KafkaException, RuntimeError) as exc:
+            _log.debug("positions not noted: %s", exc)
+            self._positions = None
+            return None, None
+        now = {(tp.topic, tp.partition): tp.offset for tp in positions}
+        before, self._positions = self._positions, now
+        if moved or before is None:
+            return positions, None
+        last: dict[tuple[str, int], int] = {}
+        for key, offset in now.items():
+            was = before.get(key)
+            if offset != was:
+                if was is None or offset <= max(was, 0):
+                    return positions, None  # new or gone back: look at the records
+                last[key] = offset - 1
+        return positions, (last or None)
 
     def _send(self) -> FetchCheck | None:
         """Note the assigned partitions' high watermarks, then send a check."""

@@ -294,7 +294,7 @@ class OrderedConsumer(ConsumerUpkeep):
             if not fetcher.ready:
                 fetcher.fetch(POLL_BATCH, self._slice(deadline), single=True)
             while fetcher.ready:
-                out = self._filter.filter([fetcher.ready.popleft()])
+                out = self._filter.filter(fetcher.take(1))
                 if out:
                     return out[0]
             if _expired(deadline):
@@ -331,7 +331,7 @@ class OrderedConsumer(ConsumerUpkeep):
                 self._fetcher.fetch(num_messages, self._slice(deadline), single=False)
             batch = self._fetcher.take(num_messages)
             if batch:
-                out = self._filter.filter(batch)
+                out = self._filter.filter(batch, last=self._fetcher.taken_last)
                 if out:
                     return out
             if _expired(deadline):

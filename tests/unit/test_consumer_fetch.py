@@ -269,3 +269,56 @@ def test_the_assignment_is_asked_once_and_again_after_it_changed() -> None:
     log.clear()
     run([[Msg(1, 1)]], fetcher, consumer, 10)
     assert not any(line.startswith("send") for line in log)  # covered by check 2
+
+
+def _last(batch: list[Msg]) -> dict[tuple[str, int], int]:
+    return {("t", m.partition()): m.offset() for m in batch}
+
+
+def test_each_partitions_last_offset_comes_from_the_positions_around_its_consume() -> None:
+    # Interleaved partitions, a partition absent from a batch, offsets with gaps.
+    batches = [
+        [Msg(0, 0), Msg(1, 0), Msg(0, 1)],
+        [Msg(1, 1), Msg(1, 5), Msg(0, 2), Msg(1, 6)],
+        [Msg(0, 9)],
+        [Msg(1, 7), Msg(1, 8)],
+    ]
+    fetcher, _consumer, _log = make([list(b) for b in batches] + [[]])
+    seen = []
+    for _ in batches:
+        fetcher.fetch(2, 1.0, single=False)
+        taken = fetcher.take(10)
+        seen.append((taken, fetcher.taken_last))
+    # The first batch of an assignment has no positions before it: unknown.
+    assert seen[0] == (batches[0], None)
+    for batch, (taken, last) in zip(batches[1:], seen[1:], strict=True):
+        assert taken == batch
+        assert last == _last(batch)
+
+
+def test_the_last_offsets_are_unknown_after_anything_moved_a_position() -> None:
+    b1, b2, b3, b4 = [Msg(0, 0)], [Msg(0, 1)], [Msg(0, 2)], [Msg(0, 1)]
+    fetcher, _consumer, _log = make([b1, b2, b3, b4, []])
+    fetcher.pipeline = False
+    for batch in (b1, b2):
+        fetcher.fetch(1, 1.0, single=False)
+        assert fetcher.take(1) == batch
+    assert fetcher.taken_last == _last(b2)
+    fetcher.assignment_changed()  # a new assignment: positions start again
+    fetcher.fetch(1, 1.0, single=False)
+    assert fetcher.take(1) == b3 and fetcher.taken_last is None
+    # Partition 0 read again from offset 1 (a seek no wrapper call announced): its
+    # position went back, so the batch is looked at record by record.
+    fetcher.fetch(1, 1.0, single=False)
+    assert fetcher.take(1) == b4 and fetcher.taken_last is None
+
+
+def test_a_partial_take_has_no_last_offsets() -> None:
+    b1, b2 = [Msg(0, 0)], [Msg(0, 1), Msg(0, 2), Msg(1, 0)]
+    fetcher, _consumer, _log = make([b1, b2, []])
+    fetcher.pipeline = False
+    fetcher.fetch(5, 1.0, single=False)
+    fetcher.take(5)
+    fetcher.fetch(5, 1.0, single=False)
+    assert fetcher.take(1) == [b2[0]] and fetcher.taken_last is None
+    assert fetcher.take(5) == b2[1:] and fetcher.taken_last is None
