@@ -274,3 +274,16 @@ def test_the_daemon_compacts_after_its_sweep(
         daemon.stop()
         running.join(30)
     assert any(f"history compaction: {topic}" in line for line in lines), lines
+
+
+def test_compact_refuses_a_topic_not_adopted(
+    topic_factory: Callable[..., str], ordered_cli: Callable[..., Any]
+) -> None:
+    topic = topic_factory(2)
+    for args in ((), ("--json",)):
+        refused = ordered_cli("compact", topic, *args)
+        assert refused.returncode == 1, (refused.stdout, refused.stderr)
+        assert f"topic {topic} is not adopted" in refused.stderr
+        assert "Traceback" not in refused.stderr
+    missing = ordered_cli("compact", "no-such-topic-" + topic, "--dry-run")
+    assert missing.returncode == 1 and "Traceback" not in missing.stderr, missing.stderr
