@@ -76,7 +76,13 @@ class CompactionReport:
         else:
             act = f"dropped {len(self.dropped)}"
         shown = self.plan.drop if self.dry_run else self.dropped
-        listed = f" ({shown[0]}..{shown[-1]})" if shown else ""
+        listed = (
+            ""
+            if not shown
+            else f" ({shown[0]})"
+            if len(shown) == 1
+            else f" ({shown[0]}..{shown[-1]})"
+        )
         return (
             f"{self.topic}: {before}; {act}{listed}; kept from {self.plan.base}: {self.plan.reason}"
         )
