@@ -108,6 +108,27 @@ def test_a_pin_stops_the_run() -> None:
     assert compactable(two_expansions(), starts, pinned={2}).drop == (0, 1)
 
 
+def test_a_passed_epoch_after_one_that_is_not_stays() -> None:
+    """Keys went 0 -> 1 at epoch 1 and 1 -> 3 at epoch 3 (initial 1). Epoch 3 is passed
+    (partition 1 is trimmed to its boundary), epoch 1 is not (partition 0 is not): the
+    gate of 3 at epoch 3 still waits for 0, through the earlier gate of 1 (the "hole"
+    rule), so dropping epoch 3 alone would let 3's new records out first."""
+    history = [
+        epoch(0, [], {}, to_active=1),
+        epoch(1, [(0, 1)], {1: 0, 0: 10}, to_active=2),
+        epoch(2, [(0, 2)], {2: 0, 0: 20}, to_active=3),
+        epoch(3, [(1, 3)], {3: 0, 1: 5}, to_active=4),
+        epoch(4, [(0, 4)], {4: 0, 0: 30}, to_active=5),
+    ]
+    starts = {0: 0, 1: 5, 2: 0, 3: 0, 4: 0}
+    assert hold_of(history[3], starts) is None
+    assert compactable(history, starts).drop == ()
+    view = View({}, starts)
+    without = [e for e in history if e.epoch != 3]
+    assert not GateEvaluator(history).may_deliver(3, 0, view)
+    assert GateEvaluator(without).may_deliver(3, 0, view)
+
+
 def test_a_duplicate_epoch_is_refused() -> None:
     with pytest.raises(ValueError, match="twice"):
         compactable([epoch(0, [], {}), epoch(0, [], {})], {})
