@@ -7,20 +7,23 @@ before any write, oldest first, idempotent). ``ordered compact TOPIC`` runs it o
 coordinator daemon's leader runs it for every adopted topic after each sweep (trims and
 consumed retention are what move log starts).
 
-The epoch that last retired a partition still retired is pinned: the drain monitor
-and ``describe`` find retired partitions and their final offsets in the history.
+A retired partition is known by the shrink epoch that retired it; before that epoch
+goes, its retirement (epoch, final offset, trimmed) is written to the partition's
+:class:`~coordinator.store.RetiredRecord`, where
+:func:`~coordinator.retention.retired_partitions` finds it afterwards.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.errors import NotAdoptedError, OrderedError
+from coordinator.errors import LayoutError, NotAdoptedError, OrderedError
 from coordinator.kafka_admin import KafkaAdmin
-from coordinator.retention import retired_partitions
-from coordinator.store import LayoutStore
+from coordinator.retention import RetiredPartition, retired_partitions
+from coordinator.store import LayoutStore, RetiredRecord
 from coordinator.topic_ids import check_topic_id
 from linear_hash.compact import Compaction, compactable
 from linear_hash.gating import EpochInfo
@@ -39,7 +42,8 @@ class CompactionReport:
         dropped: The epochs this run deleted (empty on a dry run).
         dry_run: Nothing was written.
         log_starts: Partition -> the log start offset the rule used.
-        pinned: Epochs kept because they retired a partition still retired.
+        recorded: Retired partitions whose shrink epoch goes: their retirement is kept
+            in their :class:`~coordinator.store.RetiredRecord` (written first).
     """
 
     topic: str
@@ -48,7 +52,7 @@ class CompactionReport:
     dropped: tuple[int, ...] = ()
     dry_run: bool = False
     log_starts: Mapping[int, int] = field(default_factory=dict)
-    pinned: tuple[int, ...] = ()
+    recorded: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form."""
@@ -63,7 +67,7 @@ class CompactionReport:
             "reason": self.plan.reason,
             "dry_run": self.dry_run,
             "log_starts": {str(p): o for p, o in sorted(self.log_starts.items())},
-            "pinned": list(self.pinned),
+            "recorded_retired": list(self.recorded),
         }
 
     def text(self) -> str:
@@ -117,15 +121,53 @@ def compact_topic(
             topic, numbers, Compaction((), numbers[0] if numbers else -1, None, "not ordered")
         )
     starts = admin.start_offsets(topic, range(kafka.partitions))
-    pinned = tuple(
-        sorted({r.epoch for r in retired_partitions(record, epochs, kafka.partitions).values()})
-    )
-    plan = compactable([EpochInfo.from_record(e) for e in epochs], starts, pinned)
-    if dry_run or not plan.drop:
-        return CompactionReport(topic, numbers, plan, (), dry_run, starts, pinned)
+    stored = store.retired(topic)  # after the epochs (see retired_partitions)
+    retired = retired_partitions(record, epochs, kafka.partitions, stored)
+    plan = compactable([EpochInfo.from_record(e) for e in epochs], starts)
     drop = set(plan.drop)
+    # A retired partition whose shrink epoch goes keeps its retirement in its record,
+    # written first: the drain monitor and describe read it there afterwards.
+    records = [
+        _trimmed_record(topic, r, stored.get(p))
+        for p, r in sorted(retired.items())
+        if r.epoch in drop
+    ]
+    recorded = tuple(r.partition for r in records)
+    if dry_run or not plan.drop:
+        return CompactionReport(topic, numbers, plan, (), dry_run, starts, recorded)
+    for retirement in records:
+        if retirement != stored.get(retirement.partition):
+            store.put_retired(retirement)
     dropped = store.drop_epochs(topic, [e for e in epochs if e.epoch in drop])
-    return CompactionReport(topic, numbers, plan, tuple(dropped), False, starts, pinned)
+    return CompactionReport(topic, numbers, plan, tuple(dropped), False, starts, recorded)
+
+
+def _trimmed_record(
+    topic: str, retired: RetiredPartition, stored: RetiredRecord | None
+) -> RetiredRecord:
+    """The record of a retired partition whose (passed) shrink epoch is dropped.
+
+    Passed means its log start is at or past its final offset: it is trimmed.
+    """
+    final = retired.final_offset
+    if final is None:  # a pending epoch is never passed
+        raise LayoutError(f"{topic}[{retired.partition}]: retiring epoch not sealed")
+    if stored is not None and (stored.epoch, stored.final_offset, stored.state) == (
+        retired.epoch,
+        final,
+        "trimmed",
+    ):
+        return stored
+    now = time.time()
+    return RetiredRecord(
+        topic=topic,
+        partition=retired.partition,
+        epoch=retired.epoch,
+        final_offset=final,
+        state="trimmed",
+        updated_at=now,
+        trimmed_at=now,
+    )
 
 
 def compact_all(

@@ -23,7 +23,7 @@ from coordinator.errors import LayoutError
 from coordinator.history import load_history
 from coordinator.history_compaction import compact_topic
 from coordinator.kafka_admin import KafkaAdmin
-from coordinator.retention import retired_partitions
+from coordinator.retention import Sweeper, retired_partitions, retired_status
 from coordinator.store import LayoutStore, paths
 from coordinator.trim import Trimmer
 from ordered.consumer import OrderedConsumer
@@ -215,23 +215,33 @@ def test_drop_epochs_validates_first_and_resumes_after_a_crash(
     assert [e.epoch for e in load_history(store, topic, previous=held).epochs] == [2, 3]
 
 
-def test_the_epoch_that_retired_a_partition_stays(
+def test_retired_partitions_outlive_their_shrink_epoch(
     topic_factory: Callable[..., str], controller: Controller, store: LayoutStore, bootstrap: str
 ) -> None:
     # No records: every boundary is 0, every epoch is passed; 3 and 2 stay retired.
     topic = topic_factory(2)
     controller.adopt(topic)
     controller.expand(topic, 4, timeout=30)
-    controller.shrink(topic, 3, timeout=30)
-    controller.shrink(topic, 2, timeout=30)
+    controller.shrink(topic, 3, timeout=30)  # epoch 2 retires 3
+    controller.shrink(topic, 2, timeout=30)  # epoch 3 retires 2
     admin = KafkaAdmin(bootstrap)
     report = compact_topic(store, admin, topic)
-    assert report.pinned == (2, 3)
-    assert report.dropped == (0, 1)
+    assert (report.dropped, report.recorded) == ((0, 1, 2), (3,))
+    kept = store.retired(topic)[3]
+    assert (kept.epoch, kept.final_offset, kept.state) == (2, 0, "trimmed")
     record = store.get_topic(topic)
     assert record is not None
-    retired = retired_partitions(record, store.epochs(topic), 4)
+    retired = retired_partitions(record, store.epochs(topic), 4, store.retired(topic))
     assert {p: r.epoch for p, r in retired.items()} == {2: 3, 3: 2}
+    shown = {r.partition: (r.state, r.epoch) for r in retired_status(store, admin, topic)}
+    assert shown == {2: ("trimmed", 3), 3: ("trimmed", 2)}
+    # The drain monitor keeps the record while the partition stays retired...
+    Sweeper(store, admin).sweep_topic(topic)
+    assert set(store.retired(topic)) == {2, 3}
+    # ...and drops both once an expansion takes them back.
+    controller.expand(topic, 4, timeout=30)
+    Sweeper(store, admin).sweep_topic(topic)
+    assert store.retired(topic) == {}
 
 
 def test_the_daemon_compacts_after_its_sweep(
