@@ -172,11 +172,17 @@ def test_compaction_after_a_trim_keeps_every_key_in_order(
     assert {(m.partition(), m.offset()) for m in replay} == everything
 
     # A group created now reads from the log starts.
-    fresh = make_consumer(group_factory(), **FETCH)
+    group = group_factory()
+    fresh = make_consumer(group, **FETCH)
     fresh.subscribe([topic])
     later = read(fresh, len(everything))
     assert out_of_order(later) == []
     assert {(m.partition(), m.offset()) for m in later} == everything
+    # Where the group waits, decided on the shorter history: nowhere, it read it all.
+    waits = ordered_cli("describe", topic, "--group", group, "--json")
+    assert waits.returncode == 0, waits.stderr
+    shown = json.dumps(json.loads(waits.stdout))
+    assert '"state": "open"' in shown and '"closed"' not in shown, shown
 
 
 def test_drop_epochs_validates_first_and_resumes_after_a_crash(
