@@ -97,8 +97,8 @@ def compact_topic(
 ) -> CompactionReport:
     """Drop the epochs of ``topic`` that no record still in Kafka needs.
 
-    Reads the epochs before the log starts: log starts only grow, so the later read is
-    the more permissive only in the safe direction (a sealed epoch never changes).
+    The epochs are read before the log starts: a sealed epoch never changes and log
+    starts only grow, so what the rule finds passed stays passed.
 
     Raises:
         NotAdoptedError: The topic is not adopted.
