@@ -282,6 +282,11 @@ class HistoryWatcher:
         Re-arms the watches that fired (or could not be armed), on this thread; one
         that still cannot be armed stays marked, so the owner tries again. Never raises.
         """
+        if not self._dirty and not self._unarmed:
+            # Read without the lock (consumers call this once per batch): a topic
+            # marked by the watch thread just after is taken by the next call, as it
+            # would be if marked just after the lock was released.
+            return set()
         with self._lock:
             dirty, self._dirty = self._dirty, set()
             unarmed, self._unarmed = self._unarmed, set()

@@ -34,7 +34,6 @@ record by record.
 
 from __future__ import annotations
 
-import collections
 import itertools
 import logging
 import time
@@ -45,6 +44,7 @@ from typing import Any
 from confluent_kafka import KafkaException
 
 from ordered.consumer.layouts import FetchCheck, LayoutTracker, TopicView
+from ordered.consumer.ready import ReadyRecords
 
 _log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ class Fetcher:
         self._on_reload = on_reload
         self._on_stale = on_stale
         self._on_rewound = on_rewound
-        self.ready: collections.deque[Any] = collections.deque()  # checked, not judged
+        self.ready = ReadyRecords()  # checked, not judged
         self._pending: _Pending | None = None
         self._moved = 0  # partitions taken away (take_partition) so far
         self.pipeline = True
@@ -155,12 +155,10 @@ class Fetcher:
         """Remove and return up to ``num`` checked records, oldest first (:attr:`taken_last`)."""
         ready = self.ready
         if len(ready) <= num:  # nearly always: a batch is taken with the size it was fetched
-            taken = list(ready)
-            ready.clear()
             self.taken_last, self._ready_last = self._ready_last, None
-            return taken
+            return ready.take(num)
         self.taken_last = self._ready_last = None
-        return [ready.popleft() for _ in range(num)]
+        return ready.take(num)
 
     def assignment_changed(self) -> None:
         """Partitions were assigned: the next check asks librdkafka for the assignment."""
@@ -207,11 +205,11 @@ class Fetcher:
         if not self.ready:
             return []
         mine: list[Any] = []
-        rest: collections.deque[Any] = collections.deque()
+        rest: list[Any] = []
         for m in self.ready:
             ours = m.error() is None and (m.topic(), m.partition()) == key
             (mine if ours else rest).append(m)
-        self.ready = rest
+        self.ready = ReadyRecords(rest)
         return mine
 
     def first_offset(self, key: tuple[str, int]) -> int | None:

@@ -327,7 +327,7 @@ class LayoutTracker:
         if self.watcher.generation != self._generation:
             self._generation = self.watcher.generation
             dirty |= set(self.topics)
-        return self.reload(dirty)
+        return self.reload(dirty) if dirty else []
 
     def reload(self, names: Iterable[str]) -> list[TopicView]:
         """Read ``names`` again; a failure marks them for the next call.
