@@ -135,10 +135,12 @@ def compact_topic(
     recorded = tuple(r.partition for r in records)
     if dry_run or not plan.drop:
         return CompactionReport(topic, numbers, plan, (), dry_run, starts, recorded)
+    going = [e for e in epochs if e.epoch in drop]
+    store.check_drop(topic, going)  # before any write, the records' included
     for retirement in records:
         if retirement != stored.get(retirement.partition):
             store.put_retired(retirement)
-    dropped = store.drop_epochs(topic, [e for e in epochs if e.epoch in drop])
+    dropped = store.drop_epochs(topic, going)
     return CompactionReport(topic, numbers, plan, tuple(dropped), False, starts, recorded)
 
 

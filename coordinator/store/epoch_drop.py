@@ -41,6 +41,23 @@ class EpochDropStore(TopicStore):
             LayoutError: The request fails its validation (nothing was deleted).
             StoreError: ZooKeeper is unreachable, or an epoch changed while deleting it.
         """
+        remaining = self.check_drop(topic, epochs)
+        dropped = []
+        for number in remaining:
+            if self._run(f"drop epoch {number} of {topic}", self._drop_one, topic, number):
+                dropped.append(number)
+        return dropped
+
+    def check_drop(self, topic: str, epochs: Sequence[EpochRecord]) -> list[int]:
+        """Validate a :meth:`drop_epochs` request; write nothing.
+
+        Returns:
+            The epochs of the request still present, ascending.
+
+        Raises:
+            LayoutError: The request fails its validation.
+            StoreError: ZooKeeper is unreachable or a record fails its check.
+        """
         numbers = [e.epoch for e in epochs]
         if numbers != sorted(set(numbers)):
             raise LayoutError(f"epochs to drop from {topic} must be ascending and distinct")
@@ -70,11 +87,7 @@ class EpochDropStore(TopicStore):
         for e in epochs:
             if e.epoch in by_number and by_number[e.epoch] != e:
                 raise LayoutError(f"epoch {e.epoch} of {topic} changed since it was read")
-        dropped = []
-        for number in remaining:
-            if self._run(f"drop epoch {number} of {topic}", self._drop_one, topic, number):
-                dropped.append(number)
-        return dropped
+        return remaining
 
     def _drop_one(self, topic: str, number: int) -> bool:
         """Delete one epoch node and its children in one transaction; ``False``: gone."""
