@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from kazoo.exceptions import BadVersionError, NoNodeError, NotEmptyError
 
-from coordinator.errors import LayoutError, StoreError
+from coordinator.errors import LayoutError, RecordCorruptError, StoreError
 from coordinator.store import paths
 from coordinator.store.base import _commit
 from coordinator.store.records import EpochRecord
@@ -47,6 +47,26 @@ class EpochDropStore(TopicStore):
             if self._run(f"drop epoch {number} of {topic}", self._drop_one, topic, number):
                 dropped.append(number)
         return dropped
+
+    def epoch_numbers(self, topic: str) -> list[int]:
+        """The numbers of the topic's epochs in the store, ascending (no record read).
+
+        Raises:
+            StoreError: ZooKeeper is unreachable or a node name is not an epoch's.
+        """
+        parent = paths.epochs_path(self._root, topic)
+
+        def attempt() -> list[int]:
+            try:
+                names = self._client.get_children(parent)
+            except NoNodeError:
+                return []
+            for name in names:
+                if len(name) != 10 or not name.isdigit():
+                    raise RecordCorruptError(f"{parent}/{name}: not an epoch node name")
+            return sorted(int(name) for name in names)
+
+        return self._run(f"list epochs of {topic}", attempt)
 
     def check_drop(self, topic: str, epochs: Sequence[EpochRecord]) -> list[int]:
         """Validate a :meth:`drop_epochs` request; write nothing.
