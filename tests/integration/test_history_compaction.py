@@ -19,6 +19,7 @@ from helpers import transient_error, wait_until
 
 from coordinator.controller import Controller
 from coordinator.daemon import CoordinatorDaemon
+from coordinator.daemon_metrics import StateCollector
 from coordinator.errors import LayoutError
 from coordinator.history import load_history
 from coordinator.history_compaction import compact_topic
@@ -82,6 +83,17 @@ def read(consumer: OrderedConsumer, count: int, timeout: float = 60.0) -> list[A
                 if exc.args[0].code() != KafkaError._NO_OFFSET:
                     raise
     return got
+
+
+def held_epochs(state: StateCollector, topic: str) -> float | None:
+    """The ``ordered_coordinator_topic_history_epochs`` gauge of ``topic`` now."""
+    for family in state.collect():
+        for sample in family.samples:
+            if sample.name == "ordered_coordinator_topic_history_epochs" and sample.labels == {
+                "topic": topic
+            }:
+                return sample.value
+    return None
 
 
 def in_kafka(admin: KafkaAdmin, topic: str, count: int) -> set[tuple[int, int]]:
@@ -268,6 +280,8 @@ def test_the_daemon_compacts_after_its_sweep(
     epoch1 = store.get_epoch(topic, 1)
     trimmed = Trimmer(admin).trim({(topic, p): o for p, o in epoch1.boundaries.items()}, 30)
     assert trimmed.ok, trimmed.summary()
+    state = StateCollector(store, admin, lambda: False)
+    assert held_epochs(state, topic) == 3
     lines: list[str] = []
     daemon = CoordinatorDaemon(
         store.client,
@@ -290,6 +304,7 @@ def test_the_daemon_compacts_after_its_sweep(
         daemon.stop()
         running.join(30)
     assert any(f"history compaction: {topic}" in line for line in lines), lines
+    assert held_epochs(state, topic) == 2
 
 
 def test_compact_refuses_a_topic_not_adopted(
