@@ -112,14 +112,17 @@ def compact_topic(
         raise NotAdoptedError(
             f"topic {topic} is not adopted (adopt it first: ordered adopt {topic})"
         )
-    kafka = admin.describe_topic(topic)
-    check_topic_id(record, kafka.topic_id)
     epochs = store.epochs(topic)
     numbers = tuple(e.epoch for e in epochs)
-    if not record.ordered or not epochs:
+    if not record.ordered or len(epochs) < 2:
+        # Nothing can go (the newest epoch always stays): no Kafka request, which the
+        # daemon would otherwise send for every adopted topic at every sweep.
+        why = "not ordered" if not record.ordered else "one epoch: nothing to drop"
         return CompactionReport(
-            topic, numbers, Compaction((), numbers[0] if numbers else -1, None, "not ordered")
+            topic, numbers, Compaction((), numbers[0] if numbers else -1, None, why)
         )
+    kafka = admin.describe_topic(topic)
+    check_topic_id(record, kafka.topic_id)
     starts = admin.start_offsets(topic, range(kafka.partitions))
     stored = store.retired(topic)  # after the epochs (see retired_partitions)
     retired = retired_partitions(record, epochs, kafka.partitions, stored)
