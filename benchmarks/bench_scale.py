@@ -25,7 +25,8 @@ Curves, each a table of work size against cost:
    waits for the source's tail), with the sources favoured and without.
 5. **Partition count**: expanding 8 -> 16 -> 64 -> 256 under traffic: seconds per step,
    the gate rule's cost per record at each size, and the bytes of the layout history in
-   ZooKeeper after 100 epochs.
+   ZooKeeper after 100 epochs, before and after compaction (every partition trimmed to
+   its end, then ``compact_topic``).
 """
 
 from __future__ import annotations
@@ -52,10 +53,12 @@ from scale_consumer import consumer_load, gate_wait, zk_packets
 
 from coordinator.controller import Controller
 from coordinator.history import load_history
+from coordinator.history_compaction import compact_topic
 from coordinator.kafka_admin import KafkaAdmin
 from coordinator.position_relay import PositionRelay
 from coordinator.positions import PositionService
 from coordinator.store import LayoutStore, paths
+from coordinator.trim import Trimmer
 from coordinator.zk import close_client, make_client, start_client
 from linear_hash import GateEvaluator
 
@@ -421,17 +424,19 @@ def partition_curve(
     history_topic = f"scale-history-{uuid.uuid4().hex[:6]}"
     _create_topics(bootstrap, [history_topic], 2)
     controller.adopt(history_topic)
+    # A record in every active partition after each change, so every boundary is past
+    # the log start until the trim below.
+    writer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
     for i in range(args.history_epochs):
         to = 3 if i % 2 == 0 else 2
         if i % 2 == 0:
             controller.expand(history_topic, to, timeout=30)
         else:
             controller.shrink(history_topic, to, timeout=30)
-    loads = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        history = load_history(controller.store, history_topic)
-        loads.append(time.perf_counter() - t0)
+        for p in range(to):
+            writer.produce(history_topic, b"v", partition=p)
+        writer.flush(10)
+    history, loads = _timed_loads(controller.store, history_topic)
     # The gate rule on the long history: a new consumer evaluates every epoch's gates.
     evaluator = GateEvaluator(history.epochs)
     records = [(i % 3, 10 + i // 3) for i in range(50_000)]
@@ -443,15 +448,7 @@ def partition_curve(
     long_gate_ns = round((time.perf_counter() - t0) / len(records) * 1e9)
     client = controller.store.client
     base = paths.topic_path(root, history_topic)
-    total = 0
-    nodes = 0
-    stack = [base]
-    while stack:
-        path = stack.pop()
-        data, _stat = client.get(path)
-        total += len(data or b"")
-        nodes += 1
-        stack.extend(f"{path}/{c}" for c in client.get_children(path))
+    total, nodes = _tree_size(client, base)
     # After the count: what a running client pays at the next change (the epochs it
     # does not hold sealed), against the full read above.
     controller.expand(history_topic, 3, timeout=30)
@@ -460,6 +457,18 @@ def partition_curve(
         t0 = time.perf_counter()
         load_history(controller.store, history_topic, previous=history)
         reloads.append(time.perf_counter() - t0)
+    # Compaction: nothing goes while every log starts at 0; after a trim of every
+    # partition to its end, everything but the newest epoch goes.
+    admin = KafkaAdmin(bootstrap, timeout=10.0)
+    untrimmed = compact_topic(controller.store, admin, history_topic)
+    ends = admin.end_offsets(history_topic, range(3))
+    trim = Trimmer(admin).trim({(history_topic, p): o for p, o in ends.items()}, timeout=30)
+    assert trim.ok, trim.summary()
+    t0 = time.perf_counter()
+    compacted = compact_topic(controller.store, admin, history_topic)
+    compact_s = time.perf_counter() - t0
+    after, after_loads = _timed_loads(controller.store, history_topic)
+    after_bytes, after_nodes = _tree_size(client, base)
     return {
         "steps": steps,
         "gate": gate,
@@ -469,7 +478,42 @@ def partition_curve(
         "history_load_ms": round(statistics.median(loads) * 1000, 1),
         "history_reload_ms": round(statistics.median(reloads) * 1000, 1),
         "history_gate_ns_per_record": long_gate_ns,
+        "history_compaction": {
+            "epochs_before": len(compacted.epochs),
+            "dropped_before_trim": len(untrimmed.dropped),
+            "dropped": len(compacted.dropped),
+            "compact_ms": round(compact_s * 1000, 1),
+            "epochs_after": len(after.epochs),
+            "bytes_after": after_bytes,
+            "znodes_after": after_nodes,
+            "load_ms_after": round(statistics.median(after_loads) * 1000, 1),
+        },
     }
+
+
+def _timed_loads(store: LayoutStore, topic: str) -> tuple[Any, list[float]]:
+    """The history, and the seconds of five full reads of it."""
+    loads = []
+    history = None
+    for _ in range(5):
+        t0 = time.perf_counter()
+        history = load_history(store, topic)
+        loads.append(time.perf_counter() - t0)
+    return history, loads
+
+
+def _tree_size(client: Any, base: str) -> tuple[int, int]:
+    """Bytes of data and znodes under (and at) ``base``."""
+    total = 0
+    nodes = 0
+    stack = [base]
+    while stack:
+        path = stack.pop()
+        data, _stat = client.get(path)
+        total += len(data or b"")
+        nodes += 1
+        stack.extend(f"{path}/{c}" for c in client.get_children(path))
+    return total, nodes
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,7 +9,8 @@ that watches keep current, and from ZooKeeper itself every ``check_interval`` se
 (so an idle daemon reads nothing in between). While it leads it also runs the position
 service's relay (:class:`~coordinator.position_relay.PositionRelay`) in a thread of its
 own, and the drain monitor and consumed-retention sweep
-(:class:`~coordinator.retention.Sweeper`) every ``sweep_interval`` seconds in another,
+(:class:`~coordinator.retention.Sweeper`), followed by history compaction
+(:mod:`coordinator.history_compaction`), every ``sweep_interval`` seconds in another,
 and the autoscaler (:class:`~coordinator.autoscale.Autoscaler`) every
 ``autoscale_interval`` seconds in a third. A
 transition that another controller runs (the topic lock is held) is left to it. The
@@ -42,6 +43,7 @@ from coordinator.autoscale import DEFAULT_AUTOSCALE_INTERVAL_S, Autoscaler
 from coordinator.controller import BarrierTimeoutError, Controller
 from coordinator.daemon_metrics import DaemonMetrics
 from coordinator.errors import OrderedError, StoreError, TransitionInProgressError
+from coordinator.history_compaction import compact_all
 from coordinator.hooks import CoordinatorEvents
 from coordinator.identity import process_identity
 from coordinator.kafka_admin import KafkaAdmin
@@ -165,6 +167,7 @@ class CoordinatorDaemon:
             else None
         )
         self._sweep_interval = sweep_interval
+        self._admin = admin
         self._sweeper = (
             Sweeper(self._store, admin, sweep_settings, self._progress, hooks=hooks)
             if sweep_interval > 0
@@ -337,6 +340,9 @@ class CoordinatorDaemon:
         while not (led.is_set() or self._stop.is_set() or self._lost.is_set()):
             try:
                 self._sweeper.sweep()
+                # Trims and consumed retention just moved log starts: epochs whose
+                # boundaries they passed can go.
+                compact_all(self._store, self._admin, self._progress)
             except OrderedError as exc:
                 self._progress(f"sweep failed: {exc}")
             except (KazooException, KazooTimeoutError) as exc:

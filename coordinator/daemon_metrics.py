@@ -6,9 +6,10 @@
   :class:`~coordinator.prometheus.PrometheusHooks` (leadership, ZooKeeper session
   state, epochs published and sealed, barrier durations, trims, relay rounds), and
 * :class:`StateCollector`, read at each scrape: every adopted topic's epoch, active
-  partitions and pending barrier (its age and the producers it still waits for), and,
-  while this daemon leads, the lag of every interested group per partition
-  (``ordered_consumergroup_lag``, kafka_exporter's ``kafka_consumergroup_lag``).
+  partitions, epochs held (what history compaction left) and pending barrier (its age
+  and the producers it still waits for), and, while this daemon leads, the lag of
+  every interested group per partition (``ordered_consumergroup_lag``,
+  kafka_exporter's ``kafka_consumergroup_lag``).
 
 It serves them over HTTP, by default on loopback (:data:`DEFAULT_METRICS_ADDRESS`);
 the address is bound when it is opened, so a port in use is an error at start.
@@ -131,6 +132,11 @@ class StateCollector(Collector):
             "Producers listed in the topic's pending epoch that have not acked it.",
             labels=["topic"],
         )
+        history = GaugeMetricFamily(
+            "ordered_coordinator_topic_history_epochs",
+            "Epochs of the adopted topic's layout history held in ZooKeeper.",
+            labels=["topic"],
+        )
         topics: list[str] = []
         count = 0
         try:
@@ -146,6 +152,7 @@ class StateCollector(Collector):
                     continue
                 epoch.add_metric([topic], record.epoch)
                 active.add_metric([topic], record.active)
+                history.add_metric([topic], len(self._store.epoch_numbers(topic)))
                 if record.pending is None:
                     continue
                 count += 1
@@ -158,7 +165,7 @@ class StateCollector(Collector):
         except Exception as exc:  # ZooKeeper failed: the scrape still answers
             self._failed("topic state", exc)
         pending.add_metric([], count)
-        yield from (epoch, active, pending, age, waiting)
+        yield from (epoch, active, history, pending, age, waiting)
         yield from self._lag_families(topics)
         yield CounterMetricFamily(
             "ordered_coordinator_collect_errors",

@@ -71,18 +71,28 @@ class RetiredPartition:
 
 
 def retired_partitions(
-    record: TopicRecord, epochs: Iterable[EpochRecord], kafka_partitions: int
+    record: TopicRecord,
+    epochs: Iterable[EpochRecord],
+    kafka_partitions: int,
+    stored: Mapping[int, RetiredRecord] | None = None,
 ) -> dict[int, RetiredPartition]:
     """The partitions of a topic that are retired now (pure).
 
     A partition at or above the active count is retired if an epoch took it out of
     the active range; one that was never active (added to Kafka by hand) is not ours.
+    When history compaction dropped that epoch, it wrote the partition's
+    :class:`RetiredRecord` first: ``stored`` (the topic's records) supplies it then, if
+    its epoch is older than every epoch left.
     """
     history = sorted(epochs, key=lambda e: e.epoch)
+    first = history[0].epoch if history else None
     out: dict[int, RetiredPartition] = {}
     for p in range(record.active, kafka_partitions):
         retiring = [e for e in history if e.to_active <= p < e.from_active]
         if not retiring:
+            kept = (stored or {}).get(p)
+            if kept is not None and (first is None or kept.epoch < first):
+                out[p] = RetiredPartition(p, kept.epoch, kept.final_offset)
             continue
         last = retiring[-1]
         final = last.boundaries.get(p) if last.sealed else None
@@ -168,10 +178,13 @@ def retired_status(
     if record is None:
         raise NotAdoptedError(f"topic {topic} is not adopted")
     count = admin.partition_count(topic)
-    retired = retired_partitions(record, store.epochs(topic), count)
+    # The epochs before the records: compaction writes a record before it drops the
+    # epoch, so one of the two reads holds each retirement.
+    epochs = store.epochs(topic)
+    stored = store.retired(topic)
+    retired = retired_partitions(record, epochs, count, stored)
     if not retired:
         return []
-    stored = store.retired(topic)
     starts = admin.start_offsets(topic, retired)
     ends = admin.end_offsets(topic, retired)
     interest = topic_interest(store, admin, topic, range(count), settings)
@@ -288,8 +301,11 @@ class Sweeper:
         if record is None:
             return []
         count = self._admin.partition_count(topic)
-        retired = retired_partitions(record, self._store.epochs(topic), count)
+        # The epochs before the records: compaction writes a record before it drops
+        # the epoch, so one of the two reads holds each retirement.
+        epochs = self._store.epochs(topic)
         stored = self._store.retired(topic)
+        retired = retired_partitions(record, epochs, count, stored)
         for p in stored:
             if p not in retired:
                 # Re-activated by an expansion (or gone): its trim state is history.

@@ -1,7 +1,8 @@
 """``LayoutStore``: topic layouts, epochs, producer registrations and acks in ZooKeeper.
 
 One class over one concern module each: :mod:`~coordinator.store.topics` (topics and
-epochs), :mod:`~coordinator.store.producers` (registrations and acks, the barrier's
+epochs), :mod:`~coordinator.store.epoch_drop` (dropping old epochs),
+:mod:`~coordinator.store.producers` (registrations and acks, the barrier's
 inputs), :mod:`~coordinator.store.retired` (retired partitions and retention),
 :mod:`~coordinator.store.groups` (consumer groups) and :mod:`~coordinator.store.watches`
 (watches and the lock), :mod:`~coordinator.store.autoscale` (autoscaling policies),
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from coordinator.store.autoscale import AutoscaleStore
 from coordinator.store.base import Watch
+from coordinator.store.epoch_drop import EpochDropStore
 from coordinator.store.groups import GroupStore
 from coordinator.store.producers import ProducerStore
 from coordinator.store.retired import RetiredStore
@@ -26,7 +28,9 @@ from coordinator.store.watches import WatchStore
 __all__ = ["LayoutStore", "Watch"]
 
 
-class LayoutStore(RetiredStore, ProducerStore, GroupStore, WatchStore, AutoscaleStore):
+class LayoutStore(
+    RetiredStore, EpochDropStore, ProducerStore, GroupStore, WatchStore, AutoscaleStore
+):
     """The layout store of ``docs/protocol.md`` over a started ``KazooClient``.
 
     Constructed as :class:`~coordinator.store.base.StoreBase` is: ``LayoutStore(client,

@@ -19,7 +19,18 @@ from importlib import metadata
 from typing import NoReturn
 
 from coordinator.errors import OrderedError
-from ordered.cli import acl, admin, autoscale, bench, chaos, cluster, demo, listing, trim
+from ordered.cli import (
+    acl,
+    admin,
+    autoscale,
+    bench,
+    chaos,
+    cluster,
+    compact,
+    demo,
+    listing,
+    trim,
+)
 from ordered.cli.options import CommandLineError, HelpFormatter
 from ordered.cli.output import configure, error, json_mode
 
@@ -73,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     admin.add_parsers(sub)
     listing.add_parser(sub)
     trim.add_parsers(sub)
+    compact.add_parser(sub)
     autoscale.add_parsers(sub)
     bench.add_parsers(sub)
     acl.add_parser(sub)

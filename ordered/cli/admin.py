@@ -201,7 +201,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "--sweep-interval",
         type=seconds_or_zero,
         default=DEFAULT_SWEEP_INTERVAL_S,
-        help="seconds between rounds of the drain monitor and consumed-retention sweep (0: off)",
+        help="seconds between rounds of the drain monitor and consumed-retention sweep, "
+        "each followed by history compaction (0: off)",
     )
     daemon.add_argument(
         "--autoscale-interval",

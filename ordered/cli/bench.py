@@ -452,6 +452,21 @@ def _scale(d: dict[str, Any]) -> list[dict[str, Any]]:
                 "scale",
             )
         )
+        c = p.get("history_compaction")
+        if c:
+            rows.append(
+                _row(
+                    "layout history after compaction, every partition trimmed (bytes)",
+                    c["bytes_after"],
+                    p["history_bytes"],
+                    None,
+                    f"{c['epochs_after']} epoch(s), {c['znodes_after']} znodes, read in "
+                    f"{c['load_ms_after']} ms; {c['dropped']} epochs dropped in "
+                    f"{c['compact_ms']} ms ({c['dropped_before_trim']} before the trim)",
+                    "report",
+                    "scale",
+                )
+            )
     return rows
 
 

@@ -275,6 +275,9 @@ def _detail(
         lines.append(f"kafka partitions {kafka.partitions}, kafka topic id {kafka.topic_id}")
     else:
         lines.append("kafka partitions unknown (Kafka unreachable)")
+    if epochs and epochs[0].from_active != epochs[0].to_active:
+        # Only an adoption's epoch leaves the count as it was: this history was compacted.
+        lines.append(f"epochs before {epochs[0].epoch}: compacted (no record in Kafka needs them)")
     for e in epochs:
         boundaries = ", ".join(f"{p}@{o}" for p, o in e.boundaries.items())
         edges = ", ".join(f"{a}->{b}" for a, b in e.edges)

@@ -115,6 +115,7 @@ def test_daemon_metrics_move_during_an_expansion(
     assert value(before, "ordered_coordinator_zookeeper_session_state", state="lost") == 0
     assert value(before, "ordered_coordinator_topic_epoch", topic=topic) == 0
     assert value(before, "ordered_coordinator_topic_active_partitions", topic=topic) == 2
+    assert value(before, "ordered_coordinator_topic_history_epochs", topic=topic) == 1
     assert value(before, "ordered_coordinator_pending_barrier_age_seconds", topic=topic) is None
     assert value(before, "ordered_coordinator_barrier_seconds_count", topic=topic) is None
 
@@ -164,6 +165,7 @@ def test_daemon_metrics_move_during_an_expansion(
     assert barrier is not None and barrier >= older
     assert value(after, "ordered_coordinator_pending_barrier_age_seconds", topic=topic) is None
     assert value(after, "ordered_coordinator_topic_epoch", topic=topic) == 1
+    assert value(after, "ordered_coordinator_topic_history_epochs", topic=topic) == 2
     assert (value(after, "ordered_coordinator_relay_round_seconds_count") or 0) > 0
 
     daemon.send_signal(signal.SIGTERM)

@@ -307,6 +307,19 @@ def test_retired_partitions_from_history() -> None:
     pending = [*history[:2], epoch(2, 4, 2, {0: 0, 1: 0}, sealed=False)]
     assert retired_partitions(topic, pending, 4)[2].final_offset is None
 
+    # After compaction dropped epochs 0-2 (a later epoch 3 left), the records say it;
+    # a record of an epoch still in the history (or newer) is not a retirement.
+    later = [epoch(3, 2, 2, {})]
+    stored = {
+        2: RetiredRecord("t", 2, 2, 11, "trimmed", now, now),
+        3: RetiredRecord("t", 3, 2, 13, "trimmed", now, now),
+    }
+    got = retired_partitions(topic, later, 5, stored)
+    assert {p: (r.epoch, r.final_offset) for p, r in got.items()} == {2: (2, 11), 3: (2, 13)}
+    assert retired_partitions(topic, later, 5) == {}
+    assert retired_partitions(topic, history[2:], 5, {2: stored[2]})[2].epoch == 2
+    assert retired_partitions(topic, [epoch(2, 2, 2, {})], 5, stored) == {}
+
 
 def test_retired_record_round_trip() -> None:
     record = RetiredRecord("t", 3, 2, 40, "trimmed", 1.0, 2.0)
