@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 from confluent_kafka import (
     ConsumerGroupTopicPartitions,
-    KafkaError,
-    KafkaException,
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient
+from helpers import commit_stored as commit
+from helpers import read_committing as read
 from helpers import transient_error, unique, wait_until
 
 from coordinator.controller import Controller
@@ -103,34 +103,6 @@ def written(
         return Written(topic, out.sent, 4), out
 
     yield make
-
-
-def commit(consumer: OrderedConsumer) -> None:
-    """Commit the stored offsets, as an application does after each batch.
-
-    After a seek back, librdkafka commits a stored offset only once it passes the
-    committed one, so a commit in a replay may find nothing to commit (as with a plain
-    consumer).
-    """
-    try:
-        consumer.commit(asynchronous=False)
-    except KafkaException as exc:
-        if exc.args[0].code() != KafkaError._NO_OFFSET:
-            raise
-
-
-def read(consumer: OrderedConsumer, count: int, timeout: float = 60.0) -> list[Any]:
-    """Deliver ``count`` records, committing after each batch (as an application does)."""
-    got: list[Any] = []
-    deadline = time.monotonic() + timeout
-    while len(got) < count:
-        assert time.monotonic() < deadline, f"{len(got)} of {count} delivered"
-        batch = [m for m in consumer.consume(500, 0.2) if not transient_error(m)]
-        assert all(m.error() is None for m in batch), [m.error() for m in batch]
-        if batch:
-            got += batch
-            commit(consumer)
-    return got
 
 
 def check_passes(guard: bool, first: list[Any], second: list[Any], total: int) -> None:

@@ -7,15 +7,15 @@ every record still in Kafka, each key in order.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import TopicPartition
 from fixtures import run_in_background, snapshot
-from helpers import transient_error, wait_until
+from helpers import read_committing as read
+from helpers import wait_until
 
 from coordinator.controller import Controller
 from coordinator.daemon import CoordinatorDaemon
@@ -65,24 +65,6 @@ def out_of_order(deliveries: list[Any]) -> list[str]:
             found.append(f"{m.key()!r} seq {seq} (partition {m.partition()}) after {last[m.key()]}")
         last[m.key()] = max(last.get(m.key(), -1), seq)
     return found
-
-
-def read(consumer: OrderedConsumer, count: int, timeout: float = 60.0) -> list[Any]:
-    """Deliver ``count`` records, committing after each batch."""
-    got: list[Any] = []
-    deadline = time.monotonic() + timeout
-    while len(got) < count:
-        assert time.monotonic() < deadline, f"{len(got)} of {count} delivered"
-        batch = [m for m in consumer.consume(500, 0.2) if not transient_error(m)]
-        assert all(m.error() is None for m in batch), [m.error() for m in batch]
-        if batch:
-            got += batch
-            try:
-                consumer.commit(asynchronous=False)
-            except KafkaException as exc:
-                if exc.args[0].code() != KafkaError._NO_OFFSET:
-                    raise
-    return got
 
 
 def held_epochs(state: StateCollector, topic: str) -> float | None:
