@@ -113,24 +113,14 @@ class EpochDropStore(TopicStore):
         """Delete one epoch node and its children in one transaction; ``False``: gone."""
         path = paths.epoch_path(self._root, topic, number)
         for _ in range(5):
+            txn = self._client.transaction()
             try:
                 _data, stat = self._client.get(path)
-                children = self._client.get_children(path)
+                # The version check: a sealed epoch never changes, so a write since the
+                # validation means something is wrong; keep it.
+                self._delete_epoch_node(txn, path, version=stat.version)
             except NoNodeError:
                 return False
-            txn = self._client.transaction()
-            for child in sorted(children):
-                sub = f"{path}/{child}"
-                try:
-                    grandchildren = self._client.get_children(sub)
-                except NoNodeError:
-                    continue
-                for name in sorted(grandchildren):
-                    txn.delete(f"{sub}/{name}")
-                txn.delete(sub)
-            # The version check: a sealed epoch never changes, so a write since the
-            # validation means something is wrong; keep it.
-            txn.delete(path, version=stat.version)
             try:
                 _commit(txn)
                 return True

@@ -403,18 +403,27 @@ class TopicStore(StoreBase):
         except NoNodeError:
             return
         for name in sorted(names):
-            epoch_path = f"{parent}/{name}"
+            with contextlib.suppress(NoNodeError):
+                self._delete_epoch_node(txn, f"{parent}/{name}")
+
+    def _delete_epoch_node(self, txn: Any, epoch_path: str, version: int = -1) -> None:
+        """Add to ``txn`` the deletion of one epoch node, its ``acks`` children first.
+
+        A child gone meanwhile is left out; ``version`` guards the epoch node itself.
+
+        Raises:
+            NoNodeError: The epoch node is gone.
+        """
+        for child in sorted(self._client.get_children(epoch_path)):
+            sub = f"{epoch_path}/{child}"
             try:
-                children = self._client.get_children(epoch_path)
+                grandchildren = self._client.get_children(sub)
             except NoNodeError:
                 continue
-            for child in children:
-                sub = f"{epoch_path}/{child}"
-                with contextlib.suppress(NoNodeError):
-                    for grandchild in self._client.get_children(sub):
-                        txn.delete(f"{sub}/{grandchild}")
-                txn.delete(sub)
-            txn.delete(epoch_path)
+            for name in sorted(grandchildren):
+                txn.delete(f"{sub}/{name}")
+            txn.delete(sub)
+        txn.delete(epoch_path, version=version)
 
     # --- epochs --------------------------------------------------------------------
 
