@@ -153,12 +153,10 @@ class Fetcher:
 
     def take(self, num: int) -> list[Any]:
         """Remove and return up to ``num`` checked records, oldest first (:attr:`taken_last`)."""
-        ready = self.ready
-        if len(ready) <= num:  # nearly always: a batch is taken with the size it was fetched
-            self.taken_last, self._ready_last = self._ready_last, None
-            return ready.take(num)
-        self.taken_last = self._ready_last = None
-        return ready.take(num)
+        # Nearly always all of it: a batch is taken with the size it was fetched.
+        self.taken_last = self._ready_last if len(self.ready) <= num else None
+        self._ready_last = None
+        return self.ready.take(num)
 
     def assignment_changed(self) -> None:
         """Partitions were assigned: the next check asks librdkafka for the assignment."""
