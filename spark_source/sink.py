@@ -83,12 +83,30 @@ def _check_schema(options: SinkOptions, schema: Any) -> None:
             )
 
 
-def _column(batch: Any, name: str) -> list[Any] | None:
+def _column(batch: Any, name: str, as_bytes: bool = False) -> list[Any] | None:
+    """The values of column ``name`` (any case) of an Arrow batch, or ``None`` without it.
+
+    With ``as_bytes`` a string column comes as ``bytes`` (a zero-copy view of the
+    same buffers: the UTF-8 bytes Kafka gets either way, as Spark's Kafka sink casts a
+    string key or value to binary): no ``str`` is decoded only for confluent-kafka to
+    encode it again (about 0.03 us per row for a key and a value).
+    """
     names = [n.lower() for n in batch.schema.names]
     if name not in names:
         return None
-    values: list[Any] = batch.column(names.index(name)).to_pylist()
+    column = batch.column(names.index(name))
+    if as_bytes:
+        binary = _BINARY_OF.get(str(column.type))
+        if binary is not None:
+            import pyarrow as pa
+
+            column = column.view(getattr(pa, binary)())
+    values: list[Any] = column.to_pylist()
     return values
+
+
+_BINARY_OF = {"string": "binary", "large_string": "large_binary"}
+"""Arrow string types and the binary type with the same layout (a view converts)."""
 
 
 class _Pooled:
@@ -200,8 +218,8 @@ def _produce_rows(
 ) -> None:
     """Queue one Arrow batch's rows (the compiled path for ``topic, value, key`` rows)."""
     n = batch.num_rows
-    values = _column(batch, "value") or [None] * n
-    keys = _column(batch, "key") or [None] * n
+    values = _column(batch, "value", as_bytes=True) or [None] * n
+    keys = _column(batch, "key", as_bytes=True) or [None] * n
     partitions = _column(batch, "partition")
     headers = _column(batch, "headers")
     topics = None if options.topic else _column(batch, "topic")

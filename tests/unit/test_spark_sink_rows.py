@@ -77,3 +77,55 @@ def test_columns_of_different_lengths_are_refused() -> None:
     producer = FakeProducer(set())
     with pytest.raises(ValueError, match="2 values but 1 keys"):
         sink._produce_pairs(producer, producer.failures, "t", [b"a", b"b"], [b"k"])
+
+
+class RecordingProducer:
+    """Records every ``produce`` call's topic, value, key and partition."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[Any, ...]] = []
+
+    def produce(
+        self, topic: str, value: Any, key: Any, partition: int = -1, headers: Any = None
+    ) -> None:
+        self.sent.append((topic, value, key, partition))
+
+    def poll(self, _timeout: float) -> int:
+        return 0
+
+
+@pytest.mark.parametrize("kind", ["string", "large_string"])
+@pytest.mark.parametrize("with_partition", [False, True])
+def test_string_keys_and_values_are_sent_as_their_utf8_bytes(
+    kind: str, with_partition: bool
+) -> None:
+    # Spark's Kafka sink writes a string column's UTF-8 bytes; the Arrow view hands
+    # confluent the same bytes without a str in between (non-ASCII and nulls kept).
+    pa = pytest.importorskip("pyarrow")
+    keys = ["k1", "clé", None]
+    values = ["v1", "été", "x" * 100]
+    columns = [pa.array(keys, type=getattr(pa, kind)()), pa.array(values, type=pa.string())]
+    names = ["KEY", "value"]
+    if with_partition:
+        columns.append(pa.array([0, 1, 2], type=pa.int32()))
+        names.append("partition")
+    batch = pa.record_batch(columns, names=names)
+    producer = RecordingProducer()
+    options = sink.SinkOptions(topic="t", producer={})
+    sink._produce_rows(producer, [], options, batch)
+    assert [(v, k) for _t, v, k, _p in producer.sent] == [
+        (b"v1", b"k1"),
+        ("été".encode(), "clé".encode()),
+        (b"x" * 100, None),
+    ]
+    assert all(type(v) is bytes for _t, v, _k, _p in producer.sent)
+
+
+def test_binary_columns_and_other_columns_are_left_as_they_are() -> None:
+    pa = pytest.importorskip("pyarrow")
+    batch = pa.record_batch(
+        [pa.array([b"\xff\x00"], type=pa.binary()), pa.array(["t"])], names=["value", "topic"]
+    )
+    assert sink._column(batch, "value", as_bytes=True) == [b"\xff\x00"]
+    assert sink._column(batch, "topic") == ["t"]
+    assert sink._column(batch, "key", as_bytes=True) is None
