@@ -131,15 +131,19 @@ def _fill(bootstrap: str, topic: str, count: int, layout: Layout | None = None) 
 
 def _read_backlog(
     consumer: Any, topic: str, count: int, num: int, zookeeper: str
-) -> tuple[float, float]:
-    """Read ``count`` records with ``consume(num)``: (records/s, ZooKeeper requests/s).
+) -> tuple[float, float, float]:
+    """Read ``count`` records with ``consume(num)``: records/s, ZooKeeper requests/s, CPU.
 
-    Timed from the first batch (the subscription's start-up is not counted).
+    Timed from the first batch (the subscription's start-up is not counted). The CPU
+    figure is the reading thread's CPU time (``time.thread_time``) per record, in
+    microseconds: what ``consume`` costs the application's thread, librdkafka's work
+    on it included, whatever the other processes on the machine do meanwhile.
     """
     consumer.subscribe([topic])
     got = timed = 0
     started = None
     packets0 = 0
+    cpu0 = 0.0
     deadline = time.monotonic() + 600
     while got < count:
         if time.monotonic() > deadline:
@@ -151,11 +155,17 @@ def _read_backlog(
             if records:  # the rate counts from the end of the first batch
                 started = time.perf_counter()
                 packets0 = zk_packets(zookeeper)
+                cpu0 = time.thread_time()
         else:
             timed += records
     elapsed = time.perf_counter() - (started or time.perf_counter())
+    cpu = time.thread_time() - cpu0
     packets = zk_packets(zookeeper) - packets0
-    return timed / max(elapsed, 1e-9), packets / max(elapsed, 1e-9)
+    return (
+        timed / max(elapsed, 1e-9),
+        packets / max(elapsed, 1e-9),
+        cpu * 1e6 / max(timed, 1),
+    )
 
 
 def consumer_load(
@@ -191,20 +201,33 @@ def consumer_load(
         # The same librdkafka settings for both; None: librdkafka's defaults.
         tuned = {} if backoff is None else {"fetch.queue.backoff.ms": backoff}
         plain_rates, rates, loads = [], [], []
-        for _ in range(args.zk_rounds):
+        plain_cpu, cpu = [], []
+        for round_no in range(args.zk_rounds):
             group = f"scale-zk-{uuid.uuid4().hex[:8]}"
-            plain = Consumer({**base, **tuned, "group.id": group})
-            try:
-                plain_rates.append(_read_backlog(plain, topic, args.zk_records, num, zookeeper)[0])
-            finally:
-                plain.close()
-            ordered = OrderedConsumer({**ordered_cfg, **tuned, "group.id": f"{group}-o"})
-            try:
-                rate, load = _read_backlog(ordered, topic, args.zk_records, num, zookeeper)
-            finally:
-                ordered.close()
-            rates.append(rate)
-            loads.append(load)
+            # Alternately first: the second read of a pair meets what the first left
+            # behind (a closing client, the broker's caches), so neither side always does.
+            for side in ("plain", "ordered") if round_no % 2 == 0 else ("ordered", "plain"):
+                if side == "plain":
+                    plain = Consumer({**base, **tuned, "group.id": group})
+                    try:
+                        rate, _load, used = _read_backlog(
+                            plain, topic, args.zk_records, num, zookeeper
+                        )
+                    finally:
+                        plain.close()
+                    plain_rates.append(rate)
+                    plain_cpu.append(used)
+                else:
+                    ordered = OrderedConsumer({**ordered_cfg, **tuned, "group.id": f"{group}-o"})
+                    try:
+                        rate, load, used = _read_backlog(
+                            ordered, topic, args.zk_records, num, zookeeper
+                        )
+                    finally:
+                        ordered.close()
+                    rates.append(rate)
+                    loads.append(load)
+                    cpu.append(used)
         settings = "defaults" if backoff is None else f"fetch.queue.backoff.ms={backoff}"
         row = {
             "mode": f"backlog, consume({num}), {settings}",
@@ -220,6 +243,15 @@ def consumer_load(
             ),
             "zookeeper_requests_per_s": round(max(loads), 1),
             "zookeeper_requests_per_s_per_round": [round(x, 1) for x in loads],
+            # The reading thread's CPU per record; the ratio is plain's over ours (above
+            # 1: ours needs less), per round, as the rate's ratio.
+            "thread_cpu_us_per_record": round(statistics.median(cpu), 3),
+            "plain_thread_cpu_us_per_record": round(statistics.median(plain_cpu), 3),
+            "cpu_ratio_per_round": [round(p / o, 3) for p, o in zip(plain_cpu, cpu, strict=True)],
+            "cpu_ratio_median_of_rounds": round(
+                statistics.median(p / o for p, o in zip(plain_cpu, cpu, strict=True)), 3
+            ),
+            "first_in_round": ["plain" if i % 2 == 0 else "ordered" for i in range(args.zk_rounds)],
         }
         rows.append(row)
         print(f"  zookeeper load: {row}", flush=True)

@@ -331,6 +331,11 @@ def _backlog_ratios(rows: list[dict[str, Any]]) -> str:
     parts = [
         f"{r['mode'].removeprefix('backlog, ')} "
         f"{r.get('ratio_median_of_rounds', r['ratio_vs_plain'])}"
+        + (
+            f" (CPU per record {r['cpu_ratio_median_of_rounds']})"
+            if "cpu_ratio_median_of_rounds" in r
+            else ""
+        )
         for r in rows
         if r.get("mode", "").startswith("backlog") and "ratio_vs_plain" in r
     ]
