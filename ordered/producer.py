@@ -30,9 +30,7 @@ Compacted topics follow KIP-253 section 9 (:mod:`ordered.compaction`).
 
 from __future__ import annotations
 
-import importlib
 import logging
-import os
 import queue
 import threading
 from collections.abc import Callable
@@ -56,6 +54,7 @@ from coordinator.zk import (
 )
 from linear_hash import Layout
 from ordered.compaction import TOMBSTONE_HEADER, ancestors
+from ordered.compiled import compiled_module
 from ordered.producer_config import ProducerConfig, split_producer_config
 from ordered.producer_leave import ProducerLeave
 from ordered.producer_routes import (
@@ -75,19 +74,7 @@ from ordered.producer_tracking import (
 )
 from ordered.producer_worker import ProducerWorker
 
-
-def _compiled() -> Any | None:
-    if os.environ.get("ORDERED_PURE_PYTHON"):
-        return None  # asked for (tests of the fallback, debugging)
-    try:
-        # By name: the import graph (lint-imports) cannot see a compiled module and
-        # would count this import as one of the whole ``ordered`` package.
-        return importlib.import_module("ordered._fastproduce")
-    except ImportError:  # built without a compiler: the pure-Python send path
-        return None
-
-
-_MODULE = _compiled()
+_MODULE = compiled_module()
 _FAST: type[Any] | None = None if _MODULE is None else _MODULE.FastProduce
 # The compiled twin returns from a success without entering Python code: about 0.07 us
 # of CPU less per delivered record of an untracked send than the Python class.
