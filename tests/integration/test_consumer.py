@@ -284,6 +284,58 @@ def test_misplaced_record_is_a_violation(
     assert (info.value.partition, info.value.offset) == (0, 1)
 
 
+@pytest.mark.parametrize("routes", ["compiled", "memo"])
+def test_fast_audit_finds_a_misplaced_key_in_a_batch_of_two_partitions(
+    routes: str,
+    monkeypatch: pytest.MonkeyPatch,
+    topic_factory: Callable[..., str],
+    group_factory: Callable[[], str],
+    controller: Controller,
+    bootstrap: str,
+    make_consumer: Callable[..., OrderedConsumer],
+) -> None:
+    """The fast path's sample audit over batches holding both partitions, keys never
+    seen before and unkeyed records: the one misplaced key is counted, the rest pass.
+
+    ``compiled``: routes from the C router; ``memo``: from the per-layout memo.
+    """
+    from ordered.consumer import batch as batch_module
+
+    if routes == "compiled" and batch_module._ROUTE is None:
+        pytest.skip("the compiled helpers are not built")
+    if routes == "memo":
+        monkeypatch.setattr(batch_module, "_ROUTE", None)
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    layout = Layout(2, 2, 0)
+    zero, one = keys_for(layout, 0, 300), keys_for(layout, 1, 300)
+    [stray] = keys_for(layout, 0, 1, "stray")
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50})
+    for i in range(300):
+        producer.produce(topic, value=b"v", key=zero[i], partition=0)
+        producer.produce(topic, value=b"v", key=one[i], partition=1)
+        if i % 50 == 0:
+            producer.produce(topic, value=b"unkeyed", partition=i % 2)
+        if i == 150:
+            # A key never seen before, routed to partition 0, written to partition 1.
+            producer.produce(topic, value=b"bad", key=stray, partition=1)
+    assert producer.flush(30) == 0
+    total = 600 + 6 + 1
+    consumer = make_consumer(group_factory(), **{"ordered.audit.every": 1})
+    consumer.assign([TopicPartition(topic, 0, 0), TopicPartition(topic, 1, 0)])
+    got: list[Any] = []
+    mixed = 0
+    deadline = time.monotonic() + 30
+    while len(got) < total and time.monotonic() < deadline:
+        batch = [m for m in consumer.consume(1000, 0.5) if m.error() is None]
+        mixed += len({m.partition() for m in batch}) > 1
+        got += batch
+    assert len(got) == total
+    assert [m.value() for m in got].count(b"bad") == 1
+    assert consumer.violations == 1
+    assert mixed >= 1, "no batch held both partitions: the test did not reach its case"
+
+
 def test_describe_group_shows_what_each_partition_waits_on(
     topic_factory: Callable[..., str],
     group_factory: Callable[[], str],
