@@ -207,24 +207,21 @@ def consumer_load(
             # Alternately first: the second read of a pair meets what the first left
             # behind (a closing client, the broker's caches), so neither side always does.
             for side in ("plain", "ordered") if round_no % 2 == 0 else ("ordered", "plain"):
+                consumer = (
+                    Consumer({**base, **tuned, "group.id": group})
+                    if side == "plain"
+                    else OrderedConsumer({**ordered_cfg, **tuned, "group.id": f"{group}-o"})
+                )
+                try:
+                    rate, load, used = _read_backlog(
+                        consumer, topic, args.zk_records, num, zookeeper
+                    )
+                finally:
+                    consumer.close()
                 if side == "plain":
-                    plain = Consumer({**base, **tuned, "group.id": group})
-                    try:
-                        rate, _load, used = _read_backlog(
-                            plain, topic, args.zk_records, num, zookeeper
-                        )
-                    finally:
-                        plain.close()
                     plain_rates.append(rate)
                     plain_cpu.append(used)
                 else:
-                    ordered = OrderedConsumer({**ordered_cfg, **tuned, "group.id": f"{group}-o"})
-                    try:
-                        rate, load, used = _read_backlog(
-                            ordered, topic, args.zk_records, num, zookeeper
-                        )
-                    finally:
-                        ordered.close()
                     rates.append(rate)
                     loads.append(load)
                     cpu.append(used)
