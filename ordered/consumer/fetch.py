@@ -14,9 +14,11 @@ throughput. This fetch ahead runs while there is a backlog (the last batch fille
 request).
 
 Checks are paced (:meth:`LayoutTracker.check_due_in`): a batch that needs one before
-its slot is *deferred*; the call waits (within its timeout) for the slot, takes what
-librdkafka gathered meanwhile, and sends one check for both, so a consumer that has
-caught up pays at most one check per slot, however fast the records come.
+its slot is *deferred*; the call waits (within its timeout) for the slot, taking into
+the batch what librdkafka fetches meanwhile (so librdkafka's queue stays short and it
+never postpones fetches for a full queue), and sends one check for all of it, so a
+consumer that has caught up pays at most one check per slot, however fast the records
+come.
 
 Records taken from librdkafka but not yet judged (the batch fetched ahead, and what
 ``poll()`` serves one by one) belong to partitions librdkafka considers consumed up to
@@ -48,7 +50,14 @@ from ordered.consumer.ready import ReadyRecords
 
 _log = logging.getLogger(__name__)
 
-__all__ = ["Fetcher"]
+__all__ = ["GATHER_LIMIT", "Fetcher"]
+
+GATHER_LIMIT = 100_000
+"""Most records a deferred batch takes from librdkafka while it waits for its check slot.
+
+librdkafka's own ``queued.min.messages`` default: the records the wait holds in Python
+are at most what librdkafka's queue would have held.
+"""
 
 
 @dataclass(slots=True)
@@ -132,9 +141,10 @@ class Fetcher:
         if pending.deferred:
             wait = self._layouts.check_due_in()
             if wait > timeout:
-                time.sleep(timeout)  # the slot is later than the caller waits: keep it
+                self._gather(pending, num, timeout)  # the slot is later than the caller waits
                 return
-            time.sleep(wait)
+            if not self._gather(pending, num, wait):
+                return
         # Fetch ahead only from a backlog (the batch filled the request): then
         # librdkafka holds more, and taking it now hides the next check's round trip.
         # A consumer that has caught up waits for full batches instead, as a plain
@@ -150,6 +160,47 @@ class Fetcher:
             self.settle()
         if ahead:
             self._pending = self._begin(ahead, moved != self._moved)
+
+    def _gather(self, pending: _Pending, num: int, seconds: float) -> bool:
+        """Wait ``seconds`` for the slot of the deferred ``pending``, taking records meanwhile.
+
+        What librdkafka fetches during the wait joins the batch (``num`` at a time, up to
+        :data:`GATHER_LIMIT` records), instead of piling up in librdkafka's queue: a queue
+        past ``queued.min.messages`` makes librdkafka postpone the next fetches by
+        ``fetch.queue.backoff.ms`` (a second by default), and a live reader that fell
+        that far behind stayed behind. The one check sent at the slot covers all of it
+        (everything taken lies below the high watermarks it notes).
+
+        Returns:
+            ``False`` when a rebalance callback in ``consume`` settled ``pending``: what
+            that call returned is the next pending batch, and this fetch ends.
+        """
+        deadline = time.monotonic() + seconds
+        gathered = False
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            if len(pending.batch) >= GATHER_LIMIT:
+                time.sleep(left)
+                break
+            moved = self._moved
+            more = self._consumer.consume(num, left)
+            if self._pending is not pending:
+                if more:
+                    self._pending = self._begin(more, True)
+                return False
+            if more:
+                pending.batch += more
+                gathered = True
+                if moved != self._moved:
+                    break
+        if gathered:
+            # The positions noted with the batch no longer end it: its last offsets are
+            # read from its records, and the next batch is compared with positions now.
+            pending.last = None
+            self._note_positions(True)
+        return True
 
     def take(self, num: int) -> list[Any]:
         """Remove and return up to ``num`` checked records, oldest first (:attr:`taken_last`)."""

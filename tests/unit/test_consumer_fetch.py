@@ -52,6 +52,8 @@ class FakeConsumer:
             during, self.during = self.during, None
             during()
         batch = self.batches.pop(0) if self.batches else []
+        if not batch and timeout > 0:
+            time.sleep(min(timeout, 0.01))  # as librdkafka: nothing came within the timeout
         self.log.append(f"fetch {[m.offset() for m in batch]}")
         for m in batch:
             self.positions[m.partition()] = m.offset() + 1
@@ -229,21 +231,63 @@ def test_checks_are_paced_and_a_deferred_batch_shares_the_next_check() -> None:
         log.clear()
         fetcher.take(10)
     consumer.high = {0: CHECK_BURST + 1}
-    consumer.batches = [[Msg(0, CHECK_BURST)], [Msg(0, CHECK_BURST + 1)]]
+    first, second, third, n = CHECK_BURST, CHECK_BURST + 1, CHECK_BURST + 2, CHECK_BURST + 1
+    consumer.batches = [[Msg(0, first)], [Msg(0, second)]]
     fetcher.fetch(10, 0.01, single=False)  # the slot is later than the caller waits
-    first, second, n = CHECK_BURST, CHECK_BURST + 1, CHECK_BURST + 1
-    assert log == [f"fetch [{first}]"] and not fetcher.ready
+    # The caller's 0.01 s went by taking what librdkafka had into the deferred batch.
+    assert taken(log) == [f"fetch [{first}]", f"fetch [{second}]"] and not fetcher.ready
     started = time.monotonic()
-    consumer.high = {0: CHECK_BURST + 2}
+    consumer.high = {0: third + 1}
+    consumer.batches = [[Msg(0, third)]]
     fetcher.fetch(10, 1.0, single=False)
-    # Waited for the slot, took what came meanwhile, one check for both.
+    # Waited for the slot, took what came meanwhile, one check for all of it.
     assert time.monotonic() - started >= 0.1
-    assert log == [f"fetch [{first}]", f"fetch [{second}]", f"send {n}", f"wait {n}"]
-    assert [m.offset() for m in fetcher.ready] == [first]
+    assert taken(log) == [
+        f"fetch [{first}]",
+        f"fetch [{second}]",
+        f"fetch [{third}]",
+        f"send {n}",
+        f"wait {n}",
+    ]
+    assert [m.offset() for m in fetcher.ready] == [first, second, third]
+    # The positions noted with the first record no longer end the batch.
+    assert fetcher.take(10) and fetcher.taken_last is None
+    consumer.batches = [[Msg(0, third + 1)]]
+    consumer.high = {0: third + 2}
+    fetcher.fetch(10, 1.0, single=False)
+    assert [m.offset() for m in fetcher.ready] == [third + 1]
+    assert f"send {n + 1}" in log  # above the marks: its own check
+
+
+def taken(log: list[str]) -> list[str]:
+    """The log without the consume calls that returned nothing."""
+    return [line for line in log if line != "fetch []"]
+
+
+def test_a_deferred_batch_stops_gathering_when_a_rebalance_settles_it() -> None:
+    # A revocation inside a consume of the wait settles the deferred batch (dropping the
+    # revoked partition's records); what that consume returned is the next batch.
+    fetcher, consumer, _log = make([], check_rate=10)
+    for i in range(CHECK_BURST):  # use up the burst: the next batch is deferred
+        consumer.high = {0: i + 1}
+        run([[Msg(0, i)]], fetcher, consumer, 10)
+        fetcher.take(10)
+    base = CHECK_BURST
+    consumer.high = {0: base + 2, 1: 2}
+    consumer.batches = [[Msg(0, base), Msg(1, 0)], [Msg(0, base + 1), Msg(1, 1)]]
+    revoked: list[Any] = []
+    fetcher.fetch(10, 0.01, single=False)  # deferred; the wait took the second batch too
+    assert not fetcher.ready
+    consumer.batches = [[Msg(0, base + 2)]]
+    consumer.high = {0: base + 3, 1: 2}
+    consumer.during = lambda: revoked.extend(fetcher.take_partition(("t", 1)))
+    fetcher.fetch(10, 1.0, single=False)
+    assert [(m.partition(), m.offset()) for m in revoked] == [(1, 0), (1, 1)]
+    released = [(m.partition(), m.offset()) for m in fetcher.ready]
+    assert released == [(0, base), (0, base + 1)]
     fetcher.take(10)
     fetcher.fetch(10, 1.0, single=False)
-    assert [m.offset() for m in fetcher.ready] == [second]
-    assert fetcher.skipped == 1 and f"send {n + 1}" not in log
+    assert [(m.partition(), m.offset()) for m in fetcher.ready] == [(0, base + 2)]
 
 
 def test_the_assignment_is_asked_once_and_again_after_it_changed() -> None:
