@@ -277,7 +277,7 @@ class BatchFilter:
                         )
                     )
                 except TypeError:
-                    pass  # an unkeyed record or a non-ASCII str key: the memo's way below
+                    pass  # an unkeyed record (key None): the memo's way below
                 else:
                     return routed == partitions
             memo = shared.memo

@@ -184,8 +184,8 @@ class Fetcher:
             if len(pending.batch) >= GATHER_LIMIT:
                 time.sleep(left)
                 break
-            moved = self._moved
             more = self._consumer.consume(num, left)
+            # A revocation in there (take_partition) always settles the pending batch.
             if self._pending is not pending:
                 if more:
                     self._pending = self._begin(more, True)
@@ -193,8 +193,6 @@ class Fetcher:
             if more:
                 pending.batch += more
                 gathered = True
-                if moved != self._moved:
-                    break
         if gathered:
             # The positions noted with the batch no longer end it: its last offsets are
             # read from its records, and the next batch is compared with positions now.
