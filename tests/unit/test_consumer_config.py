@@ -6,6 +6,7 @@ import pytest
 
 from coordinator.errors import ConfigError
 from ordered.consumer_config import (
+    FETCH_QUEUE_BACKOFF_MS,
     METADATA_REFRESH_MS,
     ConsumerSettings,
     parse_bool,
@@ -22,7 +23,9 @@ def test_defaults_and_stripping() -> None:
         "group.id": "g",
         "enable.auto.offset.store": False,
         "topic.metadata.refresh.interval.ms": METADATA_REFRESH_MS,
+        "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS,
     }
+    assert FETCH_QUEUE_BACKOFF_MS == 10
     assert config.ordered == ConsumerSettings("zk:2181")
     assert config.store_offsets and config.auto_commit and config.group_id == "g"
     assert BASE == {
@@ -39,6 +42,7 @@ def test_every_setting_parsed() -> None:
             "enable.auto.offset.store": "false",
             "enable.auto.commit": False,
             "topic.metadata.refresh.interval.ms": 300000,
+            "fetch.queue.backoff.ms": 1000,
             "ordered.zookeeper.root": "/x/y",
             "ordered.zookeeper.session.timeout.ms": "4000",
             "ordered.violation.policy": "RAISE",
@@ -56,6 +60,7 @@ def test_every_setting_parsed() -> None:
     assert not config.store_offsets and not config.auto_commit
     assert config.group_id == "override"
     assert config.kafka["topic.metadata.refresh.interval.ms"] == 300000
+    assert config.kafka["fetch.queue.backoff.ms"] == 1000  # the user's own value is kept
 
 
 @pytest.mark.parametrize(
