@@ -20,6 +20,9 @@ Curves, each a table of work size against cost:
    keeps up with a producer writing as fast as it can, and while it is idle, against
    what one ZooKeeper server here answers per second (``exists`` from 8 clients, async).
    Goal: <= 20 requests/s per consumer at any throughput, ratio to plain >= 0.9.
+   With ``--only lockstep`` (a diagnostic, not in the default set) the backlog rows are
+   read again in lockstep: one call of each consumer in turn, each timed over its own
+   calls, so both meet the same moments of the machine.
 4. **Gate wait** (``scale_consumer.py``): a lagging group of one consumer reads a
    backlog across an expansion; seconds until the new partition's first record (it
    waits for the source's tail), with the sources favoured and without.
@@ -49,7 +52,7 @@ from typing import Any
 from _common import environment, scratch_root, servers
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from scale_consumer import consumer_load, gate_wait, zk_packets
+from scale_consumer import consumer_load, gate_wait, lockstep, zk_packets
 
 from coordinator.controller import Controller
 from coordinator.history import load_history
@@ -561,6 +564,11 @@ def main(argv: list[str] | None = None) -> int:
         if "zookeeper" in curves:
             print("zookeeper load ...", flush=True)
             results["zookeeper_load"] = consumer_load(
+                bootstrap, zookeeper, root, controller, args, _create_topics
+            )
+        if "lockstep" in curves:  # a diagnostic, only when asked for (--only lockstep)
+            print("consumer lockstep ...", flush=True)
+            results["consumer_lockstep"] = lockstep(
                 bootstrap, zookeeper, root, controller, args, _create_topics
             )
         if "gatewait" in curves:

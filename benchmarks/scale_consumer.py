@@ -30,7 +30,7 @@ from coordinator.zk import close_client, make_client, start_client
 from linear_hash import Layout
 from ordered.consumer import OrderedConsumer
 
-__all__ = ["consumer_load", "gate_wait", "zk_packets", "zookeeper_capacity"]
+__all__ = ["consumer_load", "gate_wait", "lockstep", "zk_packets", "zookeeper_capacity"]
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTITIONS = 4
@@ -70,7 +70,11 @@ With the default, librdkafka postpones a partition's next fetch by a whole secon
 its queue holds ``queued.min.messages``; a consumer faster than the fetches then drains
 the queue and waits. A backlog read's rate is decided by how many of those seconds fall
 into it (runs of 1M records took 1.8 s + k x 0.97 s, k = 1..6, for either consumer), not
-by the consumer's own cost. With 10 ms both read at their own speed.
+by the consumer's own cost. With 10 ms both read at their own speed. It is also the
+ordered consumer's own default (``ordered.consumer_config.FETCH_QUEUE_BACKOFF_MS``), so
+the first set of rows (each client with its defaults) compares a plain consumer with
+librdkafka's second against an ordered one with 10 ms, as a user who swaps one for the
+other gets them.
 """
 
 
@@ -198,7 +202,8 @@ def consumer_load(
     }
     rows: list[dict[str, Any]] = []
     for backoff, num in [(b, n) for b in (None, FAST_BACKOFF_MS) for n in args.zk_batches]:
-        # The same librdkafka settings for both; None: librdkafka's defaults.
+        # None: each client's defaults (the ordered consumer's include 10 ms); else the
+        # same fetch.queue.backoff.ms set for both.
         tuned = {} if backoff is None else {"fetch.queue.backoff.ms": backoff}
         plain_rates, rates, loads = [], [], []
         plain_cpu, cpu = [], []
@@ -225,7 +230,11 @@ def consumer_load(
                     rates.append(rate)
                     loads.append(load)
                     cpu.append(used)
-        settings = "defaults" if backoff is None else f"fetch.queue.backoff.ms={backoff}"
+        settings = (
+            "each client's defaults"
+            if backoff is None
+            else f"fetch.queue.backoff.ms={backoff} for both"
+        )
         row = {
             "mode": f"backlog, consume({num}), {settings}",
             "fetch_queue_backoff_ms": backoff,
@@ -285,6 +294,124 @@ def consumer_load(
         # A 3-node ensemble serves reads from every node and writes through the leader;
         # consumers only read, so reads scale with the nodes (at ~70% target load).
         "consumers_per_3_node_ensemble_at_full_speed": int(3 * 0.7 * capacity / max(full, 1.0)),
+    }
+
+
+def _lockstep_round(
+    consumers: dict[str, Any], topic: str, count: int, num: int
+) -> dict[str, dict[str, float]]:
+    """Both consumers read ``count`` records, one ``consume(num)`` each in turn.
+
+    Each side is timed over its own calls only (wall and thread CPU, from its first
+    batch on), so both meet the same moments of the machine; which side calls first
+    alternates from call to call.
+    """
+    for consumer in consumers.values():
+        consumer.subscribe([topic])
+    got = dict.fromkeys(consumers, 0)
+    timed = dict.fromkeys(consumers, 0)
+    wall = dict.fromkeys(consumers, 0.0)
+    cpu = dict.fromkeys(consumers, 0.0)
+    deadline = time.monotonic() + 600
+    turn = 0
+    while min(got.values()) < count:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"read {got} of {count} records")
+        turn += 1
+        order = list(consumers) if turn % 2 else list(reversed(consumers))
+        for side in order:
+            if got[side] >= count:
+                continue
+            w0, c0 = time.perf_counter(), time.thread_time()
+            batch = consumers[side].consume(num, 1.0)
+            records = sum(1 for m in batch if m.error() is None)
+            if got[side]:  # from the end of the first batch, as _read_backlog
+                wall[side] += time.perf_counter() - w0
+                cpu[side] += time.thread_time() - c0
+                timed[side] += records
+            got[side] += records
+    return {
+        side: {
+            "records_per_s": timed[side] / max(wall[side], 1e-9),
+            "thread_cpu_us_per_record": cpu[side] * 1e6 / max(timed[side], 1),
+        }
+        for side in consumers
+    }
+
+
+def lockstep(
+    bootstrap: str,
+    zookeeper: str,
+    root: str,
+    controller: Controller,
+    args: argparse.Namespace,
+    create_topics: Callable[[str, list[str], int], None],
+) -> dict[str, Any]:
+    """The backlog rows read in lockstep: each consumer's rate over its own calls.
+
+    A diagnostic beside :func:`consumer_load` (``bench_scale.py --only lockstep``): read
+    alone, a pair's ratio moves by up to 0.15 from round to round here; in lockstep the
+    machine's moments are shared, and what is left is each consumer's own cost per
+    call (``docs/consumer.md``, "What a batch costs").
+    """
+    topic = f"scale-ls-{uuid.uuid4().hex[:6]}"
+    create_topics(bootstrap, [topic], PARTITIONS)
+    controller.adopt(topic)
+    _fill(bootstrap, topic, args.zk_records)
+    base = {
+        "bootstrap.servers": bootstrap,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "fetch.queue.backoff.ms": FAST_BACKOFF_MS,
+    }
+    rows = []
+    for num in args.zk_batches:
+        rounds = []
+        for _ in range(args.zk_rounds):
+            group = f"scale-ls-{uuid.uuid4().hex[:8]}"
+            consumers: dict[str, Any] = {
+                "plain": Consumer({**base, "group.id": group}),
+                "ordered": OrderedConsumer(
+                    {
+                        **base,
+                        "group.id": f"{group}-o",
+                        "ordered.zookeeper.connect": zookeeper,
+                        "ordered.zookeeper.root": root,
+                    }
+                ),
+            }
+            try:
+                rounds.append(_lockstep_round(consumers, topic, args.zk_records, num))
+            finally:
+                for consumer in consumers.values():
+                    consumer.close()
+        ratios = [r["ordered"]["records_per_s"] / r["plain"]["records_per_s"] for r in rounds]
+        cpu = [
+            r["plain"]["thread_cpu_us_per_record"] / r["ordered"]["thread_cpu_us_per_record"]
+            for r in rounds
+        ]
+        row = {
+            "mode": f"lockstep, consume({num}), fetch.queue.backoff.ms={FAST_BACKOFF_MS} for both",
+            "ratio_per_round": [round(x, 3) for x in ratios],
+            "ratio_median_of_rounds": round(statistics.median(ratios), 3),
+            "cpu_ratio_per_round": [round(x, 3) for x in cpu],
+            "records_per_s": {
+                side: round(statistics.median(r[side]["records_per_s"] for r in rounds))
+                for side in ("plain", "ordered")
+            },
+            "thread_cpu_us_per_record": {
+                side: round(
+                    statistics.median(r[side]["thread_cpu_us_per_record"] for r in rounds), 3
+                )
+                for side in ("plain", "ordered")
+            },
+        }
+        rows.append(row)
+        print(f"  lockstep: {row}", flush=True)
+    return {
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "records": args.zk_records,
+        "rows": rows,
     }
 
 
