@@ -133,6 +133,33 @@ def _fill(bootstrap: str, topic: str, count: int, layout: Layout | None = None) 
         raise RuntimeError("fill did not complete")
 
 
+def _backlog(
+    bootstrap: str,
+    zookeeper: str,
+    root: str,
+    controller: Controller,
+    args: argparse.Namespace,
+    create_topics: Callable[[str, list[str], int], None],
+    prefix: str,
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """An adopted topic holding ``args.zk_records``; a plain and an ordered configuration."""
+    topic = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    create_topics(bootstrap, [topic], PARTITIONS)
+    controller.adopt(topic)
+    _fill(bootstrap, topic, args.zk_records)
+    base = {
+        "bootstrap.servers": bootstrap,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+    }
+    ordered_cfg = {
+        **base,
+        "ordered.zookeeper.connect": zookeeper,
+        "ordered.zookeeper.root": root,
+    }
+    return topic, base, ordered_cfg
+
+
 def _read_backlog(
     consumer: Any, topic: str, count: int, num: int, zookeeper: str
 ) -> tuple[float, float, float]:
@@ -186,20 +213,9 @@ def consumer_load(
     consumer's rate in the same run alongside), a consumer that keeps up with a
     producer writing as fast as it can, and an idle consumer.
     """
-    topic = f"scale-zk-{uuid.uuid4().hex[:6]}"
-    create_topics(bootstrap, [topic], PARTITIONS)
-    controller.adopt(topic)
-    _fill(bootstrap, topic, args.zk_records)
-    base = {
-        "bootstrap.servers": bootstrap,
-        "auto.offset.reset": "earliest",
-        "enable.auto.commit": False,
-    }
-    ordered_cfg = {
-        **base,
-        "ordered.zookeeper.connect": zookeeper,
-        "ordered.zookeeper.root": root,
-    }
+    topic, base, ordered_cfg = _backlog(
+        bootstrap, zookeeper, root, controller, args, create_topics, "scale-zk"
+    )
     rows: list[dict[str, Any]] = []
     for backoff, num in [(b, n) for b in (None, FAST_BACKOFF_MS) for n in args.zk_batches]:
         # None: each client's defaults (the ordered consumer's include 10 ms); else the
@@ -354,31 +370,18 @@ def lockstep(
     machine's moments are shared, and what is left is each consumer's own cost per
     call (``docs/consumer.md``, "What a batch costs").
     """
-    topic = f"scale-ls-{uuid.uuid4().hex[:6]}"
-    create_topics(bootstrap, [topic], PARTITIONS)
-    controller.adopt(topic)
-    _fill(bootstrap, topic, args.zk_records)
-    base = {
-        "bootstrap.servers": bootstrap,
-        "auto.offset.reset": "earliest",
-        "enable.auto.commit": False,
-        "fetch.queue.backoff.ms": FAST_BACKOFF_MS,
-    }
+    topic, base, ordered_cfg = _backlog(
+        bootstrap, zookeeper, root, controller, args, create_topics, "scale-ls"
+    )
+    tuned = {"fetch.queue.backoff.ms": FAST_BACKOFF_MS}
     rows = []
     for num in args.zk_batches:
         rounds = []
         for _ in range(args.zk_rounds):
             group = f"scale-ls-{uuid.uuid4().hex[:8]}"
             consumers: dict[str, Any] = {
-                "plain": Consumer({**base, "group.id": group}),
-                "ordered": OrderedConsumer(
-                    {
-                        **base,
-                        "group.id": f"{group}-o",
-                        "ordered.zookeeper.connect": zookeeper,
-                        "ordered.zookeeper.root": root,
-                    }
-                ),
+                "plain": Consumer({**base, **tuned, "group.id": group}),
+                "ordered": OrderedConsumer({**ordered_cfg, **tuned, "group.id": f"{group}-o"}),
             }
             try:
                 rounds.append(_lockstep_round(consumers, topic, args.zk_records, num))
