@@ -29,6 +29,7 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 from kazoo.protocol.serialization import Auth
+from kazoo.protocol.states import KeeperState
 
 from coordinator.errors import RecordCorruptError, StoreAuthError
 from coordinator.store.records import AclPolicyRecord
@@ -173,6 +174,10 @@ class AuthClient(KazooClient):  # type: ignore[misc]
         except (ConnectionClosedError, SessionExpiredError):
             return  # the client is closing: nothing to follow any more
         except Exception as exc:  # a watch callback must not raise
+            if self.client_state == KeeperState.CLOSED:
+                # stop() fails the pending read with ConnectionLoss: the client is
+                # closing, not losing the policy (and logging may already be shut).
+                return
             _log.warning(
                 "cannot re-read the ACL policy at %s: %s", path, str(exc) or type(exc).__name__
             )
