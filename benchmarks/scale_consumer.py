@@ -29,6 +29,7 @@ from coordinator.history import load_history
 from coordinator.zk import close_client, make_client, start_client
 from linear_hash import Layout
 from ordered.consumer import OrderedConsumer
+from ordered.consumer_config import FETCH_QUEUE_BACKOFF_MS
 
 __all__ = ["consumer_load", "gate_wait", "lockstep", "zk_packets", "zookeeper_capacity"]
 
@@ -63,14 +64,14 @@ print(n, flush=True)
 """
 
 
-FAST_BACKOFF_MS = 10
+FAST_BACKOFF_MS = FETCH_QUEUE_BACKOFF_MS  # 10
 """``fetch.queue.backoff.ms`` of the second set of backlog rows (librdkafka's default: 1000).
 
 With the default, librdkafka postpones a partition's next fetch by a whole second once
 its queue holds ``queued.min.messages``; a consumer faster than the fetches then drains
 the queue and waits. A backlog read's rate is decided by how many of those seconds fall
 into it (runs of 1M records took 1.8 s + k x 0.97 s, k = 1..6, for either consumer), not
-by the consumer's own cost. With 10 ms both read at their own speed. It is also the
+by the consumer's own cost. With 10 ms both read at their own speed. It is the
 ordered consumer's own default (``ordered.consumer_config.FETCH_QUEUE_BACKOFF_MS``), so
 the first set of rows (each client with its defaults) compares a plain consumer with
 librdkafka's second against an ordered one with 10 ms, as a user who swaps one for the

@@ -167,8 +167,9 @@ class Fetcher:
         What librdkafka fetches during the wait joins the batch (``num`` at a time, up to
         :data:`GATHER_LIMIT` records), instead of piling up in librdkafka's queue: a queue
         past ``queued.min.messages`` makes librdkafka postpone the next fetches by
-        ``fetch.queue.backoff.ms`` (a second by default), and a live reader that fell
-        that far behind stayed behind. The one check sent at the slot covers all of it
+        ``fetch.queue.backoff.ms`` (librdkafka's default a second; the ordered
+        consumer's 10 ms unless set), and with a second a live reader that fell that
+        far behind stayed behind. The one check sent at the slot covers all of it
         (everything taken lies below the high watermarks it notes).
 
         Returns:
