@@ -28,6 +28,7 @@ __all__ = [
     "StoreAuthError",
     "StoreError",
     "StoreUnavailableError",
+    "SwitchDrainingError",
     "TopicIdMismatchError",
     "TransitionInProgressError",
     "TrimError",
@@ -100,6 +101,17 @@ class LayoutUnavailableError(OrderedError, BufferError):
     the layout), and for the first record to a topic while ZooKeeper is unreachable.
     It is a ``BufferError``, so the usual ``except BufferError: poll(); retry`` loop of
     confluent-kafka producers waits it out.
+    """
+
+
+class SwitchDrainingError(OrderedError, BufferError):
+    """The producer cannot take a record now: a route switch waits for older records.
+
+    Raised by ``OrderedProducer.produce`` with ``ordered.switch.mode=pause`` while an
+    epoch this producer switched to waits for its records sent before the switch to be
+    delivered (usually milliseconds). It is a ``BufferError``: the usual
+    ``except BufferError: poll(); retry`` loop serves the delivery reports, and the
+    record is taken once the older ones are all delivered.
     """
 
 

@@ -40,9 +40,7 @@ import confluent_kafka
 from kazoo.client import KazooClient
 
 from coordinator import identity
-from coordinator.errors import (
-    LayoutUnavailableError,
-)
+from coordinator.errors import LayoutUnavailableError, SwitchDrainingError
 from coordinator.hooks import ProducerEvents
 from coordinator.store import LayoutStore, TopicRecord
 from coordinator.topic_ids import TopicIds
@@ -120,9 +118,15 @@ class OrderedProducer(ProducerTopics, ProducerLeave):
     before the switch are untracked; later ones carry a counting delivery callback until
     the ack, which is written by the worker thread once every untracked record is
     delivered (checked after ``poll``/``flush`` return, and by the worker when the
-    producer is idle). Like any confluent producer it must be polled: delivery reports
-    that are never served keep ``len(producer)`` above zero, so such a producer never
-    acks and the controller waits for it.
+    producer is idle). With ``ordered.switch.mode=pause`` nothing is tracked: until the
+    records produced before the switch are delivered, ``produce`` raises
+    :class:`~coordinator.errors.SwitchDrainingError` (a ``BufferError``: poll and
+    retry), and ``delivery.report.only.error`` is left to confluent, which then drops
+    each success before building a ``Message`` for it (in track mode the wrapper
+    emulates that setting, since tracked records need their successes). Like any
+    confluent producer it must be polled: delivery reports that are never served keep
+    ``len(producer)`` above zero, so such a producer never acks and the controller waits
+    for it.
 
     Leaving: :meth:`close`, ``with``, and a normal interpreter exit (for a producer
     never closed) flush, ack every pending epoch and unregister, so the barrier never
@@ -149,9 +153,13 @@ class OrderedProducer(ProducerTopics, ProducerLeave):
         settings = split.ordered
         self._split = split
         self._only_error = split.only_error
+        # Pause mode never tracks a record, so confluent's own only-error filter is
+        # safe there (split_producer_config passed it on); track mode emulates it.
+        self._pause = settings.switch_mode == "pause"
+        self._emulate = self._only_error and not self._pause
         kafka = dict(split.kafka)
         self._default_cb: DeliveryCallback | None = kafka.get("on_delivery")
-        if self._only_error and self._default_cb is not None:
+        if self._emulate and self._default_cb is not None:
             kafka["on_delivery"] = _ONLY_ERROR(self._default_cb)
         self.producer_id = identity.producer_id()
         self.tombstone_copies = 0
@@ -173,7 +181,7 @@ class OrderedProducer(ProducerTopics, ProducerLeave):
         # Topics whose node does not exist and that ACLs keep this producer from
         # creating: routed plain, registered by the worker once the node appears.
         self._unregistered: set[str] = set()
-        self._direct = not self._only_error
+        self._direct = not self._emulate
         self._closed = False
 
         session_s = settings.zookeeper_session_timeout_ms / 1000.0
@@ -292,10 +300,20 @@ class OrderedProducer(ProducerTopics, ProducerLeave):
             else:
                 self._rd_produce(topic, value, key, partition, user, None, timestamp, headers)
             return
+        if self._pause and self._tracker.tracking:
+            # Served here too, not only by poll(): a caller retrying after the error
+            # may poll on another thread (or the reports may all be served already).
+            self._check_drained(idle_only=True)
         # The lock fences the route switch (docs/protocol.md); acquire/release bound
         # once: a ``with`` block costs ~100 ns more per record.
         self._acquire()
         try:
+            if self._pause and self._tracker.tracking:
+                raise SwitchDrainingError(
+                    f"cannot produce to {topic} now: a route switch waits for this "
+                    "producer's older records to be delivered (ordered.switch.mode="
+                    "pause); poll() and retry"
+                )
             route = self._routes[topic]
             if partition == -1:
                 place = route.place
@@ -328,7 +346,7 @@ class OrderedProducer(ProducerTopics, ProducerLeave):
                     headers=headers,
                 )
                 tracker.sent(generation)
-            elif user is not None and self._only_error:
+            elif user is not None and self._emulate:
                 self._rd_produce(
                     topic,
                     value,
@@ -347,7 +365,7 @@ class OrderedProducer(ProducerTopics, ProducerLeave):
             self._release()
 
     def _tracked(self, generation: int, user: DeliveryCallback | None) -> Tracked:
-        return Tracked(self._on_tracked, generation, user, self._only_error)
+        return Tracked(self._on_tracked, generation, user, self._emulate)
 
     def _send_copies(self, route: Route, topic: str, key: Any, partition: int, ts: int) -> None:
         """KIP-253 section 9: a marked tombstone of ``key`` in each ancestor (under the lock).

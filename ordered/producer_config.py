@@ -8,9 +8,9 @@ key is removed before the dict reaches librdkafka; an undocumented one is a
 
 Three librdkafka settings are changed (see :class:`ProducerConfig`):
 ``enable.idempotence`` is forced on, ``delivery.report.only.error`` is emulated by the
-wrapper, and ``delivery.timeout.ms`` defaults to :data:`DEFAULT_DELIVERY_TIMEOUT_MS`
-instead of librdkafka's 300000, because it is what a crashed producer costs an
-expansion (see the constant).
+wrapper (unless ``ordered.switch.mode=pause``), and ``delivery.timeout.ms`` defaults
+to :data:`DEFAULT_DELIVERY_TIMEOUT_MS` instead of librdkafka's 300000, because it is
+what a crashed producer costs an expansion (see the constant).
 """
 
 from __future__ import annotations
@@ -65,6 +65,8 @@ class ProducerSettings:
         hooks: ``ordered.hooks``: objects that receive the producer's events
             (:mod:`coordinator.hooks`).
         zookeeper_auth: ``ordered.zookeeper.auth`` (its ``repr`` hides the password).
+        switch_mode: ``ordered.switch.mode``: ``track`` or ``pause`` (what the send
+            path does while a route switch drains; see :class:`~ordered.OrderedProducer`).
     """
 
     zookeeper_connect: str = setting_field("zookeeper_connect")
@@ -74,6 +76,7 @@ class ProducerSettings:
     epoch_header_name: str = setting_field("epoch_header_name")
     hooks: tuple[object, ...] = setting_field("hooks")
     zookeeper_auth: ZkAuth = setting_field("zookeeper_auth")
+    switch_mode: str = setting_field("switch_mode")
 
     @classmethod
     def from_mapping(cls, settings: Mapping[str, Any]) -> ProducerSettings:
@@ -95,7 +98,9 @@ class ProducerConfig:
             unchanged, ``enable.idempotence`` forced to ``True``,
             ``delivery.timeout.ms`` defaulted to :data:`DEFAULT_DELIVERY_TIMEOUT_MS`,
             and ``delivery.report.only.error`` removed (the wrapper emulates it, see
-            ``only_error``).
+            ``only_error``), except with ``ordered.switch.mode=pause``, where it is
+            passed on as a bool (no record is tracked, so confluent's own filter is
+            safe).
         ordered: The parsed ``ordered.*`` settings.
         delivery_timeout_ms: ``delivery.timeout.ms`` (or its alias
             ``message.timeout.ms``) in force: how long an undelivered record can still
@@ -151,6 +156,11 @@ def split_producer_config(
     only_error = parse_bool(
         "delivery.report.only.error", kafka.pop("delivery.report.only.error", False)
     )
+    if only_error and settings.switch_mode == "pause":
+        # Nothing is tracked in pause mode: confluent may drop the successes before any
+        # Python object is built for them (its filter also drops tracked successes,
+        # which is why track mode emulates it instead).
+        kafka["delivery.report.only.error"] = True
     if "delivery.timeout.ms" in kafka:
         timeout_key = "delivery.timeout.ms"
     elif "message.timeout.ms" in kafka:

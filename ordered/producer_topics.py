@@ -71,6 +71,8 @@ class ProducerFields:
     _unregistered: set[str]
     _direct: bool
     _only_error: bool
+    _emulate: bool
+    _pause: bool
     _closed: bool
     _kz: KazooClient
     _store: LayoutStore
@@ -253,7 +255,7 @@ class ProducerTopics(ProducerFields):
         tracker = self._tracker
         if not self._table.switches and tracker.tracking:
             tracker.stop()
-        self._direct = not tracker.tracking and not self._only_error
+        self._direct = not tracker.tracking and not self._emulate
         self._table.enable_fast(not tracker.tracking and self._session.usable and not self._closed)
 
     # --- the barrier: tracking, drain, ack --------------------------------------------

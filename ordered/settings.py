@@ -33,6 +33,7 @@ __all__ = [
     "COMMIT_MODES",
     "ORDERED_PREFIX",
     "SETTINGS",
+    "SWITCH_MODES",
     "VIOLATION_POLICIES",
     "Role",
     "Setting",
@@ -57,6 +58,9 @@ VIOLATION_POLICIES: Final = ("log", "raise")
 
 COMMIT_MODES: Final = ("auto", "application")
 """Valid values of ``ordered.commit.mode``."""
+
+SWITCH_MODES: Final = ("track", "pause")
+"""Valid values of ``ordered.switch.mode``."""
 
 _TRUE: Final = frozenset({"true", "t", "1"})
 _FALSE: Final = frozenset({"false", "f", "0"})
@@ -155,6 +159,13 @@ def _commit_mode(key: str, value: Any) -> str:
     return mode
 
 
+def _switch_mode(key: str, value: Any) -> str:
+    mode = parse_str(key, value).lower()
+    if mode not in SWITCH_MODES:
+        raise ConfigError(f"{key}: expected one of {', '.join(SWITCH_MODES)}, got {value!r}")
+    return mode
+
+
 def _zk_auth(key: str, value: Any) -> ZkAuth:
     return ZkAuth.parse(value, key)
 
@@ -228,6 +239,17 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         parse_bool,
         "add the layout epoch header to every routed record (an opt-in audit aid; "
         "the producer benchmark ran at about 0.4 of the default's throughput with it)",
+        Role.PRODUCER,
+    ),
+    Setting(
+        "ordered.switch.mode",
+        "switch_mode",
+        "track",
+        _switch_mode,
+        "while a route switch waits for this producer's older records: track (records "
+        "are sent at once, each with a delivery report the barrier counts) or pause "
+        "(produce raises BufferError until they are delivered: poll() and retry; "
+        "delivery.report.only.error is then confluent's own, successes cost nothing)",
         Role.PRODUCER,
     ),
     Setting(

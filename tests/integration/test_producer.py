@@ -21,7 +21,14 @@ from coordinator.store import LayoutStore
 from coordinator.store import paths as store_paths
 from coordinator.zk import close_client
 from linear_hash import Layout, partition_for
-from ordered import ConfigError, LayoutUnavailableError, OrderedError, OrderedProducer, TopicState
+from ordered import (
+    ConfigError,
+    LayoutUnavailableError,
+    OrderedError,
+    OrderedProducer,
+    SwitchDrainingError,
+    TopicState,
+)
 from ordered.compaction import TOMBSTONE_HEADER
 from ordered.consumer import OrderedConsumer
 from ordered.hooks import PrometheusHooks
@@ -496,15 +503,77 @@ def test_only_error_reports_are_emulated_and_do_not_stall_the_barrier(
     assert len(own_reports) == 1 and own_reports[0] is not None
 
 
-@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
+def test_pause_mode_refuses_records_until_the_switch_drains_and_tracks_none(
+    make_producer: Callable[..., OrderedProducer],
+    topic_factory: Callable[..., str],
+    controller: Controller,
+) -> None:
+    """``ordered.switch.mode=pause``: a BufferError until the older records are delivered.
+
+    confluent's own ``delivery.report.only.error`` drops every success report, tracked
+    ones too: a tracked record would never be counted done and the switch never acked
+    (the expansion below would time out).
+    """
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    reports: list[Any] = []
+    producer = make_producer(
+        **{
+            "delivery.report.only.error": True,
+            "ordered.switch.mode": "pause",
+            "on_delivery": lambda err, msg: reports.append(err),
+        }
+    )
+    for i in range(200):
+        producer.produce(topic, b"old", key=f"k{i}")
+    # Not polled: the reports of these records stay unserved, so they are pending
+    # (len > 0) when the producer switches.
+    assert len(producer) > 0
+    expansion = run_in_background(controller.expand, topic, 3, timeout=30)
+    wait_until(
+        lambda: producer.topic_state(topic) is TopicState.SWITCHING,
+        what="the producer to switch to the pending epoch",
+    )
+    with pytest.raises(SwitchDrainingError, match="poll\\(\\) and retry") as raised:
+        producer.produce(topic, b"new", key="k1")
+    assert isinstance(raised.value, BufferError)
+    assert len(producer) > 0 and producer._tracker.total == 0
+    # The usual retry loop: poll serves the reports, the drain ends, the record goes.
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            producer.produce(topic, b"new", key="k1")
+            break
+        except BufferError:
+            assert time.monotonic() < deadline, "the switch never drained"
+            producer.poll(0.05)
+    result = expansion.join(30)
+    assert result.expired == {} and producer.producer_id in result.producers
+    assert producer.flush(10) == 0
+    assert producer._tracker.total == 0 and not producer._tracker.tracking
+    assert reports == []  # only failures are reported: there were none
+    layout = producer.layout(topic)
+    assert layout is not None and layout.active == 3
+
+
+@pytest.mark.parametrize(
+    ("compiled", "mode"),
+    [(True, "track"), (False, "track"), (True, "pause")],
+    ids=["compiled", "python", "pause"],
+)
 def test_only_error_default_callback_gets_every_failure_and_no_success(
     make_producer: Callable[..., OrderedProducer],
     topic_factory: Callable[..., str],
     controller: Controller,
     monkeypatch: pytest.MonkeyPatch,
     compiled: bool,
+    mode: str,
 ) -> None:
-    """Untracked records: the default callback sees each failure once, never a success."""
+    """Untracked records: the default callback sees each failure once, never a success.
+
+    Track mode emulates the setting (the compiled or the Python filter); pause mode
+    leaves it to confluent.
+    """
     import ordered.producer as producer_module
     from ordered.producer_tracking import OnlyError
 
@@ -520,9 +589,11 @@ def test_only_error_default_callback_gets_every_failure_and_no_success(
     producer = make_producer(
         **{
             "delivery.report.only.error": True,
+            "ordered.switch.mode": mode,
             "on_delivery": lambda err, msg: reports.append((err, msg.value())),
         }
     )
+    assert producer._emulate is (mode == "track")
     for i in range(500):
         producer.produce(topic, b"ok", f"k{i}")
     assert producer.flush(20) == 0

@@ -48,6 +48,7 @@ def test_defaults() -> None:
     assert split.kafka["delivery.timeout.ms"] == DEFAULT_DELIVERY_TIMEOUT_MS
     assert split.only_error is False
     assert split.client_id == ""
+    assert split.ordered.switch_mode == "track"
 
 
 def test_every_documented_key_is_accepted() -> None:
@@ -59,12 +60,13 @@ def test_every_documented_key_is_accepted() -> None:
         "ordered.epoch.header.name": "e",
         "ordered.hooks": [_SwitchHook()],
         "ordered.zookeeper.auth": "digest:u:secret",
+        "ordered.switch.mode": "Pause",
     }
     assert set(values) == set(ORDERED_KEYS)
     settings = split_producer_config(values).ordered
     hooks = tuple(values["ordered.hooks"])
     assert settings == OrderedSettings(
-        "zk:2181", "/x/y", 2000, False, "e", hooks, ZkAuth("digest", "u", "secret")
+        "zk:2181", "/x/y", 2000, False, "e", hooks, ZkAuth("digest", "u", "secret"), "pause"
     )
     assert "secret" not in repr(settings)
 
@@ -148,6 +150,20 @@ def test_only_error_is_taken_out_for_emulation() -> None:
     split = split_producer_config(dict(BASE, **{"delivery.report.only.error": "true"}))
     assert split.only_error is True
     assert "delivery.report.only.error" not in split.kafka
+
+
+def test_only_error_is_passed_on_as_a_bool_in_pause_mode() -> None:
+    config = dict(BASE, **{"delivery.report.only.error": "true", "ordered.switch.mode": "pause"})
+    split = split_producer_config(config)
+    assert split.only_error is True
+    assert split.kafka["delivery.report.only.error"] is True  # confluent wants a bool
+    off = dict(config, **{"delivery.report.only.error": "false"})
+    assert "delivery.report.only.error" not in split_producer_config(off).kafka
+
+
+def test_switch_mode_is_checked() -> None:
+    with pytest.raises(ConfigError, match=r"ordered.switch.mode: expected one of track, pause"):
+        split_producer_config(dict(BASE, **{"ordered.switch.mode": "wait"}))
 
 
 def test_kwargs_override_config() -> None:

@@ -101,3 +101,4 @@ def test_a_view_that_drifts_from_the_table_fails_when_declared() -> None:
             epoch_header_name: str = "h"
             hooks: tuple[object, ...] = ()
             zookeeper_auth: object = None
+            switch_mode: str = "track"
