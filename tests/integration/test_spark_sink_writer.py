@@ -2,8 +2,9 @@
 
 What a Spark task hands the sink (string ``key``/``value`` columns in Arrow record
 batches), against the real Kafka and ZooKeeper: every row lands where the layout puts
-it, a delivery failure fails the task with the Kafka error named, and the pooled
-producer reports failures only (its successes never reach Python code).
+it, a delivery failure fails the task with the Kafka error named, the pooled
+producer reports failures only (its successes never reach Python code), and a write
+goes on through an expansion (its producer pauses while the switch drains).
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from fixtures import consume_all
+from fixtures import consume_all, run_in_background
+from helpers import drain, wait_until
 
 from coordinator.controller import Controller
 from coordinator.errors import OrderedKafkaError
 from linear_hash import partition_for
+from ordered import TopicState
 
 pa = pytest.importorskip("pyarrow")
 sink = pytest.importorskip("spark_source.sink")
@@ -83,3 +86,63 @@ def test_a_failed_row_fails_the_task_naming_the_kafka_error(
     with pytest.raises(OrderedKafkaError, match="was not delivered") as info:
         sink.write_batches(config, batches(50))
     assert "_MSG_TIMED_OUT" in str(info.value) or "UNKNOWN_TOPIC" in str(info.value)
+
+
+def test_a_write_goes_on_through_an_expansion_in_pause_mode(
+    options: Callable[..., SinkOptions],
+    topic_factory: Callable[..., str],
+    controller: Controller,
+    make_consumer: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The epoch switches mid-write: the sink's producer pauses, then every row lands once.
+
+    Rows are read back with an ``OrderedConsumer``: each key's values in write order.
+    """
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    config = options(topic)
+    refused: list[BaseException] = []
+    writers: list[Any] = []
+    produce_pairs = sink._produce_pairs
+
+    def counting(producer: Any, *args: Any) -> None:
+        # The sink's producer, seen at its first batch: count its pause refusals.
+        if not writers:
+            writers.append(producer)
+            original = producer.produce
+
+            def produce(*a: Any, **k: Any) -> None:
+                try:
+                    original(*a, **k)
+                except BufferError as exc:
+                    refused.append(exc)
+                    raise
+
+            producer.produce = produce
+        produce_pairs(producer, *args)
+
+    monkeypatch.setattr(sink, "_produce_pairs", counting)
+    expansion: list[Any] = []
+
+    def rows() -> Iterator[Any]:
+        for number, batch in enumerate(batches(6000, size=500)):
+            if number == 4:
+                # Switch while rows are pending: the next batch meets the drain.
+                expansion.append(run_in_background(controller.expand, topic, 3, timeout=60))
+                wait_until(lambda: writers[0].topic_state(topic) is TopicState.SWITCHING)
+            yield batch
+
+    assert sink.write_batches(config, rows()) == 6000
+    result = expansion[0].join(60)
+    assert result.expired == {}
+    assert refused and all(type(e).__name__ == "SwitchDrainingError" for e in refused)
+    consumer = make_consumer(f"g-{topic}")
+    consumer.subscribe([topic])
+    records = drain(consumer, 60, until=6000)
+    values: dict[bytes, list[int]] = {}
+    for msg in records:
+        values.setdefault(msg.key(), []).append(int(msg.value()[1:]))
+    assert sorted(v for vs in values.values() for v in vs) == list(range(6000))
+    for key, seen in values.items():
+        assert seen == sorted(seen), key
