@@ -4,8 +4,10 @@ Several threads produce keyed records with the default configuration (header off
 the compiled send path when it is built) while the topic grows twice. Afterwards every
 record of a key that moved away from a giving partition must lie below that
 partition's sealed boundary: a record routed by the old layout and queued after the
-drain check would lie above it. Runs with the compiled path and with the pure-Python
-fallback (``ordered.producer._FAST = None``).
+drain check would lie above it. Runs with the compiled path, with the pure-Python
+fallback (``ordered.producer._FAST = None``), and in pause mode
+(``ordered.switch.mode=pause``, compiled path, ``delivery.report.only.error``: the
+senders wait out each drain through their ``BufferError`` retry).
 """
 
 from __future__ import annotations
@@ -21,15 +23,15 @@ from helpers import create_topic, unique
 from coordinator.controller import Controller
 from coordinator.store import LayoutStore
 from linear_hash import Layout
-from ordered import OrderedProducer
+from ordered import OrderedProducer, SwitchDrainingError
 from ordered import producer as producer_module
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 
-@pytest.fixture(params=["compiled", "python"])
+@pytest.fixture(params=["compiled", "python", "pause"])
 def send_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    if request.param == "compiled":
+    if request.param in ("compiled", "pause"):
         if not producer_module.COMPILED:
             pytest.skip("ordered._fastproduce is not built")
     else:
@@ -48,10 +50,14 @@ def test_no_old_layout_record_past_the_boundary(
     controller.adopt(topic)
     # Records wait in librdkafka, so an early ack would let the seal read a giving
     # partition's end before old-layout records reach it.
-    producers = [make_producer(**{"linger.ms": 50}) for _ in range(2)]
+    extra: dict[str, object] = {"linger.ms": 50}
+    if send_path == "pause":
+        extra.update({"ordered.switch.mode": "pause", "delivery.report.only.error": True})
+    producers = [make_producer(**extra) for _ in range(2)]
     compiled = type(producers[0].produce).__name__ == "FastProduce"
-    assert compiled == (send_path == "compiled")
+    assert compiled == (send_path != "python")
     stop = threading.Event()
+    paused: list[int] = []
 
     def write(producer: OrderedProducer, n: int) -> None:
         i = 0
@@ -59,6 +65,9 @@ def test_no_old_layout_record_past_the_boundary(
             try:
                 producer.produce(topic, b"v", f"k{n}-{i % 2000}".encode())
                 i += 1
+            except SwitchDrainingError:
+                paused.append(n)
+                producer.poll(0.005)
             except BufferError:
                 producer.poll(0.005)
             if not i % 16:
@@ -80,7 +89,10 @@ def test_no_old_layout_record_past_the_boundary(
     for writer in writers:
         writer.join(10)  # raises what the writer raised
     for producer in producers:
+        assert producer._tracker.total == 0
         producer.close()
+    # Pause mode paused (at least one sender met a drain); the others never do.
+    assert bool(paused) == (send_path == "pause")
 
     epochs = store.epochs(topic)
     assert [e.epoch for e in epochs] == [0, 1, 2] and all(e.sealed for e in epochs)
