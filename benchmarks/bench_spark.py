@@ -32,8 +32,10 @@ Measured, all in one run, one SparkSession (``local[2]``), one broker:
    round trip to the runner process).
 3. Sink rows/s: a batch DataFrame of keyed 100-byte rows written with
    ``df.write.format(...)`` into an adopted topic (``ordered-kafka``, through
-   ``OrderedProducer``) and into a plain topic (``kafka``), in paired rounds as (1),
-   after full-size warm-up writes of each (``--sink-warmups``, 3). Beside it, per
+   ``OrderedProducer``) and into a plain topic (``kafka``), in paired rounds as (1)
+   (``--sink-repeats``, 9: a write takes about half a second, and single rounds of
+   either sink move by 20 % here), after full-size warm-up writes of each
+   (``--sink-warmups``, 3). Beside it, per
    write, the CPU seconds of Spark's processes (the JVM and its Python processes, read
    from ``/proc``) per row: a figure that other work on the machine disturbs less than
    the wall clock.
@@ -268,6 +270,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=400_000)
     parser.add_argument("--sink-records", type=int, default=200_000)
     parser.add_argument("--repeats", type=int, default=5, help="paired rounds")
+    parser.add_argument("--sink-repeats", type=int, default=9, help="paired sink rounds")
     parser.add_argument(
         "--sink-warmups",
         type=int,
@@ -406,7 +409,7 @@ def main() -> None:
         write_cpu: dict[str, list[float]] = {name: [] for name in sinks}
         cpu_ratios: list[float] = []
         sink_names = list(sinks)
-        for round_no in range(args.repeats):
+        for round_no in range(args.sink_repeats):
             order = sink_names if round_no % 2 == 0 else sink_names[::-1]
             rates = {}
             cpus: dict[str, float] = {}
@@ -469,6 +472,7 @@ def main() -> None:
         "records": args.records,
         "sink_records": args.sink_records,
         "sink_warmup_writes": args.sink_warmups,
+        "sink_repeats": args.sink_repeats,
         "repeats": args.repeats,
         "busy_cpu_processes_beside": args.busy,
         "startup_hook": not args.without_startup_hook,

@@ -56,7 +56,7 @@ BENCHMARKS: Final[dict[str, tuple[str, list[str], list[str], bool]]] = {
         "bench_spark.py",
         [],
         ["--records", "100000", "--sink-records", "60000", "--repeats", "2",
-         "--planning-samples", "30"],
+         "--sink-repeats", "3", "--planning-samples", "30"],
         True,
     ),
 }  # fmt: skip
