@@ -336,6 +336,12 @@ def _backlog_ratios(rows: list[dict[str, Any]]) -> str:
             if "cpu_ratio_median_of_rounds" in r
             else ""
         )
+        + (
+            f", in lockstep {r['lockstep_ratio_median_of_rounds']} "
+            f"(CPU per record {r['lockstep_cpu_ratio_median_of_rounds']})"
+            if "lockstep_ratio_median_of_rounds" in r
+            else ""
+        )
         for r in rows
         if r.get("mode", "").startswith("backlog") and "ratio_vs_plain" in r
     ]
@@ -394,7 +400,12 @@ def _scale(d: dict[str, Any]) -> list[dict[str, Any]]:
                 z["zookeeper_requests_per_s_full_speed"],
                 f"one server answers {z['zookeeper_server_requests_per_s']}/s",
                 z["ratio_vs_plain"],
-                f"idle {z['zookeeper_requests_per_s_idle']}/s; consumer at "
+                (
+                    "ratio: the largest batches, 10 ms for both, read in lockstep; "
+                    if z.get("ratio_method") == "lockstep"
+                    else ""
+                )
+                + f"idle {z['zookeeper_requests_per_s_idle']}/s; consumer at "
                 f"{z['full_speed_records_per_s']} records/s (plain {z['plain_records_per_s']}); "
                 + _backlog_ratios(z.get("rows", []))
                 + f"~{z['consumers_per_3_node_ensemble_at_full_speed']} consumers per 3-node "
