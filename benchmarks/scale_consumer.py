@@ -277,7 +277,9 @@ def consumer_load(
             "first_in_round": ["plain" if i % 2 == 0 else "ordered" for i in range(args.zk_rounds)],
         }
         if backoff is not None:
-            row.update(_lockstep_rounds(base, ordered_cfg, tuned, topic, args, num))
+            row.update(
+                _lockstep_summary(_lockstep_reads(base, ordered_cfg, tuned, topic, args, num))
+            )
         rows.append(row)
         print(f"  zookeeper load: {row}", flush=True)
     rows.append(_live(bootstrap, zookeeper, topic, ordered_cfg, args))
@@ -389,16 +391,8 @@ def _lockstep_reads(
     return rounds
 
 
-def _lockstep_rounds(
-    base: dict[str, Any],
-    ordered_cfg: dict[str, Any],
-    tuned: dict[str, Any],
-    topic: str,
-    args: argparse.Namespace,
-    num: int,
-) -> dict[str, Any]:
-    """``args.zk_rounds`` lockstep reads of the backlog (:func:`_lockstep_round`): ratios."""
-    rounds = _lockstep_reads(base, ordered_cfg, tuned, topic, args, num)
+def _lockstep_summary(rounds: list[dict[str, dict[str, float]]]) -> dict[str, Any]:
+    """The ratios of lockstep reads (:func:`_lockstep_reads`): per round and their median."""
     ratios = [r["ordered"]["records_per_s"] / r["plain"]["records_per_s"] for r in rounds]
     cpu = [
         r["plain"]["thread_cpu_us_per_record"] / r["ordered"]["thread_cpu_us_per_record"]
@@ -407,6 +401,7 @@ def _lockstep_rounds(
     return {
         "lockstep_ratio_per_round": [round(x, 3) for x in ratios],
         "lockstep_ratio_median_of_rounds": round(statistics.median(ratios), 3),
+        "lockstep_cpu_ratio_per_round": [round(x, 3) for x in cpu],
         "lockstep_cpu_ratio_median_of_rounds": round(statistics.median(cpu), 3),
     }
 
@@ -433,16 +428,12 @@ def lockstep(
     rows = []
     for num in args.zk_batches:
         rounds = _lockstep_reads(base, ordered_cfg, tuned, topic, args, num)
-        ratios = [r["ordered"]["records_per_s"] / r["plain"]["records_per_s"] for r in rounds]
-        cpu = [
-            r["plain"]["thread_cpu_us_per_record"] / r["ordered"]["thread_cpu_us_per_record"]
-            for r in rounds
-        ]
+        summary = _lockstep_summary(rounds)
         row = {
             "mode": f"lockstep, consume({num}), fetch.queue.backoff.ms={FAST_BACKOFF_MS} for both",
-            "ratio_per_round": [round(x, 3) for x in ratios],
-            "ratio_median_of_rounds": round(statistics.median(ratios), 3),
-            "cpu_ratio_per_round": [round(x, 3) for x in cpu],
+            "ratio_per_round": summary["lockstep_ratio_per_round"],
+            "ratio_median_of_rounds": summary["lockstep_ratio_median_of_rounds"],
+            "cpu_ratio_per_round": summary["lockstep_cpu_ratio_per_round"],
             "records_per_s": {
                 side: round(statistics.median(r[side]["records_per_s"] for r in rounds))
                 for side in ("plain", "ordered")
