@@ -104,6 +104,7 @@ def test_a_write_goes_on_through_an_expansion_in_pause_mode(
     config = options(topic)
     refused: list[BaseException] = []
     writers: list[Any] = []
+    produce_of: list[Any] = []
     produce_pairs = sink._produce_pairs
 
     def counting(producer: Any, *args: Any) -> None:
@@ -111,6 +112,7 @@ def test_a_write_goes_on_through_an_expansion_in_pause_mode(
         if not writers:
             writers.append(producer)
             original = producer.produce
+            produce_of.append(original)
 
             def produce(*a: Any, **k: Any) -> None:
                 try:
@@ -133,7 +135,12 @@ def test_a_write_goes_on_through_an_expansion_in_pause_mode(
                 wait_until(lambda: writers[0].topic_state(topic) is TopicState.SWITCHING)
             yield batch
 
-    assert sink.write_batches(config, rows()) == 6000
+    try:
+        assert sink.write_batches(config, rows()) == 6000
+    finally:
+        # The pooled producer outlives the test: give it back its own send path.
+        if writers:
+            writers[0].produce = produce_of[0]
     result = expansion[0].join(60)
     assert result.expired == {}
     assert refused and all(type(e).__name__ == "SwitchDrainingError" for e in refused)
