@@ -3,6 +3,19 @@
 from collections.abc import Callable
 from typing import Any
 
+from linear_hash import Router as PyRouter
+
+class Router:
+    """``Router(router)``: the compiled twin of a murmur3 ``linear_hash.Router``."""
+
+    def __init__(self, router: PyRouter) -> None: ...
+    @property
+    def initial(self) -> int: ...
+    @property
+    def active(self) -> int: ...
+    def partition(self, key: Any) -> int:
+        """The partition of ``key``, as ``linear_hash.Router.partition``."""
+
 class FastProduce:
     """``FastProduce(rd_produce, slow, table)``: the compiled send path."""
 
@@ -10,7 +23,7 @@ class FastProduce:
         self,
         rd_produce: Callable[..., None],
         slow: Callable[..., None],
-        table: dict[str, tuple[int, int, int] | None],
+        table: dict[str, Router | None],
     ) -> None: ...
     def __call__(self, *args: Any, **kwargs: Any) -> None: ...
 
@@ -19,9 +32,6 @@ class OnlyError:
 
     def __init__(self, user: Callable[[Any, Any], None]) -> None: ...
     def __call__(self, err: Any, msg: Any) -> None: ...
-
-def partition(key: bytes | str, high: int, low: int, active: int) -> int:
-    """The linear-hashing partition of ``key`` (murmur3), as ``Layout.partition_for``."""
 
 def hash(key: bytes | str) -> int:
     """murmur3_x86_32 of ``key`` with seed 0, unsigned (as ``mmh3.hash(key, 0, False)``)."""

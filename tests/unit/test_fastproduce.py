@@ -25,13 +25,6 @@ def test_hash_is_mmh3(key: bytes | str) -> None:
     assert fast.hash(key) == mmh3.hash(key, 0, False)
 
 
-@given(key=keys, initial=st.integers(1, 16), grow=st.integers(0, 64))
-def test_partition_is_layout_partition_for(key: bytes | str, initial: int, grow: int) -> None:
-    layout = Layout(initial, initial + grow, 0)
-    got = fast.partition(key, layout.modulus_high, layout.modulus_low, layout.active)
-    assert got == layout.partition_for(key)
-
-
 class Recorder:
     def __init__(self) -> None:
         self.calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
@@ -47,8 +40,7 @@ def make(table: dict[str, Any]) -> tuple[Any, Recorder, Recorder]:
 
 def test_routed_plain_and_fallbacks() -> None:
     layout = Layout(3, 5, 1)
-    entry = (layout.modulus_high, layout.modulus_low, layout.active)
-    produce, rd, slow = make({"t": entry, "plain": None})
+    produce, rd, slow = make({"t": fast.Router(layout), "plain": None})
     produce("t", b"v", b"k1")
     produce("t", value=b"v", key="k2")
     produce("t", b"v", key=b"k3")
@@ -81,6 +73,14 @@ def test_routed_plain_and_fallbacks() -> None:
         (("t", b"v", b"k"), {"headers": [("a", b"1")]}),
         (("t", bytearray(b"v"), b"k"), {}),
     ]
+
+
+def test_an_entry_that_is_not_a_compiled_router_takes_the_slow_path() -> None:
+    layout = Layout(3, 5, 1)
+    produce, rd, slow = make({"t": layout, "u": fast.Router.__new__(fast.Router)})
+    produce("t", b"v", b"k")  # a Python router: the C path reads only its own type
+    produce("u", b"v", b"k")  # a compiled router never initialised
+    assert rd.calls == [] and len(slow.calls) == 2
 
 
 def test_the_table_is_read_at_every_call() -> None:
