@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from ordered.consumer import OrderedConsumer
     from ordered.listener import PartitionKeyRebalanceListener
     from ordered.producer import OrderedProducer, TopicState
-    from ordered.producer_config import ProducerConfig, ProducerSettings, split_producer_config
+    from ordered.producer.config import ProducerConfig, ProducerSettings, split_producer_config
 
 __all__ = [
     "ClusterError",
@@ -81,9 +81,9 @@ _LAZY = {
     "PartitionKeyRebalanceListener": "ordered.listener",
     "OrderedProducer": "ordered.producer",
     "TopicState": "ordered.producer",
-    "ProducerConfig": "ordered.producer_config",
-    "ProducerSettings": "ordered.producer_config",
-    "split_producer_config": "ordered.producer_config",
+    "ProducerConfig": "ordered.producer.config",
+    "ProducerSettings": "ordered.producer.config",
+    "split_producer_config": "ordered.producer.config",
 }
 
 

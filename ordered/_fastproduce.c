@@ -10,16 +10,18 @@
  * hashes a bytes or ASCII str key here (murmur3_x86_32, seed 0, unsigned) and calls the
  * Python router's partition for any other key (same result, same errors).
  *
- * FastProduce(rd_produce, slow, table) is the send path of the compiled producer class.
- * For the common call produce(topic, value, key) (value/key also as keywords) it looks
- * the topic up in `table` (a dict the Python side keeps) and:
+ * SendPath is the C base of the compiled producer class (ordered.producer.send): its
+ * produce method is the send path, a direct C call. _bind_send_path(rd_produce, table,
+ * slow) gives it confluent's bound produce, the table the Python side keeps and the
+ * Python produce. For the common call produce(topic, value, key) (value/key also as
+ * keywords) it looks the topic up in `table` and:
  *
  *   - table[topic] is None: a plain topic; rd_produce(topic, value, key);
  *   - table[topic] is a Router: an ordered topic routed by murmur3 with no switch under
  *     way; a bytes or ASCII str key is routed here by route_hash, then
  *     rd_produce(topic, value, key, partition);
  *   - anything else (topic missing, another argument, an unkeyed record, a key of
- *     another type): slow(*args, **kwargs), the pure-Python path.
+ *     another type): slow(self, *args, **kwargs), the pure-Python path.
  *
  * Why it is safe without the producer's lock (docs/protocol.md, "Fencing the route
  * switch"): from the table lookup to the return of rd_produce (confluent's produce,
@@ -251,10 +253,9 @@ static PyTypeObject RouterType = {
 typedef struct {
     PyObject_HEAD
     PyObject *rd_produce; /* confluent's bound Producer.produce */
-    PyObject *slow;       /* the pure-Python produce */
+    PyObject *slow;       /* the pure-Python produce, unbound: slow(self, ...) */
     PyObject *table;      /* dict: topic -> None | Router */
-    vectorcallfunc vectorcall;
-} FastProduce;
+} SendPath;
 
 static PyObject *str_value, *str_key;
 
@@ -269,21 +270,33 @@ static PyObject *fenced_call(PyObject *produce, PyObject *const *call, size_t n)
     return result;
 }
 
-static PyObject *fast_slow(FastProduce *self, PyObject *const *args, size_t nargsf,
+/* slow(self, *args, **kwargs): the Python send path, arguments unchanged. */
+static PyObject *send_slow(SendPath *self, PyObject *const *args, Py_ssize_t nargs,
                            PyObject *kwnames) {
-    return PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    PyObject *stack[16];
+    if (self->slow == NULL) { /* made by __new__, never bound */
+        PyErr_SetString(PyExc_TypeError, "SendPath: not bound (call _bind_send_path first)");
+        return NULL;
+    }
+    if (1 + nargs + nkw > 16) {
+        PyErr_SetString(PyExc_TypeError, "produce: too many arguments");
+        return NULL;
+    }
+    stack[0] = (PyObject *)self;
+    for (Py_ssize_t i = 0; i < nargs + nkw; i++)
+        stack[1 + i] = args[i];
+    return PyObject_Vectorcall(self->slow, stack, 1 + nargs, kwnames);
 }
 
-static PyObject *fast_call(PyObject *callable, PyObject *const *args, size_t nargsf,
-                           PyObject *kwnames) {
-    FastProduce *self = (FastProduce *)callable;
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+static PyObject *send_produce(SendPath *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames) {
     Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
     PyObject *topic, *value = Py_None, *key = Py_None;
     Py_ssize_t i;
 
-    if (nargs < 1 || nargs > 3)
-        return fast_slow(self, args, nargsf, kwnames);
+    if (nargs < 1 || nargs > 3 || self->table == NULL)
+        return send_slow(self, args, nargs, kwnames);
     topic = args[0];
     if (nargs >= 2)
         value = args[1];
@@ -299,19 +312,19 @@ static PyObject *fast_call(PyObject *callable, PyObject *const *args, size_t nar
                  nargs < 3)
             key = args[nargs + i];
         else
-            return fast_slow(self, args, nargsf, kwnames);
+            return send_slow(self, args, nargs, kwnames);
     }
     /* Exact types only: a subclass, or (3.12+) a Python-level buffer, could run Python
      * code inside confluent's argument parsing, and so let another thread switch. */
     if (!PyUnicode_CheckExact(topic) ||
         !(value == Py_None || PyBytes_CheckExact(value) || PyUnicode_CheckExact(value)))
-        return fast_slow(self, args, nargsf, kwnames);
+        return send_slow(self, args, nargs, kwnames);
     /* An exact str key: the lookup runs no Python code. */
     PyObject *entry = PyDict_GetItemWithError(self->table, topic);
     if (entry == NULL) {
         if (PyErr_Occurred())
             return NULL;
-        return fast_slow(self, args, nargsf, kwnames);
+        return send_slow(self, args, nargs, kwnames);
     }
     PyObject *call[4];
     call[0] = topic;
@@ -320,11 +333,11 @@ static PyObject *fast_call(PyObject *callable, PyObject *const *args, size_t nar
     if (entry == Py_None)
         return fenced_call(self->rd_produce, call, 3);
     if (!Py_IS_TYPE(entry, &RouterType) || ((Router *)entry)->fallback == NULL)
-        return fast_slow(self, args, nargsf, kwnames);
+        return send_slow(self, args, nargs, kwnames);
     const unsigned char *data;
     Py_ssize_t len;
     if (key == Py_None || !key_bytes(key, &data, &len))
-        return fast_slow(self, args, nargsf, kwnames);
+        return send_slow(self, args, nargs, kwnames);
     Router *router = (Router *)entry;
     PyObject *partition = PyLong_FromLong(
         route_hash(murmur3_32(data, len), router->high, router->low, router->active_n));
@@ -336,39 +349,38 @@ static PyObject *fast_call(PyObject *callable, PyObject *const *args, size_t nar
     return result;
 }
 
-static int fast_init(FastProduce *self, PyObject *args, PyObject *kwargs) {
-    PyObject *rd_produce, *slow, *table;
-    static char *kws[] = {"rd_produce", "slow", "table", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!", kws, &rd_produce, &slow,
-                                     &PyDict_Type, &table))
-        return -1;
+static PyObject *send_bind(SendPath *self, PyObject *args, PyObject *kwargs) {
+    PyObject *rd_produce, *table, *slow;
+    static char *kws[] = {"rd_produce", "table", "slow", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!O:_bind_send_path", kws, &rd_produce,
+                                     &PyDict_Type, &table, &slow))
+        return NULL;
     Py_INCREF(rd_produce);
-    Py_INCREF(slow);
     Py_INCREF(table);
+    Py_INCREF(slow);
     Py_XSETREF(self->rd_produce, rd_produce);
-    Py_XSETREF(self->slow, slow);
     Py_XSETREF(self->table, table);
-    self->vectorcall = fast_call;
-    return 0;
+    Py_XSETREF(self->slow, slow);
+    Py_RETURN_NONE;
 }
 
-static int fast_traverse(FastProduce *self, visitproc visit, void *arg) {
+static int send_traverse(SendPath *self, visitproc visit, void *arg) {
     Py_VISIT(self->rd_produce);
     Py_VISIT(self->slow);
     Py_VISIT(self->table);
     return 0;
 }
 
-static int fast_clear(FastProduce *self) {
+static int send_clear(SendPath *self) {
     Py_CLEAR(self->rd_produce);
     Py_CLEAR(self->slow);
     Py_CLEAR(self->table);
     return 0;
 }
 
-static void fast_dealloc(FastProduce *self) {
+static void send_dealloc(SendPath *self) {
     PyObject_GC_UnTrack(self);
-    fast_clear(self);
+    send_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -383,18 +395,27 @@ static PyObject *fast_hash(PyObject *mod, PyObject *key) {
     return PyLong_FromUnsignedLong(murmur3_32(data, len));
 }
 
-static PyTypeObject FastProduceType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ordered._fastproduce.FastProduce",
-    .tp_basicsize = sizeof(FastProduce),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_vectorcall_offset = offsetof(FastProduce, vectorcall),
-    .tp_call = PyVectorcall_Call,
+static PyMethodDef send_methods[] = {
+    {"produce", (PyCFunction)(void (*)(void))send_produce, METH_FASTCALL | METH_KEYWORDS,
+     "produce(topic, value=None, key=None, ...): the compiled send path; any other call "
+     "goes to the Python produce."},
+    {"_bind_send_path", (PyCFunction)(void (*)(void))send_bind, METH_VARARGS | METH_KEYWORDS,
+     "_bind_send_path(rd_produce, table, slow): the send path's confluent produce, table "
+     "and Python produce."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject SendPathType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ordered._fastproduce.SendPath",
+    .tp_basicsize = sizeof(SendPath),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
     .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)fast_init,
-    .tp_traverse = (traverseproc)fast_traverse,
-    .tp_clear = (inquiry)fast_clear,
-    .tp_dealloc = (destructor)fast_dealloc,
-    .tp_doc = "FastProduce(rd_produce, slow, table): the compiled send path.",
+    .tp_traverse = (traverseproc)send_traverse,
+    .tp_clear = (inquiry)send_clear,
+    .tp_dealloc = (destructor)send_dealloc,
+    .tp_methods = send_methods,
+    .tp_doc = "SendPath: the base of the compiled producer class; its produce is the "
+              "compiled send path.",
 };
 
 /* OnlyError(user): calls user(err, msg) when err is not None, else nothing. */
@@ -488,7 +509,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__fastproduce(void) {
     PyObject *m;
-    if (PyType_Ready(&FastProduceType) < 0 || PyType_Ready(&OnlyErrorType) < 0 ||
+    if (PyType_Ready(&SendPathType) < 0 || PyType_Ready(&OnlyErrorType) < 0 ||
         PyType_Ready(&RouterType) < 0)
         return NULL;
     str_value = PyUnicode_InternFromString("value");
@@ -498,9 +519,9 @@ PyMODINIT_FUNC PyInit__fastproduce(void) {
     m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
-    Py_INCREF(&FastProduceType);
-    if (PyModule_AddObject(m, "FastProduce", (PyObject *)&FastProduceType) < 0) {
-        Py_DECREF(&FastProduceType);
+    Py_INCREF(&SendPathType);
+    if (PyModule_AddObject(m, "SendPath", (PyObject *)&SendPathType) < 0) {
+        Py_DECREF(&SendPathType);
         Py_DECREF(m);
         return NULL;
     }

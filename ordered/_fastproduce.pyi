@@ -16,16 +16,16 @@ class Router:
     def partition(self, key: Any) -> int:
         """The partition of ``key``, as ``linear_hash.Router.partition``."""
 
-class FastProduce:
-    """``FastProduce(rd_produce, slow, table)``: the compiled send path."""
+class SendPath:
+    """The C base of the compiled producer class: ``produce`` is the compiled send path."""
 
-    def __init__(
+    def _bind_send_path(
         self,
         rd_produce: Callable[..., None],
-        slow: Callable[..., None],
         table: dict[str, Router | None],
+        slow: Callable[..., None],
     ) -> None: ...
-    def __call__(self, *args: Any, **kwargs: Any) -> None: ...
+    def produce(self, *args: Any, **kwargs: Any) -> None: ...
 
 class OnlyError:
     """``OnlyError(user)``: a delivery callback calling ``user(err, msg)`` for failures only."""

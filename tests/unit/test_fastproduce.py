@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from linear_hash import Layout
-from ordered.producer_tracking import OnlyError
+from ordered.producer.tracking import OnlyError
 
 fast = pytest.importorskip("ordered._fastproduce")
 
@@ -33,9 +33,23 @@ class Recorder:
         self.calls.append((args, kwargs))
 
 
+class Slow(Recorder):
+    """The Python produce: called unbound, with the send path as ``self``."""
+
+    def __init__(self, path: Any) -> None:
+        super().__init__()
+        self.path = path
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        assert args[0] is self.path
+        super().__call__(*args[1:], **kwargs)
+
+
 def make(table: dict[str, Any]) -> tuple[Any, Recorder, Recorder]:
-    rd, slow = Recorder(), Recorder()
-    return fast.FastProduce(rd, slow, table), rd, slow
+    path = fast.SendPath()
+    rd, slow = Recorder(), Slow(path)
+    path._bind_send_path(rd, table, slow)
+    return path.produce, rd, slow
 
 
 def test_routed_plain_and_fallbacks() -> None:
@@ -96,11 +110,17 @@ def test_errors_propagate() -> None:
     def full(*_args: Any) -> None:
         raise BufferError("queue full")
 
-    produce = fast.FastProduce(full, full, {"t": None})
+    path = fast.SendPath()
+    path._bind_send_path(full, {"t": None}, full)
     with pytest.raises(BufferError):
-        produce("t", b"v", b"k")
+        path.produce("t", b"v", b"k")
     with pytest.raises(TypeError):
-        fast.FastProduce(full, full, [])
+        path._bind_send_path(full, [], full)
+
+
+def test_an_unbound_send_path_refuses() -> None:
+    with pytest.raises(TypeError, match="not bound"):
+        fast.SendPath().produce("t", b"v", b"k")
 
 
 @pytest.mark.parametrize("only_error", [fast.OnlyError, OnlyError], ids=["compiled", "python"])

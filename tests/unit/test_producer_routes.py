@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from coordinator.store import TopicRecord
 from linear_hash import Layout
-from ordered.producer_routes import RouteTable, TopicState
-from ordered.producer_tracking import DrainTracker
+from ordered.producer.routes import RouteTable, TopicState
+from ordered.producer.tracking import DrainTracker
 
 
 def record(active: int, epoch: int, pending: int | None = None, **extra: object) -> TopicRecord:

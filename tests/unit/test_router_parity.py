@@ -59,8 +59,9 @@ def test_the_compiled_send_path_routes_with_the_compiled_router(
 ) -> None:
     sent: list[tuple[Any, ...]] = []
     router = Router(*layout)
-    produce = fast.FastProduce(lambda *a: sent.append(a), None, {"t": fast.Router(router)})
-    produce("t", b"v", key)
+    path = fast.SendPath()
+    path._bind_send_path(lambda *a: sent.append(a), {"t": fast.Router(router)}, None)
+    path.produce("t", b"v", key)
     assert sent == [("t", b"v", key, router.partition(key))]
 
 

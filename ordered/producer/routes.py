@@ -29,7 +29,7 @@ from coordinator.store import TopicRecord
 from linear_hash import DEFAULT_ALGORITHM, KeyRouter, Layout, Router
 from ordered.compaction import TombstoneMemo
 from ordered.compiled import compiled_router
-from ordered.producer_tracking import DrainTracker, Switch
+from ordered.producer.tracking import DrainTracker, Switch
 
 __all__ = [
     "PLAIN_ROUTE",
