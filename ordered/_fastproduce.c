@@ -384,6 +384,32 @@ static void send_dealloc(SendPath *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+static PyObject *fast_partition(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    /* partition(key, high, low, active): route_hash of murmur3(key) by explicit moduli
+     * (callers that hold a layout's moduli; Router(router).partition is the usual way). */
+    const unsigned char *data;
+    Py_ssize_t len;
+    long high, low, active;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "partition(key, high, low, active)");
+        return NULL;
+    }
+    if (!key_bytes(args[0], &data, &len)) {
+        PyErr_SetString(PyExc_TypeError, "key must be bytes or an ASCII str");
+        return NULL;
+    }
+    high = PyLong_AsLong(args[1]);
+    low = PyLong_AsLong(args[2]);
+    active = PyLong_AsLong(args[3]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (high <= 0 || (unsigned long)high > 0xffffffffUL) {
+        PyErr_SetString(PyExc_ValueError, "high must be in [1, 2**32)");
+        return NULL;
+    }
+    return PyLong_FromLong(route_hash(murmur3_32(data, len), high, low, active));
+}
+
 static PyObject *fast_hash(PyObject *mod, PyObject *key) {
     /* murmur3_x86_32(key, seed 0), unsigned: as mmh3.hash(key, 0, False). */
     const unsigned char *data;
@@ -497,6 +523,8 @@ static PyTypeObject OnlyErrorType = {
 };
 
 static PyMethodDef module_methods[] = {
+    {"partition", (PyCFunction)(void (*)(void))fast_partition, METH_FASTCALL,
+     "partition(key, high, low, active) -> route_hash of murmur3(key) by these moduli."},
     {"hash", (PyCFunction)fast_hash, METH_O, "murmur3_x86_32(key, seed 0), unsigned."},
     {NULL, NULL, 0, NULL},
 };

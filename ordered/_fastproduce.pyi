@@ -33,5 +33,8 @@ class OnlyError:
     def __init__(self, user: Callable[[Any, Any], None]) -> None: ...
     def __call__(self, err: Any, msg: Any) -> None: ...
 
+def partition(key: bytes | str, high: int, low: int, active: int) -> int:
+    """``route_hash`` of murmur3(``key``) by explicit moduli (usually: ``Router(r).partition``)."""
+
 def hash(key: bytes | str) -> int:
     """murmur3_x86_32 of ``key`` with seed 0, unsigned (as ``mmh3.hash(key, 0, False)``)."""

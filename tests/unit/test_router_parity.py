@@ -47,7 +47,11 @@ def test_compiled_and_python_routers_agree(key: bytes | str, layout: tuple[int, 
     compiled = fast.Router(router)
     want = router.partition(key)
     assert compiled.partition(key) == want
-    assert Layout(initial, active).partition_for(key) == want
+    layout = Layout(initial, active)
+    assert layout.partition_for(key) == want
+    if isinstance(key, bytes) or key.isascii():
+        moduli = (layout.modulus_high, layout.modulus_low, active)
+        assert fast.partition(key, *moduli) == want
     assert partition_for(key, initial, active) == want
     assert (compiled.initial, compiled.active) == (initial, active)
 
