@@ -167,6 +167,7 @@ class BatchFilter:
         parts = core.parts
         topics = core.layouts.topics
         reach = self._decider.reach
+        check = self.audit.check
         out: list[Any] = []
         last: dict[tuple[str, int], int] = {}
         crossed: list[tuple[PartState, int]] = []
@@ -208,7 +209,7 @@ class BatchFilter:
                 if (
                     audit
                     and view.ordered
-                    and self.audit.check(part, view, m, offset)
+                    and check(part, view, m, offset)
                     and offset >= part.gate.limit
                     and not reach(part, offset, crossed)
                 ):
