@@ -10,7 +10,7 @@ consumed retention are what move log starts).
 A retired partition is known by the shrink epoch that retired it; before that epoch
 goes, its retirement (epoch, final offset, trimmed) is written to the partition's
 :class:`~coordinator.store.RetiredRecord`, where
-:func:`~coordinator.retention.retired_partitions` finds it afterwards.
+:func:`~coordinator.trim_rules.retired_partitions` finds it afterwards.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.errors import LayoutError, NotAdoptedError, OrderedError
+from coordinator.errors import NotAdoptedError, OrderedError
 from coordinator.kafka_admin import KafkaAdmin
-from coordinator.retention import RetiredPartition, retired_partitions
-from coordinator.store import LayoutStore, RetiredRecord
+from coordinator.store import LayoutStore
 from coordinator.topic_ids import check_topic_id
+from coordinator.trim_rules import retired_partitions, trimmed_record
 from linear_hash.compact import Compaction, compactable
 from linear_hash.gating import EpochInfo
 
@@ -130,8 +130,10 @@ def compact_topic(
     drop = set(plan.drop)
     # A retired partition whose shrink epoch goes keeps its retirement in its record,
     # written first: the drain monitor and describe read it there afterwards.
+    # Its epoch is passed, so its log start is at or past its final offset: trimmed.
+    now = time.time()
     records = [
-        _trimmed_record(topic, r, stored.get(p))
+        trimmed_record(topic, r, stored.get(p), now)
         for p, r in sorted(retired.items())
         if r.epoch in drop
     ]
@@ -145,34 +147,6 @@ def compact_topic(
             store.put_retired(retirement)
     dropped = store.drop_epochs(topic, going)
     return CompactionReport(topic, numbers, plan, tuple(dropped), False, starts, recorded)
-
-
-def _trimmed_record(
-    topic: str, retired: RetiredPartition, stored: RetiredRecord | None
-) -> RetiredRecord:
-    """The record of a retired partition whose (passed) shrink epoch is dropped.
-
-    Passed means its log start is at or past its final offset: it is trimmed.
-    """
-    final = retired.final_offset
-    if final is None:  # a pending epoch is never passed
-        raise LayoutError(f"{topic}[{retired.partition}]: retiring epoch not sealed")
-    if stored is not None and (stored.epoch, stored.final_offset, stored.state) == (
-        retired.epoch,
-        final,
-        "trimmed",
-    ):
-        return stored
-    now = time.time()
-    return RetiredRecord(
-        topic=topic,
-        partition=retired.partition,
-        epoch=retired.epoch,
-        final_offset=final,
-        state="trimmed",
-        updated_at=now,
-        trimmed_at=now,
-    )
 
 
 def compact_all(

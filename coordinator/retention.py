@@ -25,16 +25,25 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from coordinator.errors import NotAdoptedError, OrderedError, OrderedKafkaError
 from coordinator.hooks import CoordinatorEvents
-from coordinator.interest import GroupHold, InterestSettings, TopicInterest, topic_interest
+from coordinator.interest import GroupHold, InterestSettings, topic_interest
 from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store import EpochRecord, LayoutStore, RetiredRecord, TopicRecord
+from coordinator.store import LayoutStore, RetiredRecord
 from coordinator.trim import PartitionTrim, Trimmer
+from coordinator.trim_rules import (
+    RetiredPartition,
+    consumed_targets,
+    is_trimmed,
+    records_retirement,
+    retired_partitions,
+    retired_state,
+    trim_target,
+)
 
 __all__ = [
     "DEFAULT_SWEEP_INTERVAL_S",
@@ -53,51 +62,6 @@ DEFAULT_SWEEP_INTERVAL_S: Final = 30.0
 """The default ``--sweep-interval`` of the daemon."""
 
 Progress = Callable[[str], None]
-
-
-@dataclass(frozen=True, slots=True)
-class RetiredPartition:
-    """A retired partition as the epoch history defines it.
-
-    Attributes:
-        partition: The partition.
-        epoch: The shrink epoch that retired it last.
-        final_offset: Its boundary in that epoch, ``None`` while the epoch is pending.
-    """
-
-    partition: int
-    epoch: int
-    final_offset: int | None
-
-
-def retired_partitions(
-    record: TopicRecord,
-    epochs: Iterable[EpochRecord],
-    kafka_partitions: int,
-    stored: Mapping[int, RetiredRecord] | None = None,
-) -> dict[int, RetiredPartition]:
-    """The partitions of a topic that are retired now (pure).
-
-    A partition at or above the active count is retired if an epoch took it out of
-    the active range; one that was never active (added to Kafka by hand) is not ours.
-    When history compaction dropped that epoch, it wrote the partition's
-    :class:`RetiredRecord` first: ``stored`` (the topic's records) supplies it then, if
-    its epoch is older than every epoch left.
-    """
-    history = sorted(epochs, key=lambda e: e.epoch)
-    first = history[0].epoch if history else None
-    out: dict[int, RetiredPartition] = {}
-    for p in range(record.active, kafka_partitions):
-        retiring = [e for e in history if e.to_active <= p < e.from_active]
-        if not retiring:
-            kept = (stored or {}).get(p)
-            if kept is not None and (first is None or kept.epoch < first):
-                out[p] = RetiredPartition(p, kept.epoch, kept.final_offset)
-            continue
-        last = retiring[-1]
-        final = last.boundaries.get(p) if last.sealed else None
-        out[p] = RetiredPartition(p, last.epoch, final)
-    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,19 +110,6 @@ class RetiredStatus:
         }
 
 
-def _state_of(retired: RetiredPartition, stored: RetiredRecord | None, start: int) -> str:
-    if retired.final_offset is None:
-        return "retiring"
-    if start >= retired.final_offset or (
-        stored is not None
-        and stored.state == "trimmed"
-        and stored.epoch == retired.epoch
-        and stored.final_offset == retired.final_offset
-    ):
-        return "trimmed"
-    return "draining"
-
-
 def retired_status(
     store: LayoutStore,
     admin: KafkaAdmin,
@@ -193,37 +144,11 @@ def retired_status(
         unknown = "no interested group: nothing is known to be consumed"
     out = []
     for p, r in sorted(retired.items()):
-        state = _state_of(r, stored.get(p), starts[p])
+        state = retired_state(r, stored.get(p), starts[p])
         final = -1 if r.final_offset is None else r.final_offset
         holders = interest.holders(p, final) if state == "draining" else ()
         why = unknown if state == "draining" else ""
         out.append(RetiredStatus(p, state, r.epoch, final, starts[p], ends[p], holders, why))
-    return out
-
-
-def consumed_targets(
-    interest: TopicInterest,
-    starts: Mapping[int, int],
-    ends: Mapping[int, int],
-    cutoffs: Mapping[int, int] | None = None,
-) -> dict[int, int]:
-    """Per partition, the offset a consumed trim may move the log start to (pure).
-
-    The minimum committed offset over the interested groups, never past the high
-    watermark nor (with ``cutoffs``, the retention sweep) past the first record newer
-    than the retention. Partitions with an unknown minimum, or nothing to trim, are
-    left out.
-    """
-    out: dict[int, int] = {}
-    for p, start in sorted(starts.items()):
-        low = interest.min_committed(p)
-        if low is None:
-            continue
-        target = min(low, ends[p])
-        if cutoffs is not None:
-            target = min(target, cutoffs.get(p, start))
-        if target > start:
-            out[p] = target
     return out
 
 
@@ -346,21 +271,28 @@ class Sweeper:
             if r.final_offset is None:
                 continue
             rec = stored.get(p)
-            state = _state_of(r, rec, starts[p])
-            if state == "trimmed":
+            if is_trimmed(r, rec, starts[p]):
                 self._mark(topic, r, "trimmed", rec, now)
                 continue
             self._mark(topic, r, "draining", rec, now)
-            low = interest.min_committed(p)
-            if low is not None and low >= r.final_offset:
-                targets[p] = r.final_offset
-                finals[p] = r
+            finals[p] = r
+        cutoffs: Mapping[int, int] | None = None
         if retention is not None:
             cutoffs = self._admin.offsets_for_time(
                 topic, partitions, int(now * 1000) - retention.consumed_ms
             )
-            for p, offset in consumed_targets(interest, starts, ends, cutoffs).items():
-                targets[p] = max(targets.get(p, 0), offset)
+        for p in partitions:
+            draining = finals.get(p)
+            target = trim_target(
+                starts[p],
+                interest.min_committed(p),
+                ends[p],
+                consumed=cutoffs is not None,
+                cutoff=None if cutoffs is None else cutoffs.get(p, starts[p]),
+                final=None if draining is None else draining.final_offset,
+            )
+            if target is not None:
+                targets[p] = target
         if not targets:
             return []
         report = self._trimmer.trim(
@@ -398,12 +330,7 @@ class Sweeper:
         now: float,
     ) -> None:
         assert r.final_offset is not None
-        if (
-            stored is not None
-            and stored.state == state
-            and stored.epoch == r.epoch
-            and stored.final_offset == r.final_offset
-        ):
+        if records_retirement(stored, r, state):
             return
         self._store.put_retired(
             RetiredRecord(
