@@ -25,6 +25,8 @@ from typing import Any, Final
 
 from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
 
+from coordinator.kafka_retry import RetryPolicy
+
 __all__ = ["OFFSETS_TOPIC", "CommitTail", "parse_commit_key"]
 
 _log = logging.getLogger(__name__)
@@ -33,7 +35,8 @@ _rdkafka_log = logging.getLogger(f"{__name__}.librdkafka")
 OFFSETS_TOPIC: Final = "__consumer_offsets"
 """Kafka's internal topic of group commits."""
 
-_RETRY_S: Final = 5.0
+# The pauses between tries to assign the topic (up to 5 s; checked against stop).
+_ASSIGN_RETRY: Final = RetryPolicy(max_tries=None, delay=1.0, backoff=2.0, max_delay=5.0)
 _FATAL: Final = {
     KafkaError.TOPIC_AUTHORIZATION_FAILED,
     KafkaError.GROUP_AUTHORIZATION_FAILED,
@@ -65,6 +68,13 @@ def parse_commit_key(key: bytes | None) -> tuple[str, str, int] | None:
     if len(key) != at + 4:
         return None
     return group, topic, partition
+
+
+def _sleep_unless(stop: Callable[[], bool], seconds: float) -> None:
+    """Sleep ``seconds``, waking every 0.2 s to return early once ``stop()`` is true."""
+    until = time.monotonic() + seconds
+    while not stop() and (left := until - time.monotonic()) > 0:
+        time.sleep(min(0.2, left))
 
 
 class CommitTail:
@@ -108,6 +118,7 @@ class CommitTail:
                 **self._config,
             }
         )
+        pauses = _ASSIGN_RETRY.pauses()
         try:
             while not stop():
                 if self._assign(consumer):
@@ -117,9 +128,7 @@ class CommitTail:
                     finally:
                         self.healthy = False
                     return
-                deadline = time.monotonic() + _RETRY_S
-                while not stop() and time.monotonic() < deadline:
-                    time.sleep(0.2)
+                _sleep_unless(stop, next(pauses))
         except Exception as exc:
             # Never fatal to the daemon: the relay's periodic rounds go on without it.
             _log.exception("commit tail: unexpected error")

@@ -28,14 +28,14 @@ from coordinator.errors import (
     LayoutError,
     NotAdoptedError,
     OrderedError,
-    OrderedKafkaError,
     StoreAuthError,
     StoreError,
     TransitionInProgressError,
 )
 from coordinator.hooks import CoordinatorEvents
 from coordinator.identity import process_identity
-from coordinator.kafka_admin import TRANSIENT_ERRORS, KafkaAdmin
+from coordinator.kafka_admin import KafkaAdmin
+from coordinator.kafka_retry import RetryPolicy
 from coordinator.store import EpochRecord, LayoutStore, TopicRecord
 from coordinator.topic_ids import check_topic_id
 from coordinator.transition import (
@@ -424,15 +424,15 @@ class Controller(Adoption):
         a cluster still recovering (a broker just back) that can outlast one Kafka
         request timeout, so transient errors are retried for up to 60 s here.
         """
-        deadline = time.monotonic() + _LEADER_WAIT_S
-        while True:
-            try:
-                return self._admin.end_offsets(topic, receivers)
-            except OrderedKafkaError as exc:
-                if exc.code() not in TRANSIENT_ERRORS or time.monotonic() > deadline:
-                    raise
-                self._progress(f"{topic}: waiting for leaders of partitions {receivers}: {exc}")
-                time.sleep(1.0)
+        policy = RetryPolicy(max_tries=None, deadline=_LEADER_WAIT_S, delay=0.25, max_delay=2.0)
+        return policy.call(
+            self._admin.end_offsets,
+            topic,
+            receivers,
+            on_retry=lambda exc, _try, _pause: self._progress(
+                f"{topic}: waiting for leaders of partitions {receivers}: {exc}"
+            ),
+        )
 
     def _step_producers(self, tr: _Transition) -> None:
         epoch = tr.current_epoch

@@ -47,6 +47,7 @@ from coordinator.history_compaction import compact_all
 from coordinator.hooks import CoordinatorEvents
 from coordinator.identity import process_identity
 from coordinator.kafka_admin import KafkaAdmin
+from coordinator.kafka_retry import RetryPolicy
 from coordinator.position_relay import DEFAULT_CHECK_INTERVAL_S, PositionRelay
 from coordinator.retention import DEFAULT_SWEEP_INTERVAL_S, Sweeper, SweepSettings
 from coordinator.store import LayoutStore, paths
@@ -57,7 +58,9 @@ __all__ = ["CoordinatorDaemon", "Role"]
 
 _log = logging.getLogger(__name__)
 
-_RETRY_PAUSE_S: Final = 0.5
+# The pauses of the election loop while ZooKeeper is away or a round fails; a round
+# that ran starts them again from the shortest.
+_ELECTION_RETRY: Final = RetryPolicy(max_tries=None, delay=0.5, backoff=2.0, max_delay=2.0)
 
 
 class Role(Enum):
@@ -250,10 +253,11 @@ class CoordinatorDaemon:
         self._client.add_listener(self._on_state)
         self._events.session_state("connected" if self._client.connected else "suspended")
         self._events.leadership(False)
+        pauses = _ELECTION_RETRY.pauses()
         try:
             while not self._stop.is_set():
                 if not self._client.connected:
-                    self._stop.wait(_RETRY_PAUSE_S)
+                    self._stop.wait(next(pauses))
                     continue
                 self._lost.clear()
                 self._election = self._client.Election(
@@ -261,9 +265,10 @@ class CoordinatorDaemon:
                 )
                 try:
                     self._election.run(self._lead)
+                    pauses = _ELECTION_RETRY.pauses()
                 except (KazooException, KazooTimeoutError) as exc:
                     _log.warning("election round ended: %r", exc)
-                    self._stop.wait(_RETRY_PAUSE_S)
+                    self._stop.wait(next(pauses))
                 finally:
                     if self._role is Role.LEADER:
                         self._set_role(Role.FOLLOWER)

@@ -33,6 +33,7 @@ from confluent_kafka.cimpl import NewPartitions
 
 from coordinator.errors import OrderedKafkaError, UnknownTopicError
 from coordinator.group_probes import GroupProbes
+from coordinator.kafka_retry import TRANSIENT_ERRORS, RetryPolicy, kafka_error_of, kafka_retriable
 
 __all__ = [
     "TRANSIENT_ERRORS",
@@ -52,25 +53,6 @@ WaitReport = Callable[[int, float], None]
 # exceptions, so these logs go to the application's logging only if it configures it.
 _rdkafka_log = logging.getLogger("coordinator.kafka_admin.librdkafka")
 _rdkafka_log.addHandler(logging.NullHandler())
-
-TRANSIENT_ERRORS: frozenset[int] = frozenset(
-    {
-        KafkaError.LEADER_NOT_AVAILABLE,
-        KafkaError.NOT_LEADER_FOR_PARTITION,
-        # A partition just created or just moved: its leader's epoch is not yet the
-        # one the metadata named.
-        KafkaError.UNKNOWN_LEADER_EPOCH,
-        KafkaError.FENCED_LEADER_EPOCH,
-        KafkaError.OFFSET_NOT_AVAILABLE,
-        KafkaError.UNKNOWN_TOPIC_OR_PART,
-        KafkaError._UNKNOWN_PARTITION,
-        KafkaError._UNKNOWN_TOPIC,
-        # librdkafka's "No leaders found": its metadata does not name the leader of a
-        # just-created partition yet (seen on three brokers right after an expansion).
-        KafkaError._NOENT,
-    }
-)
-"""Error codes a just-created or just-moved partition reports until its leader is ready."""
 
 
 _LATEST: OffsetSpec = OffsetSpec.latest()  # type: ignore[no-untyped-call]
@@ -144,9 +126,7 @@ class GroupDescription:
 
 
 def _kafka_error(exc: BaseException) -> KafkaError | None:
-    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
-        return exc.args[0]
-    return None
+    return kafka_error_of(exc) if isinstance(exc, KafkaException) else None
 
 
 class KafkaAdmin:
@@ -507,9 +487,11 @@ class KafkaAdmin:
     ) -> dict[int, int]:
         wanted = sorted(set(partitions))
         out: dict[int, int] = {}
-        deadline = time.monotonic() + self._timeout
         client = self._admin
-        while True:
+
+        def ask_missing() -> dict[int, int]:
+            """One ListOffsets for the partitions not answered yet; raises if some failed."""
+            nonlocal client
             missing = [p for p in wanted if p not in out]
             if not missing:
                 return out
@@ -525,23 +507,27 @@ class KafkaAdmin:
                 try:
                     out[tp.partition] = int(future.result(timeout=self._timeout + 5).offset)
                 except KafkaException as exc:
-                    error = _kafka_error(exc)
-                    if error is None or error.code() not in TRANSIENT_ERRORS:
+                    if not kafka_retriable(exc):
                         raise self._fail(
                             f"cannot list the {name} offset of {topic}[{tp.partition}]", exc
                         ) from exc
                     retry = exc
-                    if error.code() == KafkaError._NOENT:
+                    error = _kafka_error(exc)
+                    if error is not None and error.code() == KafkaError._NOENT:
                         # "No leaders found": on three brokers one broker's metadata
                         # was seen to lag by over a minute, and a client whose cache
                         # it filled kept missing the partitions created a moment ago,
                         # forced refreshes notwithstanding. A new client starts from
                         # a fresh cache (and most likely asks another broker).
                         client = AdminClient(self._conf)
-            if retry is not None and time.monotonic() > deadline:
-                raise self._fail(f"cannot list {name} offsets of {topic}", retry)
             if retry is not None:
-                time.sleep(0.1)
+                # The answered partitions stay in ``out``: the next try asks the rest.
+                raise self._fail(f"cannot list {name} offsets of {topic}", retry)
+            return out
+
+        # A partition whose leader is not ready yet (just created) is asked again.
+        policy = RetryPolicy(max_tries=None, deadline=self._timeout, delay=0.1, max_delay=1.0)
+        return policy.call(ask_missing)
 
     def is_compacted(self, topic: str) -> bool:
         """Return whether ``topic``'s ``cleanup.policy`` includes ``compact``.

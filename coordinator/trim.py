@@ -34,6 +34,7 @@ from confluent_kafka import KafkaError
 
 from coordinator.errors import OrderedKafkaError, TrimRequestError
 from coordinator.kafka_admin import DeleteOutcome, UnknownTopicError, WaitReport
+from coordinator.kafka_retry import RetryPolicy
 
 __all__ = [
     "ERROR_RULES",
@@ -52,7 +53,19 @@ __all__ = [
 LEADER_ONLY_WAIT_S: Final = 0.25
 """The ``TimeoutMs`` of a leader-only DeleteRecords: long enough for a local truncation."""
 
-_RETRY_PAUSE_S: Final = 0.3
+_ROUND_RETRY: Final = RetryPolicy(
+    max_tries=None,
+    delay=0.3,
+    backoff=1.5,
+    max_delay=1.0,
+    retriable=lambda exc: isinstance(exc, _StillPending),
+)
+"""The pauses between DeleteRecords rounds (the deadline is the trim's ``timeout``)."""
+
+
+class _StillPending(Exception):
+    """Some partitions answered with an error the rules retry (see :data:`ERROR_RULES`)."""
+
 
 Progress = Callable[[str], None]
 TP = tuple[str, int]
@@ -393,7 +406,10 @@ class Trimmer:
         pending = {tp: _Pending(o) for tp, o in offsets.items()}
         done: dict[TP, PartitionTrim] = {}
         timed_out: dict[TP, _Pending] = {}
-        while pending:
+
+        def send_round() -> None:
+            """One DeleteRecords for the pending partitions; raises if some are to retry."""
+            nonlocal pending
             remaining = max(deadline - time.monotonic(), 0.05)
             op_timeout = min(LEADER_ONLY_WAIT_S, remaining) if leader_only else remaining
             answers = self._admin.delete_records(
@@ -419,8 +435,7 @@ class Trimmer:
                     )
                     continue
                 rule = rule_for(answer.error)
-                if rule.outcome is Outcome.RETRY and time.monotonic() < deadline:
-                    state.notes.append(rule.name)
+                if rule.outcome is Outcome.RETRY:
                     retry[tp] = state
                 elif rule.outcome is Outcome.TIMEOUT:
                     timed_out[tp] = state
@@ -428,12 +443,26 @@ class Trimmer:
                     done[tp] = self._error(tp, state, rule, timeout)
             pending = retry
             if pending:
-                self._progress(
-                    f"trim: retrying {len(pending)} partition(s) ("
-                    + ", ".join(sorted({n for s in pending.values() for n in s.notes[-1:]}))
-                    + ")"
-                )
-                time.sleep(min(_RETRY_PAUSE_S, max(deadline - time.monotonic(), 0.0)))
+                raise _StillPending(len(pending))
+
+        def retrying(_exc: BaseException, _try: int, _pause: float) -> None:
+            for state in pending.values():
+                assert state.last is not None and state.last.error is not None
+                state.notes.append(rule_for(state.last.error).name)
+            self._progress(
+                f"trim: retrying {len(pending)} partition(s) ("
+                + ", ".join(sorted({n for s in pending.values() for n in s.notes[-1:]}))
+                + ")"
+            )
+
+        policy = replace(_ROUND_RETRY, deadline=timeout)
+        try:
+            policy.call(send_round, on_retry=retrying)
+        except _StillPending:
+            # The deadline passed with partitions still refused by a retriable error.
+            for tp, state in pending.items():
+                assert state.last is not None and state.last.error is not None
+                done[tp] = self._error(tp, state, rule_for(state.last.error), timeout)
         trimmed = {tp for tp, r in done.items() if r.status is TrimStatus.TRIMMED}
         leaders = self._leader_starts(trimmed | set(timed_out))
         for tp in trimmed:
