@@ -20,13 +20,22 @@ per topic, never one per record.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
-from coordinator.errors import ConfigError, TopicIdMismatchError
-from coordinator.kafka_admin import KafkaAdmin, UnknownTopicError
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
+from confluent_kafka.admin import AdminClient
+
+from coordinator.errors import (
+    ConfigError,
+    OrderedKafkaError,
+    TopicIdMismatchError,
+    UnknownTopicError,
+)
+from coordinator.kafka_retry import kafka_error_of
 from coordinator.store.records import TopicRecord
 
 __all__ = ["RECHECK_S", "TopicIds", "check_topic_id"]
@@ -57,6 +66,47 @@ _ADMIN_PREFIXES: Final = (
     "api.version",
     "broker.version.fallback",
 )
+
+
+# librdkafka logs every refused connection; the errors reach the caller as exceptions.
+_rdkafka_log = logging.getLogger(f"{__name__}.librdkafka")
+_rdkafka_log.addHandler(logging.NullHandler())
+
+
+class TopicIdSource(Protocol):
+    """Anything that answers Kafka's topic id of a topic (``KafkaAdmin``, say)."""
+
+    def topic_id(self, topic: str) -> str:
+        """Kafka's topic id of ``topic``."""
+        ...
+
+
+def _describe_topic_id(
+    bootstrap: str, extra: Mapping[str, Any], topic: str, timeout_s: float
+) -> str:
+    """One DescribeTopics request with a client made for it (what a client needs once)."""
+    conf = {
+        "bootstrap.servers": bootstrap,
+        "socket.timeout.ms": int(timeout_s * 1000),
+        "logger": _rdkafka_log,
+        **extra,
+    }
+    try:
+        futures = AdminClient(conf).describe_topics(
+            TopicCollection([topic]), request_timeout=timeout_s
+        )
+        return str(futures[topic].result(timeout=timeout_s + 5).topic_id)
+    except KafkaException as exc:
+        error = kafka_error_of(exc)
+        if error is not None and error.code() in (
+            KafkaError.UNKNOWN_TOPIC_OR_PART,
+            KafkaError._UNKNOWN_TOPIC,
+        ):
+            raise UnknownTopicError(f"topic {topic} does not exist in Kafka") from None
+        detail = error.str() if error is not None else str(exc)
+        raise OrderedKafkaError(
+            f"Kafka at {bootstrap}: cannot describe topic {topic}: {detail}", error
+        ) from exc
 
 
 def check_topic_id(record: TopicRecord | None, kafka_topic_id: str | None) -> None:
@@ -100,8 +150,8 @@ class TopicIds:
         """How many times Kafka was asked (for tests and metrics)."""
 
     @classmethod
-    def for_admin(cls, admin: KafkaAdmin) -> TopicIds:
-        """Ask through an existing :class:`KafkaAdmin`."""
+    def for_admin(cls, admin: TopicIdSource) -> TopicIds:
+        """Ask through an existing admin helper (:class:`~coordinator.kafka_admin.KafkaAdmin`)."""
         return cls(admin.topic_id)
 
     @classmethod
@@ -135,11 +185,7 @@ class TopicIds:
                 raise ConfigError(
                     f"cannot check the topic id of {topic}: bootstrap.servers is not set"
                 )
-            admin = KafkaAdmin(str(bootstrap), timeout=timeout_s, config=extra)
-            try:
-                return admin.describe_topic(topic, diagnose=False).topic_id
-            finally:
-                admin.close()
+            return _describe_topic_id(str(bootstrap), extra, topic, timeout_s)
 
         return cls(describe)
 

@@ -13,7 +13,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Final
 
-from coordinator.store import EpochRecord, ProducerRecord, TopicRecord
+from coordinator.store import (
+    DEFAULT_DELIVERY_TIMEOUT_MS,
+    EpochRecord,
+    ProducerRecord,
+    TopicRecord,
+)
 
 __all__ = [
     "DEFAULT_DELIVERY_TIMEOUT_MS",
@@ -29,19 +34,6 @@ __all__ = [
 
 EXPIRY_GRACE_S: Final = 1.0
 """Seconds added to a gone producer's ``delivery_timeout_ms`` before it stops counting."""
-
-DEFAULT_DELIVERY_TIMEOUT_MS: Final = 60_000
-"""The ordered producer's default ``delivery.timeout.ms``: 60 s instead of librdkafka's 5 min.
-
-It bounds how long a record may still reach the broker, and so how long the barrier of
-an expansion or shrink must wait for a producer that *crashed* (its registration is gone
-but its last records might still arrive): at most the ZooKeeper session timeout (10 s)
-plus this plus :data:`EXPIRY_GRACE_S`. A producer that exits cleanly (``close()``,
-``with``, or a normal interpreter exit) acks and unregisters and costs nothing. 60 s
-leaves room for a request timeout (30 s) and a retry, so a short broker outage still
-loses nothing; set ``delivery.timeout.ms`` to trade one for the other. Defined here,
-once; ``ordered.producer_config`` applies it (``coordinator.controller`` re-exports it).
-"""
 
 UNKNOWN_DELIVERY_TIMEOUT_MS: Final = 300_000
 """Assumed for a listed producer whose registration (and so its declared timeout) no

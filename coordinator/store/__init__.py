@@ -5,6 +5,7 @@ are in :mod:`coordinator.store.records`, the znode paths in :mod:`coordinator.st
 """
 
 from coordinator.store.paths import DEFAULT_ROOT
+from coordinator.store.producers import DEFAULT_DELIVERY_TIMEOUT_MS
 from coordinator.store.records import (
     EPOCH_STATES,
     RECORD_VERSION,
@@ -22,6 +23,7 @@ from coordinator.store.records import (
 from coordinator.store.store import LayoutStore, Watch
 
 __all__ = [
+    "DEFAULT_DELIVERY_TIMEOUT_MS",
     "DEFAULT_ROOT",
     "EPOCH_STATES",
     "RECORD_VERSION",

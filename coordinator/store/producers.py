@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from typing import Any, Final
 
 from kazoo.exceptions import (
     NoAuthError,
@@ -22,7 +22,22 @@ from coordinator.store.records import (
     ProducerRecord,
 )
 
-__all__ = ["ProducerStore"]
+__all__ = ["DEFAULT_DELIVERY_TIMEOUT_MS", "ProducerStore"]
+
+DEFAULT_DELIVERY_TIMEOUT_MS: Final = 60_000
+"""The ordered producer's default ``delivery.timeout.ms``: 60 s instead of librdkafka's 5 min.
+
+It bounds how long a record may still reach the broker, and so how long the barrier of
+an expansion or shrink must wait for a producer that *crashed* (its registration is gone
+but its last records might still arrive): at most the ZooKeeper session timeout (10 s)
+plus this plus :data:`coordinator.transition.EXPIRY_GRACE_S`. A producer that exits
+cleanly (``close()``, ``with``, or a normal interpreter exit) acks and unregisters and
+costs nothing. 60 s leaves room for a request timeout (30 s) and a retry, so a short
+broker outage still loses nothing; set ``delivery.timeout.ms`` to trade one for the
+other. Defined here, once, beside the registrations that declare it;
+``ordered.producer_config`` applies it (``coordinator.transition`` and
+``coordinator.controller`` re-export it).
+"""
 
 
 class ProducerStore(StoreBase):
