@@ -1,10 +1,10 @@
 """The error classes, under their historical import path.
 
-The hierarchy itself lives in the leaf module :mod:`coordinator.errors`; this module
+The hierarchy itself lives in the leaf module :mod:`coordinator.client.errors`; this module
 re-exports all of it, so ``from ordered.errors import ...`` reaches every public error.
 """
 
-from coordinator.errors import (
+from coordinator.client.errors import (
     BarrierTimeoutError,
     ClusterError,
     CommandLineError,

@@ -2,7 +2,7 @@
 
 :class:`ProducerLeave` is a base of the producer: ``close()``, the context manager and
 interpreter exit all end in :meth:`ProducerLeave._close`, bounded in time whatever
-Kafka and ZooKeeper do (the ZooKeeper part runs through ``coordinator.zk``'s bounded
+Kafka and ZooKeeper do (the ZooKeeper part runs through ``coordinator.client.zk``'s bounded
 helpers).
 """
 
@@ -16,11 +16,11 @@ from typing import Final
 
 from kazoo.client import KazooState
 
-from coordinator.errors import (
+from coordinator.client.errors import (
     StoreError,
 )
-from coordinator.store import AckRecord
-from coordinator.zk import (
+from coordinator.client.store import AckRecord
+from coordinator.client.zk import (
     close_client_within,
     run_bounded,
 )

@@ -4,7 +4,7 @@ It serves the typed :class:`~ordered.producer_session.Event` queue and does ever
 that talks to ZooKeeper off the send path: re-reads (and so re-arms the one-shot watch
 of) a topic whose watch fired, re-synchronises after a reconnect (re-registering after a
 lost session), retries a deferred layout until librdkafka knows the new partitions,
-writes acks through :meth:`coordinator.store.LayoutStore.ack` (retrying while ZooKeeper
+writes acks through :meth:`coordinator.client.store.LayoutStore.ack` (retrying while ZooKeeper
 is unreachable) and checks idle switches for their drain. kazoo's threads only put
 events; nothing here runs on them.
 """
@@ -18,8 +18,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Final, Protocol
 
-from coordinator.errors import StoreError, StoreUnavailableError
-from coordinator.store import AckRecord, LayoutStore, ProducerRecord, TopicRecord
+from coordinator.client.errors import StoreError, StoreUnavailableError
+from coordinator.client.store import AckRecord, LayoutStore, ProducerRecord, TopicRecord
 from ordered.producer_routes import RouteTable, TopicInfo
 from ordered.producer_session import Event, EventKind, ProducerSession
 

@@ -24,18 +24,18 @@ from typing import Any, Final
 
 from coordinator import devcluster
 from coordinator.autoscale import DEFAULT_AUTOSCALE_INTERVAL_S
-from coordinator.controller import Controller, TransitionResult
+from coordinator.client.errors import ConfigError, StoreUnavailableError, TransitionInProgressError
+from coordinator.client.store import DEFAULT_ROOT, LayoutStore, TopicRecord
+from coordinator.client.zk import close_client, make_client, start_client
+from coordinator.control.controller import Controller, TransitionResult
 from coordinator.daemon import CoordinatorDaemon
-from coordinator.daemon_metrics import (
+from coordinator.kafka.kafka_admin import KafkaAdmin
+from coordinator.metrics.daemon_metrics import (
     DEFAULT_METRICS_ADDRESS,
     open_metrics,
     parse_metrics_address,
 )
-from coordinator.errors import ConfigError, StoreUnavailableError, TransitionInProgressError
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.retention import DEFAULT_SWEEP_INTERVAL_S, SweepSettings
-from coordinator.store import DEFAULT_ROOT, LayoutStore, TopicRecord
-from coordinator.zk import close_client, make_client, start_client
+from coordinator.trims.retention import DEFAULT_SWEEP_INTERVAL_S, SweepSettings
 from linear_hash import ALGORITHMS, DEFAULT_ALGORITHM
 from ordered.cli import plan
 from ordered.cli.options import (

@@ -62,7 +62,7 @@ The parts, one concern each:
 * :mod:`~ordered.consumer.batch`: the fast and checked batch paths and the audit;
 * :mod:`~ordered.consumer.state`: what they share;
 * :mod:`~ordered.consumer.counters`: the counters behind ``metrics`` (the first hook;
-  events go through :mod:`coordinator.hooks`).
+  events go through :mod:`coordinator.client.hooks`).
 
 They import each other in layers (an import-linter contract): ``wrapper``, ``upkeep``,
 ``rebalance``/``batch``, ``recheck``, ``announce``/``fetch``/``replay``, ``state``/``probe``,

@@ -10,7 +10,7 @@ copies of compacted topics, and the full audit.
 The audit (a violation is a record whose key routes elsewhere under every layout that
 may have placed it at its offset, or whose epoch header contradicts the boundaries)
 counts in :attr:`OrderedConsumer.violations`, logs, or raises
-:class:`~coordinator.errors.OrderViolationError` with ``ordered.violation.policy=raise``.
+:class:`~coordinator.client.errors.OrderViolationError` with ``ordered.violation.policy=raise``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from confluent_kafka import Message, TopicPartition
 
-from coordinator.errors import OrderViolationError
+from coordinator.client.errors import OrderViolationError
 from linear_hash import Layout
 from linear_hash.gating import epoch_range
 from ordered.compaction import is_tombstone_copy

@@ -4,7 +4,7 @@ A record at a partition's limit asks :meth:`GateChecker.reach` whether its gate 
 open (:mod:`linear_hash.gating` over the group's committed offsets, read from Kafka).
 A closed gate holds the partition ``BLOCKED``; :meth:`GateChecker.recheck_blocked`
 asks again every ``ordered.gate.poll.interval.ms``, or at once when the position
-service (:mod:`coordinator.positions`) says that something a gate waits on was
+service (:mod:`coordinator.client.positions`) says that something a gate waits on was
 committed. Only Kafka's committed offsets open a gate.
 """
 
@@ -23,7 +23,7 @@ from ordered.consumer.gate import GateEvent, GateState
 from ordered.consumer.replay import cap_to_positions
 
 if TYPE_CHECKING:
-    from coordinator.positions import PositionService, Progress
+    from coordinator.client.positions import PositionService, Progress
     from ordered.consumer.probe import LogStartProbe
     from ordered.consumer.state import Core, PartState
 

@@ -8,8 +8,13 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from coordinator.errors import OrderedKafkaError
-from coordinator.kafka_retry import TRANSIENT_ERRORS, RetryPolicy, kafka_error_of, kafka_retriable
+from coordinator.client.errors import OrderedKafkaError
+from coordinator.client.kafka_retry import (
+    TRANSIENT_ERRORS,
+    RetryPolicy,
+    kafka_error_of,
+    kafka_retriable,
+)
 
 
 class Clock:

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from coordinator.errors import ConfigError, TopicIdMismatchError, UsageError
-from coordinator.kafka_admin import UnknownTopicError
-from coordinator.store import TopicRecord
-from coordinator.topic_ids import RECHECK_S, TopicIds, check_topic_id
+from coordinator.client.errors import ConfigError, TopicIdMismatchError, UsageError
+from coordinator.client.store import TopicRecord
+from coordinator.client.topic_ids import RECHECK_S, TopicIds, check_topic_id
+from coordinator.kafka.kafka_admin import UnknownTopicError
 
 
 def record(topic_id: str | None, topic: str = "t") -> TopicRecord:
@@ -106,7 +106,7 @@ def test_for_client_keeps_only_connection_settings() -> None:
         made.append({"bootstrap": bootstrap, "timeout": timeout_s, **extra})
         return "A"
 
-    import coordinator.topic_ids as module
+    import coordinator.client.topic_ids as module
 
     original = module._describe_topic_id
     module._describe_topic_id = describe  # type: ignore[assignment]

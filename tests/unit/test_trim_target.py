@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.errors import LayoutError
-from coordinator.store import RetiredRecord
-from coordinator.trim_rules import (
+from coordinator.client.errors import LayoutError
+from coordinator.client.store import RetiredRecord
+from coordinator.trims.trim_rules import (
     RetiredPartition,
     consumed_targets,
     is_trimmed,
