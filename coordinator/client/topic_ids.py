@@ -151,7 +151,7 @@ class TopicIds:
 
     @classmethod
     def for_admin(cls, admin: TopicIdSource) -> TopicIds:
-        """Ask through an existing admin helper (:class:`~coordinator.kafka.kafka_admin.KafkaAdmin`)."""
+        """Ask through an existing admin helper (the service's ``KafkaAdmin``, say)."""
         return cls(admin.topic_id)
 
     @classmethod

@@ -12,7 +12,8 @@ retired partition is
 Kafka cannot delete a partition, so a trimmed one stays, empty, and a later expansion
 re-activates it (the controller only creates partitions Kafka lacks); the sweep then
 drops its record. Which partitions are retired, and their final offsets, follow from
-the epoch history; the store keeps only the state (:class:`~coordinator.client.store.RetiredRecord`).
+the epoch history; the store keeps only the state
+(:class:`~coordinator.client.store.RetiredRecord`).
 
 :class:`Sweeper` is the daemon's drain monitor and consumed-retention sweep: per
 adopted topic it trims every draining partition that every interested group has

@@ -31,7 +31,7 @@ from coordinator.control.controller import (
 from coordinator.groups.group_status import GroupStatus, group_status, topic_groups
 from coordinator.kafka.kafka_admin import KafkaTopic, UnknownTopicError
 from coordinator.trims.retention import RetiredStatus, retired_status
-from ordered.cli.admin import Connections, common_arguments, connect, topic_text
+from ordered.cli.connection import Connections, common_arguments, connect, topic_text
 from ordered.cli.options import CommandLineError, interest_arguments, interest_settings, topic_name
 from ordered.cli.output import emit
 from ordered.cli.security import security_notes

@@ -34,7 +34,7 @@ def test_kazoo_clients_come_from_the_factory() -> None:
         and name not in ("coordinator/client/zk.py", "tests/unit/test_one_of_each.py")
     ]
     assert offenders == []
-    assert "make_client(" in sources["ordered/cli/admin.py"]
+    assert "make_client(" in sources["ordered/cli/connection.py"]
 
 
 def test_znode_paths_are_built_in_one_module() -> None:

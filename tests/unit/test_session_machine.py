@@ -1,4 +1,4 @@
-"""The one session state machine (coordinator.client.session), as the watcher and producer use it."""
+"""The one session state machine (coordinator.client.session), as watcher and producer use it."""
 
 from __future__ import annotations
 

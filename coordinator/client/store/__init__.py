@@ -1,7 +1,8 @@
 """The layout store: topic layouts, epochs, producers and acks in ZooKeeper.
 
 Schema and protocol: ``docs/protocol.md``. :class:`LayoutStore` is the API; the records
-are in :mod:`coordinator.client.store.records`, the znode paths in :mod:`coordinator.client.store.paths`.
+are in :mod:`coordinator.client.store.records`, the znode paths in
+:mod:`coordinator.client.store.paths`.
 """
 
 from coordinator.client.store.paths import DEFAULT_ROOT

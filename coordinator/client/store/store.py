@@ -1,13 +1,13 @@
 """``LayoutStore``: topic layouts, epochs, producer registrations and acks in ZooKeeper.
 
-One class over one concern module each: :mod:`~coordinator.client.store.topics` (topics and
-epochs), :mod:`~coordinator.client.store.epoch_drop` (dropping old epochs),
-:mod:`~coordinator.client.store.producers` (registrations and acks, the barrier's
-inputs), :mod:`~coordinator.client.store.retired` (retired partitions and retention),
-:mod:`~coordinator.client.store.groups` (consumer groups) and :mod:`~coordinator.client.store.watches`
-(watches and the lock), :mod:`~coordinator.client.store.autoscale` (autoscaling policies),
-all over :class:`~coordinator.client.store.base.StoreBase`, which owns
-the ZooKeeper calls.
+One class over one concern module each: :mod:`~coordinator.client.store.topics`
+(topics and epochs), :mod:`~coordinator.client.store.epoch_drop` (dropping old
+epochs), :mod:`~coordinator.client.store.producers` (registrations and acks, the
+barrier's inputs), :mod:`~coordinator.client.store.retired` (retired partitions and
+retention), :mod:`~coordinator.client.store.groups` (consumer groups),
+:mod:`~coordinator.client.store.watches` (watches and the lock) and
+:mod:`~coordinator.client.store.autoscale` (autoscaling policies), all over
+:class:`~coordinator.client.store.base.StoreBase`, which owns the ZooKeeper calls.
 
 Errors: a record that fails its check is a :class:`~coordinator.client.errors.StoreError` naming the
 znode; ZooKeeper unreachable (retries exhausted, session closed) is a ``StoreError`` too;
