@@ -91,10 +91,10 @@ def _describe_topic_id(
         "logger": _rdkafka_log,
         **extra,
     }
+    # Held until the answer is in: a client collected earlier fails its requests.
+    client = AdminClient(conf)
     try:
-        futures = AdminClient(conf).describe_topics(
-            TopicCollection([topic]), request_timeout=timeout_s
-        )
+        futures = client.describe_topics(TopicCollection([topic]), request_timeout=timeout_s)
         return str(futures[topic].result(timeout=timeout_s + 5).topic_id)
     except KafkaException as exc:
         error = kafka_error_of(exc)
