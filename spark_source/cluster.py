@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import re
 import threading
-import time
 from collections.abc import Iterable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
@@ -26,6 +25,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-d
 
 from coordinator.client import identity
 from coordinator.client.errors import OrderedKafkaError
+from coordinator.client.kafka_retry import RetryPolicy
 from spark_source.options import SourceOptions
 
 if TYPE_CHECKING:
@@ -196,21 +196,9 @@ class Cluster:
         Raises:
             OrderedKafkaError: Kafka reported an error or did not answer in time.
         """
-        deadline = time.monotonic() + self._timeout
-        while True:
-            try:
-                return self._offsets_once(partitions, ends, starts)
-            except OrderedKafkaError as exc:
-                error = exc.kafka_error
-                from coordinator.client.kafka_retry import TRANSIENT_ERRORS
-
-                transient = error is not None and (
-                    error.retriable() or error.code() in TRANSIENT_ERRORS
-                )
-                if not transient or time.monotonic() > deadline:
-                    raise
-                # A partition created a moment ago may have no leader yet.
-                time.sleep(0.1)
+        # A partition created a moment ago may have no leader yet: asked again.
+        policy = RetryPolicy(max_tries=None, deadline=self._timeout, delay=0.1, max_delay=1.0)
+        return policy.call(self._offsets_once, partitions, ends, starts)
 
     def _offsets_once(
         self, partitions: dict[str, list[int]], ends: bool, starts: bool
