@@ -11,9 +11,9 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
+from coordinator.client.store.autoscale_records import AutoscalePolicy
 from coordinator.daemon import CoordinatorDaemon
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store.autoscale_records import AutoscalePolicy
+from coordinator.kafka.kafka_admin import KafkaAdmin
 from ordered import OrderedProducer
 
 __all__ = ["KEYS", "KeyOrder", "Traffic", "daemon_running", "fast_policy"]

@@ -24,11 +24,11 @@ from helpers import create_topic, unique
 from kazoo.client import KazooClient
 
 from coordinator import devcluster
-from coordinator.controller import Controller
+from coordinator.client.store import LayoutStore
+from coordinator.client.zk import close_client, make_client, start_client
+from coordinator.control.controller import Controller
 from coordinator.devcluster.cluster import ClusterState
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store import LayoutStore
-from coordinator.zk import close_client, make_client, start_client
+from coordinator.kafka.kafka_admin import KafkaAdmin
 
 _capture: Any = None
 

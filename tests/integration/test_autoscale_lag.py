@@ -17,8 +17,8 @@ from helpers import unique, wait_until
 from kazoo.client import KazooClient
 from prometheus_client import CollectorRegistry
 
-from coordinator.prometheus import PrometheusHooks
-from coordinator.store import LayoutStore
+from coordinator.client.store import LayoutStore
+from coordinator.metrics.prometheus import PrometheusHooks
 from ordered import OrderedProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]

@@ -14,10 +14,10 @@ from fixtures import producer_record, snapshot
 from helpers import run_cli, unique
 from kazoo.client import KazooClient
 
+from coordinator.client.store import LayoutStore
+from coordinator.client.zk import close_client
 from coordinator.devcluster.cluster import ClusterState
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store import LayoutStore
-from coordinator.zk import close_client
+from coordinator.kafka.kafka_admin import KafkaAdmin
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -13,9 +13,9 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from fixtures import producer_record
 from helpers import drain, keys_for, moving_keys, run_cli, wait_until
 
-from coordinator.controller import Controller
-from coordinator.errors import OrderViolationError
-from coordinator.store import AckRecord, LayoutStore
+from coordinator.client.errors import OrderViolationError
+from coordinator.client.store import AckRecord, LayoutStore
+from coordinator.control.controller import Controller
 from linear_hash import Layout
 from linear_hash.gating import Wait
 from ordered.consumer import GateState, OrderedConsumer

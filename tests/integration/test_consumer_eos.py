@@ -39,7 +39,7 @@ from confluent_kafka import Consumer, TopicPartition
 from fixtures import consumer_config
 from helpers import kill_process, unique, wait_until
 
-from coordinator.controller import Controller
+from coordinator.control.controller import Controller
 from ordered.producer import OrderedProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

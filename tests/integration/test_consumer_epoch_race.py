@@ -15,7 +15,7 @@ from confluent_kafka import TopicPartition
 from fixtures import expire_session
 from helpers import transient_error
 
-from coordinator.controller import Controller
+from coordinator.control.controller import Controller
 from linear_hash import Layout
 from ordered.consumer import OrderedConsumer
 from ordered.producer import OrderedProducer

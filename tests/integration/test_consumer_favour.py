@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Producer, TopicPartition
 from helpers import transient_error
 
-from coordinator.controller import Controller
+from coordinator.control.controller import Controller
 from linear_hash import Layout
 from ordered.consumer import OrderedConsumer
 

@@ -20,8 +20,8 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from fixtures import consumer_config
 from helpers import kill_process, transient_error, wait_until
 
-from coordinator.controller import Controller
-from coordinator.store import LayoutStore
+from coordinator.client.store import LayoutStore
+from coordinator.control.controller import Controller
 from linear_hash import Layout
 from ordered.consumer import GateState, OrderedConsumer
 from ordered.listener import PartitionKeyRebalanceListener

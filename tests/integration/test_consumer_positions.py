@@ -14,9 +14,9 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from helpers import wait_until
 
-from coordinator.controller import Controller
-from coordinator.positions import PositionService, Progress
-from coordinator.store import LayoutStore
+from coordinator.client.positions import PositionService, Progress
+from coordinator.client.store import LayoutStore
+from coordinator.control.controller import Controller
 from ordered.consumer import GateState, OrderedConsumer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]

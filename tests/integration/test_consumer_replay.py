@@ -25,7 +25,7 @@ from helpers import commit_stored as commit
 from helpers import read_committing as read
 from helpers import transient_error, unique, wait_until
 
-from coordinator.controller import Controller
+from coordinator.control.controller import Controller
 from ordered.consumer import OrderedConsumer
 from ordered.producer import OrderedProducer
 

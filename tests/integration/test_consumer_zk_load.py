@@ -18,7 +18,7 @@ import pytest
 from confluent_kafka import Producer
 from helpers import transient_error
 
-from coordinator.controller import Controller
+from coordinator.control.controller import Controller
 from linear_hash import Layout
 from ordered.consumer import OrderedConsumer
 from ordered.consumer.pacing import CHECK_BURST

@@ -13,16 +13,16 @@ from fixtures import producer_record, run_in_background
 from helpers import unique, wait_until
 from kazoo.client import KazooClient
 
-from coordinator.controller import BarrierTimeoutError, Controller, TransitionResult
-from coordinator.errors import (
+from coordinator.client.errors import (
     LayoutError,
     NotAdoptedError,
     OrderedKafkaError,
     TransitionInProgressError,
 )
-from coordinator.kafka_admin import KafkaAdmin, UnknownTopicError
-from coordinator.store import AckRecord, LayoutStore
-from coordinator.zk import close_client
+from coordinator.client.store import AckRecord, LayoutStore
+from coordinator.client.zk import close_client
+from coordinator.control.controller import BarrierTimeoutError, Controller, TransitionResult
+from coordinator.kafka.kafka_admin import KafkaAdmin, UnknownTopicError
 from linear_hash import key_flow
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]

@@ -16,12 +16,12 @@ from fixtures import expire_session, producer_record, run_in_background
 from helpers import wait_until
 from kazoo.client import KazooClient
 
-from coordinator.controller import BarrierTimeoutError, Controller
+from coordinator.client.errors import StoreError
+from coordinator.client.store import AckRecord, LayoutStore, paths
+from coordinator.client.zk import close_client
+from coordinator.control.controller import BarrierTimeoutError, Controller
 from coordinator.daemon import CoordinatorDaemon, Role
-from coordinator.errors import StoreError
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store import AckRecord, LayoutStore, paths
-from coordinator.zk import close_client
+from coordinator.kafka.kafka_admin import KafkaAdmin
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

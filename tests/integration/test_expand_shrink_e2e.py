@@ -21,8 +21,8 @@ import pytest
 from fixtures import consume_all, epoch_of, run_in_background
 from helpers import kill_process, wait_until
 
-from coordinator.controller import Controller, TransitionResult
-from coordinator.store import EpochRecord, LayoutStore
+from coordinator.client.store import EpochRecord, LayoutStore
+from coordinator.control.controller import Controller, TransitionResult
 from linear_hash import partition_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]

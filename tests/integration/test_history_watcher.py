@@ -12,9 +12,9 @@ from fixtures import producer_record
 from helpers import wait_until
 from kazoo.client import KazooClient
 
-from coordinator.controller import BarrierTimeoutError, Controller
-from coordinator.history import HistoryWatcher, load_history
-from coordinator.store import AckRecord, LayoutStore
+from coordinator.client.history import HistoryWatcher, load_history
+from coordinator.client.store import AckRecord, LayoutStore
+from coordinator.control.controller import BarrierTimeoutError, Controller
 
 pytestmark = pytest.mark.integration
 

@@ -1,6 +1,6 @@
 """The hook protocol against the real cluster: one event of the right kind per happening.
 
-A recording hook (every ``on_...`` method of :mod:`coordinator.hooks`) is given to the
+A recording hook (every ``on_...`` method of :mod:`coordinator.client.hooks`) is given to the
 consumer and producer (``ordered.hooks``), to the controller and to the sweeper
 (``hooks=``); a blocked gate, an expansion, a violation and a trim each produce exactly
 one event of their kind.
@@ -17,11 +17,11 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from helpers import drain, keys_for, moving_keys, wait_until
 
-from coordinator.controller import Controller
-from coordinator.hooks import CONSUMER_HOOKS, COORDINATOR_HOOKS, PRODUCER_HOOKS, check_hooks
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.retention import Sweeper
-from coordinator.store import LayoutStore, RetentionRecord
+from coordinator.client.hooks import CONSUMER_HOOKS, COORDINATOR_HOOKS, PRODUCER_HOOKS, check_hooks
+from coordinator.client.store import LayoutStore, RetentionRecord
+from coordinator.control.controller import Controller
+from coordinator.kafka.kafka_admin import KafkaAdmin
+from coordinator.trims.retention import Sweeper
 from linear_hash import Layout
 from ordered import OrderedProducer
 from ordered.consumer import GateState, OrderedConsumer

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from coordinator.controller import Controller
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store import LayoutStore
+from coordinator.client.store import LayoutStore
+from coordinator.control.controller import Controller
+from coordinator.kafka.kafka_admin import KafkaAdmin
 
 pytestmark = pytest.mark.integration
 

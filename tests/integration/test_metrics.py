@@ -25,8 +25,8 @@ from helpers import drain, keys_for, wait_until
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.parser import text_string_to_metric_families
 
-from coordinator.controller import BarrierTimeoutError, Controller
-from coordinator.store import AckRecord, LayoutStore
+from coordinator.client.store import AckRecord, LayoutStore
+from coordinator.control.controller import BarrierTimeoutError, Controller
 from linear_hash import Layout
 from ordered import OrderedProducer
 from ordered.consumer import GateState, OrderedConsumer

@@ -16,10 +16,10 @@ from helpers import unique, wait_until
 from kazoo.client import KazooClient
 from prometheus_client import CollectorRegistry
 
-from coordinator.controller import Controller
-from coordinator.store import LayoutStore
-from coordinator.store import paths as store_paths
-from coordinator.zk import close_client
+from coordinator.client.store import LayoutStore
+from coordinator.client.store import paths as store_paths
+from coordinator.client.zk import close_client
+from coordinator.control.controller import Controller
 from linear_hash import Layout, partition_for
 from ordered import (
     ConfigError,

@@ -20,12 +20,12 @@ import pytest
 from helpers import create_topic, unique
 
 from coordinator import devcluster
-from coordinator.controller import Controller
+from coordinator.client.errors import ClusterError
+from coordinator.client.store import LayoutStore
+from coordinator.client.zk import close_client, make_client, start_client
+from coordinator.control.controller import Controller
 from coordinator.devcluster.cluster import ClusterState
-from coordinator.errors import ClusterError
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store import LayoutStore
-from coordinator.zk import close_client, make_client, start_client
+from coordinator.kafka.kafka_admin import KafkaAdmin
 from ordered.config import DEFAULT_DELIVERY_TIMEOUT_MS
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]

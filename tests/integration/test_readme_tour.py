@@ -18,9 +18,9 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
+from coordinator.client.store import DEFAULT_ROOT
+from coordinator.client.store.paths import group_path, topic_path
 from coordinator.devcluster.cluster import ClusterState
-from coordinator.store import DEFAULT_ROOT
-from coordinator.store.paths import group_path, topic_path
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

@@ -13,15 +13,15 @@ from confluent_kafka import Consumer, TopicPartition
 from helpers import wait_until
 from kazoo.client import KazooClient
 
-from coordinator.commit_tail import CommitTail
-from coordinator.controller import Controller
+from coordinator.client.positions import PositionService
+from coordinator.client.store import LayoutStore, paths
+from coordinator.control.controller import Controller
 from coordinator.daemon import CoordinatorDaemon, Role
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.position_relay import PositionRelay
-from coordinator.positions import PositionService
-from coordinator.store import LayoutStore, paths
-from coordinator.topic_cache import TopicCache
-from coordinator.wait_cache import WaitCache, read_waits
+from coordinator.daemon.topic_cache import TopicCache
+from coordinator.kafka.kafka_admin import KafkaAdmin
+from coordinator.relay.commit_tail import CommitTail
+from coordinator.relay.position_relay import PositionRelay
+from coordinator.relay.wait_cache import WaitCache, read_waits
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -16,8 +16,8 @@ import pytest
 from fixtures import consume_all, run_in_background
 from helpers import drain, wait_until
 
-from coordinator.controller import Controller
-from coordinator.errors import OrderedKafkaError
+from coordinator.client.errors import OrderedKafkaError
+from coordinator.control.controller import Controller
 from linear_hash import partition_for
 from ordered import TopicState
 

@@ -22,18 +22,18 @@ from fixtures import producer_record, run_in_background, snapshot
 from helpers import create_topic, transient_error, wait_until
 from kazoo.client import KazooClient
 
-from coordinator.controller import BarrierTimeoutError, Controller
-from coordinator.daemon import CoordinatorDaemon
-from coordinator.errors import (
+from coordinator.client.errors import (
     LayoutError,
     LayoutUnavailableError,
     TopicIdMismatchError,
     TransitionInProgressError,
 )
-from coordinator.history import load_history
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store import LayoutStore
-from coordinator.topic_ids import TopicIds
+from coordinator.client.history import load_history
+from coordinator.client.store import LayoutStore
+from coordinator.client.topic_ids import TopicIds
+from coordinator.control.controller import BarrierTimeoutError, Controller
+from coordinator.daemon import CoordinatorDaemon
+from coordinator.kafka.kafka_admin import KafkaAdmin
 from ordered import OrderedConsumer, OrderedProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]

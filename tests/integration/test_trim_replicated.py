@@ -22,13 +22,13 @@ from confluent_kafka.admin import AdminClient
 from fixtures import run_in_background
 from helpers import create_topic, run_cli, transient_error, unique, wait_until
 
-from coordinator.controller import Controller
+from coordinator.client.store import LayoutStore, RetentionRecord
+from coordinator.control.controller import Controller
 from coordinator.daemon import CoordinatorDaemon
 from coordinator.devcluster.cluster import ClusterState
-from coordinator.kafka_admin import KafkaAdmin, UnknownTopicError
-from coordinator.retention import Sweeper, SweepSettings, retired_status
-from coordinator.store import LayoutStore, RetentionRecord
-from coordinator.trim import Trimmer, TrimStatus
+from coordinator.kafka.kafka_admin import KafkaAdmin, UnknownTopicError
+from coordinator.trims.retention import Sweeper, SweepSettings, retired_status
+from coordinator.trims.trim import Trimmer, TrimStatus
 from linear_hash import Layout
 from ordered.consumer import OrderedConsumer
 

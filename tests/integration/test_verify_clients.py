@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fixtures import consumer_config
 
-from coordinator.controller import Controller
+from coordinator.control.controller import Controller
 from ordered.verify import VerifiableProducer, VerifiableReader, check, read_events
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]

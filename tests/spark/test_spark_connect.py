@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from spark_cluster import spark_home
 
-from coordinator.controller import Controller
+from coordinator.control.controller import Controller
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(300)]
 

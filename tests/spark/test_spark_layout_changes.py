@@ -27,8 +27,8 @@ from spark_helpers import (
     start,
 )
 
-from coordinator.controller import Controller
-from coordinator.store import LayoutStore
+from coordinator.client.store import LayoutStore
+from coordinator.control.controller import Controller
 
 # 480 s: the first Spark test of a session also starts the standalone cluster and the
 # session (both count against its timeout), over a minute each on a busy machine.

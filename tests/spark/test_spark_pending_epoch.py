@@ -30,8 +30,8 @@ from spark_helpers import (
     start,
 )
 
-from coordinator.controller import BarrierTimeoutError, Controller
-from coordinator.store import AckRecord, LayoutStore
+from coordinator.client.store import AckRecord, LayoutStore
+from coordinator.control.controller import BarrierTimeoutError, Controller
 from spark_source.offsets import to_spark
 from spark_source.options import parse_source_options
 from spark_source.source import OrderedKafkaStreamReader

@@ -15,7 +15,7 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 from spark_helpers import KeyedWriter, source_options
 
-from coordinator.controller import Controller
+from coordinator.control.controller import Controller
 from spark_source.options import parse_source_options
 from spark_source.source import OrderedKafkaStreamReader
 

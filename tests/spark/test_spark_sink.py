@@ -16,8 +16,8 @@ import pytest
 from fixtures import consume_all, epoch_of
 from spark_helpers import BackgroundWriter, KeyedWriter, source_options
 
-from coordinator.controller import Controller
-from coordinator.store import LayoutStore
+from coordinator.client.store import LayoutStore
+from coordinator.control.controller import Controller
 from linear_hash import partition_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(180)]

@@ -24,8 +24,8 @@ from spark_helpers import (
     start,
 )
 
-from coordinator.controller import Controller
-from coordinator.store import LayoutStore
+from coordinator.client.store import LayoutStore
+from coordinator.control.controller import Controller
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(180)]
 

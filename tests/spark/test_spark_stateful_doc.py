@@ -18,7 +18,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from spark_helpers import BackgroundWriter, KeyedWriter, source_options
 
-from coordinator.controller import Controller
+from coordinator.control.controller import Controller
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(300)]
 

@@ -1,0 +1,1 @@
+"""Kafka admin access of the coordinator service: admin helpers and group probes."""
