@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from fixtures import producer_record
-from helpers import drain, keys_for, moving_keys, run_cli, wait_until
+from helpers import consume_until, drain, keys_for, moving_keys, run_cli, wait_until
 
 from coordinator.controller import Controller
 from coordinator.errors import OrderViolationError
@@ -224,16 +224,23 @@ def test_key_listener_exception_surfaces_from_poll(
     listener = Boom()
     consumer = make_consumer(group_factory())
     consumer.subscribe([topic], key_listener=listener)
-    deadline = time.monotonic() + 20
+
+    def polled_until_error() -> bool:
+        consumer.poll(0.2)
+        return False  # only the listener's error ends this wait
+
     with pytest.raises(ValueError, match="state store unavailable"):
-        while time.monotonic() < deadline:
-            consumer.poll(0.2)
+        wait_until(polled_until_error, 20, what="the listener's error", interval=0)
     listener.armed = False
-    got = []
-    while len(got) < 3 and time.monotonic() < deadline:
+    got: list[tuple[int, int]] = []
+
+    def three() -> bool:
         message = consumer.poll(0.2)
         if message is not None:
             got.append((message.partition(), message.offset()))
+        return len(got) >= 3
+
+    wait_until(three, 20, what=lambda: f"3 records after the error ({got})", interval=0)
     assert got == [(1, 0), (1, 1), (1, 2)]
 
 
@@ -323,13 +330,11 @@ def test_fast_audit_finds_a_misplaced_key_in_a_batch_of_two_partitions(
     total = 600 + 6 + 1
     consumer = make_consumer(group_factory(), **{"ordered.audit.every": 1})
     consumer.assign([TopicPartition(topic, 0, 0), TopicPartition(topic, 1, 0)])
-    got: list[Any] = []
-    mixed = 0
-    deadline = time.monotonic() + 30
-    while len(got) < total and time.monotonic() < deadline:
-        batch = [m for m in consumer.consume(1000, 0.5) if m.error() is None]
-        mixed += len({m.partition() for m in batch}) > 1
-        got += batch
+    batches: list[list[Any]] = []
+    got = consume_until(
+        consumer, total, 30, batch=1000, wait=0.5, skip_errors=True, after_batch=batches.append
+    )
+    mixed = sum(len({m.partition() for m in batch}) > 1 for batch in batches)
     assert len(got) == total
     assert [m.value() for m in got].count(b"bad") == 1
     assert consumer.violations == 1

@@ -269,17 +269,21 @@ def read_output(bootstrap: str, topic: str, expected: int) -> list[Any]:
         partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
         consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
         out: list[Any] = []
-        idle_since = time.monotonic()
-        deadline = time.monotonic() + 90
-        # Past the expected count, a little longer: duplicates would come after it.
-        while time.monotonic() - idle_since < (2.0 if len(out) >= expected else 5.0):
-            assert time.monotonic() < deadline, f"read {len(out)} of {expected}"
+        idle_since = [time.monotonic()]
+
+        def quiet() -> bool:
             batch = consumer.consume(1000, 0.2)
             for m in batch:
                 assert m.error() is None, m.error()
             if batch:
-                out += batch
-                idle_since = time.monotonic()
+                out.extend(batch)
+                idle_since[0] = time.monotonic()
+            # Past the expected count, a little longer: duplicates would come after it.
+            return time.monotonic() - idle_since[0] >= (2.0 if len(out) >= expected else 5.0)
+
+        wait_until(
+            quiet, 90, what=lambda: f"the output quiet (read {len(out)} of {expected})", interval=0
+        )
         return out
     finally:
         consumer.close()

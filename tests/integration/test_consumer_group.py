@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from fixtures import consumer_config
-from helpers import kill_process, transient_error, wait_until
+from helpers import consume_until, kill_process, transient_error, wait_until
 
 from coordinator.controller import Controller
 from coordinator.store import LayoutStore
@@ -342,17 +342,17 @@ def test_killed_source_consumer_redelivers_tail_before_destination_starts(
         replacement = OrderedConsumer(config)
         replacement.assign([TopicPartition(topic, 0)])
         redelivered: list[int] = []
-        deadline = time.monotonic() + 20
-        while len(redelivered) < boundary and time.monotonic() < deadline:
-            redelivered += [m.offset() for m in replacement.consume(100, 0.2)]
+
+        def tail_redelivered() -> bool:
+            redelivered.extend(m.offset() for m in replacement.consume(100, 0.2))
             # The destination may not start while the tail is being redelivered.
             assert destination.consume(100, 0.0) == []
+            return len(redelivered) >= boundary
+
+        wait_until(tail_redelivered, 20, what=lambda: f"the tail {redelivered}", interval=0)
         assert redelivered == list(range(boundary))
         replacement.consume(1, 0.1)  # announces the boundary: maybe_revoked, commit
-        got: list[Any] = []
-        deadline = time.monotonic() + 10
-        while len(got) < len(moved) and time.monotonic() < deadline:
-            got += destination.consume(100, 0.2)
+        got = consume_until(destination, len(moved), 10, what="moved records")
         assert [m.value() for m in got] == [b"new"] * len(moved)
     finally:
         kill_process(victim.pid)

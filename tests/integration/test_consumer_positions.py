@@ -80,10 +80,14 @@ def test_gate_opens_on_progress_long_before_the_fallback_interval(
     source = make_consumer(group, **slow)
     try:
         destination.assign([TopicPartition(topic, 2)])
-        deadline = time.monotonic() + 10
-        while destination.gate_status(waits=False)[0].state is not GateState.BLOCKED:
+
+        def blocked() -> bool:
+            if destination.gate_status(waits=False)[0].state is GateState.BLOCKED:
+                return True
             assert destination.consume(10, 0.1) == []
-            assert time.monotonic() < deadline, "destination never reached its gate"
+            return False
+
+        wait_until(blocked, 10, what="the destination to reach its gate", interval=0)
         # The interest is declared (the first re-check after blocking).
         service = PositionService(store.client, zk_root, group)
         wait_until(

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
-from helpers import transient_error
+from helpers import consume_until
 
 from coordinator.controller import Controller
 from linear_hash import Layout
@@ -59,14 +59,7 @@ def write(bootstrap: str, topic: str, count: int, start: int = 0) -> None:
 
 
 def read(consumer: OrderedConsumer, count: int, num: int, timeout: float = 60.0) -> list[Any]:
-    got: list[Any] = []
-    deadline = time.monotonic() + timeout
-    while len(got) < count and time.monotonic() < deadline:
-        for m in consumer.consume(num, 0.5):
-            if transient_error(m):
-                continue
-            assert m.error() is None, m.error()
-            got.append(m)
+    got = consume_until(consumer, count, timeout, batch=num, wait=0.5)
     assert len(got) == count, f"{len(got)} of {count}"
     return got
 

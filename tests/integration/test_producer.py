@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from fixtures import consume_all, expire_session, producer_record, run_in_background
-from helpers import unique, wait_until
+from helpers import consume_until, unique, wait_until
 from kazoo.client import KazooClient
 from prometheus_client import CollectorRegistry
 
@@ -538,15 +538,17 @@ def test_pause_mode_refuses_records_until_the_switch_drains_and_tracks_none(
         producer.produce(topic, b"new", key="k1")
     assert isinstance(raised.value, BufferError)
     assert len(producer) > 0 and producer._tracker.total == 0
+
     # The usual retry loop: poll serves the reports, the drain ends, the record goes.
-    deadline = time.monotonic() + 20
-    while True:
+    def produced() -> bool:
         try:
             producer.produce(topic, b"new", key="k1")
-            break
         except BufferError:
-            assert time.monotonic() < deadline, "the switch never drained"
             producer.poll(0.05)
+            return False
+        return True
+
+    wait_until(produced, 20, what="the switch to drain", interval=0)
     result = expansion.join(30)
     assert result.expired == {} and producer.producer_id in result.producers
     assert producer.flush(10) == 0
@@ -634,10 +636,7 @@ def test_transactions_pass_through(
     )
     try:
         consumer.assign([TopicPartition(topic, p, 0) for p in range(3)])
-        got: list[Any] = []
-        deadline = time.monotonic() + 20
-        while len(got) < 20 and time.monotonic() < deadline:
-            got += [m for m in consumer.consume(100, timeout=0.5) if m.error() is None]
+        got = consume_until(consumer, 20, 20, wait=0.5, skip_errors=True)
         time.sleep(0.5)
         got += [m for m in consumer.consume(100, timeout=0.5) if m.error() is None]
     finally:
@@ -794,15 +793,13 @@ def test_compacted_topic_gets_tombstone_copies_that_ordered_consumers_skip(
     try:
         consumer.subscribe([topic])
         seen: dict[str, list[bytes | None]] = {}
-        deadline = time.monotonic() + 30
-        while sum(len(v) for v in seen.values()) < 3 * len(keys):
-            assert time.monotonic() < deadline, seen
-            batch = consumer.consume(100, 0.2)
-            for m in batch:
-                assert m.error() is None, m.error()
-                seen.setdefault(m.key().decode(), []).append(m.value())
-            if batch:
-                consumer.commit(asynchronous=False)
+        for m in consume_until(
+            consumer,
+            3 * len(keys),
+            30,
+            after_batch=lambda _batch: consumer.commit(asynchronous=False),
+        ):
+            seen.setdefault(m.key().decode(), []).append(m.value())
         assert seen == {k: [b"v0", b"v1", b"v2"] for k in keys}
         assert consumer.metrics["tombstone_copies_dropped"] == len(moved)
         assert consumer.violations == 0

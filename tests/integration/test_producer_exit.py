@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import create_topic, unique
+from helpers import create_topic, unique, wait_until
 
 from coordinator import devcluster
 from coordinator.controller import Controller
@@ -86,11 +86,13 @@ def run_child(
 
 
 def wait_for(marker: Path, text: str, proc: subprocess.Popen[str], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while marker.read_text() != text:
+    def written() -> bool:
+        if marker.read_text() == text:
+            return True
         assert proc.poll() is None, "the child died"
-        assert time.monotonic() < deadline, f"no {text!r} from the child"
-        time.sleep(0.05)
+        return False
+
+    wait_until(written, timeout, what=f"{text!r} from the child")
 
 
 def exit_seconds(proc: subprocess.Popen[str], timeout: float = 60) -> float:

@@ -19,7 +19,7 @@ import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 from fixtures import producer_record, run_in_background, snapshot
-from helpers import create_topic, transient_error, wait_until
+from helpers import consume_until, create_topic, wait_until
 from kazoo.client import KazooClient
 
 from coordinator.controller import BarrierTimeoutError, Controller
@@ -74,16 +74,8 @@ def consume_ordered(
     consumer: OrderedConsumer, topic: str, expected: int, timeout: float = 60.0
 ) -> list[tuple[str, int]]:
     consumer.subscribe([topic])
-    out: list[tuple[str, int]] = []
-    deadline = time.monotonic() + timeout
-    while len(out) < expected:
-        assert time.monotonic() < deadline, f"consumed {len(out)} of {expected}"
-        for message in consumer.consume(500, timeout=0.5):
-            if message.error() is not None:
-                assert transient_error(message), message.error()
-                continue
-            out.append((message.key().decode(), int(message.value())))
-    return out
+    got = consume_until(consumer, expected, timeout, batch=500, wait=0.5)
+    return [(m.key().decode(), int(m.value())) for m in got]
 
 
 def test_recreated_topic_is_refused_everywhere_until_adopt_replace(

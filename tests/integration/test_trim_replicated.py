@@ -20,7 +20,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from fixtures import run_in_background
-from helpers import create_topic, run_cli, transient_error, unique, wait_until
+from helpers import consume_until, create_topic, run_cli, unique, wait_until
 
 from coordinator.controller import Controller
 from coordinator.daemon import CoordinatorDaemon
@@ -114,16 +114,12 @@ def commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> N
 
 def read(consumer: OrderedConsumer, count: int, seconds: float = 60.0) -> list[tuple[str, int]]:
     """Consume until ``count`` records arrived; return (key, seq) in delivery order."""
-    out: list[tuple[str, int]] = []
-    deadline = time.monotonic() + seconds
-    while len(out) < count and time.monotonic() < deadline:
-        for message in consumer.consume(100, 0.2):
-            if transient_error(message):
-                continue
-            assert message.error() is None, message.error()
-            key, seq = message.value().decode().split(":")
-            out.append((key, int(seq)))
-    return out
+    return [
+        (key, int(seq))
+        for key, seq in (
+            m.value().decode().split(":") for m in consume_until(consumer, count, seconds)
+        )
+    ]
 
 
 def check_order(delivered: list[tuple[str, int]], seqs: int) -> None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from fixtures import consumer_config
+from helpers import wait_until
 
 from coordinator.controller import Controller
 from ordered.verify import VerifiableProducer, VerifiableReader, check, read_events
@@ -44,10 +44,17 @@ def _producer(
 
 
 def _drain(reader: VerifiableReader, want: int, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while reader.delivered < want:
-        assert time.monotonic() < deadline, f"delivered {reader.delivered} of {want}"
-        reader.poll_once(0.5)
+    def delivered() -> bool:
+        if reader.delivered < want:
+            reader.poll_once(0.5)
+        return reader.delivered >= want
+
+    wait_until(
+        delivered,
+        timeout,
+        what=lambda: f"{want} delivered ({reader.delivered})",
+        interval=0,
+    )
 
 
 def test_verifiable_clients_across_an_expansion_and_a_shrink(

@@ -11,6 +11,7 @@ package from the same environment as the tests.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -19,6 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from helpers import wait_until
 from spark_cluster import StandaloneCluster
 
 import spark_source
@@ -101,10 +103,13 @@ def spark(spark_master: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     session.kafka_connector = bool(connector_jars())  # type: ignore[attr-defined]
     if not os.environ.get("ORDERED_TEST_SPARK_MASTER"):
         # Both executors registered before the first test (else tasks queue on one).
-        deadline = time.monotonic() + 120
-        status = session.sparkContext._jsc.sc().getExecutorMemoryStatus()
-        while status.size() < 3 and time.monotonic() < deadline:  # the driver + 2
-            time.sleep(0.2)
-            status = session.sparkContext._jsc.sc().getExecutorMemoryStatus()
+        # The driver + 2 executors. Past the timeout the tests still run (slower).
+        with contextlib.suppress(AssertionError):
+            wait_until(
+                lambda: session.sparkContext._jsc.sc().getExecutorMemoryStatus().size() >= 3,
+                120,
+                what="both executors registered",
+                interval=0.2,
+            )
     yield session
     session.stop()
