@@ -16,12 +16,14 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import wait_until
 from spark_cluster import StandaloneCluster
+from spark_helpers import SparkQueries
 
 import spark_source
 from coordinator.devcluster import jars
@@ -113,3 +115,25 @@ def spark(spark_master: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
             )
     yield session
     session.stop()
+
+
+@pytest.fixture
+def queries(
+    request: pytest.FixtureRequest,
+    topic_factory: Callable[..., str],
+    controller: Any,
+    bootstrap: str,
+    zk_hosts: str,
+    zk_root: str,
+    tmp_path: Path,
+) -> SparkQueries:
+    """This test's :class:`SparkQueries`; the Spark session starts only if a query runs."""
+    return SparkQueries(
+        bootstrap=bootstrap,
+        zk_hosts=zk_hosts,
+        zk_root=zk_root,
+        controller=controller,
+        topic_factory=topic_factory,
+        directory=tmp_path,
+        session=lambda: request.getfixturevalue("spark"),
+    )
