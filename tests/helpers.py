@@ -26,6 +26,7 @@ __all__ = [
     "run_cli",
     "transient_error",
     "unique",
+    "wait_held",
     "wait_until",
 ]
 
@@ -169,6 +170,24 @@ def drain(consumer: Any, seconds: float, until: int | None = None) -> list[Any]:
             assert message.error() is None, message.error()
             out.append(message)
     return out
+
+
+def wait_held(consumer: Any, timeout: float = 20.0, what: str = "the gate to close") -> None:
+    """Wait until ``consumer``'s first partition is held at its gate (``BLOCKED``).
+
+    Nothing may be delivered meanwhile: a record that passes fails the test. The first
+    fetch can wait for a new group's coordinator to load, hence the wait.
+    """
+    from ordered.consumer import GateState
+
+    early: list[Any] = []
+
+    def blocked() -> bool:
+        early.extend(drain(consumer, 0.3))
+        return consumer.gate_status()[0].state is GateState.BLOCKED
+
+    wait_until(blocked, timeout, what=what)
+    assert early == [], [m.value() for m in early]
 
 
 def commit_stored(consumer: Any) -> None:

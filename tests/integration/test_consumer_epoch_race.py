@@ -14,6 +14,7 @@ import pytest
 from confluent_kafka import TopicPartition
 from fixtures import expire_session
 from helpers import consume_until, drain
+from kit import Kit
 
 from coordinator.controller import Controller
 from linear_hash import Layout
@@ -138,21 +139,13 @@ def test_without_the_fetch_check_the_same_scenario_breaks_order(
     assert any("(partition 2)" in b for b in broken), broken
 
 
-def test_an_expired_session_in_the_middle_holds_then_recovers_in_order(
-    topic_factory: Callable[..., str],
-    group_factory: Callable[[], str],
-    controller: Controller,
-    zk_hosts: str,
-    make_producer: Callable[..., OrderedProducer],
-    make_consumer: Callable[..., OrderedConsumer],
-) -> None:
+def test_an_expired_session_in_the_middle_holds_then_recovers_in_order(kit: Kit) -> None:
     """The consumer's session expires around an expansion: it reads every history again
     and keeps each key in order (its watch reports nothing, as above)."""
-    topic = topic_factory(2)
-    controller.adopt(topic)
+    topic = kit.adopted_topic(2)
     keys = moving_keys(5)
-    producer = make_producer(**{"ordered.epoch.header": False, "linger.ms": 5})
-    consumer = make_consumer(group_factory())
+    producer = kit.make_producer(**{"ordered.epoch.header": False, "linger.ms": 5})
+    consumer = kit.make_consumer(kit.group_factory())
     try:
         for n in range(10):
             producer.produce(topic, key=keys[n % 5], value=str(n).encode())
@@ -160,8 +153,8 @@ def test_an_expired_session_in_the_middle_holds_then_recovers_in_order(
         consumer.assign([TopicPartition(topic, p, 0) for p in (0, 1)])
         run = Run(consumer, topic)
         consumer.pause([run.tp(0)])
-        expire_session(consumer._zk, zk_hosts)
-        controller.expand(topic, 3)
+        expire_session(consumer._zk, kit.zk_hosts)
+        kit.controller.expand(topic, 3)
         for n in range(10, 20):
             producer.produce(topic, key=keys[n % 5], value=str(n).encode())
         assert producer.flush(30) == 0
