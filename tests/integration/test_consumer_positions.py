@@ -7,7 +7,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -88,14 +87,10 @@ def test_gate_opens_on_progress_long_before_the_fallback_interval(kit: Kit) -> N
         assert dict(interest.waits) == {0: 1}
 
         source.assign([TopicPartition(topic, 0)])
-        got: list[Any] = []
-        while not got:
-            got = source.consume(10, 0.2)
+        wait_until(lambda: source.consume(10, 0.2), 20, what="the tail record", interval=0)
         source.consume(1, 0.0)  # announces: commit and publish
         committed_at = time.monotonic()
-        head: list[Any] = []
-        while not head and time.monotonic() - committed_at < 5:
-            head = destination.consume(10, 0.05)
+        head = wait_until(lambda: destination.consume(10, 0.05), 5, what="the head", interval=0)
         assert [m.value() for m in head] == [b"head"]
         assert time.monotonic() - committed_at < 1.5
         assert service.progress(topic)[0].offset == 1
@@ -194,9 +189,7 @@ def test_relay_opens_gates_and_a_killed_service_falls_back(kit: Kit, tmp_path: P
         _blocked_destination(first, topic, 2, service)
         _plain_commit(kit.bootstrap, group, topic, 0, 1)
         committed_at = time.monotonic()
-        head: list[Any] = []
-        while not head and time.monotonic() - committed_at < 10:
-            head = first.consume(10, 0.05)
+        head = wait_until(lambda: first.consume(10, 0.05), 10, what="the head", interval=0)
         relayed_in = time.monotonic() - committed_at
         assert [m.value() for m in head] == [b"head-2"]
         assert relayed_in < 1.5, f"opened after {relayed_in:.2f} s: not by the relay"
@@ -208,9 +201,7 @@ def test_relay_opens_gates_and_a_killed_service_falls_back(kit: Kit, tmp_path: P
         _blocked_destination(second, topic, 3, service)
         _plain_commit(kit.bootstrap, group, topic, 1, 1)
         committed_at = time.monotonic()
-        head = []
-        while not head and time.monotonic() - committed_at < 15:
-            head = second.consume(10, 0.05)
+        head = wait_until(lambda: second.consume(10, 0.05), 15, what="the head", interval=0)
         assert [m.value() for m in head] == [b"head-3"]
         assert 1 not in service.progress(topic)  # nobody relayed it: the fallback did
         assert time.monotonic() - committed_at < fallback_ms / 1000 + 3
