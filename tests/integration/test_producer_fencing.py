@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from fixtures import consume_all, run_in_background
 from helpers import create_topic, unique
-from kit import Kit
 
+from coordinator.controller import Controller
+from coordinator.store import LayoutStore
 from linear_hash import Layout
 from ordered import OrderedProducer, SwitchDrainingError
 from ordered import producer as producer_module
@@ -38,15 +39,21 @@ def send_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
     yield request.param
 
 
-def test_no_old_layout_record_past_the_boundary(kit: Kit, send_path: str) -> None:
-    topic = create_topic(kit.bootstrap, unique("fence"), 2)
-    kit.controller.adopt(topic)
+def test_no_old_layout_record_past_the_boundary(
+    send_path: str,
+    make_producer: Callable[..., OrderedProducer],
+    bootstrap: str,
+    store: LayoutStore,
+    controller: Controller,
+) -> None:
+    topic = create_topic(bootstrap, unique("fence"), 2)
+    controller.adopt(topic)
     # Records wait in librdkafka, so an early ack would let the seal read a giving
     # partition's end before old-layout records reach it.
     extra: dict[str, object] = {"linger.ms": 50}
     if send_path == "pause":
         extra.update({"ordered.switch.mode": "pause", "delivery.report.only.error": True})
-    producers = [kit.make_producer(**extra) for _ in range(2)]
+    producers = [make_producer(**extra) for _ in range(2)]
     compiled = type(producers[0].produce).__name__ == "FastProduce"
     assert compiled == (send_path != "python")
     stop = threading.Event()
@@ -74,7 +81,7 @@ def test_no_old_layout_record_past_the_boundary(kit: Kit, send_path: str) -> Non
     try:
         time.sleep(0.5)
         for to in (3, 4):
-            result = kit.controller.expand(topic, to, timeout=30)
+            result = controller.expand(topic, to, timeout=30)
             assert result.expired == {}
             time.sleep(0.4)
     finally:
@@ -87,9 +94,9 @@ def test_no_old_layout_record_past_the_boundary(kit: Kit, send_path: str) -> Non
     # Pause mode paused (at least one sender met a drain); the others never do.
     assert bool(paused) == (send_path == "pause")
 
-    epochs = kit.store.epochs(topic)
+    epochs = store.epochs(topic)
     assert [e.epoch for e in epochs] == [0, 1, 2] and all(e.sealed for e in epochs)
-    records = consume_all(kit.bootstrap, topic)
+    records = consume_all(bootstrap, topic)
     assert len(records) > 1000
     checked = 0
     for epoch in epochs[1:]:
