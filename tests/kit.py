@@ -10,15 +10,18 @@ that never touches ``kit.store`` opens no store client.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import pytest
-from kazoo.client import KazooClient
 
-from coordinator.controller import Controller
-from coordinator.store import LayoutStore
-from ordered import OrderedProducer
-from ordered.consumer import OrderedConsumer
+if TYPE_CHECKING:
+    # Types only: the kit works whatever module path these classes live at.
+    from kazoo.client import KazooClient
+
+    from coordinator.controller import Controller
+    from coordinator.store import LayoutStore
+    from ordered import OrderedProducer
+    from ordered.consumer import OrderedConsumer
 
 __all__ = ["Kit"]
 
@@ -39,29 +42,29 @@ class _Fixture(Generic[T]):
 class Kit:
     """The common fixtures of one test, by name (``kit.bootstrap``, ``kit.controller``, ...)."""
 
-    bootstrap = _Fixture[str]()
+    bootstrap: _Fixture[str] = _Fixture()
     """``bootstrap.servers`` of the one-broker cluster."""
-    zk_hosts = _Fixture[str]()
+    zk_hosts: _Fixture[str] = _Fixture()
     """The session ZooKeeper's connect string (no chroot)."""
-    zk_root = _Fixture[str]()
+    zk_root: _Fixture[str] = _Fixture()
     """This test's fresh store root."""
-    store = _Fixture[LayoutStore]()
+    store: _Fixture[LayoutStore] = _Fixture()
     """A layout store under this test's root."""
-    controller = _Fixture[Controller]()
+    controller: _Fixture[Controller] = _Fixture()
     """A controller over :attr:`store` and the one-broker cluster."""
-    zk = _Fixture[KazooClient]()
+    zk: _Fixture[KazooClient] = _Fixture()
     """A started kazoo client on the session ZooKeeper (no chroot)."""
-    kazoo_factory = _Fixture[Callable[..., KazooClient]]()
+    kazoo_factory: _Fixture[Callable[..., KazooClient]] = _Fixture()
     """Make started kazoo clients, each closed at teardown."""
-    topic_factory = _Fixture[Callable[..., str]]()
+    topic_factory: _Fixture[Callable[..., str]] = _Fixture()
     """Create uuid-named topics: ``topic_factory(partitions, config=None, prefix="t")``."""
-    group_factory = _Fixture[Callable[[], str]]()
+    group_factory: _Fixture[Callable[[], str]] = _Fixture()
     """Return uuid-named consumer group ids."""
-    make_producer = _Fixture[Callable[..., OrderedProducer]]()
+    make_producer: _Fixture[Callable[..., OrderedProducer]] = _Fixture()
     """Make ``OrderedProducer``s on this test's root: ``make_producer(**extra)``."""
-    make_consumer = _Fixture[Callable[..., OrderedConsumer]]()
+    make_consumer: _Fixture[Callable[..., OrderedConsumer]] = _Fixture()
     """Make ``OrderedConsumer``s on this test's root: ``make_consumer(group, **extra)``."""
-    ordered_cli = _Fixture[Callable[..., Any]]()
+    ordered_cli: _Fixture[Callable[..., Any]] = _Fixture()
     """Run the ``ordered`` CLI under this test's root: ``ordered_cli(*args)``."""
 
     def __init__(self, request: pytest.FixtureRequest) -> None:
