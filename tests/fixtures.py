@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
-from helpers import run_cli
+from helpers import run_cli, wait_until
 from kazoo.client import KazooClient, KazooState
 from kazoo.protocol.connection import _CONNECTION_DROP
 
@@ -298,14 +298,18 @@ def consume_all(
         consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
         seen = dict.fromkeys(ends, 0)
         out: list[Any] = []
-        deadline = time.monotonic() + timeout
-        while any(seen[p] < ends[p] for p in ends):
-            assert time.monotonic() < deadline, f"consumed {seen} of {ends}"
+
+        def at_the_ends() -> bool:
+            if all(seen[p] >= ends[p] for p in ends):
+                return True
             for msg in consumer.consume(10000, timeout=0.5):
                 if msg.error() is not None:
                     raise KafkaException(msg.error())
                 out.append(msg)
                 seen[msg.partition()] = msg.offset() + 1
+            return False
+
+        wait_until(at_the_ends, timeout, what=lambda: f"offsets {ends} ({seen})", interval=0)
         return out
     finally:
         consumer.close()
