@@ -14,8 +14,8 @@ from fixtures import producer_record
 from helpers import consume_until, drain, keys_for, moving_keys, run_cli, wait_held, wait_until
 from kit import Kit
 
-from coordinator.errors import OrderViolationError
-from coordinator.store import AckRecord
+from coordinator.client.errors import OrderViolationError
+from coordinator.client.store import AckRecord
 from linear_hash import Layout
 from linear_hash.gating import Wait
 from ordered.consumer import GateState

@@ -18,15 +18,15 @@ from helpers import read_committing as read
 from helpers import wait_until
 from kit import Kit
 
+from coordinator.client.errors import LayoutError
+from coordinator.client.history import load_history
+from coordinator.client.store import paths
 from coordinator.daemon import CoordinatorDaemon
-from coordinator.daemon_metrics import StateCollector
-from coordinator.errors import LayoutError
-from coordinator.history import load_history
-from coordinator.history_compaction import compact_topic
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.retention import Sweeper, retired_partitions, retired_status
-from coordinator.store import paths
-from coordinator.trim import Trimmer
+from coordinator.kafka.kafka_admin import KafkaAdmin
+from coordinator.metrics.daemon_metrics import StateCollector
+from coordinator.trims.history_compaction import compact_topic
+from coordinator.trims.retention import Sweeper, retired_partitions, retired_status
+from coordinator.trims.trim import Trimmer
 from ordered.producer import OrderedProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]

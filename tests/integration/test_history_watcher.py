@@ -11,9 +11,9 @@ from fixtures import producer_record
 from helpers import wait_until
 from kit import Kit
 
-from coordinator.controller import BarrierTimeoutError
-from coordinator.history import HistoryWatcher, load_history
-from coordinator.store import AckRecord, LayoutStore
+from coordinator.client.history import HistoryWatcher, load_history
+from coordinator.client.store import AckRecord, LayoutStore
+from coordinator.control.controller import BarrierTimeoutError
 
 pytestmark = pytest.mark.integration
 

@@ -18,11 +18,11 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from helpers import drain, keys_for, moving_keys, wait_held, wait_until
 from kit import Kit
 
-from coordinator.controller import Controller
-from coordinator.hooks import CONSUMER_HOOKS, COORDINATOR_HOOKS, PRODUCER_HOOKS, check_hooks
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.retention import Sweeper
-from coordinator.store import RetentionRecord
+from coordinator.client.hooks import CONSUMER_HOOKS, COORDINATOR_HOOKS, PRODUCER_HOOKS, check_hooks
+from coordinator.client.store import RetentionRecord
+from coordinator.control.controller import Controller
+from coordinator.kafka.kafka_admin import KafkaAdmin
+from coordinator.trims.retention import Sweeper
 from linear_hash import Layout
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]

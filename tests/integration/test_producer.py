@@ -16,9 +16,9 @@ from helpers import consume_until, unique, wait_until
 from kit import Kit
 from prometheus_client import CollectorRegistry
 
-from coordinator.store import LayoutStore
-from coordinator.store import paths as store_paths
-from coordinator.zk import close_client
+from coordinator.client.store import LayoutStore
+from coordinator.client.store import paths as store_paths
+from coordinator.client.zk import close_client
 from linear_hash import DEFAULT_ALGORITHM, Layout, partition_for
 from ordered import (
     ConfigError,

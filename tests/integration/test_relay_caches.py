@@ -13,7 +13,8 @@ from helpers import wait_until
 from kazoo.client import KazooClient
 from kit import Kit
 
-from coordinator.commit_tail import CommitTail
+from coordinator.client.positions import PositionService
+from coordinator.client.store import LayoutStore, paths
 from coordinator.daemon import CoordinatorDaemon, Role
 from coordinator.daemon.topic_cache import TopicCache
 from coordinator.kafka.kafka_admin import KafkaAdmin

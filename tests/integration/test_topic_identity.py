@@ -21,9 +21,7 @@ from fixtures import producer_record, run_in_background, snapshot
 from helpers import consume_until, create_topic, wait_until
 from kit import Kit
 
-from coordinator.controller import BarrierTimeoutError
-from coordinator.daemon import CoordinatorDaemon
-from coordinator.errors import (
+from coordinator.client.errors import (
     LayoutError,
     LayoutUnavailableError,
     TopicIdMismatchError,
@@ -32,7 +30,7 @@ from coordinator.errors import (
 from coordinator.client.history import load_history
 from coordinator.client.store import LayoutStore
 from coordinator.client.topic_ids import TopicIds
-from coordinator.control.controller import BarrierTimeoutError, Controller
+from coordinator.control.controller import BarrierTimeoutError
 from coordinator.daemon import CoordinatorDaemon
 from coordinator.kafka.kafka_admin import KafkaAdmin
 from ordered import OrderedConsumer, OrderedProducer

@@ -18,9 +18,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from helpers import unique
 from kit import Kit
 
-from coordinator.interest import InterestSettings, topic_interest
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.trim import Trimmer, TrimStatus
+from coordinator.groups.interest import InterestSettings, topic_interest
+from coordinator.kafka.kafka_admin import KafkaAdmin
+from coordinator.trims.trim import Trimmer, TrimStatus
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
