@@ -97,6 +97,7 @@ class ProducerTopics(ProducerFields):
             delivery_timeout_ms=self._split.delivery_timeout_ms,
             registered_at=time.time(),
             client_id=self._split.client_id,
+            language="python",
         )
 
     def _ack_record(self, ack: AckDue) -> AckRecord:
