@@ -59,6 +59,12 @@ BENCHMARKS: Final[dict[str, tuple[str, list[str], list[str], bool]]] = {
          "--sink-repeats", "3", "--planning-samples", "30"],
         True,
     ),
+    "jvm": (
+        "bench_jvm.py",
+        [],
+        ["--records", "300000", "--warmup", "100000", "--rounds", "3"],
+        True,
+    ),
 }  # fmt: skip
 
 _OUT_FLAG: Final = {"linear_hash": "--output"}
@@ -486,12 +492,35 @@ def _scale(d: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def _jvm_load(d: dict[str, Any]) -> str:
+    loads = _get(d, "load_average_1m", "per_round") or []
+    return f"; load {min(loads):.2f}-{max(loads):.2f}" if loads else ""
+
+
+def _jvm(d: dict[str, Any]) -> list[dict[str, Any]]:
+    rates = _get(d, "records_per_s") or {}
+    ratio = _get(d, "ratio") or {}
+    return [
+        _row(
+            "Java KafkaProducer with OrderedPartitioner + interceptor, keyed 100 B (records/s)",
+            _get(rates, "ordered", "median"),
+            f"plain KafkaProducer {_get(rates, 'plain', 'median')}",
+            ratio.get("median"),
+            f"quartiles {ratio.get('q1')}-{ratio.get('q3')} (min {ratio.get('min')}, max "
+            f"{ratio.get('max')}) over {d.get('rounds')} rounds{_jvm_load(d)}",
+            ">= 0.95",
+            "jvm",
+        )
+    ]
+
+
 _EXTRACT: Final[dict[str, Callable[[dict[str, Any]], list[dict[str, Any]]]]] = {
     "linear_hash": _linear_hash,
     "producer": _producer,
     "consumer": _consumer,
     "spark": _spark,
     "scale": _scale,
+    "jvm": _jvm,
 }
 
 
