@@ -167,10 +167,11 @@ class JavaProducer:
 
     def finish(self, timeout: float = 60.0) -> dict[str, int]:
         """Ask it to stop; return its counts once every record is flushed and it closed."""
-        assert self.proc.stdin is not None
+        assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write("stop\n")
         self.proc.stdin.close()
-        out, _ = self.proc.communicate(timeout=timeout)
+        self.proc.wait(timeout)
+        out = self.proc.stdout.read()
         done = [line for line in out.splitlines() if line.startswith("DONE ")]
         assert self.proc.returncode == 0 and done, (
             f"{self.producer_id}: rc {self.proc.returncode}\n{out}\n{self.log()}"

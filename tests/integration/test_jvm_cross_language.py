@@ -99,7 +99,12 @@ def test_python_and_java_producers_share_the_barrier_through_grow_and_shrink(
     try:
         main.ready()
         victim.ready()
-        wait_until(lambda: len(store.producers(topic)) == 3, timeout=30)
+        deadline = time.monotonic() + 30
+        while len(store.producers(topic)) < 3:
+            assert time.monotonic() < deadline, (
+                f"3 producers, not {store.producers(topic)}\n{main.log()}\n{victim.log()}"
+            )
+            time.sleep(0.1)
 
         # describe lists each producer with its language, client id and host.
         described = json.loads(ordered_cli("describe", topic, "--json").stdout)
