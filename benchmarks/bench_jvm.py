@@ -17,7 +17,10 @@ from the first timed ``send()`` to the end of ``flush()``. The sides differ only
 side) versus nothing (plain: Kafka's default ``murmur2 % n`` over the same 4
 partitions). Rounds alternate which side runs first; the ratio (ordered / plain
 records/s) is taken per round and reported as median, quartiles, min and max over the
-rounds, beside each side's median records/s and the load averages. Kafka's own
+rounds, beside each side's median records/s and the load averages. Beside it, each
+JVM's CPU time (user + system, its whole life) per record sent, and the ratio of the
+two per round (ordered / plain: the plugins' cost, which other work on a shared machine
+moves less than it moves the wall clock). Kafka's own
 ``ProducerPerformance`` sends keyless records, which no partitioner routes by; the
 loop of ``KeyedPerf`` is its loop with keys. Goal: >= 0.95x.
 """
@@ -27,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -90,11 +94,17 @@ def run_side(
     ]
     for key, value in props.items():
         cmd += ["--property", f"{key}={value}"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode != 0 or not lines:
         raise SystemExit(f"KeyedPerf failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(lines[-1])
+    # The JVM's CPU over its whole life (start, warm-up, timed records), per record sent:
+    # a figure the other work of a shared machine moves less than the wall clock.
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    result["cpu_us_per_record"] = cpu * 1e6 / (args.records + args.warmup)
     if result["errors"]:
         raise SystemExit(f"KeyedPerf: {result['errors']} records failed")
     return result
@@ -145,19 +155,25 @@ def main() -> None:
         }
         sides = {"plain": plain, "ordered": ordered}
         rates: dict[str, list[float]] = {"plain": [], "ordered": []}
+        cpu: dict[str, list[float]] = {"plain": [], "ordered": []}
         ratios: list[float] = []
+        cpu_ratios: list[float] = []
         loads: list[float] = []
         for r in range(args.rounds):
             order = ["plain", "ordered"] if r % 2 == 0 else ["ordered", "plain"]
-            got = {}
+            got, used = {}, {}
             for side in order:
-                got[side] = run_side(classpath, topic, sides[side], args)["records_per_s"]
+                run = run_side(classpath, topic, sides[side], args)
+                got[side], used[side] = run["records_per_s"], run["cpu_us_per_record"]
                 rates[side].append(got[side])
+                cpu[side].append(used[side])
             ratios.append(got["ordered"] / got["plain"])
+            cpu_ratios.append(used["ordered"] / used["plain"])
             loads.append(os.getloadavg()[0])
             print(
                 f"round {r + 1}/{args.rounds}: plain {got['plain']:.0f}/s, ordered "
-                f"{got['ordered']:.0f}/s, ratio {ratios[-1]:.3f} (load {loads[-1]:.2f})",
+                f"{got['ordered']:.0f}/s, ratio {ratios[-1]:.3f}; CPU per record plain "
+                f"{used['plain']:.2f} us, ordered {used['ordered']:.2f} us (load {loads[-1]:.2f})",
                 flush=True,
             )
     low, high = _quartiles(ratios)
@@ -196,6 +212,16 @@ def main() -> None:
             "max": round(max(ratios), 3),
             "rounds": [round(x, 3) for x in ratios],
         },
+        "cpu_us_per_record": {
+            side: {"median": round(statistics.median(v), 3), "rounds": [round(x, 3) for x in v]}
+            for side, v in cpu.items()
+        },
+        "cpu_ratio": {
+            "median": round(statistics.median(cpu_ratios), 3),
+            "min": round(min(cpu_ratios), 3),
+            "max": round(max(cpu_ratios), 3),
+            "rounds": [round(x, 3) for x in cpu_ratios],
+        },
         "goal": ">= 0.95",
         "load_average_1m": {"start": round(load_start[0], 2), "per_round": loads},
         "cpus": os.cpu_count(),
@@ -207,7 +233,8 @@ def main() -> None:
         f"ordered/plain median {med['median']} (quartiles {med['q1']}-{med['q3']}, "
         f"min {med['min']}, max {med['max']} over {args.rounds}); plain median "
         f"{results['records_per_s']['plain']['median']}/s, ordered median "
-        f"{results['records_per_s']['ordered']['median']}/s; wrote {args.out}"
+        f"{results['records_per_s']['ordered']['median']}/s; CPU per record ordered/plain "
+        f"median {results['cpu_ratio']['median']}; wrote {args.out}"
     )
 
 

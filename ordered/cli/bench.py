@@ -507,7 +507,8 @@ def _jvm(d: dict[str, Any]) -> list[dict[str, Any]]:
             f"plain KafkaProducer {_get(rates, 'plain', 'median')}",
             ratio.get("median"),
             f"quartiles {ratio.get('q1')}-{ratio.get('q3')} (min {ratio.get('min')}, max "
-            f"{ratio.get('max')}) over {d.get('rounds')} rounds{_jvm_load(d)}",
+            f"{ratio.get('max')}) over {d.get('rounds')} rounds; CPU per record ordered/plain "
+            f"{_get(d, 'cpu_ratio', 'median')}{_jvm_load(d)}",
             ">= 0.95",
             "jvm",
         )
