@@ -1,7 +1,8 @@
 // Keyed producer throughput, for benchmarks/bench_jvm.py: one KafkaProducer, configured
 // only by --property (with or without the ordered plugins), sends --records keyed records
 // of --size bytes as fast as it can, after --warmup untimed ones in the same JVM, and
-// prints one JSON line: {"records", "seconds", "records_per_s", "errors"}.
+// prints one JSON line: {"records", "seconds", "records_per_s", "timed_cpu_us_per_record"
+// (the whole JVM's CPU time over the timed records, per record), "errors"}.
 //
 // Kafka's ProducerPerformance sends records without a key, which no partitioner routes
 // by; this is the same loop with keys ("k0".."k{keys-1}", drawn from a seeded generator,
@@ -57,14 +58,19 @@ public class KeyedPerf {
                 producer.send(new ProducerRecord<>(topic, keyBytes[random.nextInt(keys)], value), count);
             }
             producer.flush();
+            com.sun.management.OperatingSystemMXBean os = (com.sun.management.OperatingSystemMXBean)
+                    java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+            long cpuStart = os.getProcessCpuTime();
             long start = System.nanoTime();
             for (long i = 0; i < records; i++) {
                 producer.send(new ProducerRecord<>(topic, keyBytes[random.nextInt(keys)], value), count);
             }
             producer.flush();
             double seconds = (System.nanoTime() - start) / 1e9;
+            double cpuUs = (os.getProcessCpuTime() - cpuStart) / 1e3;
             System.out.println("{\"records\":" + records + ",\"seconds\":" + seconds
-                    + ",\"records_per_s\":" + (records / seconds) + ",\"errors\":" + errors.get() + "}");
+                    + ",\"records_per_s\":" + (records / seconds) + ",\"timed_cpu_us_per_record\":"
+                    + (cpuUs / records) + ",\"errors\":" + errors.get() + "}");
         }
     }
 }
