@@ -230,7 +230,9 @@ final class ProducerState {
     if (kafka == null || Uuid.ZERO_UUID.equals(kafka)) {
       return record; // this metadata carries no id for the topic: nothing to check against
     }
-    if (!kafka.toString().equals(record.topicId)) {
+    // Kafka's Uuid prints URL-safe base64 ('-', '_'); the Python side stores librdkafka's
+    // standard base64 ('+', '/'): the same id in two alphabets.
+    if (!kafka.toString().equals(record.topicId.replace('+', '-').replace('/', '_'))) {
       throw OrderedLayoutException.topicIdMismatch(record.topic, record.topicId, kafka.toString());
     }
     return record;

@@ -325,6 +325,25 @@ class ProducerIntegrationTest {
   }
 
   @Test
+  void acceptsTheTopicIdAsPythonStoresIt() throws Exception {
+    // About half of all ids differ between the two base64 alphabets: find one that does.
+    String topic = null;
+    for (int i = 0; i < 20 && topic == null; i++) {
+      String candidate = servers.createTopic(2);
+      String id = servers.kafkaTopicId(candidate);
+      if (id.indexOf('-') >= 0 || id.indexOf('_') >= 0) {
+        topic = candidate;
+      }
+    }
+    assertNotNull(topic, "no topic id with '-' or '_' in 20 tries");
+    assertFalse(servers.topicId(topic).equals(servers.kafkaTopicId(topic)));
+    servers.adopt(topic, servers.topicId(topic), 2, 2, "murmur3");
+    KafkaProducer<String, String> p = producer(Map.of());
+    RecordMetadata m = p.send(new ProducerRecord<>(topic, "k", "v")).get(10, TimeUnit.SECONDS);
+    assertEquals(new Layout(2, 2, 0).partitionFor(utf8("k"), "murmur3"), m.partition());
+  }
+
+  @Test
   void refusesALayoutAdoptedForAnotherTopicId() throws Exception {
     String topic = servers.createTopic(2);
     servers.adopt(topic, "AAAAAAAAAAAAAAAAAAAAAA", 2, 2, "murmur3");

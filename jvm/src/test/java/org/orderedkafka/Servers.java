@@ -87,7 +87,17 @@ final class Servers implements AutoCloseable {
     return topic;
   }
 
+  /**
+   * The topic id as the Python side stores it in a {@code TopicRecord}: librdkafka's
+   * standard base64 ({@code +} and {@code /}), where Kafka's {@code Uuid} prints the URL-safe
+   * alphabet ({@code -} and {@code _}).
+   */
   String topicId(String topic) throws Exception {
+    return kafkaTopicId(topic).replace('-', '+').replace('_', '/');
+  }
+
+  /** The topic id as kafka-clients prints it. */
+  String kafkaTopicId(String topic) throws Exception {
     return admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).topicId().toString();
   }
 
