@@ -69,7 +69,6 @@ final class ProducerState {
   private final String firstHalf;
   private volatile boolean paired;
   private volatile boolean closed;
-  private volatile long registeredSession;
 
   private ProducerState(OrderedSettings settings, String firstHalf) {
     this.settings = settings;
@@ -128,8 +127,7 @@ final class ProducerState {
   TopicState topic(String name) {
     TopicState t = topics.get(name);
     if (t == null) {
-      t = topics.computeIfAbsent(name, n -> new TopicState(n, this::queueAck));
-      t.batchSize = settings.batchSize;
+      t = topics.computeIfAbsent(name, n -> new TopicState(n, settings.batchSize, this::queueAck));
     }
     return t;
   }
@@ -165,9 +163,8 @@ final class ProducerState {
     if (t.state() == TopicState.State.UNKNOWN) {
       firstUse(t, cluster);
     }
-    boolean io = Thread.currentThread().getName().startsWith("kafka-producer-network-thread");
     try {
-      return t.partition(key, size, cluster, System.currentTimeMillis() + settings.maxBlockMs, io);
+      return t.partition(key, size, cluster, settings.maxBlockMs);
     } catch (InterruptedException exc) {
       throw new InterruptException(exc);
     }
@@ -262,14 +259,15 @@ final class ProducerState {
       if (read(t, false) != null) {
         throw refused;
       }
-      if (t.registered || registeredSession == 0) {
+      if (!t.refused) {
         LOG.info("{}: not adopted and not creatable under ACLs: routing plain", t.topic);
       }
-      t.registered = false;
+      t.refused = true;
+      t.registeredSession = 0;
       return;
     }
-    t.registered = true;
-    registeredSession = session;
+    t.refused = false;
+    t.registeredSession = session;
   }
 
   private Records.TopicRecord read(TopicState t, boolean watch) throws Exception {
@@ -302,7 +300,7 @@ final class ProducerState {
       return; // the re-synchronisation reads every topic
     }
     try {
-      if (!t.registered) {
+      if (t.refused) {
         register(t); // the topic's node may exist now
       }
       t.apply(read(t, true), zk::usable);
@@ -332,13 +330,12 @@ final class ProducerState {
     if (closed) {
       return out;
     }
-    boolean renew = session != registeredSession;
     for (TopicState t : topics.values()) {
       if (!t.valid || t.state() == TopicState.State.UNKNOWN) {
         continue;
       }
-      if (renew || !t.registered) {
-        register(t);
+      if (t.registeredSession != session) {
+        register(t); // a new session: the old one's ephemeral registration is gone
       }
       Records.TopicRecord record = read(t, true);
       out.add(() -> t.apply(record, zk::usable));
@@ -478,7 +475,7 @@ final class ProducerState {
         }
       }
       for (TopicState t : used) {
-        if (!t.registered) {
+        if (t.registeredSession == 0) {
           continue;
         }
         try {

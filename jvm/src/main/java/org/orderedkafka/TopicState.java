@@ -1,7 +1,6 @@
 package org.orderedkafka;
 
 import java.util.EnumSet;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -16,10 +15,15 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One topic inside one producer: its state machine, its route, and the counts the
- * barrier's drain is judged by. Every field is guarded by this object's monitor; the send
- * path ({@code partition()}), the acks (the producer's I/O thread) and the ZooKeeper worker
- * all take it, and nothing that waits for ZooKeeper or Kafka runs while holding it (only
- * {@link Object#wait} in the pause, which releases it).
+ * barrier's drain is judged by. State changes, the pause and the drain decision happen
+ * under this object's monitor (taken by the send path, the acks on the producer's I/O
+ * thread and the ZooKeeper worker; nothing that waits for ZooKeeper or Kafka runs while
+ * holding it, only {@link Object#wait} in the pause, which releases it). The common case
+ * takes no lock: a keyed record in {@code ROUTING} reads the volatile state and route, and
+ * the counts are atomic. That is safe because a record is in {@code inflight} from its
+ * {@code onSend} to its acknowledgement: a send that read the old route just before a
+ * switch is still unacknowledged, and so still holds the drain back, when the switch
+ * checks it.
  *
  * <p>States (one checked writer, {@link #setState}, against {@link #TRANSITIONS}), as
  * Python's {@code ordered/producer_routes.py}:
@@ -81,21 +85,24 @@ final class TopicState {
   final boolean valid;
   private volatile State state = State.UNKNOWN;
   private Records.TopicRecord record;
-  private Layout layout;
-  private String algorithm = Hashing.MURMUR3;
+  /** What keyed records are routed by (null: no layout); replaced whole, before the state. */
+  private volatile Route route;
   /** Records of this topic that passed onSend and are not acknowledged yet. */
-  private long inflight;
+  private final java.util.concurrent.atomic.AtomicLong inflight = new java.util.concurrent.atomic.AtomicLong();
   /** Sends waiting in partition() for the open switch to drain. */
   private int blocked;
-  /** The pending epoch of the open switch, or -1. */
-  private long switchEpoch = -1;
+  /** The pending epoch of the open switch, or -1 (volatile: an ack checks it without the lock). */
+  private volatile long switchEpoch = -1;
   private final Set<Long> acked = new HashSet<>();
   /** Partition -> the highest offset acknowledged since the last ack (all older-epoch records). */
-  private Map<Integer, Long> lastOffsets = new HashMap<>();
+  private volatile java.util.concurrent.ConcurrentHashMap<Integer, Long> lastOffsets =
+      new java.util.concurrent.ConcurrentHashMap<>();
   /** A record failed in a way that does not prove it was never written (a forced close). */
-  private boolean uncertain;
-  /** Registered under ZooKeeper (false: ACLs kept the producer from creating the topic's node). */
-  boolean registered;
+  private volatile boolean uncertain;
+  /** The session this topic's registration belongs to (0: none). Written by the worker and first use. */
+  volatile long registeredSession;
+  /** ACLs kept the producer from creating the topic's node (not adopted): routed plain, retried on each re-read. */
+  volatile boolean refused;
 
   private boolean warnedCompacted;
   private int sticky = -1;
@@ -104,8 +111,9 @@ final class TopicState {
   /** Where acks that became due go (the producer queues them for the worker; never blocks). */
   private final java.util.function.Consumer<AckDue> ackSink;
 
-  TopicState(String topic, java.util.function.Consumer<AckDue> ackSink) {
+  TopicState(String topic, int batchSize, java.util.function.Consumer<AckDue> ackSink) {
     this.topic = topic;
+    this.batchSize = batchSize;
     this.valid = Records.validTopic(topic);
     this.ackSink = ackSink;
   }
@@ -119,12 +127,24 @@ final class TopicState {
     return record;
   }
 
-  synchronized Layout layout() {
-    return layout;
+  /** A layout and its hash, immutable. */
+  static final class Route {
+    final Layout layout;
+    final String algorithm;
+
+    Route(Layout layout, String algorithm) {
+      this.layout = layout;
+      this.algorithm = algorithm;
+    }
   }
 
-  synchronized long inflight() {
-    return inflight;
+  Layout layout() {
+    Route r = route;
+    return r == null ? null : r.layout;
+  }
+
+  long inflight() {
+    return inflight.get();
   }
 
   /** The one checked writer of the state. */
@@ -141,40 +161,41 @@ final class TopicState {
 
   // --- counts -------------------------------------------------------------------------
 
-  synchronized void sent() {
-    inflight++;
+  void sent() {
+    inflight.incrementAndGet();
   }
 
-  /** An acknowledgement (success or failure); may drain an open switch. */
-  synchronized void acked(int partition, long offset, Exception exception) {
-    inflight--;
+  /** An acknowledgement (success or failure; the I/O thread); may drain an open switch. */
+  void acked(int partition, long offset, Exception exception) {
+    // The offset goes in before the count goes down: a drain that sees the count sees it.
     if (exception == null) {
       if (partition >= 0 && offset >= 0) {
-        Long before = lastOffsets.get(partition);
-        if (before == null || before < offset) {
-          lastOffsets.put(partition, offset);
-        }
+        lastOffsets.merge(partition, offset, Math::max);
       }
     } else if (exception.getClass() == KafkaException.class
         && String.valueOf(exception.getMessage()).contains("closed forcefully")) {
       // close(Duration.ZERO) aborts batches that may already be on a broker.
       uncertain = true;
     }
+    inflight.decrementAndGet();
     if (switchEpoch >= 0) {
-      drainIfDone();
+      synchronized (this) {
+        drainIfDone();
+      }
     }
   }
 
   /** Close the open switch if nothing routed before it is unacknowledged; report its ack. */
   private boolean drainIfDone() {
-    if (switchEpoch < 0 || inflight != blocked) {
+    if (switchEpoch < 0 || inflight.get() != blocked) {
       return false;
     }
     long epoch = switchEpoch;
     switchEpoch = -1;
     acked.add(epoch);
-    Map<Integer, Long> offsets = lastOffsets;
-    lastOffsets = new HashMap<>();
+    // Nothing unacknowledged is outside the pause now, so no ack races with this swap.
+    Map<Integer, Long> offsets = new java.util.TreeMap<>(lastOffsets);
+    lastOffsets = new java.util.concurrent.ConcurrentHashMap<>();
     if (state == State.SWITCHING) {
       setState(State.ROUTING);
     }
@@ -203,7 +224,7 @@ final class TopicState {
         ackSink.accept(new AckDue(topic, next.pending, Map.of())); // unordered: nothing to drain
       }
       switchEpoch = -1;
-      layout = null;
+      route = null;
       setState(State.PLAIN);
       return;
     }
@@ -215,8 +236,7 @@ final class TopicState {
               + "in its former partition after compaction",
           topic);
     }
-    layout = new Layout(next.initial, next.active, next.epoch);
-    algorithm = next.algorithm;
+    route = new Route(new Layout(next.initial, next.active, next.epoch), next.algorithm);
     if (previous == null || previous.active != next.active) {
       sticky = -1;
     }
@@ -250,8 +270,8 @@ final class TopicState {
   }
 
   /** For close: the open switch's ack and any pending epoch's, if everything was acknowledged. */
-  synchronized boolean clean() {
-    return inflight <= 0 && !uncertain;
+  boolean clean() {
+    return inflight.get() <= 0 && !uncertain;
   }
 
   synchronized AckDue closeSwitch() {
@@ -261,7 +281,7 @@ final class TopicState {
     long epoch = switchEpoch;
     switchEpoch = -1;
     acked.add(epoch);
-    return new AckDue(topic, epoch, lastOffsets);
+    return new AckDue(topic, epoch, new java.util.TreeMap<>(lastOffsets));
   }
 
   // --- routing ----------------------------------------------------------------------------
@@ -271,31 +291,50 @@ final class TopicState {
    *
    * @param key the serialized key, or null
    * @param size the serialized value's size (for the sticky partition of unkeyed records)
-   * @param deadlineMs when a paused send gives up ({@code max.block.ms} from its start)
-   * @param ioThread the caller is the producer's I/O thread (never block it)
+   * @param maxBlockMs how long a paused send may wait ({@code max.block.ms})
    */
-  synchronized int partition(byte[] key, int size, Cluster cluster, long deadlineMs, boolean ioThread)
+  int partition(byte[] key, int size, Cluster cluster, long maxBlockMs) throws InterruptedException {
+    if (key != null) {
+      State now = state;
+      if (now == State.ROUTING) {
+        Route r = route; // the common case, without the lock (see the class comment)
+        if (r != null) {
+          return r.layout.partitionFor(key, r.algorithm);
+        }
+      } else if (now == State.PLAIN) {
+        return plain(key, size, cluster);
+      }
+    }
+    return partitionLocked(key, size, cluster, maxBlockMs);
+  }
+
+  private synchronized int partitionLocked(byte[] key, int size, Cluster cluster, long maxBlockMs)
       throws InterruptedException {
+    long deadlineMs = -1;
     while (true) {
+      Route r = route;
       switch (state) {
         case PLAIN:
           return plain(key, size, cluster);
         case UNKNOWN:
           throw new LayoutUnavailableException("the layout of " + topic + " was not read yet; retry");
         case ROUTING:
-          return key == null ? unkeyed(size, cluster, layout.active()) : layout.partitionFor(key, algorithm);
+          return key == null ? unkeyed(size, cluster, r.layout.active()) : r.layout.partitionFor(key, r.algorithm);
         case SUSPENDED:
-          if (key == null && layout != null) {
-            return unkeyed(size, cluster, layout.active()); // no order to keep
+          if (key == null && r != null) {
+            return unkeyed(size, cluster, r.layout.active()); // no order to keep
           }
           throw new LayoutUnavailableException(
               "cannot route a keyed record to " + topic + ": the ZooKeeper session is suspended or"
                   + " lost, so its layout may be stale; retry once the session is back");
         case SWITCHING:
-          if (ioThread) {
+          if (Thread.currentThread().getName().startsWith("kafka-producer-network-thread")) {
             throw new LayoutUnavailableException(
                 "cannot route a record to " + topic + " from the producer's I/O thread while the"
                     + " route switch to epoch " + switchEpoch + " drains; retry");
+          }
+          if (deadlineMs < 0) {
+            deadlineMs = System.currentTimeMillis() + maxBlockMs;
           }
           long left = deadlineMs - System.currentTimeMillis();
           if (left <= 0) {
@@ -344,7 +383,7 @@ final class TopicState {
     return sticky;
   }
 
-  int batchSize = 16_384;
+  private final int batchSize;
 
   synchronized void newBatch(int previous) {
     if (previous == sticky) {

@@ -16,7 +16,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -180,38 +179,69 @@ class ProducerIntegrationTest {
   }
 
   @Test
+  void anExpansionToPartitionsTheProducerHasNotSeenYet() throws Exception {
+    String topic = servers.createTopic(2);
+    String tid = servers.topicId(topic);
+    servers.adopt(topic, tid, 2, 2, "murmur3");
+    KafkaProducer<String, String> p = producer(Map.of());
+    for (int i = 0; i < 20; i++) {
+      p.send(new ProducerRecord<>(topic, "k" + i, "v")).get(10, TimeUnit.SECONDS);
+    }
+    // As the controller does: partitions first, then the epoch. The producer's metadata
+    // still says 2 partitions; records routed to the new ones wait for it to catch up.
+    servers.admin
+        .createPartitions(Map.of(topic, org.apache.kafka.clients.admin.NewPartitions.increaseTo(4)))
+        .all()
+        .get();
+    servers.publish(topic, tid, 2, 2, 4, 1, 4, "murmur3");
+    String id = servers.producers(topic).get(0);
+    assertTrue(servers.await(servers.epochPath(topic, 1) + "/acks/" + id, 10_000), "no ack");
+    Layout grown = new Layout(2, 4, 1);
+    boolean[] seen = new boolean[4];
+    for (int i = 0; i < 40; i++) {
+      RecordMetadata m = p.send(new ProducerRecord<>(topic, "k" + i, "v")).get(30, TimeUnit.SECONDS);
+      assertEquals(grown.partitionFor(utf8("k" + i), "murmur3"), m.partition());
+      seen[m.partition()] = true;
+    }
+    assertTrue(seen[2] && seen[3], "no key went to a new partition");
+  }
+
+  @Test
   void aSendDuringTheSwitchWaitsForTheOlderRecords() throws Exception {
     String topic = servers.createTopic(4);
     String tid = servers.topicId(topic);
     servers.adopt(topic, tid, 2, 4, "murmur3");
     // A long linger keeps the first record unacknowledged until the producer flushes.
-    KafkaProducer<String, String> p = producer(Map.of("linger.ms", 3_000));
-    p.send(new ProducerRecord<>(topic, "warm", "v")).get(10, TimeUnit.SECONDS); // first use
-    AtomicLong firstAckedAt = new AtomicLong();
-    Future<RecordMetadata> first =
-        p.send(new ProducerRecord<>(topic, "old", "v"), (m, e) -> firstAckedAt.set(System.nanoTime()));
+    KafkaProducer<String, String> p = producer(Map.of("linger.ms", 10_000));
+    Future<RecordMetadata> warm = p.send(new ProducerRecord<>(topic, "warm", "v")); // first use
+    p.flush();
+    warm.get(10, TimeUnit.SECONDS);
+    Future<RecordMetadata> first = p.send(new ProducerRecord<>(topic, "old", "v"));
     String id = servers.producers(topic).get(0);
     TopicState t = stateOf(id).find(topic);
     servers.publish(topic, tid, 2, 2, 3, 1, 4, "murmur3");
     until("the switch", 10_000, () -> t.state() == TopicState.State.SWITCHING);
     assertFalse(first.isDone());
-    AtomicLong sendReturnedAt = new AtomicLong();
     AtomicReference<Future<RecordMetadata>> second = new AtomicReference<>();
     CompletableFuture<Void> sender =
-        CompletableFuture.runAsync(
-            () -> {
-              second.set(p.send(new ProducerRecord<>(topic, "new", "v")));
-              sendReturnedAt.set(System.nanoTime());
-            });
+        CompletableFuture.runAsync(() -> second.set(p.send(new ProducerRecord<>(topic, "new", "v"))));
     Thread.sleep(500);
     assertFalse(sender.isDone(), "the send went on while an older record was unacknowledged");
     assertFalse(servers.await(servers.epochPath(topic, 1) + "/acks/" + id, 10), "acked before the drain");
     p.flush();
     sender.get(10, TimeUnit.SECONDS);
-    first.get(10, TimeUnit.SECONDS);
-    assertTrue(sendReturnedAt.get() >= firstAckedAt.get(), "the paused send returned before the older ack");
+    p.flush(); // the paused record was appended after the drain, during the first flush
+    RecordMetadata older = first.get(10, TimeUnit.SECONDS);
     assertEquals(new Layout(2, 3, 1).partitionFor(utf8("new"), "murmur3"), second.get().get(10, TimeUnit.SECONDS).partition());
-    assertTrue(servers.await(servers.epochPath(topic, 1) + "/acks/" + id, 10_000));
+    String ack = servers.epochPath(topic, 1) + "/acks/" + id;
+    assertTrue(servers.await(ack, 10_000));
+    // The ack covers the older record: its offset is the last one written under epoch 0.
+    assertEquals((long) older.offset(), asMap(servers.read(ack).get("last_offsets")).get(String.valueOf(older.partition())));
+  }
+
+  @SuppressWarnings("unchecked")
+  static Map<String, Object> asMap(Object o) {
+    return (Map<String, Object>) o;
   }
 
   @Test
@@ -249,6 +279,8 @@ class ProducerIntegrationTest {
       Stat reg = servers.zk.checkExists().forPath(servers.topicPath(topic) + "/producers/" + id);
       assertNotNull(reg, "not registered again after the lost session");
       assertTrue(reg.getEphemeralOwner() != session, "the registration should belong to the new session");
+      p.close(); // while the proxy still runs: it leaves cleanly
+      assertEquals(List.of(), servers.producers(topic));
     }
   }
 
@@ -293,6 +325,25 @@ class ProducerIntegrationTest {
   }
 
   @Test
+  void acceptsTheTopicIdAsPythonStoresIt() throws Exception {
+    // About half of all ids differ between the two base64 alphabets: find one that does.
+    String topic = null;
+    for (int i = 0; i < 20 && topic == null; i++) {
+      String candidate = servers.createTopic(2);
+      String id = servers.kafkaTopicId(candidate);
+      if (id.indexOf('-') >= 0 || id.indexOf('_') >= 0) {
+        topic = candidate;
+      }
+    }
+    assertNotNull(topic, "no topic id with '-' or '_' in 20 tries");
+    assertFalse(servers.topicId(topic).equals(servers.kafkaTopicId(topic)));
+    servers.adopt(topic, servers.topicId(topic), 2, 2, "murmur3");
+    KafkaProducer<String, String> p = producer(Map.of());
+    RecordMetadata m = p.send(new ProducerRecord<>(topic, "k", "v")).get(10, TimeUnit.SECONDS);
+    assertEquals(new Layout(2, 2, 0).partitionFor(utf8("k"), "murmur3"), m.partition());
+  }
+
+  @Test
   void refusesALayoutAdoptedForAnotherTopicId() throws Exception {
     String topic = servers.createTopic(2);
     servers.adopt(topic, "AAAAAAAAAAAAAAAAAAAAAA", 2, 2, "murmur3");
@@ -307,41 +358,57 @@ class ProducerIntegrationTest {
   @Test
   void aRegistrationIsOwnedByItsCreatorUnderAPolicy() throws Exception {
     String topic = grownTopic();
-    String coordinator = "digest:" + digestId("coordinator", "c-pw");
-    String producerId = "digest:" + digestId("producer", "p-pw");
-    Map<String, Object> policy = new java.util.TreeMap<>();
-    policy.put("version", 1L);
-    policy.put("coordinator", List.of(coordinator));
-    policy.put("producers", List.of(producerId));
-    policy.put("consumers", List.of());
-    policy.put("readers", List.of());
-    policy.put("groups", Map.of());
-    policy.put("applied_at", 1.0);
-    servers.zk.create().forPath(servers.root + "/acl", Servers.json(policy));
+    String producerId = "digest:" + Servers.digestId("producer", "p-pw");
+    servers.policy(List.of(producerId));
     KafkaProducer<String, String> p = producer(Map.of("ordered.zookeeper.auth", "digest:producer:p-pw"));
     p.send(new ProducerRecord<>(topic, "k", "v")).get(10, TimeUnit.SECONDS);
     String id = servers.producers(topic).get(0);
     List<String> acl = new ArrayList<>();
-    try (org.apache.curator.framework.CuratorFramework admin =
-        org.apache.curator.framework.CuratorFrameworkFactory.builder()
-            .connectString(servers.zookeeper)
-            .retryPolicy(new org.apache.curator.retry.RetryNTimes(3, 200))
-            .authorization("digest", utf8("coordinator:c-pw"))
-            .build()) {
-      admin.start();
-      for (ACL a : admin.getACL().forPath(servers.topicPath(topic) + "/producers/" + id)) {
-        acl.add(a.getId().getScheme() + ":" + a.getId().getId() + ":" + a.getPerms());
-      }
+    for (ACL a : servers.zk.getACL().forPath(servers.topicPath(topic) + "/producers/" + id)) {
+      acl.add(a.getId().getScheme() + ":" + a.getId().getId() + ":" + a.getPerms());
     }
     acl.sort(null);
-    List<String> expected = new ArrayList<>(List.of(coordinator + ":31", producerId + ":1"));
-    expected.add(producerId + ":15"); // the creator, named by the server through "auth"
+    // Read for every listed identity, everything for the coordinator, and the creator
+    // (named by the server through the "auth" scheme) owns it without ADMIN.
+    List<String> expected = new ArrayList<>(List.of(Servers.COORDINATOR + ":31", producerId + ":1", producerId + ":15"));
     expected.sort(null);
     assertEquals(expected, acl);
   }
 
-  static String digestId(String user, String password) throws Exception {
-    byte[] sha = java.security.MessageDigest.getInstance("SHA-1").digest(utf8(user + ":" + password));
-    return user + ":" + java.util.Base64.getEncoder().encodeToString(sha);
+  @Test
+  void aRegistrationAclsKeepIsAckedUntilTheSessionEnds() throws Exception {
+    String topic = servers.createTopic(4);
+    String tid = servers.topicId(topic);
+    String producerId = "digest:" + Servers.digestId("producer", "p-pw");
+    servers.policy(List.of(producerId));
+    servers.adopt(topic, tid, 2, 4, "murmur3");
+    // As `ordered acl apply` leaves it: producers may create registrations, not delete them.
+    servers.zk.setACL()
+        .withACL(
+            List.of(
+                new ACL(org.apache.zookeeper.ZooDefs.Perms.ALL, new org.apache.zookeeper.data.Id("digest", Servers.COORDINATOR.substring(7))),
+                new ACL(
+                    org.apache.zookeeper.ZooDefs.Perms.READ | org.apache.zookeeper.ZooDefs.Perms.CREATE,
+                    new org.apache.zookeeper.data.Id("digest", producerId.substring(7)))))
+        .forPath(servers.topicPath(topic) + "/producers");
+    Map<String, Object> auth = Map.of("ordered.zookeeper.auth", "digest:producer:p-pw");
+    KafkaProducer<String, String> a = servers.producer(auth);
+    KafkaProducer<String, String> b = servers.producer(auth);
+    a.send(new ProducerRecord<>(topic, "k", "v")).get(10, TimeUnit.SECONDS);
+    List<String> before = servers.producers(topic);
+    b.send(new ProducerRecord<>(topic, "k", "v")).get(10, TimeUnit.SECONDS);
+    String idA = before.get(0);
+    String idB = servers.producers(topic).stream().filter(x -> !x.equals(idA)).findFirst().get();
+    a.close();
+    // Still registered (the shared session lives on with b), and so listed by an epoch:
+    assertEquals(2, servers.producers(topic).size());
+    servers.publish(topic, tid, 2, 2, 3, 1, 4, "murmur3");
+    assertTrue(servers.await(servers.epochPath(topic, 1) + "/acks/" + idA, 10_000), "the closed producer's epoch was not acked");
+    assertTrue(servers.await(servers.epochPath(topic, 1) + "/acks/" + idB, 10_000));
+    Stat ack = servers.zk.checkExists().forPath(servers.epochPath(topic, 1) + "/acks/" + idA);
+    Stat reg = servers.zk.checkExists().forPath(servers.topicPath(topic) + "/producers/" + idA);
+    assertEquals(ack.getCzxid(), reg.getMzxid(), "the ack is not proven");
+    b.close();
+    assertEquals(List.of(), servers.producers(topic), "registrations outlived the session");
   }
 }

@@ -26,6 +26,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * (Java has no controller: a test publishes its epochs itself).
  */
 final class Servers implements AutoCloseable {
+  /** The ZooKeeper identity of this helper's client (a coordinator in the ACL tests). */
+  static final String COORDINATOR = "digest:" + digestId("coordinator", "c-pw");
+
   final String zookeeper;
   final String bootstrap;
   final String root = "/jvm-test-" + UUID.randomUUID().toString().substring(0, 8);
@@ -40,6 +43,9 @@ final class Servers implements AutoCloseable {
             .connectString(zookeeper)
             .retryPolicy(new RetryNTimes(3, 200))
             .sessionTimeoutMs(10_000)
+            // A digest identity (any digest login is accepted): the ACL tests name it as
+            // the coordinator, which may do everything.
+            .authorization("digest", "coordinator:c-pw".getBytes(StandardCharsets.UTF_8))
             .build();
     zk.start();
     Properties p = new Properties();
@@ -81,7 +87,17 @@ final class Servers implements AutoCloseable {
     return topic;
   }
 
+  /**
+   * The topic id as the Python side stores it in a {@code TopicRecord}: librdkafka's
+   * standard base64 ({@code +} and {@code /}), where Kafka's {@code Uuid} prints the URL-safe
+   * alphabet ({@code -} and {@code _}).
+   */
   String topicId(String topic) throws Exception {
+    return kafkaTopicId(topic).replace('-', '+').replace('_', '/');
+  }
+
+  /** The topic id as kafka-clients prints it. */
+  String kafkaTopicId(String topic) throws Exception {
     return admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).topicId().toString();
   }
 
@@ -187,6 +203,30 @@ final class Servers implements AutoCloseable {
 
   List<String> producers(String topic) throws Exception {
     return zk.getChildren().forPath(topicPath(topic) + "/producers");
+  }
+
+  static String digestId(String user, String password) {
+    try {
+      byte[] sha =
+          java.security.MessageDigest.getInstance("SHA-1")
+              .digest((user + ":" + password).getBytes(StandardCharsets.UTF_8));
+      return user + ":" + java.util.Base64.getEncoder().encodeToString(sha);
+    } catch (java.security.NoSuchAlgorithmException exc) {
+      throw new IllegalStateException(exc);
+    }
+  }
+
+  /** Write an ACL policy ({@code AclPolicyRecord}) at {@code {root}/acl}. */
+  void policy(List<String> producers) throws Exception {
+    Map<String, Object> policy = new TreeMap<>();
+    policy.put("version", 1L);
+    policy.put("coordinator", List.of(COORDINATOR));
+    policy.put("producers", new ArrayList<Object>(producers));
+    policy.put("consumers", List.of());
+    policy.put("readers", List.of());
+    policy.put("groups", Map.of());
+    policy.put("applied_at", 1.0);
+    zk.create().creatingParentsIfNeeded().forPath(root + "/acl", json(policy));
   }
 
   @SuppressWarnings("unchecked")
