@@ -81,6 +81,9 @@ for line in sys.stdin:
         .option("kafka.ordered.zookeeper.root", cfg["root"])
         .option("kafka.client.id", "spark-sink")
         .option("kafka.linger.ms", "5")
+        # A fresh view of the partitions within a second: without the plugins, Kafka's
+        # own partitioner would spread the keys over the new partitions at once.
+        .option("kafka.metadata.max.age.ms", "1000")
         .save()
     )
     print(f"WROTE {batch}", flush=True)
