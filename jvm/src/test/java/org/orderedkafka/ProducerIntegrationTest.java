@@ -290,7 +290,9 @@ class ProducerIntegrationTest {
     String tid = servers.topicId(topic);
     servers.adopt(topic, tid, 2, 4, "murmur3");
     KafkaProducer<String, String> p = servers.producer(Map.of("linger.ms", 30_000));
-    p.send(new ProducerRecord<>(topic, "warm", "v")).get(40, TimeUnit.SECONDS);
+    Future<RecordMetadata> warm = p.send(new ProducerRecord<>(topic, "warm", "v"));
+    p.flush();
+    warm.get(10, TimeUnit.SECONDS);
     for (int i = 0; i < 10; i++) {
       p.send(new ProducerRecord<>(topic, "k" + i, "v"));
     }
@@ -299,8 +301,11 @@ class ProducerIntegrationTest {
     servers.publish(topic, tid, 2, 2, 3, 1, 4, "murmur3");
     until("the switch", 10_000, () -> t.state() == TopicState.State.SWITCHING);
     p.close();
-    assertTrue(servers.await(servers.epochPath(topic, 1) + "/acks/" + id, 100), "no ack after close");
+    String ack = servers.epochPath(topic, 1) + "/acks/" + id;
+    assertTrue(servers.await(ack, 100), "no ack after close");
     assertEquals(List.of(), servers.producers(topic), "still registered after close");
+    // The records flushed by close() drained the switch: the ack names their partitions.
+    assertFalse(asMap(servers.read(ack).get("last_offsets")).isEmpty(), "the ack lost its offsets");
   }
 
   @Test
