@@ -17,7 +17,11 @@ import org.apache.kafka.common.header.Headers;
  * session's worker.
  *
  * <p>It changes no record. Use it with {@link OrderedPartitioner} (see there); configured
- * alone, {@code configure()} fails.
+ * alone, {@code configure()} fails. If another interceptor changes a record's topic, list
+ * this one after it: the count is kept per topic, as {@code onSend} sees it.
+ *
+ * <p>kafka-clients 4.1+ calls the overload with the record's headers; 3.x calls the one
+ * without. Both count the same (pause mode needs no per-record matching).
  */
 public class OrderedProducerInterceptor<K, V> implements ProducerInterceptor<K, V> {
   private ProducerState state;

@@ -120,6 +120,20 @@ public final class OrderedSettings {
                 + "producer, which needs acks=all");
       }
     }
+    // kafka-clients turns idempotence off without a word when these conflict with it and
+    // enable.idempotence was left unset: refuse them instead.
+    Object inflight = config.get("max.in.flight.requests.per.connection");
+    if (inflight != null && parseInt("max.in.flight.requests.per.connection", inflight, 1) > 5) {
+      throw new ConfigException(
+          "max.in.flight.requests.per.connection=" + inflight + " is not allowed: per-partition order "
+              + "across retries needs the idempotent producer, which allows at most 5");
+    }
+    Object retries = config.get("retries");
+    if (retries != null && parseInt("retries", retries, 0) == 0) {
+      throw new ConfigException(
+          "retries=0 is not allowed: per-partition order across retries needs the idempotent "
+              + "producer, which needs retries");
+    }
     Object timeout = config.get("delivery.timeout.ms");
     deliveryTimeoutMs =
         timeout == null ? JAVA_DEFAULT_DELIVERY_TIMEOUT_MS : parseInt("delivery.timeout.ms", timeout, 1);

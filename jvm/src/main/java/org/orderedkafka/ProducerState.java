@@ -347,19 +347,18 @@ final class ProducerState {
 
   /** Hand an ack to the worker (any thread, under a topic's monitor too: never blocks). */
   void queueAck(TopicState.AckDue due) {
-    if (closed) {
-      return; // close() writes what is still due itself
-    }
     zk.submit(() -> writeAckRetrying(due));
   }
 
   private void writeAckRetrying(TopicState.AckDue due) {
-    if (closed) {
-      return;
-    }
+    // Written even when close() began meanwhile: an ack drained by the producer's final
+    // flush is queued just before the plugins close, and it carries the last offsets.
     try {
       writeAck(due);
     } catch (KeeperException.ConnectionLossException | KeeperException.SessionExpiredException exc) {
+      if (closed) {
+        return; // leaving acks what is pending itself, or the session is going
+      }
       LOG.info("ack of epoch {} of {} failed ({}); retrying", due.epoch, due.topic, exc.toString());
       zk.schedule(() -> writeAckRetrying(due), ZkSession.RETRY_MS);
     } catch (Exception exc) {

@@ -27,6 +27,10 @@ import org.slf4j.LoggerFactory;
  * session costs ZooKeeper a connection and its pings. Reference-counted: made by the
  * first producer's {@code configure()}, closed when the last producer closes.
  *
+ * <p>The session's settings (session timeout, credentials) are those of the first
+ * producer for a connect string and credentials; producers with other credentials get a
+ * session of their own.
+ *
  * <p>It is a Curator client (relocated in the jar) with bounded retries (3 tries, 100 ms to
  * 1 s apart) for every call, ZooKeeper digest authentication ({@code ordered.zookeeper.auth})
  * and the ACL rules of the roots' policies ({@link AclRules}). Its one worker thread does

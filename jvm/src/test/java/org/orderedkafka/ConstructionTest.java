@@ -69,6 +69,19 @@ class ConstructionTest {
   }
 
   @Test
+  void anUnreachableZooKeeper() {
+    // Nothing listens on port 9: the first producer of the JVM waits max(session, 10 s).
+    Properties p = config();
+    p.put("ordered.zookeeper.session.timeout.ms", "1000");
+    long start = System.nanoTime();
+    KafkaException exc = assertThrows(KafkaException.class, () -> new KafkaProducer<String, String>(p).close());
+    assertEquals("ordered.zookeeper.connect: ZooKeeper could not be reached within 10 s", exc.getCause().getMessage());
+    assertEquals(0, ZkSession.open(), "a session that never connected was kept");
+    long seconds = (System.nanoTime() - start) / 1_000_000_000L;
+    org.junit.jupiter.api.Assertions.assertTrue(seconds >= 9 && seconds < 30, seconds + " s");
+  }
+
+  @Test
   void aBadValue() {
     Properties p = config();
     p.put("ordered.zookeeper.session.timeout.ms", "-5");

@@ -285,12 +285,64 @@ class ProducerIntegrationTest {
   }
 
   @Test
+  void aPausedSendFailsWhenTheSessionGoesAndTheAckFollowsItsReturn() throws Exception {
+    String topic = servers.createTopic(4);
+    String tid = servers.topicId(topic);
+    servers.adopt(topic, tid, 2, 4, "murmur3");
+    try (TcpProxy proxy = new TcpProxy(servers.zookeeper)) {
+      proxy.start();
+      KafkaProducer<String, String> p =
+          producer(
+              Map.of(
+                  "ordered.zookeeper.connect", "127.0.0.1:" + proxy.port(),
+                  "ordered.zookeeper.session.timeout.ms", 6_000,
+                  "linger.ms", 30_000));
+      Future<RecordMetadata> warm = p.send(new ProducerRecord<>(topic, "warm", "v"));
+      p.flush();
+      warm.get(10, TimeUnit.SECONDS);
+      p.send(new ProducerRecord<>(topic, "old", "v")); // unacknowledged: lingers
+      String id = servers.producers(topic).get(0);
+      TopicState t = stateOf(id).find(topic);
+      servers.publish(topic, tid, 2, 2, 3, 1, 4, "murmur3");
+      until("the switch", 10_000, () -> t.state() == TopicState.State.SWITCHING);
+      AtomicReference<Future<RecordMetadata>> paused = new AtomicReference<>();
+      CompletableFuture<Void> sender =
+          CompletableFuture.runAsync(() -> paused.set(p.send(new ProducerRecord<>(topic, "new", "v"))));
+      Thread.sleep(300);
+      assertFalse(sender.isDone(), "the send should wait for the drain");
+      proxy.stop();
+      sender.get(15, TimeUnit.SECONDS);
+      ExecutionException exc =
+          assertThrows(ExecutionException.class, () -> paused.get().get(10, TimeUnit.SECONDS));
+      assertInstanceOf(LayoutUnavailableException.class, exc.getCause());
+      // The older record is delivered while ZooKeeper is away; the ack waits for the session.
+      p.flush();
+      assertFalse(servers.await(servers.epochPath(topic, 1) + "/acks/" + id, 200));
+      proxy.start();
+      assertTrue(servers.await(servers.epochPath(topic, 1) + "/acks/" + id, 20_000), "no ack after the session came back");
+      until("routing again", 20_000, () -> t.state() == TopicState.State.ROUTING);
+      assertEquals(
+          new Layout(2, 3, 1).partitionFor(utf8("new"), "murmur3"),
+          sendNow(p, topic, "new").partition());
+      p.close();
+    }
+  }
+
+  static RecordMetadata sendNow(KafkaProducer<String, String> p, String topic, String key) throws Exception {
+    Future<RecordMetadata> f = p.send(new ProducerRecord<>(topic, key, "v"));
+    p.flush();
+    return f.get(10, TimeUnit.SECONDS);
+  }
+
+  @Test
   void closeAcksAndUnregisters() throws Exception {
     String topic = servers.createTopic(4);
     String tid = servers.topicId(topic);
     servers.adopt(topic, tid, 2, 4, "murmur3");
     KafkaProducer<String, String> p = servers.producer(Map.of("linger.ms", 30_000));
-    p.send(new ProducerRecord<>(topic, "warm", "v")).get(40, TimeUnit.SECONDS);
+    Future<RecordMetadata> warm = p.send(new ProducerRecord<>(topic, "warm", "v"));
+    p.flush();
+    warm.get(10, TimeUnit.SECONDS);
     for (int i = 0; i < 10; i++) {
       p.send(new ProducerRecord<>(topic, "k" + i, "v"));
     }
@@ -299,8 +351,11 @@ class ProducerIntegrationTest {
     servers.publish(topic, tid, 2, 2, 3, 1, 4, "murmur3");
     until("the switch", 10_000, () -> t.state() == TopicState.State.SWITCHING);
     p.close();
-    assertTrue(servers.await(servers.epochPath(topic, 1) + "/acks/" + id, 100), "no ack after close");
+    String ack = servers.epochPath(topic, 1) + "/acks/" + id;
+    assertTrue(servers.await(ack, 100), "no ack after close");
     assertEquals(List.of(), servers.producers(topic), "still registered after close");
+    // The records flushed by close() drained the switch: the ack names their partitions.
+    assertFalse(asMap(servers.read(ack).get("last_offsets")).isEmpty(), "the ack lost its offsets");
   }
 
   @Test

@@ -78,9 +78,13 @@ final class Servers implements AutoCloseable {
     String topic = "jvm-" + UUID.randomUUID().toString().substring(0, 12);
     admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all().get();
     for (int i = 0; i < 100; i++) {
-      var d = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
-      if (d.partitions().stream().allMatch(x -> x.leader() != null)) {
-        break;
+      try {
+        var d = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
+        if (d.partitions().stream().allMatch(x -> x.leader() != null)) {
+          break;
+        }
+      } catch (java.util.concurrent.ExecutionException notYet) {
+        // the new topic's metadata has not reached the broker answering yet
       }
       Thread.sleep(100);
     }

@@ -93,6 +93,12 @@ class SettingsTest {
     config.put("acks", "1");
     assertTrue(refused(config).startsWith("acks=1 is not allowed"));
     config = base();
+    config.put("max.in.flight.requests.per.connection", 6);
+    assertTrue(refused(config).startsWith("max.in.flight.requests.per.connection=6 is not allowed"));
+    config = base();
+    config.put("retries", "0");
+    assertTrue(refused(config).startsWith("retries=0 is not allowed"));
+    config = base();
     config.put("ordered.epoch.header", "true");
     assertTrue(refused(config).startsWith("ordered.epoch.header=true is not supported by the JVM plugins"));
     config.put("ordered.epoch.header", "maybe");
