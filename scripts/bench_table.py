@@ -4,6 +4,12 @@ Usage: ``.venv/bin/python scripts/bench_table.py [--check] [--json FILE]``. The 
 sits between ``<!-- bench-table:begin -->`` and ``<!-- bench-table:end -->`` in
 README.md and is generated from ``benchmarks/results/bench.json`` when it exists, else
 ``benchmarks/results/bench-quick.json``; ``--check`` exits 1 when the README differs.
+
+``--add NAME`` first puts one benchmark's rows into that summary (its
+``benchmarks/results/NAME.json``, or ``--from FILE``), replacing the rows it had, and
+leaves every other benchmark's rows as they were: the way to refresh one row after
+running one benchmark script alone (``ordered bench --only NAME`` writes a summary of
+NAME alone).
 """
 
 from __future__ import annotations
@@ -12,8 +18,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
-from ordered.cli.bench import render_markdown
+from ordered.cli.bench import BENCHMARKS, render_markdown, summarise
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -49,13 +56,49 @@ def current(text: str) -> str | None:
     return text[start : text.index(END, start) + len(END)]
 
 
+def merge(summary: dict[str, Any], name: str, data: dict[str, Any]) -> dict[str, Any]:
+    """``summary`` with benchmark ``name``'s rows taken from its JSON ``data``.
+
+    The rows of ``name`` replace the ones it had (or join the table in the order of
+    ``ordered bench``); every other row, and the run's facts, stay as they were.
+    """
+    order = list(BENCHMARKS)
+    rank = {n: i for i, n in enumerate(order)}
+    kept = [r for r in summary["rows"] if r.get("source") != name]
+    rows = sorted(
+        [*kept, *summarise({name: data})],
+        key=lambda r: rank.get(r.get("source", ""), len(order)),
+    )  # stable: each benchmark's rows keep their own order
+    benchmarks = list(summary["benchmarks"])
+    if name not in benchmarks:
+        benchmarks.append(name)
+    dates = {**summary["dates"], name: data.get("date") or data.get("timestamp")}
+    return {**summary, "rows": rows, "benchmarks": benchmarks, "dates": dates}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Write or check the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only compare; exit 1 on a difference")
     parser.add_argument("--json", type=Path, default=None, help="the summary to render")
+    parser.add_argument(
+        "--add", default=None, metavar="NAME", help="first put benchmark NAME's rows in the summary"
+    )
+    parser.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        default=None,
+        help="with --add: its JSON (default benchmarks/results/NAME.json)",
+    )
     args = parser.parse_args(argv)
-    wanted = table_from(args.json or default_json())
+    path = args.json or default_json()
+    if args.add is not None and not args.check:
+        data = json.loads((args.source or RESULTS / f"{args.add}.json").read_text())
+        merged = merge(json.loads(path.read_text()), args.add, data)
+        path.write_text(json.dumps(merged, indent=2, sort_keys=True) + "\n")
+        print(f"{path.name}: rows of {args.add} replaced")
+    wanted = table_from(path)
     text = README.read_text()
     found = current(text)
     if found is None:

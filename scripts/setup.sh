@@ -51,4 +51,16 @@ fi
 .venv/bin/ordered cluster fetch
 # Spark's own Kafka connector, the yardstick of benchmarks/bench_spark.py (same cache).
 .venv/bin/python -c "from coordinator.devcluster import jars; jars.resolve('spark-kafka', progress=print)"
+# The JVM plugins' shaded jar (jvm/target/ordered-kafka-jvm.jar), from Maven Central only,
+# rebuilt only when a jvm/ source is newer than it. One quick Java test (both Surefire runs:
+# kafka-clients 4.1 and 3.9) after a build also fetches the test runner's own artifacts, so
+# that `mvn -o test` (tests/integration/test_jvm_maven.py) then runs offline.
+jar=jvm/target/ordered-kafka-jvm.jar
+if ! command -v mvn >/dev/null; then
+  echo "setup: note: Maven missing; the JVM plugins' jar is not built" >&2
+elif [ ! -f "$jar" ] || [ -n "$(find jvm/pom.xml jvm/src -newer "$jar" -print -quit)" ]; then
+  mvn -B -q -f jvm/pom.xml -DskipTests package
+  mvn -B -q -f jvm/pom.xml surefire:test@default-test surefire:test@kafka-clients-3.9 -Dtest=SettingsTest
+  echo "setup: built $jar"
+fi
 echo "setup: done in $(( $(date +%s) - start )) s"

@@ -1,4 +1,4 @@
-"""Resolve the pinned Kafka and ZooKeeper jars (and Spark's Kafka connector) into a cache.
+"""Resolve the pinned Kafka and ZooKeeper jars (and Spark's connector, Kafka's tools) into a cache.
 
 Each component has a small POM in ``resources/``; ``mvn dependency:copy-dependencies``
 copies the artifact and its runtime dependencies into ``<cache>/<component>-<version>``.
@@ -68,6 +68,11 @@ COMPONENTS: dict[str, Component] = {
         "spark-kafka.version",
         "org.apache.spark:spark-sql-kafka-0-10_2.13",
     ),
+    # Kafka's own tools (ProducerPerformance, the console producer) and kafka-clients:
+    # the JVM producers' tests and benchmark run them with the ordered jar (not a server).
+    "kafka-tools": Component(
+        "kafka-tools", "kafka-tools-pom.xml", "kafka-tools.version", "org.apache.kafka:kafka-tools"
+    ),
 }
 
 
@@ -76,7 +81,7 @@ class ResolvedJars:
     """A component's classpath in the cache.
 
     Attributes:
-        component: The component name (``kafka``, ``zookeeper`` or ``spark-kafka``).
+        component: The component name (a key of :data:`COMPONENTS`).
         version: The pinned version.
         directory: The directory holding every jar of the classpath.
         fetched: Whether this call downloaded them (False: found in the cache).
@@ -143,7 +148,7 @@ def resolve(
     """Return the cached classpath of ``name``, fetching it with Maven when missing.
 
     Args:
-        name: ``kafka``, ``zookeeper`` or ``spark-kafka``.
+        name: ``kafka``, ``zookeeper``, ``spark-kafka`` or ``kafka-tools``.
         cache: The cache directory (default :func:`cache_dir`).
         progress: Called with a line of text for each step worth telling a user.
 

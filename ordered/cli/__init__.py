@@ -28,6 +28,7 @@ from ordered.cli import (
     cluster,
     compact,
     demo,
+    jvm,
     listing,
     trim,
 )
@@ -90,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     acl.add_parser(sub)
     demo.add_parser(sub)
     chaos.add_parser(sub)
+    jvm.add_parser(sub)
     for choice in sub.choices.values():
         _inherit(choice)
     return parser

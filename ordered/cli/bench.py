@@ -59,6 +59,12 @@ BENCHMARKS: Final[dict[str, tuple[str, list[str], list[str], bool]]] = {
          "--sink-repeats", "3", "--planning-samples", "30"],
         True,
     ),
+    "jvm": (
+        "bench_jvm.py",
+        [],
+        ["--records", "300000", "--warmup", "100000", "--rounds", "3"],
+        True,
+    ),
 }  # fmt: skip
 
 _OUT_FLAG: Final = {"linear_hash": "--output"}
@@ -486,12 +492,46 @@ def _scale(d: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def _jvm_load(d: dict[str, Any]) -> str:
+    loads = _get(d, "load_average_1m", "per_round") or []
+    return f"; load {min(loads):.2f}-{max(loads):.2f}" if loads else ""
+
+
+def _jvm(d: dict[str, Any]) -> list[dict[str, Any]]:
+    rates = _get(d, "records_per_s") or {}
+    ratio = _get(d, "ratio") or {}
+    cpu = _get(d, "cpu_ratio", "median")
+    return [
+        _row(
+            "Java KafkaProducer with OrderedPartitioner + interceptor, keyed 100 B (records/s)",
+            _get(rates, "ordered", "median"),
+            f"plain KafkaProducer {_get(rates, 'plain', 'median')}",
+            ratio.get("median"),
+            f"quartiles {ratio.get('q1')}-{ratio.get('q3')} (min {ratio.get('min')}, max "
+            f"{ratio.get('max')}) over {d.get('rounds')} rounds{_jvm_load(d)}",
+            ">= 0.95",
+            "jvm",
+        ),
+        _row(
+            "... CPU per record over the timed records, whole JVM (us)",
+            _get(d, "cpu_us_per_record", "ordered", "median"),
+            f"plain {_get(d, 'cpu_us_per_record', 'plain', 'median')}",
+            round(1 / cpu, 3) if isinstance(cpu, int | float) and cpu else None,
+            "ratio: plain/ordered CPU per record, median of rounds (the plugins' cost, "
+            "read apart from the machine's other load)",
+            "report",
+            "jvm",
+        ),
+    ]
+
+
 _EXTRACT: Final[dict[str, Callable[[dict[str, Any]], list[dict[str, Any]]]]] = {
     "linear_hash": _linear_hash,
     "producer": _producer,
     "consumer": _consumer,
     "spark": _spark,
     "scale": _scale,
+    "jvm": _jvm,
 }
 
 

@@ -256,10 +256,18 @@ def _summary(
     if trimmed:
         lines.append("trimmed: partitions " + ", ".join(map(str, trimmed)))
     lines.append(
-        f"producers: {len(producers)} registered; where a group waits: "
-        f"ordered describe {record.topic} --group G (or --all-groups)"
+        f"producers: {len(producers)} registered{_languages(producers)}; where a group "
+        f"waits: ordered describe {record.topic} --group G (or --all-groups)"
     )
     return lines
+
+
+def _languages(producers: dict[str, ProducerRecord]) -> str:
+    """`` (2 python, 1 java)``: the clients behind the registrations, or nothing."""
+    counts: dict[str, int] = {}
+    for r in producers.values():
+        counts[r.language] = counts.get(r.language, 0) + 1
+    return f" ({', '.join(f'{n} {lang}' for lang, n in sorted(counts.items()))})" if counts else ""
 
 
 def _grace_end(epoch: EpochRecord, pid: str, expired: dict[str, float]) -> float:
@@ -295,7 +303,7 @@ def _detail(
         "producers "
         + (
             ", ".join(
-                f"{pid} (host {r.host}, pid {r.pid}, client.id {r.client_id or '-'})"
+                f"{pid} ({r.language}, host {r.host}, pid {r.pid}, client.id {r.client_id or '-'})"
                 for pid, r in sorted(producers.items())
             )
             or "none"

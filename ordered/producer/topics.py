@@ -126,6 +126,7 @@ class TopicRegistry:
             delivery_timeout_ms=self._split.delivery_timeout_ms,
             registered_at=time.time(),
             client_id=self._split.client_id,
+            language="python",
         )
 
     def ack_record(self, ack: AckDue) -> AckRecord:

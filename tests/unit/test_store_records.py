@@ -166,9 +166,11 @@ def test_garbage_raises_store_error(data: bytes) -> None:
 
 
 def test_record_versions() -> None:
-    # Unchanged records are at the first version; TopicRecord added topic_id in 2.
-    for make in (epoch_record, producer_record, ack_record):
+    # Unchanged records are at the first version; TopicRecord added topic_id in 2,
+    # ProducerRecord added language in 2.
+    for make in (epoch_record, ack_record):
         assert json.loads(make().to_json())["version"] == RECORD_VERSION == 1
+    assert json.loads(producer_record().to_json())["version"] == ProducerRecord.VERSION == 2
     bound = topic_record(topic_id="q1w2e3r4t5y6u7i8o9p0aa")
     raw = json.loads(bound.to_json())
     assert raw["version"] == TopicRecord.VERSION == 2
@@ -245,3 +247,45 @@ def test_paths() -> None:
             paths.topic_path("/r", bad)
     with pytest.raises(ValueError):
         paths.topic_path("relative", "t")
+
+
+def test_version_2_producer_record_round_trips_with_its_language() -> None:
+    for language in ("python", "java"):
+        record = producer_record(language=language)
+        raw = json.loads(record.to_json())
+        assert raw["version"] == 2
+        assert raw["language"] == language
+        assert ProducerRecord.from_json(record.to_json(), PATH) == record
+    # The default is what every Python producer writes.
+    assert producer_record().language == "python"
+
+
+def test_version_1_producer_record_reads_as_python() -> None:
+    # What a producer of an older ordered wrote: version 1, no language.
+    raw = json.loads(producer_record(language="python").to_json())
+    raw.pop("language")
+    raw["version"] = 1
+    old = ProducerRecord.from_json(json.dumps(raw).encode(), PATH)
+    assert old.language == "python"
+    assert old == producer_record()
+    assert json.loads(old.to_json())["version"] == 2
+    # A version 1 record with any extra field is still refused.
+    raw["extra"] = 1
+    with pytest.raises(StoreError, match="unknown field"):
+        ProducerRecord.from_json(json.dumps(raw).encode(), PATH)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda r: r.update(version=3), "version 3; this ordered reads version 1, 2"),
+        (lambda r: r.update(language="cobol"), "unknown producer language 'cobol'"),
+        (lambda r: r.update(language=1), "language"),
+        (lambda r: r.pop("language"), "missing field(s) language"),
+    ],
+)
+def test_bad_producer_records_are_refused(change: Any, message: str) -> None:
+    with pytest.raises(StoreError) as info:
+        ProducerRecord.from_json(_mutate(producer_record(language="java"), change), PATH)
+    assert PATH in str(info.value)
+    assert message in str(info.value)

@@ -10,9 +10,11 @@ The schema is in ``docs/protocol.md``; the mechanism (checkers, versions, JSON) 
 
 Versions: a class reads its own :attr:`VERSION` and every older version listed in its
 ``_UPGRADES`` (each upgrade turns an older record into the current fields); a newer
-version is refused with a message saying which versions this code reads. Only
-:class:`TopicRecord` has more than one version so far (version 2 added ``topic_id``;
-version 1 records read as ``topic_id: null``, an adoption not bound to a topic id).
+version is refused with a message saying which versions this code reads. Two classes
+have more than one version so far: :class:`TopicRecord` (version 2 added ``topic_id``;
+version 1 records read as ``topic_id: null``, an adoption not bound to a topic id) and
+:class:`ProducerRecord` (version 2 added ``language``, since JVM producers register
+too; version 1 records, written only by Python producers, read as ``"python"``).
 
 In Python, partition-keyed maps (``boundaries``, ``last_offsets``, ``waits``) use
 ``int`` keys; in JSON they are decimal strings. Constructors accept either and
@@ -31,6 +33,7 @@ from coordinator.client.store.schema import (
     RECORD_VERSION,
     RETIRED_STATES,
     _algorithm,
+    _Bad,
     _bool,
     _edges,
     _expired,
@@ -54,6 +57,7 @@ from coordinator.client.store.schema import (
 
 __all__ = [
     "EPOCH_STATES",
+    "PRODUCER_LANGUAGES",
     "RECORD_VERSION",
     "RETIRED_STATES",
     "AckRecord",
@@ -71,6 +75,17 @@ __all__ = [
 ]
 
 EpochState: TypeAlias = Literal["pending", "sealed"]
+
+PRODUCER_LANGUAGES = ("python", "java")
+"""The values of ``ProducerRecord.language``: which client library registered."""
+
+
+def _language(value: Any) -> str:
+    name = _str(value)
+    if name not in PRODUCER_LANGUAGES:
+        raise _Bad(f"unknown producer language {name!r} (known: {', '.join(PRODUCER_LANGUAGES)})")
+    return name
+
 
 RetiredState: TypeAlias = Literal["draining", "trimmed"]
 
@@ -253,7 +268,12 @@ class ProducerRecord(_Record):
             record of it can be delivered later than this.
         registered_at: Unix time of the registration.
         client_id: Its ``client.id``.
+        language: The client that registered: ``python`` (``OrderedProducer``) or
+            ``java`` (the kafka-clients ``OrderedPartitioner`` and interceptor of
+            ``jvm/``). Version 1 records (before JVM producers) read as ``python``.
     """
+
+    VERSION: ClassVar[int] = 2
 
     id: str
     host: str
@@ -261,6 +281,7 @@ class ProducerRecord(_Record):
     delivery_timeout_ms: int
     registered_at: float
     client_id: str
+    language: str = "python"
 
     _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
         "id": _str,
@@ -269,7 +290,10 @@ class ProducerRecord(_Record):
         "delivery_timeout_ms": _nonneg,
         "registered_at": _time,
         "client_id": _str,
+        "language": _language,
     }
+    # Version 1 (before JVM producers): only the Python producer registered.
+    _UPGRADES: ClassVar[dict[int, _Upgrade]] = {1: lambda raw: {**raw, "language": "python"}}
 
     def __post_init__(self) -> None:
         self._normalise()

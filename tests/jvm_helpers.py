@@ -1,0 +1,194 @@
+"""Helpers of the JVM producer tests: the ordered jar, kafka-clients classpaths, Java drivers.
+
+The Java drivers are single-file programs under ``tests/jvm/``, run by Java's
+single-source launcher (``java -cp ... tests/jvm/X.java``): nothing to build but the
+ordered jar itself (``bash scripts/setup.sh``). kafka-clients comes from the jars cache:
+4.x with Kafka's own tools (:func:`clients_classpath` ``"4"``), 3.9 as Spark's Kafka
+connector bundles it (``"3.9"``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from coordinator.devcluster import jars
+from ordered.cli.jvm import JarNotBuiltError, jar_path
+
+__all__ = [
+    "INTERCEPTOR",
+    "PARTITIONER",
+    "JavaProducer",
+    "clients_classpath",
+    "java",
+    "ordered_jar",
+    "plugin_properties",
+]
+
+ROOT = Path(__file__).resolve().parents[1]
+JVM_TESTS = ROOT / "tests" / "jvm"
+
+PARTITIONER = "org.orderedkafka.OrderedPartitioner"
+INTERCEPTOR = "org.orderedkafka.OrderedProducerInterceptor"
+
+
+def java() -> str:
+    """The ``java`` executable (Java 17+)."""
+    found = shutil.which("java")
+    if found is None:
+        pytest.fail("java not found: install Java 17 (scripts/setup.sh does on Debian)")
+    return found
+
+
+def ordered_jar() -> Path:
+    """The built jar; the test fails (not skips) when it is missing: setup builds it."""
+    try:
+        return jar_path()
+    except JarNotBuiltError as exc:
+        pytest.fail(str(exc))
+
+
+def clients_classpath(line: str = "4") -> str:
+    """A classpath with kafka-clients ``line`` (``"4"``: Kafka's tools; ``"3.9"``: Spark's).
+
+    Fetched into the jars cache by Maven when missing.
+    """
+    component = {"4": "kafka-tools", "3.9": "spark-kafka"}[line]
+    resolved = jars.resolve(component)
+    found = sorted(resolved.directory.glob("kafka-clients-*.jar"))
+    assert found and found[0].name.startswith(f"kafka-clients-{line}"), found
+    return resolved.classpath
+
+
+def plugin_properties(bootstrap: str, zk_hosts: str, zk_root: str, **extra: Any) -> dict[str, str]:
+    """Producer properties with the ordered partitioner and interceptor on this test's root."""
+    props = {
+        "bootstrap.servers": bootstrap,
+        "partitioner.class": PARTITIONER,
+        "interceptor.classes": INTERCEPTOR,
+        "ordered.zookeeper.connect": zk_hosts,
+        "ordered.zookeeper.root": zk_root,
+        "linger.ms": "5",
+    }
+    props.update({k: str(v) for k, v in extra.items()})
+    return props
+
+
+def write_properties(path: Path, props: dict[str, str]) -> Path:
+    """Write ``props`` as a Java properties file (values here need no escaping)."""
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    return path
+
+
+class JavaProducer:
+    """``tests/jvm/VerifiableProducer.java`` in its own JVM; killed in :meth:`kill`.
+
+    Its history (``history``) is in the format of :mod:`ordered.verify`; stderr goes to
+    ``history`` with the suffix ``.log``.
+    """
+
+    def __init__(
+        self,
+        producer_id: str,
+        topic: str,
+        history: Path,
+        props: dict[str, str],
+        *,
+        keys: int = 20,
+        rate: float = 300.0,
+        seed: int = 0,
+        line: str = "4",
+    ) -> None:
+        self.producer_id = producer_id
+        self.history = history
+        history.parent.mkdir(parents=True, exist_ok=True)
+        self.log_path = history.with_suffix(".log")
+        classpath = f"{ordered_jar()}:{clients_classpath(line)}"
+        args = [
+            java(),
+            "-Xmx256m",
+            "-cp",
+            classpath,
+            str(JVM_TESTS / "VerifiableProducer.java"),
+            "--topic",
+            topic,
+            "--producer-id",
+            producer_id,
+            "--history",
+            str(history),
+            "--keys",
+            str(keys),
+            "--rate",
+            str(rate),
+            "--seed",
+            str(seed),
+        ]
+        for key, value in props.items():
+            args += ["--property", f"{key}={value}"]
+        self._log: IO[bytes] = open(self.log_path, "wb")  # noqa: SIM115 (closed in kill)
+        self.proc = subprocess.Popen(
+            args,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            cwd=ROOT,
+        )
+
+    def log(self) -> str:
+        """The tail of the JVM's stderr."""
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+    def _line(self, timeout: float) -> str:
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.proc.stdout], [], [], 0.2)
+            if ready:
+                return self.proc.stdout.readline().strip()
+            if self.proc.poll() is not None:
+                return ""
+        return ""
+
+    def ready(self, timeout: float = 60.0) -> None:
+        """Wait until its first record went to ``send()`` (JVM start, compile, configure)."""
+        line = self._line(timeout)
+        assert line == "READY", f"{self.producer_id}: {line!r}\n{self.log()}"
+
+    def finish(self, timeout: float = 60.0) -> dict[str, int]:
+        """Ask it to stop; return its counts once every record is flushed and it closed."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write("stop\n")
+        self.proc.stdin.close()
+        self.proc.wait(timeout)
+        out = self.proc.stdout.read()
+        done = [line for line in out.splitlines() if line.startswith("DONE ")]
+        assert self.proc.returncode == 0 and done, (
+            f"{self.producer_id}: rc {self.proc.returncode}\n{out}\n{self.log()}"
+        )
+        self._log.close()
+        counts: dict[str, int] = json.loads(done[-1][5:])
+        return counts
+
+    def freeze(self) -> None:
+        """SIGSTOP: it neither sends nor acks until killed."""
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def kill(self) -> None:
+        """SIGKILL, whatever state it is in."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            self.proc.communicate(timeout=10)
+        self._log.close()
