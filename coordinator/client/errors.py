@@ -16,6 +16,7 @@ __all__ = [
     "CommandLineError",
     "ConfigError",
     "DataLossError",
+    "JarNotBuiltError",
     "LayoutError",
     "LayoutUnavailableError",
     "NotAdoptedError",
@@ -57,6 +58,10 @@ class ConfigError(UsageError):
 
 class ClusterError(OrderedError):
     """The local development cluster could not be started, found or stopped."""
+
+
+class JarNotBuiltError(OrderedError):
+    """The JVM producers' jar is not where it is built (``bash scripts/setup.sh`` builds it)."""
 
 
 class RunInterruptedError(OrderedError):

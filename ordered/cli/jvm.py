@@ -14,7 +14,7 @@ import argparse
 import os
 from pathlib import Path
 
-from coordinator.errors import OrderedError
+from coordinator.client.errors import JarNotBuiltError
 from ordered.cli.output import emit
 
 __all__ = ["JAR_ENV", "JarNotBuiltError", "add_parser", "jar_path"]
@@ -23,10 +23,6 @@ JAR_ENV = "ORDERED_JVM_JAR"
 """An environment variable naming the jar, for a jar kept outside the checkout."""
 
 _JAR_NAME = "ordered-kafka-jvm.jar"
-
-
-class JarNotBuiltError(OrderedError):
-    """The JVM jar is not where it is built: ``bash scripts/setup.sh`` builds it."""
 
 
 def _checkout() -> Path:

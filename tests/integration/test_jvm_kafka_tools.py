@@ -21,8 +21,8 @@ import pytest
 from helpers import wait_until
 from jvm_helpers import clients_classpath, java, ordered_jar, plugin_properties, write_properties
 
-from coordinator.controller import Controller
-from coordinator.store import LayoutStore
+from coordinator.client.store import LayoutStore
+from coordinator.control.controller import Controller
 from ordered.consumer import OrderedConsumer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]

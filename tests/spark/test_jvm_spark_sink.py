@@ -28,9 +28,9 @@ from fixtures import run_in_background
 from helpers import wait_until
 from jvm_helpers import INTERCEPTOR, PARTITIONER, ordered_jar
 
-from coordinator.controller import Controller
+from coordinator.client.store import LayoutStore
+from coordinator.control.controller import Controller
 from coordinator.devcluster import jars
-from coordinator.store import LayoutStore
 from ordered.consumer import OrderedConsumer
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(300)]
