@@ -236,7 +236,7 @@ class ProducerIntegrationTest {
     String ack = servers.epochPath(topic, 1) + "/acks/" + id;
     assertTrue(servers.await(ack, 10_000));
     // The ack covers the older record: its offset is the last one written under epoch 0.
-    assertEquals((long) older.offset(), asMap(servers.read(ack).get("last_offsets")).get(String.valueOf(older.partition())));
+    assertEquals(older.offset(), asMap(servers.read(ack).get("last_offsets")).get(String.valueOf(older.partition())));
   }
 
   @SuppressWarnings("unchecked")
