@@ -43,6 +43,7 @@ public final class Hashing {
   }
 
   /** MurmurHash3 x86 32-bit with seed 0, as an unsigned value. */
+  @SuppressWarnings("fallthrough")
   public static long murmur3(byte[] data) {
     final int c1 = 0xcc9e2d51;
     final int c2 = 0x1b873593;
@@ -92,6 +93,7 @@ public final class Hashing {
   }
 
   /** Kafka's {@code Utils.murmur2}: signed, seed 0x9747b28c (written out so no Kafka internals are needed). */
+  @SuppressWarnings("fallthrough")
   public static int murmur2(byte[] data) {
     int length = data.length;
     final int seed = 0x9747b28c;

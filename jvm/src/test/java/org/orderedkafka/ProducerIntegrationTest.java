@@ -144,6 +144,29 @@ class ProducerIntegrationTest {
   }
 
   @Test
+  void anUnorderedAdoptionRoutesAsKafkaAndAcksAtOnce() throws Exception {
+    String topic = servers.createTopic(4);
+    String tid = servers.topicId(topic);
+    servers.adopt(topic, tid, 2, 4, "murmur3");
+    Map<String, Object> unordered = Servers.topicRecord(topic, tid, 2, 2, 0, false, 4, "murmur3");
+    unordered.put("ordered", false); // KIP-253 enable.ordered.delivery=false
+    servers.zk.setData().forPath(servers.topicPath(topic), Servers.json(unordered));
+    KafkaProducer<String, String> p = producer(Map.of("linger.ms", 30_000));
+    for (int i = 0; i < 30; i++) {
+      RecordMetadata m = sendNow(p, topic, "k" + i);
+      assertEquals((Hashing.murmur2(utf8("k" + i)) & 0x7fffffff) % 4, m.partition());
+    }
+    p.send(new ProducerRecord<>(topic, "lingering", "v")); // in flight: an ordered topic would wait
+    String id = servers.producers(topic).get(0);
+    Map<String, Object> pending = Servers.topicRecord(topic, tid, 2, 3, 1, true, 4, "murmur3");
+    pending.put("ordered", false);
+    servers.zk.create().forPath(servers.epochPath(topic, 1), Servers.json(Servers.epochRecord(topic, 1, 2, 2, 3, false, List.of(id))));
+    servers.zk.create().forPath(servers.epochPath(topic, 1) + "/acks");
+    servers.zk.setData().forPath(servers.topicPath(topic), Servers.json(pending));
+    assertTrue(servers.await(servers.epochPath(topic, 1) + "/acks/" + id, 10_000), "an unordered topic's epoch waits for nothing");
+  }
+
+  @Test
   void acksAPendingEpochWithProofAndSwitchesRoutes() throws Exception {
     String topic = servers.createTopic(4);
     String tid = servers.topicId(topic);
@@ -236,7 +259,7 @@ class ProducerIntegrationTest {
     String ack = servers.epochPath(topic, 1) + "/acks/" + id;
     assertTrue(servers.await(ack, 10_000));
     // The ack covers the older record: its offset is the last one written under epoch 0.
-    assertEquals((long) older.offset(), asMap(servers.read(ack).get("last_offsets")).get(String.valueOf(older.partition())));
+    assertEquals(older.offset(), asMap(servers.read(ack).get("last_offsets")).get(String.valueOf(older.partition())));
   }
 
   @SuppressWarnings("unchecked")

@@ -64,7 +64,7 @@ final class Servers implements AutoCloseable {
   }
 
   @Override
-  public void close() throws Exception {
+  public void close() {
     try {
       zk.delete().deletingChildrenIfNeeded().forPath(root);
     } catch (Exception ignored) {
