@@ -153,8 +153,7 @@ def calls(
                 rate, cpu, _ = run(call, args.records)
                 runs[name].append((rate, cpu))
                 print(
-                    f"  {call} round {round_ + 1} {name}: {rate:,.0f} rec/s, "
-                    f"{cpu:.3f} us CPU/rec",
+                    f"  {call} round {round_ + 1} {name}: {rate:,.0f} rec/s, {cpu:.3f} us CPU/rec",
                     flush=True,
                 )
         out[call] = _summary(runs["plain"], runs["ordered"])
@@ -195,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--calls", nargs="+", choices=CALLS, default=list(CALLS))
+    parser.add_argument("--calls", nargs="*", choices=CALLS, default=list(CALLS))
     parser.add_argument("--expansion-records", type=int, default=100_000)
     parser.add_argument("--expansion-rounds", type=int, default=3)
     parser.add_argument("--latency-samples", type=int, default=20)

@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from coordinator import devcluster
 from coordinator.errors import OrderedError, UsageError
+from ordered.cli.bench_calls import CALLS_QUICK, calls_rows
 from ordered.cli.output import emit, progress
 
 __all__ = ["BENCHMARKS", "add_parsers", "render_markdown", "summarise"]
@@ -51,6 +52,7 @@ BENCHMARKS: Final[dict[str, tuple[str, list[str], list[str], bool]]] = {
         ["--records", "100000", "--repeats", "3", "--latency-samples", "10"],
         True,
     ),
+    "calls": ("bench_calls.py", [], CALLS_QUICK, True),
     "scale": ("bench_scale.py", [], ["--quick"], True),
     "spark": (
         "bench_spark.py",
@@ -490,6 +492,7 @@ _EXTRACT: Final[dict[str, Callable[[dict[str, Any]], list[dict[str, Any]]]]] = {
     "linear_hash": _linear_hash,
     "producer": _producer,
     "consumer": _consumer,
+    "calls": calls_rows,
     "spark": _spark,
     "scale": _scale,
 }

@@ -177,6 +177,11 @@ class BatchFilter:
                     return True
         return False
 
+    def deliver_judged(self, last: dict[tuple[str, int], int], count: int) -> None:
+        """Record the delivery of a whole judged batch of ``count`` records (its ``last``)."""
+        self.delivered(last)
+        self._core.events.records_delivered(count)
+
     def deliver_served(self, records: list[Any], topic: str) -> None:
         """Record the delivery of ``records`` (a judged batch's records handed out so far)."""
         offsets = list(map(_OFFSET, records))

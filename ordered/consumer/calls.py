@@ -67,7 +67,11 @@ class CallPath:
         self._stack: list[Any] = _EMPTY  # its records not handed out (what `left` was)
         self._done = 0  # records of it whose delivery is recorded
         self._topic = ""
+        self._last: dict[tuple[str, int], int] = {}  # the served batch's last offsets
         self._halts = 0
+        # The checked records failed the judgement: judged record by record until
+        # they are all gone (judging what is left again at every call cost O(batch)).
+        self._rejected = False
 
     # --- the hand-over ----------------------------------------------------------------
 
@@ -81,6 +85,11 @@ class CallPath:
         stack = self._stack
         upto = len(self._batch) - len(stack)
         if upto > self._done:
+            if upto == len(self._batch) and not self._done:
+                # All of it (nearly always): its last offsets are the judged ones.
+                self._done = upto
+                self._filter.deliver_judged(self._last, upto)
+                return
             records = self._batch[self._done : upto]
             self._done = upto
             self._filter.deliver_served(records, self._topic)
@@ -102,17 +111,19 @@ class CallPath:
         """Serve the checked records (up to :data:`POLL_BATCH`) if they pass the judgement."""
         topic = self._filter.single
         fetcher = self._fetcher
-        if topic is None or not fetcher.ready:
+        if topic is None or not fetcher.ready or self._rejected:
             return None
         batch = fetcher.take(POLL_BATCH)
         flt = self._filter
         last = flt.judge(batch, topic, fetcher.taken_last)
         if last is None or flt.crosses_marks(last):
             fetcher.ready.push_front(batch)
+            self._rejected = True
             return None
         self._batch = batch
         self._done = 0
         self._topic = topic
+        self._last = last
         stack = self._stack = batch[::-1]
         # A halt since this call's service step (kazoo's thread): served by this call
         # only, the next one hands over.
@@ -139,6 +150,7 @@ class CallPath:
                     return out[0]
                 continue
             if not fetcher.ready:
+                self._rejected = False
                 fetcher.fetch(POLL_BATCH, upkeep.slice(deadline), single=True)
             served = self._serve(halts)
             if served is not None:
@@ -173,6 +185,7 @@ class CallPath:
                     return out
                 continue
             if not fetcher.ready:
+                self._rejected = False
                 ahead = POLL_BATCH if small else num_messages
                 fetcher.fetch(num_messages, upkeep.slice(deadline), single=False, ahead=ahead)
             if small:

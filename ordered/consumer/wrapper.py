@@ -307,7 +307,7 @@ class OrderedConsumer:
         """
         left = self._path.left  # type: ignore[union-attr]
         if left and type(num_messages) is int and 0 < num_messages <= 1_000_000:
-            return take(left, num_messages)
+            return [left.pop()] if num_messages == 1 else take(left, num_messages)
         return self._path.consume(num_messages, timeout)  # type: ignore[union-attr]
 
     def commit(self, *args: Any, **kwargs: Any) -> Any:
