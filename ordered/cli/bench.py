@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from coordinator import devcluster
 from coordinator.client.errors import OrderedError, UsageError
+from ordered.cli.bench_calls import CALLS_QUICK
 from ordered.cli.bench_rows import render_markdown, render_text, summarise
 from ordered.cli.output import emit, progress
 
@@ -51,6 +52,7 @@ BENCHMARKS: Final[dict[str, tuple[str, list[str], list[str], bool]]] = {
         ["--records", "100000", "--repeats", "3", "--latency-samples", "10"],
         True,
     ),
+    "calls": ("bench_calls.py", [], CALLS_QUICK, True),
     "scale": ("bench_scale.py", [], ["--quick"], True),
     "spark": (
         "bench_spark.py",

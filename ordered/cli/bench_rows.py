@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
+from ordered.cli.bench_calls import calls_rows
+
 __all__ = ["render_markdown", "render_text", "summarise"]
 
 
@@ -445,6 +447,7 @@ _EXTRACT: Final[dict[str, Callable[[dict[str, Any]], list[dict[str, Any]]]]] = {
     "linear_hash": _linear_hash,
     "producer": _producer,
     "consumer": _consumer,
+    "calls": calls_rows,
     "spark": _spark,
     "scale": _scale,
     "jvm": _jvm,

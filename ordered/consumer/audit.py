@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
+import operator
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -99,6 +100,7 @@ class _FastSpan(NamedTuple):
     header: list[tuple[str, bytes]]
     layout: Layout
     memo: dict[Any, int]
+    more: tuple[Layout, ...] = ()  # the other layouts that may have placed these offsets
 
 
 def audit_span(view: TopicView, partition: int, offset: int) -> AuditSpan:
@@ -177,8 +179,8 @@ class RecordAudit:
                     return self._sample_records(view, sample)
             if shared is None:
                 shared = span
-            elif span.memo is not shared.memo:  # another layout: its own memo and header
-                return self._sample_records(view, sample)
+            elif span.memo is not shared.memo or span.more != shared.more:
+                return self._sample_records(view, sample)  # other layouts: memos, headers
         assert shared is not None  # a sample is never empty (the batch is not)
         settings = self._core.config.ordered
         if settings.header_audit:
@@ -189,6 +191,8 @@ class RecordAudit:
             keys = list(map(_KEY, sample))
             layout = shared.layout
             algorithm = view.algorithm
+            if shared.more:
+                return self._sample_any(layout, shared.more, algorithm, keys, partitions)
             routed = route_sample(layout, algorithm, keys)
             if routed is not None:
                 return routed == partitions
@@ -209,6 +213,29 @@ class RecordAudit:
                 if placed != partitions:
                     return False
         return True
+
+    @staticmethod
+    def _sample_any(
+        layout: Layout,
+        more: tuple[Layout, ...],
+        algorithm: str,
+        keys: list[Any],
+        partitions: list[int],
+    ) -> bool:
+        """``True`` when every key routes to its record's partition under one of the layouts.
+
+        The offsets lie where any of them may have placed a record (a partition an
+        epoch left alone, an epoch's first records): what the full audit accepts, by the
+        compiled router's whole-list maps (nothing but C per record).
+        """
+        ok: list[bool] | None = None
+        for each in (layout, *more):
+            routed = route_sample(each, algorithm, keys)
+            if routed is None:
+                return False  # not compiled, or unkeyed records: the checked path audits
+            hits = list(map(operator.eq, routed, partitions))
+            ok = hits if ok is None else list(map(operator.or_, ok, hits))
+        return ok is not None and all(ok)
 
     def _sample_records(self, view: TopicView, sample: Sequence[Any]) -> bool:
         """The fast audit record by record: ``True`` when it confirms every record."""
@@ -247,12 +274,19 @@ class RecordAudit:
     def _fast_span(self, view: TopicView, partition: int, offset: int) -> _FastSpan | None:
         """The offsets around ``offset`` where one layout is in force, for the fast audit."""
         span = audit_span(view, partition, offset)
-        if len(span.layouts) != 1 or span.lo != span.hi:
+        if not span.layouts:
             return None
+        more: tuple[Layout, ...] = ()
+        if len(span.layouts) != 1 or span.lo != span.hi:
+            # Several epochs may have placed these offsets: only the key audit is
+            # confirmed in bulk (any of their layouts), by the compiled router.
+            if self._core.config.ordered.header_audit or _ROUTE is None:
+                return None
+            more = span.layouts[1:]
         layout = span.layouts[0]
         memo = self._key_memos.setdefault((view.algorithm, layout), {})
         header = [(self._core.config.ordered.epoch_header_name, str(layout.epoch).encode())]
-        return _FastSpan(span.first, span.end, header, layout, memo)
+        return _FastSpan(span.first, span.end, header, layout, memo, more)
 
     # --- the full audit -------------------------------------------------------------
 

@@ -29,6 +29,7 @@ __all__ = ["KEY_MEMO", "BatchFilter", "audit_span"]
 
 # Unbound, so ``map`` calls it per record without a Python frame.
 _PARTITION: Callable[[Any], Any] = Message.partition
+_OFFSET: Callable[[Any], Any] = Message.offset
 
 
 class BatchFilter:
@@ -96,14 +97,31 @@ class BatchFilter:
         topic: str,
         known: dict[tuple[str, int], int] | None,
     ) -> list[Any] | None:
-        """The whole batch when nothing in it can reach a gate or fail an audit, else ``None``.
+        """The whole batch, delivered, when :meth:`judge` passes it; else ``None``."""
+        last = self.judge(batch, topic, known)
+        if last is None:
+            return None
+        self.delivered(last)
+        self._core.events.records_delivered(len(batch))
+        # take() hands over a list of its own: it is the caller's already.
+        return batch if type(batch) is list else list(batch)
 
-        Only each partition's last offset is judged (within a batch a partition's
-        offsets grow). Given by the fetch (``known``), no record is looked at but the
-        audit's sample; else confluent's ``Message`` methods are mapped over the batch,
-        so only C runs per record (a Python loop per record cost ~10% of a plain
-        consumer's time at ``consume(500)``). ``Message.topic()`` builds a new string
-        per call, so it is not called here.
+    def judge(
+        self,
+        batch: Sequence[Any],
+        topic: str,
+        known: dict[tuple[str, int], int] | None,
+    ) -> dict[tuple[str, int], int] | None:
+        """Each partition's last offset when nothing in ``batch`` can reach a gate or fail an audit.
+
+        ``None`` otherwise (the checked path judges it). Only each partition's last
+        offset is judged (within a batch a partition's offsets grow). Given by the fetch
+        (``known``), no record is looked at but the audit's sample; else confluent's
+        ``Message`` methods are mapped over the batch, so only C runs per record (a
+        Python loop per record cost ~10% of a plain consumer's time at
+        ``consume(500)``). ``Message.topic()`` builds a new string per call, so it is
+        not called here. Nothing is delivered: the first offset of a partition's
+        assignment is noted (where delivery starts), nothing else changes.
         """
         core = self._core
         settings = core.config.ordered
@@ -137,10 +155,45 @@ class BatchFilter:
                     starting.discard(partition)
                     if not starting:
                         break
+        return last
+
+    def crosses_marks(self, last: dict[tuple[str, int], int]) -> bool:
+        """Whether delivering up to ``last`` reaches a source's boundary (an announcement).
+
+        ``poll()`` hands a judged batch out one record at a time only when it does not:
+        the announcement then runs at the call after the boundary's last record, as it
+        does when records are judged one by one.
+        """
+        core = self._core
+        for key, offset in last.items():
+            gates = core.layouts.topics[key[0]].gates
+            if gates is None:
+                continue
+            marks = gates.source_marks(key[1])
+            if marks:
+                position = core.parts[key].position
+                low = -1 if position is None else position
+                if any(low < mark <= offset + 1 for mark in marks):
+                    return True
+        return False
+
+    def deliver_judged(self, last: dict[tuple[str, int], int], count: int) -> None:
+        """Record the delivery of a whole judged batch of ``count`` records (its ``last``)."""
         self.delivered(last)
-        core.events.records_delivered(len(batch))
-        # take() hands over a list of its own: it is the caller's already.
-        return batch if type(batch) is list else list(batch)
+        self._core.events.records_delivered(count)
+
+    def deliver_served(self, records: list[Any], topic: str) -> None:
+        """Record the delivery of ``records`` (a judged batch's records handed out so far)."""
+        offsets = list(map(_OFFSET, records))
+        partitions = list(map(_PARTITION, records))
+        if None in offsets:  # error events (no offset) among them: they move nothing
+            pairs = [(p, o) for p, o in zip(partitions, offsets, strict=True) if o is not None]
+        else:
+            pairs = list(zip(partitions, offsets, strict=True))
+        last = {(topic, p): o for p, o in dict(pairs).items()}
+        if last:
+            self.delivered(last)
+        self._core.events.records_delivered(len(records))
 
     @staticmethod
     def _last_offsets(batch: Sequence[Any], topic: str) -> dict[tuple[str, int], int] | None:

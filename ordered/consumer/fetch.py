@@ -116,7 +116,7 @@ class Fetcher:
         self._ready_last: dict[tuple[str, int], int] | None = None  # of `ready`, if known
         self.taken_last: dict[tuple[str, int], int] | None = None
 
-    def fetch(self, num: int, timeout: float, single: bool) -> None:
+    def fetch(self, num: int, timeout: float, single: bool, ahead: int | None = None) -> None:
         """Move the next checked batch to :attr:`ready` (nothing on timeout).
 
         Args:
@@ -124,6 +124,8 @@ class Fetcher:
             timeout: How long librdkafka may wait for the first record.
             single: Fetch as ``poll`` does: wait for one message, then take only
                 what is already there.
+            ahead: The most records to fetch ahead (default ``num``): a caller serving
+                small calls from one judged batch fetches ahead more than it asked.
         """
         if self._pending is None:
             moved = self._moved
@@ -155,11 +157,11 @@ class Fetcher:
         take_ahead = (self.pipeline and backlog) or pending.deferred
         # It stays in _pending while librdkafka runs: a rebalance callback in there
         # settles it into `ready` and drops the records of revoked partitions.
-        ahead = self._consumer.consume(num, 0) if take_ahead else []
+        more = self._consumer.consume(ahead or num, 0) if take_ahead else []
         if self._pending is pending:
             self.settle()
-        if ahead:
-            self._pending = self._begin(ahead, moved != self._moved)
+        if more:
+            self._pending = self._begin(more, moved != self._moved)
 
     def _gather(self, pending: _Pending, num: int, seconds: float) -> bool:
         """Wait ``seconds`` for the slot of the deferred ``pending``, taking records meanwhile.

@@ -214,6 +214,8 @@ class LayoutTracker:
             requests per second the checks send (0: a check for every uncovered batch).
         on_reload: Called with ``(topic, newest epoch or -1)`` after each history read
             (the consumer's ``on_layout_reload`` event).
+        on_change: Called on kazoo's thread (must not block) when a watched topic
+            changed or the session state did: the consumer's fast path hands over.
 
     Attributes:
         verify_fetch: Run the fetch check (default ``True``). ``False`` exists only for
@@ -231,12 +233,13 @@ class LayoutTracker:
         group: str | None = None,
         check_rate: int = 0,
         on_reload: Callable[[str, int], None] | None = None,
+        on_change: Callable[[], None] | None = None,
     ) -> None:
         self.client = client
         self.store = LayoutStore(client, root)
         self._ids = ids
         self._group = group
-        self.watcher = HistoryWatcher(self.store)
+        self.watcher = HistoryWatcher(self.store, on_change)
         self.topics: dict[str, TopicView] = {}
         self.verify_fetch = True
         self._on_reload = on_reload or (lambda _topic, _epoch: None)

@@ -70,6 +70,17 @@ class ReadyRecords:
         self._count -= len(out)
         return out
 
+    def push_front(self, batch: list[Any]) -> None:
+        """Put ``batch`` back before the records held (records taken and not judged)."""
+        if not batch:
+            return
+        if self._head:
+            first = self._batches.popleft()
+            self._batches.appendleft(first[self._head :])
+            self._head = 0
+        self._batches.appendleft(batch)
+        self._count += len(batch)
+
     def clear(self) -> None:
         """Forget every record."""
         self._batches.clear()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ordered.consumer.announce import AnnounceState
@@ -38,6 +39,8 @@ class GateChecker:
         decider: Decides the gates.
         positions: The position service, or ``None`` (``ordered.positions=false``).
         member: This consumer's member name in interest records.
+        wake: Called (on kazoo's thread) with a position-service notice: the
+            consumer's fast path hands over, so the re-check runs at the next call.
     """
 
     def __init__(
@@ -46,6 +49,7 @@ class GateChecker:
         decider: GateDecider,
         positions: PositionService | None,
         member: str,
+        wake: Callable[[], None] | None = None,
     ) -> None:
         self._core = core
         self._decider = decider
@@ -54,6 +58,7 @@ class GateChecker:
         self._interval = core.config.ordered.gate_poll_interval_ms / 1000.0
         self._declared: dict[str, dict[int, int]] = {}
         self._poked = threading.Event()  # set by a position-service watch (kazoo thread)
+        self._wake = wake
 
     def service(self) -> None:
         """Re-check closed gates when due (at once after a position-service notice)."""
@@ -100,6 +105,8 @@ class GateChecker:
     def _on_progress(self, _progress: Progress) -> None:
         # kazoo's thread: only raise a flag; the poll thread re-checks from Kafka.
         self._poked.set()
+        if self._wake is not None:
+            self._wake()
 
     def slice(self, deadline: float | None, dirty: bool) -> float:
         """How long the next inner poll may wait: short while a gate needs re-checks."""

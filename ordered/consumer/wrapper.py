@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import atexit
 import logging
-import time
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
@@ -28,6 +27,7 @@ from coordinator.client.zk import (
     start_client,
 )
 from ordered.consumer.announce import Announcer
+from ordered.consumer.calls import POLL_BATCH, CallPath, take
 from ordered.consumer.counters import ConsumerCounters
 from ordered.consumer.decide import GateDecider
 from ordered.consumer.favour import SourceFavour
@@ -87,9 +87,6 @@ PASSED_THROUGH = frozenset(
 
 _log = logging.getLogger("ordered.consumer")
 
-POLL_BATCH = 500
-"""Records ``poll()`` takes from librdkafka at once: one layout check serves them all."""
-
 CLOSE_TIMEOUT = 3.0
 """Seconds ``close()`` (and an exit without it) waits for the ZooKeeper session to end."""
 
@@ -119,6 +116,7 @@ class OrderedConsumer:
 
     def __init__(self, config: dict[str, Any] | None = None, /, **kwargs: Any) -> None:
         self._closed = True  # until fully built: close() then has nothing to do
+        self._path: CallPath | None = None  # the kazoo thread may halt it from the start
         logger = kwargs.pop("logger", None)
         split: ConsumerConfig = split_consumer_config(config, kwargs)
         settings = split.ordered
@@ -143,6 +141,7 @@ class OrderedConsumer:
                 group=split.group_id,
                 check_rate=settings.layout_check_max_requests_per_s,
                 on_reload=events.layout_reload,
+                on_change=self._halt,
             )
         except Exception:
             close_client(self._zk)
@@ -157,7 +156,7 @@ class OrderedConsumer:
         member = identity.member_id()
         self._probe = LogStartProbe(split.kafka, core.request_timeout)
         self._decider = GateDecider(core, self._probe, prompt=positions is not None)
-        self._checker = GateChecker(core, self._decider, positions, member)
+        self._checker = GateChecker(core, self._decider, positions, member, self._halt)
         self._announcer = Announcer(core, positions)
         self._rewinds = Rewinds(core, self._probe)
         self._favour = SourceFavour(self._consumer, core, settings.fetch_favour_sources)
@@ -166,6 +165,9 @@ class OrderedConsumer:
         )
         self._filter = self._upkeep.filter
         self._fetcher = self._upkeep.fetcher
+        path = CallPath(core, self._upkeep, self._check_open)
+        self._path = path
+        self._hand_over = path.hand_over
         self._hooks = RebalanceHooks(
             self,
             self._upkeep.track,
@@ -207,6 +209,7 @@ class OrderedConsumer:
             StoreError: ZooKeeper is unreachable.
         """
         self._check_open()
+        self._hand_over()
         self._hooks.set(on_assign, on_revoke, on_lost)
         self._core.listener = key_listener
         for name in topics:
@@ -222,6 +225,7 @@ class OrderedConsumer:
     def unsubscribe(self) -> None:
         """Remove the subscription, as ``confluent_kafka.Consumer.unsubscribe``."""
         self._check_open()
+        self._hand_over()
         self._consumer.unsubscribe()
 
     def assign(self, partitions: list[TopicPartition]) -> None:
@@ -232,6 +236,7 @@ class OrderedConsumer:
             RuntimeError: The consumer is closed.
         """
         self._check_open()
+        self._hand_over()
         # A new assignment restarts every partition at its given (or committed) offset:
         # old gate state, pauses included, does not carry over.
         for key in list(self._core.parts):
@@ -242,12 +247,14 @@ class OrderedConsumer:
     def incremental_assign(self, partitions: list[TopicPartition]) -> None:
         """Add ``partitions`` to the assignment; gates apply to them."""
         self._check_open()
+        self._hand_over()
         self._consumer.incremental_assign(partitions)
         self._upkeep.track(partitions)
 
     def incremental_unassign(self, partitions: list[TopicPartition]) -> None:
         """Remove ``partitions`` from the assignment."""
         self._check_open()
+        self._hand_over()
         self._consumer.incremental_unassign(partitions)
         for tp in partitions:
             self._upkeep.drop((tp.topic, tp.partition))
@@ -255,6 +262,7 @@ class OrderedConsumer:
     def unassign(self) -> None:
         """Remove the whole assignment."""
         self._check_open()
+        self._hand_over()
         self._consumer.unassign()
         for key in list(self._core.parts):
             self._upkeep.drop(key)
@@ -271,8 +279,9 @@ class OrderedConsumer:
         """Return one deliverable message, an error event, or ``None`` on timeout.
 
         Takes up to :data:`POLL_BATCH` records from librdkafka at once (those already
-        fetched, never waiting for more), so the layout check after a fetch is paid
-        once for all of them.
+        fetched, never waiting for more): judged as a whole, they are handed out one
+        per call by the fast path (:mod:`ordered.consumer.calls`), which pops the next
+        one and does nothing else.
 
         Args:
             timeout: Seconds; ``None`` or negative waits forever (as confluent).
@@ -282,29 +291,15 @@ class OrderedConsumer:
             OrderViolationError: A misplaced record with ``ordered.violation.policy=raise``.
             Exception: Whatever a callback (``on_assign``..., the key listener) raised.
         """
-        self._check_open()
-        deadline = _deadline(timeout)
-        upkeep = self._upkeep
-        while True:
-            upkeep.service()
-            stashed = upkeep.take_stash(1)
-            if stashed:
-                out = self._filter.filter(stashed, from_stash=True)
-                if out:
-                    return out[0]
-                continue
-            fetcher = self._fetcher
-            if not fetcher.ready:
-                fetcher.fetch(POLL_BATCH, upkeep.slice(deadline), single=True)
-            while fetcher.ready:
-                out = self._filter.filter(fetcher.take(1))
-                if out:
-                    return out[0]
-            if _expired(deadline):
-                return None
+        left = self._path.left  # type: ignore[union-attr]
+        if left:
+            return left.pop()
+        return self._path.poll(timeout)  # type: ignore[union-attr]
 
     def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]:
         """Return up to ``num_messages`` deliverable messages (possibly empty on timeout).
+
+        Below :data:`POLL_BATCH`, they come from a judged batch, as ``poll()``'s do.
 
         Args:
             num_messages: The maximum number of messages (confluent's limits apply).
@@ -316,30 +311,10 @@ class OrderedConsumer:
             OrderViolationError: A misplaced record with ``ordered.violation.policy=raise``.
             Exception: Whatever a callback raised.
         """
-        self._check_open()
-        if not 0 <= num_messages <= 1_000_000:
-            raise ValueError("num_messages must be between 0 and 1000000 (1M)")
-        if num_messages == 0:
-            return []  # as confluent: at once, whatever the timeout
-        deadline = _deadline(timeout)
-        upkeep = self._upkeep
-        while True:
-            upkeep.service()
-            stashed = upkeep.take_stash(num_messages)
-            if stashed:
-                out = self._filter.filter(stashed, from_stash=True)
-                if out:
-                    return out
-                continue
-            if not self._fetcher.ready:
-                self._fetcher.fetch(num_messages, upkeep.slice(deadline), single=False)
-            batch = self._fetcher.take(num_messages)
-            if batch:
-                out = self._filter.filter(batch, last=self._fetcher.taken_last)
-                if out:
-                    return out
-            if _expired(deadline):
-                return []
+        left = self._path.left  # type: ignore[union-attr]
+        if left and type(num_messages) is int and 0 < num_messages <= 1_000_000:
+            return [left.pop()] if num_messages == 1 else take(left, num_messages)
+        return self._path.consume(num_messages, timeout)  # type: ignore[union-attr]
 
     def commit(self, *args: Any, **kwargs: Any) -> Any:
         """Commit, with confluent's arguments (``message``, ``offsets``, ``asynchronous``).
@@ -352,6 +327,7 @@ class OrderedConsumer:
             RuntimeError: The consumer is closed.
         """
         self._check_open()
+        self._hand_over()
         # KIP order: a source's maybe_revoked runs (and its boundary is committed)
         # before any commit can let a destination past that boundary.
         announced = self._announcer.run() if self._announcer.due() else []
@@ -375,6 +351,7 @@ class OrderedConsumer:
     def store_offsets(self, *args: Any, **kwargs: Any) -> None:
         """Store offsets for a later commit (``enable.auto.offset.store=false``)."""
         self._check_open()
+        self._hand_over()
         self._consumer.store_offsets(*args, **kwargs)
 
     def committed(self, partitions: list[TopicPartition], timeout: float | None = None) -> Any:
@@ -390,6 +367,7 @@ class OrderedConsumer:
         A partition held at a closed gate reports the offset it is held at.
         """
         self._check_open()
+        self._hand_over()
         result: list[TopicPartition] = self._consumer.position(partitions)
         for tp in result:
             part = self._core.parts.get((tp.topic, tp.partition))
@@ -414,6 +392,7 @@ class OrderedConsumer:
         ``auto``) so the group's other members wait for the replay too.
         """
         self._check_open()
+        self._hand_over()
         key = (partition.topic, partition.partition)
         part = self._core.parts.get(key)
         self._consumer.seek(partition)
@@ -427,6 +406,7 @@ class OrderedConsumer:
     def pause(self, partitions: list[TopicPartition]) -> None:
         """Pause ``partitions``; a gate never resumes a partition the application paused."""
         self._check_open()
+        self._hand_over()
         self._consumer.pause(partitions)
         for tp in partitions:
             key = (tp.topic, tp.partition)
@@ -441,6 +421,7 @@ class OrderedConsumer:
     def resume(self, partitions: list[TopicPartition]) -> None:
         """Resume ``partitions``; one held at a closed gate stays paused until it opens."""
         self._check_open()
+        self._hand_over()
         go = []
         for tp in partitions:
             part = self._core.parts.get((tp.topic, tp.partition))
@@ -462,6 +443,7 @@ class OrderedConsumer:
             return
         self._closed = True
         atexit.unregister(self._exit_hook)
+        self._hand_over()  # what was handed out is stored (auto-commit at close)
         self._fetcher.clear()
         for part in self._core.parts.values():
             self._core.dropped(part)  # held partitions stop waiting (gauges go down)
@@ -542,6 +524,7 @@ class OrderedConsumer:
         layout reloads and checks, tombstone copies dropped; plus ``blocked_partitions``,
         the partitions held at a closed gate now.
         """
+        self._path.account()  # type: ignore[union-attr]
         out = self._core.counters.as_dict()
         out["blocked_partitions"] = sum(
             1 for p in self._core.parts.values() if p.gate.state is GateState.BLOCKED
@@ -571,6 +554,13 @@ class OrderedConsumer:
         if self._closed:
             raise RuntimeError("Consumer closed")
 
+    def _halt(self) -> None:
+        # kazoo's thread (a watched topic changed, a position-service notice): the
+        # fast path hands over at the next call.
+        path = self._path
+        if path is not None:
+            path.halt()
+
 
 def _close_at_exit(consumer: OrderedConsumer) -> None:
     """End ``consumer``'s ZooKeeper session promptly at exit if it is not closed.
@@ -582,13 +572,3 @@ def _close_at_exit(consumer: OrderedConsumer) -> None:
     consumer._closed = True
     consumer._layouts.stop()
     close_client_within(consumer._zk, 1.0)
-
-
-def _deadline(timeout: float | None) -> float | None:
-    if timeout is None or timeout < 0:
-        return None
-    return time.monotonic() + timeout
-
-
-def _expired(deadline: float | None) -> bool:
-    return deadline is not None and time.monotonic() >= deadline

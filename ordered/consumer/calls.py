@@ -1,0 +1,222 @@
+"""The call path of ``poll()`` and ``consume()``: a steady-state fast path, and its hand-over.
+
+A judged batch (:meth:`BatchFilter.judge`: no record of it can reach a gate, fail the
+sampled audit, or take its partition to a source's boundary) is *served*: ``poll()``
+pops the next record off :attr:`CallPath.left` (the batch reversed), ``consume(n)``
+takes the next ``n``; nothing else runs per call. What delivery changes (positions,
+the offsets stored for the next commit, the delivered count) is recorded for the
+records handed out so far when the fast path hands over, so once per batch.
+
+The fast path hands over at one point, :meth:`CallPath.hand_over` (its records handed
+out recorded, the rest put back among the checked records, to be judged again), and
+every slow call starts there. It is made to hand over:
+
+* by the slow path's own judgement: a batch with a record at a gate (or an epoch
+  boundary inside the audit's sample, or a source's boundary) is not served;
+* at once, from kazoo's thread (:meth:`CallPath.halt`): a watched topic changed (a new
+  epoch), the ZooKeeper session changed state, or the position service noticed a
+  commit a held gate waits on (its re-check slot);
+* at once, on the poll thread: a seek, a pause or resume, an assignment change, a
+  commit, ``position()``, ``close()`` (the wrapper calls :meth:`hand_over` first). A
+  rebalance (assignment, revocation, loss) runs inside librdkafka, which only the slow
+  path calls, after its hand-over.
+
+librdkafka's auto-commit (its own thread) commits the offsets stored so far: while a
+batch is served they lag the records handed out by at most that batch (a commit lower,
+never higher, than a consumer that stores per record).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ordered.consumer.state import Core
+from ordered.consumer.upkeep import ConsumerUpkeep
+
+__all__ = ["POLL_BATCH", "CallPath"]
+
+POLL_BATCH = 500
+"""Records a call takes from librdkafka at once when it needs fewer: one judgement serves them."""
+
+_EMPTY: list[Any] = []  # never appended to: what `left` is while the fast path is off
+
+
+class CallPath:
+    """``poll()`` and ``consume()`` behind the wrapper's fast path.
+
+    Args:
+        core: The shared state.
+        upkeep: The upkeep (service step, fetcher, filter).
+        check_open: Raises ``RuntimeError`` when the consumer is closed.
+
+    Attributes:
+        left: The served batch's records not handed out yet, last first (the wrapper's
+            ``poll`` pops it); an empty list while the fast path is off.
+    """
+
+    def __init__(self, core: Core, upkeep: ConsumerUpkeep, check_open: Callable[[], None]) -> None:
+        self._core = core
+        self._upkeep = upkeep
+        self._filter = upkeep.filter
+        self._fetcher = upkeep.fetcher
+        self._check_open = check_open
+        self.left: list[Any] = _EMPTY
+        self._batch: list[Any] = []  # the served batch
+        self._stack: list[Any] = _EMPTY  # its records not handed out (what `left` was)
+        self._done = 0  # records of it whose delivery is recorded
+        self._topic = ""
+        self._last: dict[tuple[str, int], int] = {}  # the served batch's last offsets
+        self._halts = 0
+        # The checked records failed the judgement: judged record by record until
+        # they are all gone (judging what is left again at every call cost O(batch)).
+        self._rejected = False
+
+    # --- the hand-over ----------------------------------------------------------------
+
+    def halt(self) -> None:
+        """Make the next call take the slow path (any thread; only flags are set)."""
+        self._halts += 1
+        self.left = _EMPTY
+
+    def account(self) -> None:
+        """Record the delivery of the served records handed out since the last time."""
+        stack = self._stack
+        upto = len(self._batch) - len(stack)
+        if upto > self._done:
+            if upto == len(self._batch) and not self._done:
+                # All of it (nearly always): its last offsets are the judged ones.
+                self._done = upto
+                self._filter.deliver_judged(self._last, upto)
+                return
+            records = self._batch[self._done : upto]
+            self._done = upto
+            self._filter.deliver_served(records, self._topic)
+
+    def hand_over(self) -> None:
+        """The one point where the fast path ends: account, and unserve what is left."""
+        self.left = _EMPTY
+        if not self._batch:
+            return
+        self.account()
+        rest = self._stack[::-1]
+        self._stack = _EMPTY
+        self._batch = []
+        self._done = 0
+        if rest:
+            self._fetcher.ready.push_front(rest)
+
+    def _serve(self, halts: int) -> list[Any] | None:
+        """Serve the checked records (up to :data:`POLL_BATCH`) if they pass the judgement."""
+        topic = self._filter.single
+        fetcher = self._fetcher
+        if topic is None or not fetcher.ready or self._rejected:
+            return None
+        batch = fetcher.take(POLL_BATCH)
+        flt = self._filter
+        last = flt.judge(batch, topic, fetcher.taken_last)
+        if last is None or flt.crosses_marks(last):
+            fetcher.ready.push_front(batch)
+            self._rejected = True
+            return None
+        self._batch = batch
+        self._done = 0
+        self._topic = topic
+        self._last = last
+        stack = self._stack = batch[::-1]
+        # A halt since this call's service step (kazoo's thread): served by this call
+        # only, the next one hands over.
+        self.left = stack if halts == self._halts else _EMPTY
+        return stack
+
+    # --- the slow calls ---------------------------------------------------------------
+
+    def poll(self, timeout: float | None) -> Any:
+        """``poll()`` when the fast path has nothing to hand out (see the wrapper)."""
+        self._check_open()
+        self.hand_over()
+        deadline = _deadline(timeout)
+        upkeep = self._upkeep
+        flt = self._filter
+        fetcher = self._fetcher
+        while True:
+            halts = self._halts
+            upkeep.service()
+            stashed = upkeep.take_stash(1)
+            if stashed:
+                out = flt.filter(stashed, from_stash=True)
+                if out:
+                    return out[0]
+                continue
+            if not fetcher.ready:
+                self._rejected = False
+                fetcher.fetch(POLL_BATCH, upkeep.slice(deadline), single=True)
+            served = self._serve(halts)
+            if served is not None:
+                return served.pop()
+            while fetcher.ready:
+                out = flt.filter(fetcher.take(1))
+                if out:
+                    return out[0]
+            if _expired(deadline):
+                return None
+
+    def consume(self, num_messages: int, timeout: float) -> list[Any]:
+        """``consume()`` when the fast path has nothing to hand out (see the wrapper)."""
+        self._check_open()
+        if not 0 <= num_messages <= 1_000_000:
+            raise ValueError("num_messages must be between 0 and 1000000 (1M)")
+        if num_messages == 0:
+            return []  # as confluent: at once, whatever the timeout
+        self.hand_over()
+        deadline = _deadline(timeout)
+        upkeep = self._upkeep
+        flt = self._filter
+        fetcher = self._fetcher
+        small = num_messages < POLL_BATCH
+        while True:
+            halts = self._halts
+            upkeep.service()
+            stashed = upkeep.take_stash(num_messages)
+            if stashed:
+                out = flt.filter(stashed, from_stash=True)
+                if out:
+                    return out
+                continue
+            if not fetcher.ready:
+                self._rejected = False
+                ahead = POLL_BATCH if small else num_messages
+                fetcher.fetch(num_messages, upkeep.slice(deadline), single=False, ahead=ahead)
+            if small:
+                served = self._serve(halts)
+                if served is not None:
+                    return take(served, num_messages)
+            batch = fetcher.take(num_messages)
+            if batch:
+                out = flt.filter(batch, last=fetcher.taken_last)
+                if out:
+                    return out
+            if _expired(deadline):
+                return []
+
+
+def take(stack: list[Any], num: int) -> list[Any]:
+    """The next ``num`` records of a served stack (last first), oldest first."""
+    if num >= len(stack):
+        out = stack[::-1]
+        stack.clear()
+        return out
+    out = stack[: -num - 1 : -1]
+    del stack[-num:]
+    return out
+
+
+def _deadline(timeout: float | None) -> float | None:
+    if timeout is None or timeout < 0:
+        return None
+    return time.monotonic() + timeout
+
+
+def _expired(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() >= deadline
