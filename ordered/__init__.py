@@ -2,8 +2,10 @@
 
 :class:`OrderedProducer` routes keys by the topic's layout and takes part in the
 producer barrier; :class:`OrderedConsumer` delivers every key in order across layout
-changes; :class:`PartitionKeyRebalanceListener` receives KIP-253's key-rebalance
-callbacks. The error classes are those of :mod:`coordinator.errors`.
+changes; :class:`OrderedSerializingProducer` and :class:`OrderedDeserializingConsumer`
+are confluent's ``SerializingProducer`` and ``DeserializingConsumer`` over them;
+:class:`PartitionKeyRebalanceListener` receives KIP-253's key-rebalance callbacks. The
+error classes are those of :mod:`coordinator.errors`.
 
 The clients are imported on first use (module ``__getattr__``): importing a submodule
 such as :mod:`ordered.settings` or :mod:`ordered.producer` runs this file, and the
@@ -41,9 +43,11 @@ from coordinator.errors import (
 if TYPE_CHECKING:
     from ordered.config import OrderedSettings
     from ordered.consumer import OrderedConsumer
+    from ordered.deserializing import OrderedDeserializingConsumer
     from ordered.listener import PartitionKeyRebalanceListener
     from ordered.producer import OrderedProducer, TopicState
     from ordered.producer_config import ProducerConfig, ProducerSettings, split_producer_config
+    from ordered.serializing import OrderedSerializingProducer
 
 __all__ = [
     "ClusterError",
@@ -53,9 +57,11 @@ __all__ = [
     "NotAdoptedError",
     "OrderViolationError",
     "OrderedConsumer",
+    "OrderedDeserializingConsumer",
     "OrderedError",
     "OrderedKafkaError",
     "OrderedProducer",
+    "OrderedSerializingProducer",
     "OrderedSettings",
     "PartitionKeyRebalanceListener",
     "ProducerConfig",
@@ -78,8 +84,10 @@ __all__ = [
 _LAZY = {
     "OrderedSettings": "ordered.config",
     "OrderedConsumer": "ordered.consumer",
+    "OrderedDeserializingConsumer": "ordered.deserializing",
     "PartitionKeyRebalanceListener": "ordered.listener",
     "OrderedProducer": "ordered.producer",
+    "OrderedSerializingProducer": "ordered.serializing",
     "TopicState": "ordered.producer",
     "ProducerConfig": "ordered.producer_config",
     "ProducerSettings": "ordered.producer_config",
