@@ -2,10 +2,8 @@
 
 :class:`OrderedProducer` routes keys by the topic's layout and takes part in the
 producer barrier; :class:`OrderedConsumer` delivers every key in order across layout
-changes; :class:`OrderedSerializingProducer` and :class:`OrderedDeserializingConsumer`
-are confluent's ``SerializingProducer`` and ``DeserializingConsumer`` over them;
-:class:`PartitionKeyRebalanceListener` receives KIP-253's key-rebalance callbacks. The
-error classes are those of :mod:`coordinator.errors`.
+changes; :class:`PartitionKeyRebalanceListener` receives KIP-253's key-rebalance
+callbacks. The error classes are those of :mod:`coordinator.errors`.
 
 The clients are imported on first use (module ``__getattr__``): importing a submodule
 such as :mod:`ordered.settings` or :mod:`ordered.producer` runs this file, and the
