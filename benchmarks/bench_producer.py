@@ -49,8 +49,8 @@ from coordinator.kafka_admin import KafkaAdmin
 from coordinator.store import LayoutStore
 from coordinator.topic_ids import TopicIds
 from linear_hash import Layout
-from ordered import producer as producer_module
 from ordered.producer import OrderedProducer
+from ordered.producer import send as producer_module
 
 RESULTS = Path(__file__).resolve().parent / "results" / "producer.json"
 
@@ -313,7 +313,9 @@ def client_cost(
             if isinstance(producer, OrderedProducer):
                 # The topic-id check of the first use asks Kafka once; this client has no
                 # broker by design, so that one question goes to the benchmark's cluster.
-                producer._topic_ids = TopicIds.for_client({"bootstrap.servers": bootstrap})
+                producer._topics.topic_ids = TopicIds.for_client(
+                    {"bootstrap.servers": bootstrap}
+                )
             producer.produce(target, VALUE, keys[0])
             gc.collect()
             produce = producer.produce

@@ -17,12 +17,8 @@ dependency that consumers gate on.
 
 from __future__ import annotations
 
-from linear_hash.routing import (
-    _check_counts,
-    _check_partition,
-    _children_below,
-    _route,
-)
+from linear_hash.router import _check_counts, _route
+from linear_hash.routing import _check_partition, _children_below
 
 __all__ = [
     "blockers",

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from linear_hash.flow import key_flow
-from linear_hash.hashing import DEFAULT_ALGORITHM, Key, _as_bytes, _hasher_for, _mmh3_hash
-from linear_hash.routing import _check_counts, _check_int, _moduli
+from linear_hash.hashing import DEFAULT_ALGORITHM
+from linear_hash.router import Router, _check_counts, _check_int
 
 __all__ = ["LAYOUT_VERSION", "Layout"]
 
@@ -16,16 +16,16 @@ LAYOUT_VERSION: Final = 1
 """The ``version`` written by :meth:`Layout.to_json` and accepted by ``from_json``."""
 
 _FIELDS: Final = frozenset({"version", "initial", "active", "epoch"})
-_DEFAULT: Final = DEFAULT_ALGORITHM
 
 
 @dataclass(frozen=True, slots=True)
-class Layout:
-    """The linear-hashing layout of a topic in one epoch.
+class Layout(Router):
+    """The linear-hashing layout of a topic in one epoch: a murmur3 :class:`Router`.
 
     Immutable and hashable; equality and hashing use ``initial``, ``active`` and
-    ``epoch``. The routing moduli are computed once, so :meth:`partition_for` is the
-    fastest way to place many keys under one layout.
+    ``epoch``. The routing moduli are computed once, so :meth:`partition_for` (the
+    router's :meth:`~linear_hash.Router.partition`) is the fastest way to place many
+    keys under one layout.
 
     Attributes:
         initial: ``N``, the partition count the topic was adopted with (>= 1).
@@ -41,17 +41,16 @@ class Layout:
     initial: int
     active: int
     epoch: int = 0
-    _low: int = field(init=False, repr=False, compare=False)
-    _high: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _check_counts(self.initial, self.active)
         _check_int(self.epoch, "epoch")
         if self.epoch < 0:
             raise ValueError(f"epoch must be >= 0, got {self.epoch}")
-        low, high = _moduli(self.initial, self.active)
-        object.__setattr__(self, "_low", low)
-        object.__setattr__(self, "_high", high)
+        self._setup(self.initial, self.active, DEFAULT_ALGORITHM, None)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Layout, (self.initial, self.active, self.epoch))
 
     @property
     def level(self) -> int:
@@ -63,53 +62,9 @@ class Layout:
         """``S = active - initial * 2**L``: the next partition to split on growth."""
         return self.active - self._low
 
-    @property
-    def modulus_low(self) -> int:
-        """``initial * 2**L``."""
-        return self._low
-
-    @property
-    def modulus_high(self) -> int:
-        """``initial * 2**(L + 1)``."""
-        return self._high
-
-    def route(self, h: int) -> int:
-        """Map a non-negative hash to its partition; see :func:`linear_hash.route`.
-
-        Raises:
-            TypeError: ``h`` is not an ``int``.
-            ValueError: ``h < 0``.
-        """
-        _check_int(h, "h")
-        if h < 0:
-            raise ValueError(f"h must be >= 0, got {h}")
-        r = h % self._high
-        return r - self._low if r >= self.active else r
-
-    def partition_for(self, key: Key, algorithm: str = DEFAULT_ALGORITHM) -> int:
-        """Return the partition of a record key under this layout.
-
-        Args:
-            key: The record key, ``str`` (hashed as UTF-8) or bytes-like.
-            algorithm: One of :data:`linear_hash.ALGORITHMS`.
-
-        Returns:
-            The partition, in ``[0, active)``.
-
-        Raises:
-            TypeError: ``key`` is neither ``str`` nor bytes-like.
-            ValueError: Unknown ``algorithm``, or a ``str`` key not encodable as UTF-8.
-        """
-        if algorithm != _DEFAULT:
-            h = _hasher_for(algorithm)(key)
-        else:
-            # Inlined hashing._murmur3 (see there for why the key is checked).
-            t = type(key)
-            if t is not bytes and (t is not str or not key.isascii()):  # type: ignore[union-attr]
-                key = _as_bytes(key)
-            h = _mmh3_hash(key, 0, False)  # type: ignore[arg-type]
-        r: int = h % self._high
-        return r - self._low if r >= self.active else r
+    partition_for = Router.partition
+    """Return the partition of a record key under this layout (murmur3 unless
+    ``algorithm`` names another); see :meth:`linear_hash.Router.partition`."""
 
     def with_active(self, active: int, epoch: int | None = None) -> Layout:
         """Return the layout after changing the active count.

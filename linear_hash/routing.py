@@ -16,9 +16,10 @@ particular ``route(p, N, U)`` for a partition index ``p`` is the nearest ancesto
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Callable
 
-from linear_hash.hashing import DEFAULT_ALGORITHM, Key, _as_bytes, _hasher_for, _mmh3_hash
+from linear_hash.hashing import DEFAULT_ALGORITHM, Key
+from linear_hash.router import Router, _check_counts, _check_int, _route
 
 __all__ = [
     "children",
@@ -27,45 +28,12 @@ __all__ = [
     "route",
 ]
 
-_DEFAULT: Final = DEFAULT_ALGORITHM
-
-
-def _check_int(value: object, name: str) -> int:
-    # bool is an int subclass, but a partition count of True is always a bug.
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    return value
-
-
-def _check_counts(initial: object, active: object, active_name: str = "active") -> None:
-    _check_int(initial, "initial")
-    _check_int(active, active_name)
-    if initial < 1:  # type: ignore[operator]
-        raise ValueError(f"initial must be >= 1, got {initial}")
-    if active < initial:  # type: ignore[operator]
-        raise ValueError(f"{active_name} must be >= initial ({initial}), got {active}")
-
 
 def _check_partition(partition: object, name: str = "partition") -> int:
     _check_int(partition, name)
     if partition < 0:  # type: ignore[operator]
         raise ValueError(f"{name} must be >= 0, got {partition}")
     return partition  # type: ignore[return-value]
-
-
-def _moduli(initial: int, active: int) -> tuple[int, int]:
-    """``(N * 2**L, N * 2**(L + 1))`` for validated counts."""
-    high = initial << (active // initial).bit_length()
-    return high >> 1, high
-
-
-def _route(h: int, initial: int, active: int) -> int:
-    """:func:`route` for arguments already validated."""
-    low, high = _moduli(initial, active)
-    # h % high agrees with h % low up to a multiple of low, so one modulo suffices:
-    # keep it when it is an active partition, else fold it back by low.
-    r = h % high
-    return r - low if r >= active else r
 
 
 def route(h: int, initial: int, active: int) -> int:
@@ -92,17 +60,24 @@ def route(h: int, initial: int, active: int) -> int:
     return _route(h, initial, active)
 
 
-# The last validated (initial, active, low, high) of partition_for. Checked by identity:
-# a hit means these very objects were validated, so a float or bool equal to a cached
-# int can never slip through, and no tuple is built or hashed per call. One tuple is
-# swapped atomically, so concurrent threads at worst recompute.
-_memo: tuple[int, int, int, int] = (1, 1, 1, 2)
+# The router of the last validated (initial, active, algorithm) of partition_for, with
+# its bound partition method. Checked by identity: a hit means these very objects were
+# validated, so a float or bool equal to a cached int can never slip through, and no
+# tuple is built or hashed per call. One tuple is swapped atomically, so concurrent
+# threads at worst recompute.
+_memo: tuple[object, object, object, Callable[[Key], int]] = (
+    1,
+    1,
+    DEFAULT_ALGORITHM,
+    Router(1, 1).partition,
+)
 
 
-def _remember(initial: int, active: int) -> tuple[int, int, int, int]:
+def _remember(
+    initial: int, active: int, algorithm: str
+) -> tuple[object, object, object, Callable[[Key], int]]:
     global _memo
-    _check_counts(initial, active)
-    memo = (initial, active, *_moduli(initial, active))
+    memo = (initial, active, algorithm, Router(initial, active, algorithm).partition)
     _memo = memo
     return memo
 
@@ -110,10 +85,11 @@ def _remember(initial: int, active: int) -> tuple[int, int, int, int]:
 def partition_for(key: Key, initial: int, active: int, algorithm: str = DEFAULT_ALGORITHM) -> int:
     """Return the partition of a record key: :func:`route` of :func:`hash_key`.
 
-    This is the producer's hot path. With the default algorithm it validates only what
-    it must: the last ``(initial, active)`` pair is remembered, so switching between
-    layouts costs one validation per switch. For many calls with one layout,
-    :meth:`linear_hash.Layout.partition_for` is about 15 % faster still.
+    The last ``(initial, active, algorithm)`` is remembered with its
+    :class:`~linear_hash.Router`, so switching between layouts costs one validation per
+    switch. For many calls with one layout, a router's
+    :meth:`~linear_hash.Router.partition` (or :meth:`linear_hash.Layout.partition_for`)
+    is faster still: it saves this function's call.
 
     Args:
         key: The record key, ``str`` (hashed as UTF-8) or bytes-like.
@@ -129,19 +105,10 @@ def partition_for(key: Key, initial: int, active: int, algorithm: str = DEFAULT_
         ValueError: Bad counts, an unknown ``algorithm``, or a ``str`` key that is not
             encodable as UTF-8.
     """
-    if algorithm != _DEFAULT:
-        return route(_hasher_for(algorithm)(key), initial, active)
-    # Keep in step with hashing._murmur3 and Layout.partition_for (inlined: a call costs
-    # as much as the rest of this function).
-    t = type(key)
-    if t is not bytes and (t is not str or not key.isascii()):  # type: ignore[union-attr]
-        key = _as_bytes(key)
-    h = _mmh3_hash(key, 0, False)  # type: ignore[arg-type]
     memo = _memo
-    if memo[0] is not initial or memo[1] is not active:
-        memo = _remember(initial, active)
-    r: int = h % memo[3]
-    return r - memo[2] if r >= active else r
+    if memo[0] is not initial or memo[1] is not active or memo[2] is not algorithm:
+        memo = _remember(initial, active, algorithm)
+    return memo[3](key)
 
 
 def parent(partition: int, initial: int) -> int | None:

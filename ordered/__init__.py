@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from ordered.deserializing import OrderedDeserializingConsumer
     from ordered.listener import PartitionKeyRebalanceListener
     from ordered.producer import OrderedProducer, TopicState
-    from ordered.producer_config import ProducerConfig, ProducerSettings, split_producer_config
+    from ordered.producer.config import ProducerConfig, ProducerSettings, split_producer_config
     from ordered.serializing import OrderedSerializingProducer
 
 __all__ = [
@@ -87,9 +87,9 @@ _LAZY = {
     "OrderedProducer": "ordered.producer",
     "OrderedSerializingProducer": "ordered.serializing",
     "TopicState": "ordered.producer",
-    "ProducerConfig": "ordered.producer_config",
-    "ProducerSettings": "ordered.producer_config",
-    "split_producer_config": "ordered.producer_config",
+    "ProducerConfig": "ordered.producer.config",
+    "ProducerSettings": "ordered.producer.config",
+    "split_producer_config": "ordered.producer.config",
 }
 
 

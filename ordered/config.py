@@ -1,9 +1,9 @@
 """The producer's configuration under its first names.
 
-:mod:`ordered.producer_config` is the module now (named as :mod:`ordered.consumer_config`
+:mod:`ordered.producer.config` is the module now (named as :mod:`ordered.consumer_config`
 is); this one keeps ``from ordered.config import ...`` working: ``OrderedSettings`` is
-:class:`~ordered.producer_config.ProducerSettings` and ``ORDERED_KEYS`` is
-:data:`~ordered.producer_config.PRODUCER_KEYS`.
+:class:`~ordered.producer.config.ProducerSettings` and ``ORDERED_KEYS`` is
+:data:`~ordered.producer.config.PRODUCER_KEYS`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from ordered.producer_config import (
+from ordered.producer.config import (
     DEFAULT_DELIVERY_TIMEOUT_MS,
     ORDERED_PREFIX,
     PRODUCER_KEYS,
@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 OrderedSettings = ProducerSettings
-"""The first name of :class:`~ordered.producer_config.ProducerSettings`."""
+"""The first name of :class:`~ordered.producer.config.ProducerSettings`."""
 
 ORDERED_KEYS: Final[Mapping[str, str]] = PRODUCER_KEYS
-"""The first name of :data:`~ordered.producer_config.PRODUCER_KEYS`."""
+"""The first name of :data:`~ordered.producer.config.PRODUCER_KEYS`."""

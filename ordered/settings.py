@@ -5,7 +5,7 @@ key, the attribute it becomes, its default (stated here and nowhere else), how i
 is checked, what it means and who reads it (:class:`Role`: the producer, the consumer,
 the Spark source; the Spark sink hands its ``ordered.`` options to a producer).
 
-:mod:`ordered.producer_config` and :mod:`ordered.consumer_config` declare their settings
+:mod:`ordered.producer.config` and :mod:`ordered.consumer_config` declare their settings
 objects with :func:`setting_field` and :func:`settings_view` (defaults, keys and the
 set of fields all come from this table; a view that drifts from it fails at import),
 parse with :func:`parse_settings`, and remove every ``ordered.`` key with

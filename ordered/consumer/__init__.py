@@ -48,26 +48,36 @@ Commits and the guarantee:
 
 The parts, one concern each:
 
-* :mod:`~ordered.consumer.wrapper`: the confluent API surface;
-* :mod:`~ordered.consumer.upkeep`: partition tracking, layout upkeep, the layout state;
+* :mod:`~ordered.consumer.wrapper`: the confluent API surface; holds the parts below;
+* :mod:`~ordered.consumer.upkeep`: partition tracking, layout upkeep, the layout state
+  (:class:`~ordered.consumer.upkeep.ConsumerUpkeep`, a part the wrapper holds);
 * :mod:`~ordered.consumer.rebalance`: ``on_assign``/``on_revoke``/``on_lost``;
-* :mod:`~ordered.consumer.layouts`: histories, their watcher, the fetch check;
-* :mod:`~ordered.consumer.fetch`: batches from librdkafka, released once checked;
-* :mod:`~ordered.consumer.gate`: the per-partition gate, pause and stash (pure);
-* :mod:`~ordered.consumer.recheck`: gate decisions, re-checks, interest;
+* :mod:`~ordered.consumer.batch`: the fast and checked batch paths;
+* :mod:`~ordered.consumer.audit`: the violation audit (its routing calls in one place);
+* :mod:`~ordered.consumer.recheck`: when held gates are re-checked; interest declarations;
 * :mod:`~ordered.consumer.announce`: boundary announcements and stored offsets;
-* :mod:`~ordered.consumer.announcement`: one announcement's state machine (pure);
-* :mod:`~ordered.consumer.probe`: the log-start probe;
+* :mod:`~ordered.consumer.favour`: sources below a boundary fetched first;
+* :mod:`~ordered.consumer.fetch`: batches from librdkafka, released once checked;
 * :mod:`~ordered.consumer.replay`: rewinds (seeks, resets, explicit offsets);
-* :mod:`~ordered.consumer.batch`: the fast and checked batch paths and the audit;
+* :mod:`~ordered.consumer.decide`: every gate decision
+  (:class:`~ordered.consumer.decide.GateDecider`), over one view of the committed
+  offsets;
 * :mod:`~ordered.consumer.state`: what they share;
+* :mod:`~ordered.consumer.probe`: the log-start probe;
+* :mod:`~ordered.consumer.announcement`: one announcement's state machine (pure);
 * :mod:`~ordered.consumer.counters`: the counters behind ``metrics`` (the first hook;
-  events go through :mod:`coordinator.hooks`).
+  events go through :mod:`coordinator.hooks`);
+* :mod:`~ordered.consumer.gate`: the per-partition gate, pause and stash (pure);
+* :mod:`~ordered.consumer.layouts`: histories, their watcher, the fetch check;
+* :mod:`~ordered.consumer.ready`: checked records not yet judged;
+* :mod:`~ordered.consumer.pacing`: the pace of the layout checks.
 
-They import each other in layers (an import-linter contract): ``wrapper``, ``upkeep``,
-``rebalance``/``batch``, ``recheck``, ``announce``/``fetch``/``replay``, ``state``/``probe``,
-``announcement``/``counters``/``gate``/``layouts``; a lower layer never imports a
-higher one.
+They import each other in layers, in that order (an import-linter contract in
+``pyproject.toml`` that names every module): ``wrapper``, ``upkeep``,
+``rebalance``/``batch``, ``audit``/``recheck``, ``announce``/``favour``/``fetch``/``replay``,
+``decide``, ``state``/``probe``, ``announcement``/``counters``/``gate``/``layouts``/``ready``,
+``pacing``; a lower layer never imports a higher one, nor a part its neighbour in the
+same layer.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ class RebalanceHooks:
         owner: What the application's callbacks get as their consumer.
         track: Starts tracking partitions (gates apply to them).
         drop: Stops tracking one partition.
-        announce: Runs due announcements of the given partitions.
+        announce: Runs due announcements (``announce(only=keys)``: of those partitions).
         placed: Gets the assigned partitions after the application's ``on_assign``
             (which may have set their start offsets).
     """
@@ -36,7 +36,7 @@ class RebalanceHooks:
         owner: Any,
         track: Callable[[Iterable[TopicPartition]], None],
         drop: Callable[[tuple[str, int]], None],
-        announce: Callable[[set[tuple[str, int]]], object],
+        announce: Callable[..., object],
         placed: Callable[[list[TopicPartition]], None] | None = None,
     ) -> None:
         self._owner = owner
@@ -65,7 +65,7 @@ class RebalanceHooks:
     def revoked(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
         """librdkafka's ``on_revoke``."""
         keys = {(tp.topic, tp.partition) for tp in partitions}
-        self._announce(keys)
+        self._announce(only=keys)
         for key in keys:
             self._drop(key)
         if self.on_revoke is not None:

@@ -11,8 +11,9 @@ that premise (``docs/consumer.md``, "Replays"), so the consumer keeps three rule
    as they stand then. The same happens when another member signals a rewind through
    the group's rewind marker (read in the fetch check).
 2. **The group's progress on a partition this consumer owns is at most its own
-   position** (:func:`cap_to_positions`): an offset committed before a rewind is not
-   progress of the replay.
+   position** (:func:`~ordered.consumer.decide.cap_to_positions`, applied where the
+   gate decision shapes its view of the group's progress; re-exported here): an
+   offset committed before a rewind is not progress of the replay.
 3. **A rewind of a source is made visible to the group before the replay starts**
    (:meth:`Rewinds.positioned`): with ``ordered.commit.mode=auto`` the consumer commits
    the new position of each partition that gives keys away and whose committed offset
@@ -34,6 +35,7 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
 from coordinator.errors import StoreError
 from ordered.consumer.announcement import Announcement
+from ordered.consumer.decide import cap_to_positions
 from ordered.consumer.gate import GateEvent
 
 if TYPE_CHECKING:
@@ -43,19 +45,6 @@ if TYPE_CHECKING:
 __all__ = ["Rewinds", "cap_to_positions"]
 
 _log = logging.getLogger("ordered.consumer")
-
-
-def cap_to_positions(core: Core, topic: str, committed: dict[int, int]) -> None:
-    """Rule 2: lower ``committed`` (partition -> offset) to this consumer's own positions."""
-    if not core.replay_guard:
-        return
-    for partition, offset in committed.items():
-        part = core.parts.get((topic, partition))
-        if part is None:
-            continue
-        own = part.position if part.position is not None else part.start
-        if own is not None and own < offset:
-            committed[partition] = own
 
 
 class Rewinds:

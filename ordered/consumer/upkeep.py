@@ -1,10 +1,15 @@
 """The consumer's upkeep on the poll thread: partitions tracked, layouts kept fresh.
 
-:class:`ConsumerUpkeep` is a base of :class:`~ordered.consumer.OrderedConsumer`: it
-tracks assigned partitions, reloads layouts, and keeps the layout state
+:class:`ConsumerUpkeep` is a part the :class:`~ordered.consumer.OrderedConsumer` holds:
+it tracks assigned partitions, reloads layouts, and keeps the layout state
 (:class:`~ordered.consumer.layouts.LayoutState`: ``TRUSTED`` or ``HELD``) through its
-one checked writer. :meth:`ConsumerUpkeep._service` is the step at the start of every
+one checked writer. :meth:`ConsumerUpkeep.service` is the step at the start of every
 ``poll``/``consume``.
+
+It builds the two parts that report layout changes back to it: the
+:class:`~ordered.consumer.fetch.Fetcher` (a fetch check read a new history, or failed)
+and the :class:`~ordered.consumer.batch.BatchFilter` (the audit met an epoch newer than
+the history); their callbacks are its public methods.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from coordinator.errors import StoreError
 from coordinator.history import SessionState
 from ordered.consumer.announce import Announcer
 from ordered.consumer.batch import BatchFilter
+from ordered.consumer.decide import GateDecider
 from ordered.consumer.favour import SourceFavour
 from ordered.consumer.fetch import Fetcher
 from ordered.consumer.gate import (
@@ -29,7 +35,6 @@ from ordered.consumer.gate import (
 )
 from ordered.consumer.layouts import (
     LayoutState,
-    LayoutTracker,
     TopicView,
     check_layout_transition,
 )
@@ -43,24 +48,57 @@ _log = logging.getLogger(__name__)
 
 
 class ConsumerUpkeep:
-    """Partition tracking and layout upkeep (methods of :class:`OrderedConsumer`)."""
+    """Partition tracking and layout upkeep, for the consumer that holds it.
 
-    # Set by OrderedConsumer.__init__ (declared here for the type checker).
-    _consumer: Any
-    _core: Core
-    _layouts: LayoutTracker
-    _layout_state: LayoutState
-    _filter: BatchFilter
-    _fetcher: Fetcher
-    _favour: SourceFavour
-    _announcer: Announcer
-    _checker: GateChecker
-    _rewinds: Rewinds
-    _closed: bool
+    Args:
+        core: The shared state (the wrapped consumer, the layouts, the partitions).
+        decider: Decides the gates (for the batch filter).
+        checker: Re-checks held gates.
+        announcer: Runs boundary announcements.
+        rewinds: Applies the replay rules.
+        favour: Pauses the non-sources while a source lags.
+
+    Attributes:
+        fetcher: Batches from librdkafka, released once checked.
+        filter: Judges fetched batches.
+    """
+
+    def __init__(
+        self,
+        core: Core,
+        decider: GateDecider,
+        checker: GateChecker,
+        announcer: Announcer,
+        rewinds: Rewinds,
+        favour: SourceFavour,
+    ) -> None:
+        self._core = core
+        self._consumer = core.consumer
+        self._layouts = core.layouts
+        self._checker = checker
+        self._announcer = announcer
+        self._rewinds = rewinds
+        self._favour = favour
+        self._layout_state = LayoutState.TRUSTED
+        self.filter = BatchFilter(core, decider, announcer, self.reload_one)
+        self.fetcher = Fetcher(
+            core.consumer,
+            core.layouts,
+            core.events.layout_check,
+            self.after_reload,
+            self.apply_stale,
+            rewinds.forget,
+        )
+
+    @property
+    def layout_state(self) -> LayoutState:
+        """Whether the layouts are trusted (read-only; see :meth:`_set_layout_state`)."""
+        return self._layout_state
 
     # --- per-partition bookkeeping (poll thread) ---------------------------------------
 
-    def _track(self, partitions: Iterable[TopicPartition]) -> None:
+    def track(self, partitions: Iterable[TopicPartition]) -> None:
+        """Start tracking the ``partitions`` not tracked yet (gates apply to them)."""
         core = self._core
         fresh = [tp for tp in partitions if (tp.topic, tp.partition) not in core.parts]
         for tp in fresh:
@@ -75,15 +113,16 @@ class ConsumerUpkeep:
             if self._layout_state is LayoutState.HELD and self._layouts.topics[tp.topic].ordered:
                 core.fire(core.parts[key], GateEvent.LAYOUT_LOST)
         self._rewinds.positioned(fresh)
-        self._filter.update_single()
-        self._fetcher.assignment_changed()
+        self.filter.update_single()
+        self.fetcher.assignment_changed()
 
-    def _drop(self, key: tuple[str, int]) -> None:
+    def drop(self, key: tuple[str, int]) -> None:
+        """Stop tracking one partition (revoked, lost, unassigned)."""
         part = self._core.parts.pop(key, None)
         if part is not None:
             self._core.dropped(part)
-        self._filter.update_single()
-        self._fetcher.take_partition(key)
+        self.filter.update_single()
+        self.fetcher.take_partition(key)
         self._favour.forget(key)
         if part is not None and part.gate.paused and not part.gate.user_paused:
             # librdkafka keeps an application pause across a reassignment: a partition
@@ -91,7 +130,7 @@ class ConsumerUpkeep:
             with contextlib.suppress(KafkaException, RuntimeError):
                 self._consumer.resume([TopicPartition(part.topic, part.partition)])
 
-    def _take_stash(self, limit: int) -> list[Any]:
+    def take_stash(self, limit: int) -> list[Any]:
         """Stashed records of partitions whose gate is open, oldest first, up to ``limit``."""
         out: list[Any] = []
         for part in self._core.parts.values():
@@ -100,19 +139,18 @@ class ConsumerUpkeep:
             out += part.gate.take(limit - len(out))
         return out
 
-    def _announce_only(self, keys: set[tuple[str, int]]) -> object:
-        return self._announcer.run(only=keys)
-
     # --- layouts ------------------------------------------------------------------------
 
-    def _reload_one(self, topic: str) -> None:
+    def reload_one(self, topic: str) -> None:
+        """Read ``topic``'s history again now (a failure is logged; the next check retries)."""
         try:
-            self._after_reload(self._layouts.reload([topic]))
+            self.after_reload(self._layouts.reload([topic]))
         except StoreError as exc:
             _log.warning("layout reload of %s failed: %s", topic, exc)
 
-    def _after_reload(self, views: list[TopicView]) -> None:
-        self._filter.forget_spans()
+    def after_reload(self, views: list[TopicView]) -> None:
+        """New histories were read: relimit their partitions, re-check held ones."""
+        self.filter.forget_spans()
         names = {view.name for view in views}
         core = self._core
         for part in core.parts.values():
@@ -124,7 +162,7 @@ class ConsumerUpkeep:
             if self._layouts.topics[part.topic].ordered:
                 self._announcer.check_marks(part)
 
-    def _apply_stale(self) -> None:
+    def apply_stale(self) -> None:
         """The layouts cannot be trusted: hold every record of ordered topics from now."""
         if self._layout_state is LayoutState.HELD:
             return
@@ -134,47 +172,44 @@ class ConsumerUpkeep:
             view = self._layouts.topics.get(part.topic)
             if view is not None and view.ordered and part.gate.state is not GateState.BLOCKED:
                 core.fire(part, GateEvent.LAYOUT_LOST)
-        self._filter.update_single()
+        self.filter.update_single()
 
-    def _service(self) -> None:
+    def service(self) -> None:
         """The step at the start of every poll/consume: layouts, announcements, gates."""
         layouts = self._layouts
         if not layouts.usable:
-            self._apply_stale()
+            self.apply_stale()
         if self._layout_state is LayoutState.HELD:
             if layouts.watcher.state is SessionState.CONNECTED:
                 views = layouts.recover()
                 if views is not None:
                     self._set_layout_state(LayoutState.TRUSTED)
-                    self._after_reload(views)
+                    self.after_reload(views)
                     for part in self._core.parts.values():
                         if part.gate.state is not GateState.BLOCKED:
                             self._core.fire(part, GateEvent.LAYOUT_BACK)
-                    self._filter.update_single()
+                    self.filter.update_single()
                     self._core.check_gates_at(0.0)
         else:
             try:
                 views = layouts.reload_dirty()
             except StoreError as exc:
                 _log.warning("layout reload failed (held until it succeeds): %s", exc)
-                self._apply_stale()
+                self.apply_stale()
             else:
                 if views:
-                    self._after_reload(views)
+                    self.after_reload(views)
         if self._announcer.due():
             self._announcer.run()
         self._rewinds.service()
         self._checker.service()
         self._favour.service()
 
-    def _slice(self, deadline: float | None) -> float:
+    def slice(self, deadline: float | None) -> float:
+        """How long the next inner poll may wait (short while gates or layouts need care)."""
         return self._checker.slice(deadline, self._layout_state is LayoutState.HELD)
 
     def _set_layout_state(self, new: LayoutState) -> None:
         """The one writer of the layout state (checked against its transition table)."""
         check_layout_transition(self._layout_state, new)
         self._layout_state = new
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise RuntimeError("Consumer closed")

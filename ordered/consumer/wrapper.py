@@ -22,20 +22,16 @@ from coordinator.positions import PositionService
 from coordinator.topic_ids import TopicIds
 from coordinator.zk import close_client, close_client_within, exit_hook, make_client, start_client
 from ordered.consumer.announce import Announcer
-from ordered.consumer.batch import BatchFilter
 from ordered.consumer.counters import ConsumerCounters
+from ordered.consumer.decide import GateDecider
 from ordered.consumer.favour import SourceFavour
-from ordered.consumer.fetch import Fetcher
 from ordered.consumer.gate import (
     NO_LIMIT,
     GateEvent,
     GateState,
     GateStatus,
 )
-from ordered.consumer.layouts import (
-    LayoutState,
-    LayoutTracker,
-)
+from ordered.consumer.layouts import LayoutTracker
 from ordered.consumer.probe import LogStartProbe
 from ordered.consumer.rebalance import Callback, RebalanceHooks
 from ordered.consumer.recheck import GateChecker
@@ -92,7 +88,7 @@ CLOSE_TIMEOUT = 3.0
 """Seconds ``close()`` (and an exit without it) waits for the ZooKeeper session to end."""
 
 
-class OrderedConsumer(ConsumerUpkeep):
+class OrderedConsumer:
     """A ``confluent_kafka.Consumer`` that delivers each key's records in order across layouts.
 
     Takes the same configuration dict as ``confluent_kafka.Consumer`` plus the
@@ -154,23 +150,23 @@ class OrderedConsumer(ConsumerUpkeep):
             positions = PositionService(self._zk, settings.zookeeper_root, split.group_id)
         member = identity.member_id()
         self._probe = LogStartProbe(split.kafka, core.request_timeout)
-        self._checker = GateChecker(core, self._probe, positions, member)
+        self._decider = GateDecider(core, self._probe, prompt=positions is not None)
+        self._checker = GateChecker(core, self._decider, positions, member)
         self._announcer = Announcer(core, positions)
-        self._filter = BatchFilter(core, self._checker, self._announcer, self._reload_one)
         self._rewinds = Rewinds(core, self._probe)
-        self._hooks = RebalanceHooks(
-            self, self._track, self._drop, self._announce_only, self._rewinds.positioned
-        )
-        self._fetcher = Fetcher(
-            self._consumer,
-            layouts,
-            events.layout_check,
-            self._after_reload,
-            self._apply_stale,
-            self._rewinds.forget,
-        )
         self._favour = SourceFavour(self._consumer, core, settings.fetch_favour_sources)
-        self._layout_state = LayoutState.TRUSTED
+        self._upkeep = ConsumerUpkeep(
+            core, self._decider, self._checker, self._announcer, self._rewinds, self._favour
+        )
+        self._filter = self._upkeep.filter
+        self._fetcher = self._upkeep.fetcher
+        self._hooks = RebalanceHooks(
+            self,
+            self._upkeep.track,
+            self._upkeep.drop,
+            self._announcer.run,
+            self._rewinds.positioned,
+        )
         self._closed = False
         self._exit_hook = exit_hook(self, _close_at_exit)
 
@@ -233,29 +229,29 @@ class OrderedConsumer(ConsumerUpkeep):
         # A new assignment restarts every partition at its given (or committed) offset:
         # old gate state, pauses included, does not carry over.
         for key in list(self._core.parts):
-            self._drop(key)
+            self._upkeep.drop(key)
         self._consumer.assign(partitions)
-        self._track(partitions)
+        self._upkeep.track(partitions)
 
     def incremental_assign(self, partitions: list[TopicPartition]) -> None:
         """Add ``partitions`` to the assignment; gates apply to them."""
         self._check_open()
         self._consumer.incremental_assign(partitions)
-        self._track(partitions)
+        self._upkeep.track(partitions)
 
     def incremental_unassign(self, partitions: list[TopicPartition]) -> None:
         """Remove ``partitions`` from the assignment."""
         self._check_open()
         self._consumer.incremental_unassign(partitions)
         for tp in partitions:
-            self._drop((tp.topic, tp.partition))
+            self._upkeep.drop((tp.topic, tp.partition))
 
     def unassign(self) -> None:
         """Remove the whole assignment."""
         self._check_open()
         self._consumer.unassign()
         for key in list(self._core.parts):
-            self._drop(key)
+            self._upkeep.drop(key)
 
     def assignment(self) -> list[TopicPartition]:
         """Return the current assignment, as confluent does."""
@@ -282,9 +278,10 @@ class OrderedConsumer(ConsumerUpkeep):
         """
         self._check_open()
         deadline = _deadline(timeout)
+        upkeep = self._upkeep
         while True:
-            self._service()
-            stashed = self._take_stash(1)
+            upkeep.service()
+            stashed = upkeep.take_stash(1)
             if stashed:
                 out = self._filter.filter(stashed, from_stash=True)
                 if out:
@@ -292,7 +289,7 @@ class OrderedConsumer(ConsumerUpkeep):
                 continue
             fetcher = self._fetcher
             if not fetcher.ready:
-                fetcher.fetch(POLL_BATCH, self._slice(deadline), single=True)
+                fetcher.fetch(POLL_BATCH, upkeep.slice(deadline), single=True)
             while fetcher.ready:
                 out = self._filter.filter(fetcher.take(1))
                 if out:
@@ -319,16 +316,17 @@ class OrderedConsumer(ConsumerUpkeep):
         if num_messages == 0:
             return []  # as confluent: at once, whatever the timeout
         deadline = _deadline(timeout)
+        upkeep = self._upkeep
         while True:
-            self._service()
-            stashed = self._take_stash(num_messages)
+            upkeep.service()
+            stashed = upkeep.take_stash(num_messages)
             if stashed:
                 out = self._filter.filter(stashed, from_stash=True)
                 if out:
                     return out
                 continue
             if not self._fetcher.ready:
-                self._fetcher.fetch(num_messages, self._slice(deadline), single=False)
+                self._fetcher.fetch(num_messages, upkeep.slice(deadline), single=False)
             batch = self._fetcher.take(num_messages)
             if batch:
                 out = self._filter.filter(batch, last=self._fetcher.taken_last)
@@ -558,10 +556,14 @@ class OrderedConsumer(ConsumerUpkeep):
         out = []
         for (topic, partition), part in sorted(self._core.parts.items()):
             gate = part.gate
-            found = self._checker.waits_of(part) if waits else ()
+            found = self._decider.waits_of(part) if waits else ()
             limit = None if gate.limit == NO_LIMIT or gate.limit < 0 else int(gate.limit)
             out.append(GateStatus(topic, partition, gate.state, limit, gate.held, found))
         return out
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("Consumer closed")
 
 
 def _close_at_exit(consumer: OrderedConsumer) -> None:

@@ -299,7 +299,7 @@ def test_fast_audit_finds_a_misplaced_key_in_a_batch_of_two_partitions(
 
     ``compiled``: routes from the C router; ``memo``: from the per-layout memo.
     """
-    from ordered.consumer import batch as batch_module
+    from ordered.consumer import audit as batch_module
 
     if routes == "compiled" and batch_module._ROUTE is None:
         pytest.skip("the compiled helpers are not built")

@@ -574,8 +574,8 @@ def test_only_error_default_callback_gets_every_failure_and_no_success(
     Track mode emulates the setting (the compiled or the Python filter); pause mode
     leaves it to confluent.
     """
-    import ordered.producer as producer_module
-    from ordered.producer_tracking import OnlyError
+    import ordered.producer.send as producer_module
+    from ordered.producer.tracking import OnlyError
 
     if compiled and not producer_module.COMPILED:
         pytest.skip("the compiled send path is not built")

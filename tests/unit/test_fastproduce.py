@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from linear_hash import Layout
-from ordered.producer_tracking import OnlyError
+from ordered.producer.tracking import OnlyError
 
 fast = pytest.importorskip("ordered._fastproduce")
 
@@ -25,13 +25,6 @@ def test_hash_is_mmh3(key: bytes | str) -> None:
     assert fast.hash(key) == mmh3.hash(key, 0, False)
 
 
-@given(key=keys, initial=st.integers(1, 16), grow=st.integers(0, 64))
-def test_partition_is_layout_partition_for(key: bytes | str, initial: int, grow: int) -> None:
-    layout = Layout(initial, initial + grow, 0)
-    got = fast.partition(key, layout.modulus_high, layout.modulus_low, layout.active)
-    assert got == layout.partition_for(key)
-
-
 class Recorder:
     def __init__(self) -> None:
         self.calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
@@ -40,15 +33,28 @@ class Recorder:
         self.calls.append((args, kwargs))
 
 
+class Slow(Recorder):
+    """The Python produce: called unbound, with the send path as ``self``."""
+
+    def __init__(self, path: Any) -> None:
+        super().__init__()
+        self.path = path
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        assert args[0] is self.path
+        super().__call__(*args[1:], **kwargs)
+
+
 def make(table: dict[str, Any]) -> tuple[Any, Recorder, Recorder]:
-    rd, slow = Recorder(), Recorder()
-    return fast.FastProduce(rd, slow, table), rd, slow
+    path = fast.SendPath()
+    rd, slow = Recorder(), Slow(path)
+    path._bind_send_path(rd, table, slow)
+    return path.produce, rd, slow
 
 
 def test_routed_plain_and_fallbacks() -> None:
     layout = Layout(3, 5, 1)
-    entry = (layout.modulus_high, layout.modulus_low, layout.active)
-    produce, rd, slow = make({"t": entry, "plain": None})
+    produce, rd, slow = make({"t": fast.Router(layout), "plain": None})
     produce("t", b"v", b"k1")
     produce("t", value=b"v", key="k2")
     produce("t", b"v", key=b"k3")
@@ -83,6 +89,14 @@ def test_routed_plain_and_fallbacks() -> None:
     ]
 
 
+def test_an_entry_that_is_not_a_compiled_router_takes_the_slow_path() -> None:
+    layout = Layout(3, 5, 1)
+    produce, rd, slow = make({"t": layout, "u": fast.Router.__new__(fast.Router)})
+    produce("t", b"v", b"k")  # a Python router: the C path reads only its own type
+    produce("u", b"v", b"k")  # a compiled router never initialised
+    assert rd.calls == [] and len(slow.calls) == 2
+
+
 def test_the_table_is_read_at_every_call() -> None:
     table: dict[str, Any] = {"t": None}
     produce, rd, slow = make(table)
@@ -96,11 +110,17 @@ def test_errors_propagate() -> None:
     def full(*_args: Any) -> None:
         raise BufferError("queue full")
 
-    produce = fast.FastProduce(full, full, {"t": None})
+    path = fast.SendPath()
+    path._bind_send_path(full, {"t": None}, full)
     with pytest.raises(BufferError):
-        produce("t", b"v", b"k")
+        path.produce("t", b"v", b"k")
     with pytest.raises(TypeError):
-        fast.FastProduce(full, full, [])
+        path._bind_send_path(full, [], full)
+
+
+def test_an_unbound_send_path_refuses() -> None:
+    with pytest.raises(TypeError, match="not bound"):
+        fast.SendPath().produce("t", b"v", b"k")
 
 
 @pytest.mark.parametrize("only_error", [fast.OnlyError, OnlyError], ids=["compiled", "python"])

@@ -6,7 +6,7 @@ import pytest
 from kazoo.client import KazooState
 
 from coordinator.history import SessionState
-from ordered.producer_session import SESSION_TRANSITIONS, Event, EventKind, ProducerSession
+from ordered.producer.session import SESSION_TRANSITIONS, Event, EventKind, ProducerSession
 
 
 def test_every_pair_is_a_transition_or_an_error() -> None:

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ordered.producer_routes import TRANSITIONS as _TRANSITIONS
-from ordered.producer_routes import TopicState, check_transition
-from ordered.producer_tracking import DrainTracker, Switch
+from ordered.producer.routes import TRANSITIONS as _TRANSITIONS
+from ordered.producer.routes import TopicState, check_transition
+from ordered.producer.tracking import DrainTracker, Switch
 
 
 def test_untracked_records_block_the_drain() -> None:
@@ -116,7 +116,7 @@ def test_state_machine_table() -> None:
 
 def test_route_places_keys_like_partition_for() -> None:
     from linear_hash import Layout, partition_for
-    from ordered.producer_routes import Route as _Route
+    from ordered.producer.routes import Route as _Route
 
     for algorithm in ("murmur3", "murmur2", "crc32"):
         layout = Layout(3, 7, 2)
@@ -136,7 +136,7 @@ def test_route_places_keys_like_partition_for() -> None:
 
 
 def test_merge_headers_appends_ours_without_mutating() -> None:
-    from ordered.producer_routes import merge_headers as _merge_headers
+    from ordered.producer.routes import merge_headers as _merge_headers
 
     ours = [("ordered.epoch", b"4")]
     user = [("a", b"1")]

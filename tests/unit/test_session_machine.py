@@ -7,7 +7,7 @@ from kazoo.client import KazooState
 
 from coordinator.errors import StateTransitionError
 from coordinator.session import SESSION_TRANSITIONS, SessionMachine, SessionState
-from ordered.producer_session import ProducerSession
+from ordered.producer.session import ProducerSession
 
 
 def test_every_illegal_move_raises_state_transition_error() -> None:

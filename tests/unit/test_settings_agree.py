@@ -13,7 +13,7 @@ import pytest
 
 from coordinator.errors import ConfigError
 from ordered.consumer_config import split_consumer_config
-from ordered.producer_config import split_producer_config
+from ordered.producer.config import split_producer_config
 from spark_source.options import parse_sink_options, parse_source_options
 
 CONNECT = "zk:2181"

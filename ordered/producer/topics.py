@@ -1,9 +1,11 @@
 """The producer's topics: first use, layout changes, the barrier's drain and acks, the session.
 
-:class:`ProducerTopics` is a base of :class:`~ordered.producer.OrderedProducer`: how a
-topic is first met (registration, the layout read, the one-shot watch), how a new
-topic record moves its route (:meth:`ProducerTopics._apply`, for the worker and the
-first use), when a switch is drained and acked, and what a session change does.
+:class:`TopicRegistry` is one part of an :class:`~ordered.OrderedProducer`, composed
+with the route table, the tracker, the session and the worker that it is handed: how a
+topic is first met (registration, the layout read, the one-shot watch), how a new topic
+record moves its route (:meth:`TopicRegistry.apply`, for the worker and the first use),
+when a switch is drained and acked, and what a session change does. The worker and the
+producer call its public methods only.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 import confluent_kafka
-from kazoo.client import KazooClient, KazooState
+from kazoo.client import KazooState
 
 from coordinator import identity
 from coordinator.errors import (
@@ -31,8 +33,8 @@ from coordinator.hooks import ProducerEvents
 from coordinator.store import AckRecord, LayoutStore, ProducerRecord, TopicRecord
 from coordinator.store import paths as store_paths
 from coordinator.topic_ids import TopicIds
-from ordered.producer_config import ProducerConfig
-from ordered.producer_routes import (
+from ordered.producer.config import ProducerConfig
+from ordered.producer.routes import (
     PLAIN_ROUTE,
     AckDue,
     Route,
@@ -40,56 +42,83 @@ from ordered.producer_routes import (
     TopicInfo,
     TopicState,
 )
-from ordered.producer_session import Event, EventKind, ProducerSession
-from ordered.producer_tracking import (
-    DrainTracker,
-)
+from ordered.producer.session import Event, EventKind, ProducerSession
+from ordered.producer.tracking import DrainTracker
 
-__all__ = ["ProducerFields", "ProducerTopics"]
+__all__ = ["TopicRegistry"]
 
 _log = logging.getLogger(__name__)
 
 _METADATA_TIMEOUT_S: Final = 5.0
 
 
-class ProducerFields:
-    """The fields :class:`~ordered.OrderedProducer` sets in ``__init__``, declared once
-    for the type checker (the producer's parts read them)."""
+class TopicRegistry:
+    """Topics, the barrier and the session of one producer.
 
-    # Set by OrderedProducer.__init__ (declared here for the type checker).
-    producer_id: str
-    _split: ProducerConfig
-    _lock: threading.Lock
-    _first_use_lock: threading.Lock
-    _close_lock: threading.Lock
-    _tracker: DrainTracker
-    _table: RouteTable
-    _routes: dict[str, Route]
-    _session: ProducerSession
-    _events: queue.SimpleQueue[Event]
-    _watchers: dict[str, Callable[[Any], None]]
-    _unregistered: set[str]
-    _direct: bool
-    _only_error: bool
-    _emulate: bool
-    _pause: bool
-    _closed: bool
-    _kz: KazooClient
-    _store: LayoutStore
-    _topic_ids: TopicIds
-    _producer: Any
-    _worker: threading.Thread
-    _exit_hook: Callable[[], None]
-    _hooks: ProducerEvents
-    _pending_seen: dict[tuple[str, int], float]  # (topic, epoch) -> first seen pending
+    Every call that changes routes, states or switches takes ``lock`` (the producer's,
+    which also fences the send path: docs/protocol.md, "Fencing the route switch").
 
+    Args:
+        producer_id: The producer's id in the layout store.
+        config: Its split configuration (registration record fields).
+        store: Its layout store.
+        topic_ids: The topic-id check of its cluster.
+        kafka: Its ``confluent_kafka.Producer`` (metadata refreshes, queue length).
+        table: Its route table.
+        session: Its session state machine.
+        lock: The producer's lock.
+        events: The worker's event queue.
+        hooks: Its event hooks.
+        emulate: Whether ``delivery.report.only.error`` is emulated (no direct sends).
 
-class ProducerTopics(ProducerFields):
-    """Topics, the barrier and the session (methods of :class:`~ordered.OrderedProducer`)."""
+    Attributes:
+        closed: Set once by the producer's close (under ``lock``).
+        direct: A plain topic may be sent without the lock (nothing tracked, nothing
+            emulated); read by the send path.
+        unregistered: Topics whose node does not exist and that ACLs keep this
+            producer from creating: routed plain, registered by the worker once the
+            node appears.
+    """
+
+    def __init__(
+        self,
+        *,
+        producer_id: str,
+        config: ProducerConfig,
+        store: LayoutStore,
+        topic_ids: TopicIds,
+        kafka: Any,
+        table: RouteTable,
+        session: ProducerSession,
+        lock: threading.Lock,
+        events: queue.SimpleQueue[Event],
+        hooks: ProducerEvents,
+        emulate: bool,
+    ) -> None:
+        self.producer_id = producer_id
+        self._split = config
+        self.store = store
+        self.topic_ids = topic_ids
+        self._producer = kafka
+        self._table = table
+        self._tracker: DrainTracker = table.tracker
+        self._session = session
+        self._lock = lock
+        self._events = events
+        self._hooks = hooks
+        self._emulate = emulate
+        self._first_use_lock = threading.Lock()
+        self._watchers: dict[str, Callable[[Any], None]] = {}
+        # (topic, epoch) -> when it was first seen pending.
+        self._pending_seen: dict[tuple[str, int], float] = {}
+        self.unregistered: set[str] = set()
+        self.direct = not emulate
+        self.closed = False
 
     # --- topics: first use and records ----------------------------------------------
 
-    def _producer_record(self) -> ProducerRecord:
+    def producer_record(self) -> ProducerRecord:
+        """A fresh registration record of this producer."""
         return ProducerRecord(
             id=self.producer_id,
             host=identity.host_name(),
@@ -99,7 +128,8 @@ class ProducerTopics(ProducerFields):
             client_id=self._split.client_id,
         )
 
-    def _ack_record(self, ack: AckDue) -> AckRecord:
+    def ack_record(self, ack: AckDue) -> AckRecord:
+        """The ack record of ``ack``, stamped now."""
         return AckRecord(
             id=self.producer_id,
             epoch=ack.epoch,
@@ -107,7 +137,8 @@ class ProducerTopics(ProducerFields):
             acked_at=time.time(),
         )
 
-    def _watcher(self, topic: str) -> Callable[[Any], None]:
+    def watcher(self, topic: str) -> Callable[[Any], None]:
+        """The one-shot watch callback of ``topic`` (puts a ``TOPIC_CHANGED`` event)."""
         # One callable per topic: kazoo keeps a set of watchers per path, so re-arming
         # with the same one never piles up duplicates.
         found = self._watchers.get(topic)
@@ -119,7 +150,7 @@ class ProducerTopics(ProducerFields):
         # kazoo's thread: never block, never read; the worker re-reads and re-arms.
         self._events.put(Event(EventKind.TOPIC_CHANGED, topic))
 
-    def _register(self, topic: str) -> bool:
+    def register(self, topic: str) -> bool:
         """Register for ``topic``; return whether done.
 
         Under ZooKeeper ACLs a producer may not create a topic's node (it could plant
@@ -130,20 +161,26 @@ class ProducerTopics(ProducerFields):
             StoreAuthError: Refused although the topic is adopted (not a producer).
         """
         try:
-            self._store.register_producer(topic, self._producer_record())
+            self.store.register_producer(topic, self.producer_record())
         except StoreAuthError:
-            if self._store.get_topic(topic) is not None:
+            if self.store.get_topic(topic) is not None:
                 raise
-            if topic not in self._unregistered:
+            if topic not in self.unregistered:
                 _log.info("%s: not adopted and not creatable under ACLs: routing plain", topic)
-            self._unregistered.add(topic)
+            self.unregistered.add(topic)
             return False
-        self._unregistered.discard(topic)
+        self.unregistered.discard(topic)
         return True
 
-    def _first_use(self, topic: str) -> Route:
+    def first_use(self, topic: str) -> Route:
+        """Register for ``topic``, read and watch its record, apply it; return its route.
+
+        Raises:
+            LayoutUnavailableError: ZooKeeper is unreachable, or Kafka did not answer
+                the topic-id check (a ``BufferError``: poll and retry).
+        """
         with self._first_use_lock:
-            route = self._routes.get(topic)
+            route = self._table.routes.get(topic)
             if route is not None:
                 return route
             try:
@@ -162,10 +199,10 @@ class ProducerTopics(ProducerFields):
                 # A layout of another topic id (the topic was deleted and created again)
                 # is refused before registering: a refused producer must not hold up
                 # that topic's barrier.
-                self._topic_ids.verify(self._store.get_topic(topic))
-                self._register(topic)
-                record = self._topic_ids.verify(
-                    self._store.get_topic_and_watch(topic, self._watcher(topic))
+                self.topic_ids.verify(self.store.get_topic(topic))
+                self.register(topic)
+                record = self.topic_ids.verify(
+                    self.store.get_topic_and_watch(topic, self.watcher(topic))
                 )
             except StoreUnavailableError as exc:
                 raise LayoutUnavailableError(
@@ -177,8 +214,8 @@ class ProducerTopics(ProducerFields):
                 ) from exc
             with self._lock:
                 info = self._table.info(topic)
-            self._apply(info, record, first_use=True)
-            return self._routes[topic]
+            self.apply(info, record, first_use=True)
+            return self._table.routes[topic]
 
     def _refresh_metadata(self, topic: str, timeout: float) -> int:
         """Refresh librdkafka's metadata of ``topic``; return its partition count (or 0).
@@ -187,7 +224,7 @@ class ProducerTopics(ProducerFields):
         (``_UNKNOWN_PARTITION``) until its next periodic refresh; a metadata request
         updates that cache at once.
         """
-        if self._closed:
+        if self.closed:
             return 0
         try:
             metadata = self._producer.list_topics(topic, timeout)
@@ -195,7 +232,7 @@ class ProducerTopics(ProducerFields):
             _log.warning("metadata of %s not refreshed: %s", topic, exc.args[0])
             return 0
         except RuntimeError:
-            if self._closed:
+            if self.closed:
                 return 0  # closed meanwhile ("Handle has been closed")
             raise
         entry = metadata.topics.get(topic)
@@ -203,7 +240,7 @@ class ProducerTopics(ProducerFields):
             return 0
         return len(entry.partitions)
 
-    def _apply(self, info: TopicInfo, record: TopicRecord | None, first_use: bool = False) -> None:
+    def apply(self, info: TopicInfo, record: TopicRecord | None, first_use: bool = False) -> None:
         """Move ``info`` to the state its topic record calls for (worker or first use)."""
         topic = info.topic
         with self._lock:
@@ -223,7 +260,7 @@ class ProducerTopics(ProducerFields):
         with self._lock:
             before = info.record
             acks = self._table.apply(info, record, self._session.usable)
-            self._update_tracking()
+            self.update_tracking()
         if (
             before is not None
             and record is not None
@@ -233,34 +270,33 @@ class ProducerTopics(ProducerFields):
         ):
             self._hooks.route_switch(topic, before.epoch, record.epoch)
         for ack in acks:
-            self._queue_ack(ack)
+            self.queue_ack(ack)
 
-    def _acked(self, topic: str, epoch: int) -> None:
+    def acked(self, topic: str, epoch: int) -> None:
         """An ack of ``epoch`` was written: report it with its latency."""
         seen = self._pending_seen.pop((topic, epoch), None)
         latency = 0.0 if seen is None else time.monotonic() - seen
         self._hooks.barrier_ack(topic, epoch, latency)
 
-    @property
-    def _is_closed(self) -> bool:
-        return self._closed
-
-    def _update_tracking_locked(self) -> None:
+    def update_tracking_locked(self) -> None:
+        """:meth:`update_tracking`, taking the lock."""
         with self._lock:
-            self._update_tracking()
+            self.update_tracking()
 
-    def _update_tracking(self) -> None:
-        # Under _lock. Tracking stops once no switch waits for its ack; the compiled
+    def update_tracking(self) -> None:
+        """Recompute tracking, :attr:`direct` and the compiled path's table (under the lock)."""
+        # Tracking stops once no switch waits for its ack; the compiled
         # path runs only while nothing is tracked and the session is usable.
         tracker = self._tracker
         if not self._table.switches and tracker.tracking:
             tracker.stop()
-        self._direct = not tracker.tracking and not self._emulate
-        self._table.enable_fast(not tracker.tracking and self._session.usable and not self._closed)
+        self.direct = not tracker.tracking and not self._emulate
+        self._table.enable_fast(not tracker.tracking and self._session.usable and not self.closed)
 
     # --- the barrier: tracking, drain, ack --------------------------------------------
 
-    def _on_tracked(self, generation: int, err: Any, msg: Any) -> None:
+    def on_tracked(self, generation: int, err: Any, msg: Any) -> None:
+        """A tracked record's delivery report (``Tracked`` calls it): count it."""
         with self._lock:
             self._tracker.done(generation)
             if err is None:
@@ -268,24 +304,26 @@ class ProducerTopics(ProducerFields):
                 if switch is not None:
                     switch.delivered(generation, msg.partition(), msg.offset())
 
-    def _check_drained(self, idle_only: bool = False) -> None:
+    def check_drained(self, idle_only: bool = False) -> None:
         """Ack every switch whose older records are all delivered (see RouteTable.drained)."""
         with self._lock:
-            if not self._table.switches or not self._session.usable or self._closed:
+            if not self._table.switches or not self._session.usable or self.closed:
                 return
             acks = self._table.drained(len(self._producer), idle_only)
             if acks:
-                self._update_tracking()
+                self.update_tracking()
         for ack in acks:
-            self._queue_ack(ack)
+            self.queue_ack(ack)
 
-    def _queue_ack(self, ack: AckDue) -> None:
+    def queue_ack(self, ack: AckDue) -> None:
+        """Hand ``ack`` to the worker, which writes it."""
         # The worker writes it: the send path never waits for a ZooKeeper round trip.
-        self._events.put(Event(EventKind.ACK_DUE, ack.topic, self._ack_record(ack)))
+        self._events.put(Event(EventKind.ACK_DUE, ack.topic, self.ack_record(ack)))
 
     # --- ZooKeeper session and the worker ---------------------------------------------
 
-    def _on_session(self, state: str) -> None:
+    def on_session(self, state: str) -> None:
+        """kazoo's session listener: suspend routing, then tell the worker."""
         # kazoo's connection thread: in-memory only, then hand over to the worker.
         if not self._session.on_kazoo(state):
             return

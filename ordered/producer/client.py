@@ -7,23 +7,27 @@ moment it is published (no stall), and acks the epoch once every record it route
 an older layout is delivered, so the controller can seal the epoch with safe
 boundaries.
 
-The producer by concern:
+The producer is composed of parts, each handed what it needs (``ordered/producer/``):
 
-- this module: the confluent API surface and the send path;
-- :mod:`ordered.producer_topics`: first use of a topic, layout changes, the barrier's
-  drain and acks, the session handler;
-- :mod:`ordered.producer_leave`: the lifecycle (close, context manager, interpreter
-  exit);
-- :mod:`ordered.producer_routes`: routes and topic states (the topic state machine);
-- :mod:`ordered.producer_tracking`: delivery tracking (which records a switch must
+- this module: the confluent API surface and the Python send path;
+- :mod:`~ordered.producer.send`: which send path a producer gets (chosen once, in
+  :meth:`OrderedProducer.__new__`);
+- :mod:`~ordered.producer.topics`: the topic registry (first use, layout changes, the
+  barrier's drain and acks, the session listener);
+- :mod:`~ordered.producer.routes`: the route table (routes and topic states, the topic
+  state machine, the compiled path's table);
+- :mod:`~ordered.producer.tracking`: the switch tracker (which records a switch must
   wait for) and the delivery callbacks;
-- :mod:`ordered.producer_session`: the ZooKeeper session state machine and the typed
+- :mod:`~ordered.producer.session`: the ZooKeeper session state machine and the typed
   worker events;
-- :mod:`ordered.producer_worker`: the worker thread (re-reads, re-syncs, ack writes
+- :mod:`~ordered.producer.worker`: the worker thread (re-reads, re-syncs, ack writes
   through ``LayoutStore.ack``, the idle drain check);
+- :mod:`~ordered.producer.leave`: leaving (close, context manager, interpreter exit);
+- :mod:`~ordered.producer.config`: the configuration;
 - ``ordered._fastproduce`` (optional, compiled): the send path of the common call and
   the ``delivery.report.only.error`` callback, with pure-Python fallbacks
-  (:data:`COMPILED` says which one runs; ``ORDERED_PURE_PYTHON=1`` forces them).
+  (:data:`~ordered.producer.send.COMPILED` says which one runs;
+  ``ORDERED_PURE_PYTHON=1`` forces them).
 
 Compacted topics follow KIP-253 section 9 (:mod:`ordered.compaction`).
 """
@@ -33,7 +37,6 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable
 from typing import Any, Final
 
 import confluent_kafka
@@ -52,40 +55,28 @@ from coordinator.zk import (
 )
 from linear_hash import Layout
 from ordered.compaction import TOMBSTONE_HEADER, ancestors
-from ordered.compiled import compiled_module
-from ordered.producer_config import ProducerConfig, split_producer_config
-from ordered.producer_leave import ProducerLeave
-from ordered.producer_routes import (
+from ordered.producer import send as _send
+from ordered.producer.config import ProducerConfig, split_producer_config
+from ordered.producer.leave import Closer
+from ordered.producer.routes import (
     Route,
     RouteTable,
     TopicState,
     merge_headers,
 )
-from ordered.producer_session import Event, ProducerSession
-from ordered.producer_topics import ProducerTopics
-from ordered.producer_tracking import (
+from ordered.producer.session import Event, ProducerSession
+from ordered.producer.topics import TopicRegistry
+from ordered.producer.tracking import (
     DeliveryCallback,
     DrainTracker,
-    OnlyError,
     Tracked,
     ignore_report,
 )
-from ordered.producer_worker import ProducerWorker
+from ordered.producer.worker import ProducerWorker
 
-_MODULE = compiled_module()
-_FAST: type[Any] | None = None if _MODULE is None else _MODULE.FastProduce
-# The compiled twin returns from a success without entering Python code: about 0.07 us
-# of CPU less per delivered record of an untracked send than the Python class.
-_ONLY_ERROR: Callable[[DeliveryCallback], DeliveryCallback] = (
-    OnlyError if _MODULE is None else _MODULE.OnlyError
-)
-
-__all__ = ["COMPILED", "PASSED_THROUGH", "DeliveryCallback", "OrderedProducer", "TopicState"]
+__all__ = ["PASSED_THROUGH", "OrderedProducer"]
 
 _log = logging.getLogger(__name__)
-
-COMPILED: Final = _FAST is not None
-"""Whether the compiled send path (``ordered._fastproduce``) is in use."""
 
 PASSED_THROUGH: Final[frozenset[str]] = frozenset()
 """Public ``confluent_kafka.Producer`` methods passed through unchanged without a wrapper.
@@ -96,14 +87,14 @@ fall-through, so a method added by a later confluent-kafka cannot bypass the rou
 """
 
 
-class OrderedProducer(ProducerTopics, ProducerLeave):
+class OrderedProducer:
     """A ``confluent_kafka.Producer`` that keeps per-key order across layout changes.
 
     Wraps (does not subclass) a ``confluent_kafka.Producer``: same methods, argument
     order, defaults, callbacks, exceptions (``BufferError``, ``KafkaException`` with the
     original ``KafkaError``) and return values. The configuration is confluent's plus
     the ``ordered.*`` keys of :mod:`ordered.settings`; ``enable.idempotence`` is forced
-    on and ``delivery.timeout.ms`` defaults to 60 s (:mod:`ordered.producer_config`).
+    on and ``delivery.timeout.ms`` defaults to 60 s (:mod:`ordered.producer.config`).
 
     Per topic, on first use the producer registers itself in the layout store, then
     reads and watches the topic's record:
@@ -148,28 +139,42 @@ class OrderedProducer(ProducerTopics, ProducerLeave):
         KafkaException: confluent rejected the librdkafka settings.
     """
 
+    def __new__(cls, config: dict[str, Any] | None = None, /, **kwargs: Any) -> OrderedProducer:
+        """Make a producer with the send path chosen here, once (the one dispatch point).
+
+        With the compiled send path built (:data:`~ordered.producer.send.COMPILED`), an
+        ``OrderedProducer(...)`` is an instance of its compiled subclass, whose
+        ``produce`` is the C method ``ordered._fastproduce.SendPath.produce``: the
+        common call ``produce(topic, value, key)`` is a direct C call, and every other
+        call goes to the Python :meth:`produce` below.
+        """
+        if cls is OrderedProducer:
+            cls = _send.producer_class(cls)
+        producer: OrderedProducer = super().__new__(cls)
+        return producer
+
     def __init__(self, config: dict[str, Any] | None = None, /, **kwargs: Any) -> None:
         split: ProducerConfig = split_producer_config(config, kwargs)
         settings = split.ordered
-        self._split = split
-        self._only_error = split.only_error
+        only_error = split.only_error
         # Pause mode never tracks a record, so confluent's own only-error filter is
         # safe there (split_producer_config passed it on); track mode emulates it.
         self._pause = settings.switch_mode == "pause"
-        self._emulate = self._only_error and not self._pause
+        self._emulate = only_error and not self._pause
+        self._only_error_filter = _send._ONLY_ERROR
         kafka = dict(split.kafka)
         self._default_cb: DeliveryCallback | None = kafka.get("on_delivery")
         if self._emulate and self._default_cb is not None:
-            kafka["on_delivery"] = _ONLY_ERROR(self._default_cb)
+            kafka["on_delivery"] = self._only_error_filter(self._default_cb)
         self.producer_id = identity.producer_id()
         self.tombstone_copies = 0
         """Tombstone copies sent for compacted topics (KIP-253 section 9)."""
         self._hooks = ProducerEvents(settings.hooks)
-        self._pending_seen: dict[tuple[str, int], float] = {}
 
+        # The parts, each handed what it needs: the lock fences the send path against
+        # the route switch (docs/protocol.md), the table holds routes and switches, the
+        # tracker counts tracked records, the session says whether keys may be routed.
         self._lock = threading.Lock()
-        self._first_use_lock = threading.Lock()
-        self._close_lock = threading.Lock()
         self._tracker = DrainTracker()
         self._table = RouteTable(
             self._tracker, settings.epoch_header_name if settings.epoch_header else None
@@ -177,12 +182,6 @@ class OrderedProducer(ProducerTopics, ProducerLeave):
         self._routes = self._table.routes
         self._session = ProducerSession()
         self._events: queue.SimpleQueue[Event] = queue.SimpleQueue()
-        self._watchers: dict[str, Callable[[Any], None]] = {}
-        # Topics whose node does not exist and that ACLs keep this producer from
-        # creating: routed plain, registered by the worker once the node appears.
-        self._unregistered: set[str] = set()
-        self._direct = not self._emulate
-        self._closed = False
 
         session_s = settings.zookeeper_session_timeout_ms / 1000.0
         self._kz = make_client(
@@ -193,7 +192,7 @@ class OrderedProducer(ProducerTopics, ProducerLeave):
         )
         start_client(self._kz, max(session_s, 10.0), "ordered.zookeeper.connect")
         self._store = LayoutStore(self._kz, settings.zookeeper_root)
-        self._topic_ids = TopicIds.for_client(kafka)
+        topic_ids = TopicIds.for_client(kafka)
         try:
             self._producer = confluent_kafka.Producer(kafka)
         except BaseException:
@@ -203,22 +202,42 @@ class OrderedProducer(ProducerTopics, ProducerLeave):
         self._rd_produce = self._producer.produce
         self._acquire = self._lock.acquire
         self._release = self._lock.release
-        self._kz.add_listener(self._on_session)
-        worker = ProducerWorker(
-            self, self._store, self._session, self._table, self._lock, self._events
+        self._topics = TopicRegistry(
+            producer_id=self.producer_id,
+            config=split,
+            store=self._store,
+            topic_ids=topic_ids,
+            kafka=self._producer,
+            table=self._table,
+            session=self._session,
+            lock=self._lock,
+            events=self._events,
+            hooks=self._hooks,
+            emulate=self._emulate,
         )
-        self._worker = threading.Thread(
+        self._kz.add_listener(self._topics.on_session)
+        worker = ProducerWorker(
+            self._topics, self._store, self._session, self._table, self._lock, self._events
+        )
+        thread = threading.Thread(
             target=worker.run, name=f"ordered-producer-{self.producer_id}", daemon=True
         )
-        self._worker.start()
-        if _FAST is not None:
-            # The instance attribute shadows the method: ``producer.produce(...)`` calls
-            # the compiled path, which falls back to the method for everything else.
-            vars(self)["produce"] = _FAST(self._rd_produce, self.produce, self._table.fast)
+        thread.start()
         # Registered after kazoo's own exit hook, so it runs first (atexit is LIFO)
         # while the kazoo client still works; a weak reference, so an unreferenced
         # producer can still be collected.
-        self._exit_hook = exit_hook(self, _close_at_exit)
+        self._closer = Closer(
+            topics=self._topics,
+            kafka=self._producer,
+            kz=self._kz,
+            store=self._store,
+            table=self._table,
+            session=self._session,
+            lock=self._lock,
+            events=self._events,
+            worker=thread,
+            exit_hook=exit_hook(self, _close_at_exit),
+        )
 
     # --- introspection (not in confluent) -------------------------------------------
 
@@ -290,11 +309,11 @@ class OrderedProducer(ProducerTopics, ProducerLeave):
         """
         route = self._routes.get(topic)
         if route is None:
-            route = self._first_use(topic)
+            route = self._topics.first_use(topic)
         # confluent lets an explicit ``callback=None`` hide ``on_delivery``: pass the one
         # callback in use as ``callback`` so both spellings behave as documented.
         user = callback if callback is not None else on_delivery
-        if route.plain and self._direct:
+        if route.plain and self._topics.direct:
             if user is None and headers is None and not timestamp:
                 self._rd_produce(topic, value, key, partition)
             else:
@@ -303,7 +322,7 @@ class OrderedProducer(ProducerTopics, ProducerLeave):
         if self._pause and self._tracker.tracking:
             # Served here too, not only by poll(): a caller retrying after the error
             # may poll on another thread (or the reports may all be served already).
-            self._check_drained(idle_only=True)
+            self._topics.check_drained(idle_only=True)
         # The lock fences the route switch (docs/protocol.md); acquire/release bound
         # once: a ``with`` block costs ~100 ns more per record.
         self._acquire()
@@ -352,7 +371,7 @@ class OrderedProducer(ProducerTopics, ProducerLeave):
                     value,
                     key,
                     partition,
-                    on_delivery=_ONLY_ERROR(user),
+                    on_delivery=self._only_error_filter(user),
                     timestamp=timestamp,
                     headers=headers,
                 )
@@ -365,7 +384,7 @@ class OrderedProducer(ProducerTopics, ProducerLeave):
             self._release()
 
     def _tracked(self, generation: int, user: DeliveryCallback | None) -> Tracked:
-        return Tracked(self._on_tracked, generation, user, self._emulate)
+        return Tracked(self._topics.on_tracked, generation, user, self._emulate)
 
     def _send_copies(self, route: Route, topic: str, key: Any, partition: int, ts: int) -> None:
         """KIP-253 section 9: a marked tombstone of ``key`` in each ancestor (under the lock).
@@ -424,8 +443,8 @@ class OrderedProducer(ProducerTopics, ProducerLeave):
         """
         route = self._routes.get(topic)
         if route is None:
-            route = self._first_use(topic)
-        if route.plain and self._direct:
+            route = self._topics.first_use(topic)
+        if route.plain and self._topics.direct:
             count: int = self._producer.produce_batch(
                 topic, messages, partition, callback, on_delivery
             )
@@ -477,7 +496,7 @@ class OrderedProducer(ProducerTopics, ProducerLeave):
         """
         served: int = self._producer.poll(timeout)
         if self._table.switches:
-            self._check_drained()
+            self._topics.check_drained()
         return served
 
     def flush(self, timeout: float = -1) -> int:
@@ -488,7 +507,7 @@ class OrderedProducer(ProducerTopics, ProducerLeave):
         """
         left: int = self._producer.flush(timeout)
         if self._table.switches:
-            self._check_drained()
+            self._topics.check_drained()
         return left
 
     def __len__(self) -> int:
@@ -528,13 +547,13 @@ class OrderedProducer(ProducerTopics, ProducerLeave):
         """Commit the transaction, as confluent's ``commit_transaction``."""
         self._producer.commit_transaction(timeout)
         if self._table.switches:
-            self._check_drained()
+            self._topics.check_drained()
 
     def abort_transaction(self, timeout: float = -1) -> None:
         """Abort the transaction, as confluent's ``abort_transaction``."""
         self._producer.abort_transaction(timeout)
         if self._table.switches:
-            self._check_drained()
+            self._topics.check_drained()
 
     def send_offsets_to_transaction(
         self, positions: list[Any], group_metadata: Any, timeout: float = -1
@@ -553,7 +572,7 @@ class OrderedProducer(ProducerTopics, ProducerLeave):
         Returns:
             confluent's result (``True`` if the close was requested successfully).
         """
-        return self._close(exiting=False)
+        return self._closer.close(exiting=False)
 
     def __enter__(self) -> OrderedProducer:
         """Return self."""
@@ -565,4 +584,4 @@ class OrderedProducer(ProducerTopics, ProducerLeave):
 
 
 def _close_at_exit(producer: OrderedProducer) -> None:
-    producer._close(exiting=True)
+    producer._closer.close(exiting=True)

@@ -7,8 +7,9 @@ turns a topic record into a state, a route and maybe a switch (:meth:`RouteTable
 and keeps the compiled send path's table (:attr:`RouteTable.fast`) in step. Every call
 is made under the producer's lock.
 
-The fast table (topic -> ``None`` for a plain topic, ``(high, low, active)`` for a topic
-routed by murmur3 without a header) is read by ``ordered._fastproduce`` without the
+The fast table (topic -> ``None`` for a plain topic, the compiled router
+(:func:`ordered.compiled.compiled_router`) of a topic routed by murmur3 without a
+header) is read by ``ordered._fastproduce`` without the
 lock; docs/protocol.md ("Fencing the route switch") says why that is safe: an entry is
 removed before any switch starts tracking, and the whole table is empty while a switch
 is open, while the session is not usable and after close.
@@ -16,7 +17,6 @@ is open, while the session is not usable and after close.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import logging
 from collections.abc import Callable, Iterator
@@ -26,9 +26,10 @@ from typing import Any, Final
 
 from coordinator.errors import StateTransitionError
 from coordinator.store import TopicRecord
-from linear_hash import DEFAULT_ALGORITHM, Layout
+from linear_hash import DEFAULT_ALGORITHM, KeyRouter, Layout, Router
 from ordered.compaction import TombstoneMemo
-from ordered.producer_tracking import DrainTracker, Switch
+from ordered.compiled import compiled_router
+from ordered.producer.tracking import DrainTracker, Switch
 
 __all__ = [
     "PLAIN_ROUTE",
@@ -44,8 +45,8 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-FastEntry = tuple[int, int, int] | None
-"""An entry of the compiled send path's table: ``None`` (plain) or ``(high, low, active)``."""
+FastEntry = KeyRouter | None
+"""An entry of the compiled send path's table: ``None`` (plain) or the topic's router."""
 
 
 class TopicState(Enum):
@@ -111,7 +112,7 @@ class Route:
         compacted: KIP-253 section 9 copies are due (compacted and grown).
         copied: Keys whose tombstone copies were sent under this layout and epoch state.
         routable: Keyed records may be routed (a layout, not suspended).
-        place: The bound router ``key -> partition``.
+        place: The router's ``partition``: ``key -> partition`` (compiled when it can be).
         round_robin: Partitions for unkeyed records.
         fast: The compiled send path's entry, or ``False`` when it must not be used.
     """
@@ -152,12 +153,15 @@ class Route:
         self.copied = copied if copied is not None else TombstoneMemo()
         self.routable = layout is not None and state is not TopicState.SUSPENDED
         self.place: Callable[[Any], int] | None = None
+        router: KeyRouter | None = None
         if layout is not None:
-            self.place = (
-                layout.partition_for
+            # A Layout is the murmur3 router of its counts.
+            router = compiled_router(
+                layout
                 if algorithm == DEFAULT_ALGORITHM
-                else functools.partial(layout.partition_for, algorithm=algorithm)
+                else Router(layout.initial, layout.active, algorithm)
             )
+            self.place = router.partition
         self.round_robin: Iterator[int] | None = (
             None if layout is None else itertools.cycle(range(layout.active))
         )
@@ -170,7 +174,7 @@ class Route:
             and headers is None
             and not self.compacted
         ):
-            self.fast = (layout.modulus_high, layout.modulus_low, layout.active)
+            self.fast = router
 
     def with_state(self, state: TopicState) -> Route:
         """The same route in another state (the tombstone memo is kept)."""

@@ -1,36 +1,31 @@
 """How an :class:`~ordered.OrderedProducer` leaves: flush, ack, unregister, close.
 
-:class:`ProducerLeave` is a base of the producer: ``close()``, the context manager and
-interpreter exit all end in :meth:`ProducerLeave._close`, bounded in time whatever
-Kafka and ZooKeeper do (the ZooKeeper part runs through ``coordinator.zk``'s bounded
-helpers).
+:class:`Closer` is one part of the producer, composed with what it is handed:
+``close()``, the context manager and interpreter exit all end in :meth:`Closer.close`,
+bounded in time whatever Kafka and ZooKeeper do (the ZooKeeper part runs through
+``coordinator.zk``'s bounded helpers).
 """
 
 from __future__ import annotations
 
 import atexit
 import logging
+import queue
+import threading
 import time
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
-from kazoo.client import KazooState
+from kazoo.client import KazooClient, KazooState
 
-from coordinator.errors import (
-    StoreError,
-)
-from coordinator.store import AckRecord
-from coordinator.zk import (
-    close_client_within,
-    run_bounded,
-)
-from ordered.producer_routes import (
-    AckDue,
-)
-from ordered.producer_session import Event, EventKind
-from ordered.producer_topics import ProducerFields
+from coordinator.errors import StoreError
+from coordinator.store import LayoutStore
+from coordinator.zk import close_client_within, run_bounded
+from ordered.producer.routes import AckDue, RouteTable
+from ordered.producer.session import Event, EventKind, ProducerSession
+from ordered.producer.topics import TopicRegistry
 
-__all__ = ["ProducerLeave"]
+__all__ = ["Closer"]
 
 _log = logging.getLogger(__name__)
 
@@ -42,22 +37,64 @@ _EXIT_STALL_S: Final = 1.0
 """... and give up sooner when nothing was delivered for this long (Kafka is gone)."""
 
 
-class ProducerLeave(ProducerFields):
-    """Leaving (methods of :class:`~ordered.producer.OrderedProducer`)."""
+class Closer:
+    """Leaving: flush, ack every pending epoch, unregister, stop the worker, close.
 
-    _ack_record: Callable[[AckDue], AckRecord]  # ProducerTopics gives it
-    _acked: Callable[[str, int], None]  # ProducerTopics gives it
+    Args:
+        topics: The producer's topic registry (acks, registrations, ``closed``).
+        kafka: Its ``confluent_kafka.Producer``.
+        kz: Its kazoo client.
+        store: Its layout store.
+        table: Its route table.
+        session: Its session state machine.
+        lock: The producer's lock.
+        events: The worker's event queue.
+        worker: The worker thread.
+        exit_hook: The producer's interpreter-exit hook (unregistered on close).
+    """
 
-    # --- leaving -------------------------------------------------------------------
+    def __init__(
+        self,
+        *,
+        topics: TopicRegistry,
+        kafka: Any,
+        kz: KazooClient,
+        store: LayoutStore,
+        table: RouteTable,
+        session: ProducerSession,
+        lock: threading.Lock,
+        events: queue.SimpleQueue[Event],
+        worker: threading.Thread,
+        exit_hook: Callable[[], None],
+    ) -> None:
+        self._topics = topics
+        self._producer = kafka
+        self._kz = kz
+        self._store = store
+        self._table = table
+        self._session = session
+        self._lock = lock
+        self._events = events
+        self._worker = worker
+        self._exit_hook = exit_hook
+        self._close_lock = threading.Lock()
 
-    def _close(self, exiting: bool) -> bool:
+    def close(self, exiting: bool) -> bool:
+        """Close (once; later calls return ``True``), bounded in time.
+
+        Args:
+            exiting: At interpreter exit: shorter bounds, no wait for a stalled flush.
+
+        Returns:
+            confluent's ``close()`` result.
+        """
         with self._close_lock:
-            if self._closed:
+            if self._topics.closed:
                 return True
             atexit.unregister(self._exit_hook)
             left = self._flush_at_exit() if exiting else self._producer.flush()
             with self._lock:
-                self._closed = True
+                self._topics.closed = True
                 self._table.enable_fast(False)
                 drained = left == 0 and len(self._producer) == 0
                 acks = self._table.close_all() if drained else []
@@ -105,16 +142,16 @@ class ProducerLeave(ProducerFields):
         """
         try:
             for ack in acks:
-                self._store.ack(ack.topic, ack.epoch, self._ack_record(ack))
-                self._acked(ack.topic, ack.epoch)
+                self._store.ack(ack.topic, ack.epoch, self._topics.ack_record(ack))
+                self._topics.acked(ack.topic, ack.epoch)
             for topic in topics:
-                self._store.unregister_producer(topic, self.producer_id)
+                self._store.unregister_producer(topic, self._topics.producer_id)
             for topic in topics:
                 record = self._store.get_topic(topic)
                 if record is not None and record.pending is not None:
                     due = AckDue(topic, record.pending, {})
-                    self._store.ack(topic, record.pending, self._ack_record(due))
-                    self._acked(topic, record.pending)
+                    self._store.ack(topic, record.pending, self._topics.ack_record(due))
+                    self._topics.acked(topic, record.pending)
         except StoreError as exc:
             # The session ends right after: registrations go with it; the barrier then
             # waits out this producer's delivery timeout for an unacked epoch.

@@ -1,12 +1,13 @@
 """The worker thread of an :class:`~ordered.OrderedProducer`.
 
-It serves the typed :class:`~ordered.producer_session.Event` queue and does everything
+It serves the typed :class:`~ordered.producer.session.Event` queue and does everything
 that talks to ZooKeeper off the send path: re-reads (and so re-arms the one-shot watch
 of) a topic whose watch fired, re-synchronises after a reconnect (re-registering after a
 lost session), retries a deferred layout until librdkafka knows the new partitions,
 writes acks through :meth:`coordinator.store.LayoutStore.ack` (retrying while ZooKeeper
 is unreachable) and checks idle switches for their drain. kazoo's threads only put
-events; nothing here runs on them.
+events; nothing here runs on them. It works through the producer's
+:class:`~ordered.producer.topics.TopicRegistry` (its public methods) and the store.
 """
 
 from __future__ import annotations
@@ -15,15 +16,15 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
-from typing import Any, Final, Protocol
+from typing import Final
 
 from coordinator.errors import StoreError, StoreUnavailableError
-from coordinator.store import AckRecord, LayoutStore, ProducerRecord, TopicRecord
-from ordered.producer_routes import RouteTable, TopicInfo
-from ordered.producer_session import Event, EventKind, ProducerSession
+from coordinator.store import AckRecord, LayoutStore, TopicRecord
+from ordered.producer.routes import RouteTable, TopicInfo
+from ordered.producer.session import Event, EventKind, ProducerSession
+from ordered.producer.topics import TopicRegistry
 
-__all__ = ["ProducerWorker", "WorkerOwner"]
+__all__ = ["ProducerWorker"]
 
 _log = logging.getLogger(__name__)
 
@@ -34,44 +35,11 @@ RETRY_S: Final = 0.2
 """Retry interval of a failed store call, a re-sync or a deferred layout."""
 
 
-class WorkerOwner(Protocol):
-    """What the worker needs from its producer."""
-
-    @property
-    def _is_closed(self) -> bool:
-        """Whether the producer is closed."""
-
-    def _producer_record(self) -> ProducerRecord:
-        """A fresh registration record."""
-
-    def _watcher(self, topic: str) -> Callable[[Any], None]:
-        """The one-shot watch callback of ``topic``."""
-
-    def _apply(self, info: TopicInfo, record: TopicRecord | None, first_use: bool = ...) -> None:
-        """Apply a topic record (state, route, switch, acks)."""
-
-    def _check_drained(self, idle_only: bool = ...) -> None:
-        """Ack the switches whose older records are delivered."""
-
-    def _update_tracking_locked(self) -> None:
-        """Recompute tracking and the compiled path's table (takes the lock)."""
-
-    def _acked(self, topic: str, epoch: int) -> None:
-        """An ack was written (its event)."""
-
-    @property
-    def _unregistered(self) -> set[str]:
-        """Topics routed plain because ACLs kept the producer from registering."""
-
-    def _register(self, topic: str) -> bool:
-        """Register for ``topic``; False when the topic's node does not exist yet."""
-
-
 class ProducerWorker:
     """The worker loop (see the module doc); :meth:`run` is the thread's target.
 
     Args:
-        owner: The producer.
+        topics: The producer's topic registry.
         store: Its layout store.
         session: Its session state machine.
         table: Its route table (read here under ``lock``).
@@ -81,14 +49,14 @@ class ProducerWorker:
 
     def __init__(
         self,
-        owner: WorkerOwner,
+        topics: TopicRegistry,
         store: LayoutStore,
         session: ProducerSession,
         table: RouteTable,
         lock: threading.Lock,
         events: queue.SimpleQueue[Event],
     ) -> None:
-        self._owner = owner
+        self._topics = topics
         self._store = store
         self._session = session
         self._table = table
@@ -131,7 +99,7 @@ class ProducerWorker:
             self._dirty.add(event.topic)
         elif event.kind is EventKind.ACK_DUE:
             assert event.ack is not None
-            if not self._owner._is_closed:
+            if not self._topics.closed:
                 self._write_ack(event.topic, event.ack)
         # SESSION_CHANGED: the kazoo listener already suspended; _step re-syncs.
 
@@ -147,21 +115,21 @@ class ProducerWorker:
                 if info is None:
                     continue
                 try:
-                    if topic in self._owner._unregistered:
-                        self._owner._register(topic)  # the node may exist now
-                    record = self._store.get_topic_and_watch(topic, self._owner._watcher(topic))
+                    if topic in self._topics.unregistered:
+                        self._topics.register(topic)  # the node may exist now
+                    record = self._store.get_topic_and_watch(topic, self._topics.watcher(topic))
                 except StoreError as exc:
                     _log.info("reading %s failed (%s); retrying", topic, exc)
                     self._dirty.add(topic)
                     return
-                self._owner._apply(info, record)
+                self._topics.apply(info, record)
         if session.usable:
             for info in list(self._table.infos.values()):
                 if info.deferred is not None:
-                    self._owner._apply(info, info.deferred)
+                    self._topics.apply(info, info.deferred)
         if self._table.switches:
-            self._owner._check_drained(True)
-        if self._ack_retries and not self._owner._is_closed:
+            self._topics.check_drained(True)
+        if self._ack_retries and not self._topics.closed:
             now = time.monotonic()
             due = [r for r in self._ack_retries if r[0] <= now]
             self._ack_retries = [r for r in self._ack_retries if r[0] > now]
@@ -177,11 +145,11 @@ class ProducerWorker:
         records: list[tuple[TopicInfo, TopicRecord | None]] = []
         try:
             for info in infos:
-                if session.needs_register and info.topic in self._owner._unregistered:
-                    self._owner._register(info.topic)
+                if session.needs_register and info.topic in self._topics.unregistered:
+                    self._topics.register(info.topic)
                 elif session.needs_register:
-                    self._store.register_producer(info.topic, self._owner._producer_record())
-                watch = self._owner._watcher(info.topic)
+                    self._store.register_producer(info.topic, self._topics.producer_record())
+                watch = self._topics.watcher(info.topic)
                 records.append((info, self._store.get_topic_and_watch(info.topic, watch)))
         except StoreError as exc:
             _log.info("re-sync with the layout store failed (%s); retrying", exc)
@@ -189,13 +157,13 @@ class ProducerWorker:
         if not session.synced(generation, losses):
             return  # the session changed again meanwhile: start over
         for info, record in records:
-            self._owner._apply(info, record)
-        self._owner._update_tracking_locked()
+            self._topics.apply(info, record)
+        self._topics.update_tracking_locked()
 
     def _write_ack(self, topic: str, record: AckRecord) -> None:
         try:
             self._store.ack(topic, record.epoch, record)
-            self._owner._acked(topic, record.epoch)
+            self._topics.acked(topic, record.epoch)
         except StoreUnavailableError as exc:
             _log.info("ack of epoch %d of %s failed (%s); retrying", record.epoch, topic, exc)
             self._ack_retries.append((time.monotonic() + RETRY_S, topic, record))
