@@ -317,7 +317,8 @@ def test_string_keys_json_values_in_order_across_2_3_4_2(
         )
     )
     closing.append(consumer)
-    consumer.subscribe([topic])
+    assigned: list[Any] = []
+    consumer.subscribe([topic], on_assign=lambda c, partitions: assigned.append(c))
     per_key: dict[str, list[int]] = defaultdict(list)
     count = 0
     deadline = time.monotonic() + 90
@@ -333,6 +334,8 @@ def test_string_keys_json_values_in_order_across_2_3_4_2(
         per_key[key].append(value["seq"])
         count += 1
     assert count == sent, f"read {count} of {sent}"
+    # Rebalance callbacks get the deserializing consumer, as confluent's get theirs.
+    assert assigned and all(c is consumer for c in assigned)
     for j in range(KEYS):
         got = per_key[f"key-{j}"]
         assert got == list(range(seq[j])), f"key-{j}: out of order or lost"
