@@ -17,7 +17,7 @@ import confluent_kafka
 from kazoo.client import KazooClient
 
 from coordinator import devcluster
-from coordinator.zk import close_client, make_client, start_client
+from coordinator.client.zk import close_client, make_client, start_client
 
 __all__ = ["environment", "scratch_root", "servers"]
 

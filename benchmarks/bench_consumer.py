@@ -50,9 +50,9 @@ from _common import environment, scratch_root, servers
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from coordinator.controller import Controller
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store import LayoutStore
+from coordinator.client.store import LayoutStore
+from coordinator.control.controller import Controller
+from coordinator.kafka.kafka_admin import KafkaAdmin
 from linear_hash import Layout
 from ordered.consumer import OrderedConsumer
 from ordered.listener import PartitionKeyRebalanceListener

@@ -44,10 +44,10 @@ import confluent_kafka
 from _common import environment, scratch_root, servers
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from coordinator.controller import Controller
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store import LayoutStore
-from coordinator.topic_ids import TopicIds
+from coordinator.client.store import LayoutStore
+from coordinator.client.topic_ids import TopicIds
+from coordinator.control.controller import Controller
+from coordinator.kafka.kafka_admin import KafkaAdmin
 from linear_hash import Layout
 from ordered.producer import OrderedProducer
 from ordered.producer import send as producer_module

@@ -54,15 +54,15 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from scale_consumer import consumer_load, gate_wait, lockstep, zk_packets
 
-from coordinator.controller import Controller
-from coordinator.history import load_history
-from coordinator.history_compaction import compact_topic
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.position_relay import PositionRelay
-from coordinator.positions import PositionService
-from coordinator.store import LayoutStore, paths
-from coordinator.trim import Trimmer
-from coordinator.zk import close_client, make_client, start_client
+from coordinator.client.history import load_history
+from coordinator.client.positions import PositionService
+from coordinator.client.store import LayoutStore, paths
+from coordinator.client.zk import close_client, make_client, start_client
+from coordinator.control.controller import Controller
+from coordinator.kafka.kafka_admin import KafkaAdmin
+from coordinator.relay.position_relay import PositionRelay
+from coordinator.trims.history_compaction import compact_topic
+from coordinator.trims.trim import Trimmer
 from linear_hash import GateEvaluator
 
 RESULTS = Path(__file__).resolve().parent / "results" / "scale.json"

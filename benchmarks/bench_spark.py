@@ -61,10 +61,10 @@ from typing import Any
 from _common import environment, scratch_root, servers
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from coordinator.controller import Controller
+from coordinator.client.store import LayoutStore
+from coordinator.control.controller import Controller
 from coordinator.devcluster import jars
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store import LayoutStore
+from coordinator.kafka.kafka_admin import KafkaAdmin
 from ordered.producer import OrderedProducer
 
 PROFILE: dict[str, list[dict[str, Any]]] = {}

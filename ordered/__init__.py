@@ -3,7 +3,7 @@
 :class:`OrderedProducer` routes keys by the topic's layout and takes part in the
 producer barrier; :class:`OrderedConsumer` delivers every key in order across layout
 changes; :class:`PartitionKeyRebalanceListener` receives KIP-253's key-rebalance
-callbacks. The error classes are those of :mod:`coordinator.errors`.
+callbacks. The error classes are those of :mod:`coordinator.client.errors`.
 
 The clients are imported on first use (module ``__getattr__``): importing a submodule
 such as :mod:`ordered.settings` or :mod:`ordered.producer` runs this file, and the
@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from coordinator.errors import (
+from coordinator.client.errors import (
     ClusterError,
     ConfigError,
     LayoutError,

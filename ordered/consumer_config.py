@@ -2,7 +2,7 @@
 
 The dict is the one ``confluent_kafka.Consumer`` takes, plus ``ordered.``-prefixed keys
 (see :data:`CONSUMER_KEYS`). Every ``ordered.`` key is removed before librdkafka sees
-the dict; an undocumented one is a :class:`~coordinator.errors.ConfigError`, so a typo never
+the dict; an undocumented one is a :class:`~coordinator.client.errors.ConfigError`, so a typo never
 silently turns a setting off.
 
 Three librdkafka settings are changed (see :class:`ConsumerConfig`):
@@ -32,8 +32,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from coordinator.errors import ConfigError
-from coordinator.zk_auth import ZkAuth
+from coordinator.client.errors import ConfigError
+from coordinator.client.zk_auth import ZkAuth
 from ordered.settings import (
     ORDERED_PREFIX,
     VIOLATION_POLICIES,
@@ -105,7 +105,7 @@ class ConsumerSettings:
             path judges (a gate ahead, a compacted topic, several topics) are all
             audited whatever this says.
         positions: ``ordered.positions``: declare interest and publish boundary progress
-            in ZooKeeper (:mod:`coordinator.positions`) so a closed gate is re-checked as
+            in ZooKeeper (:mod:`coordinator.client.positions`) so a closed gate is re-checked as
             soon as what it waits on is committed; the committed offsets in Kafka still
             decide.
         layout_check_max_requests_per_s: ``ordered.layout.check.max.requests.per.s``
@@ -122,7 +122,7 @@ class ConsumerSettings:
             plain one or the offsets of a transaction, covers it; for exactly-once
             read-process-write pipelines).
         hooks: ``ordered.hooks``: objects that receive the consumer's events
-            (:mod:`coordinator.hooks`), after the consumer's own counters.
+            (:mod:`coordinator.client.hooks`), after the consumer's own counters.
     """
 
     zookeeper_connect: str = setting_field("zookeeper_connect")

@@ -1,59 +1,11 @@
 """The error classes, under their historical import path.
 
-The hierarchy itself lives in the leaf module :mod:`coordinator.errors`; this module
-re-exports all of it, so ``from ordered.errors import ...`` reaches every public error.
+The hierarchy lives in the client kernel's leaf module :mod:`coordinator.client.errors`;
+this module re-exports exactly its ``__all__``, so ``from ordered.errors import ...``
+reaches every public error and a new one needs no second list here.
 """
 
-from coordinator.errors import (
-    BarrierTimeoutError,
-    ClusterError,
-    CommandLineError,
-    ConfigError,
-    DataLossError,
-    LayoutError,
-    LayoutUnavailableError,
-    NotAdoptedError,
-    OrderedError,
-    OrderedKafkaError,
-    OrderViolationError,
-    RecordCorruptError,
-    RunInterruptedError,
-    StateTransitionError,
-    StoreAuthError,
-    StoreError,
-    StoreUnavailableError,
-    SwitchDrainingError,
-    TopicIdMismatchError,
-    TransitionInProgressError,
-    TrimError,
-    TrimRequestError,
-    UnknownTopicError,
-    UsageError,
-)
+from coordinator.client import errors as _kernel_errors
+from coordinator.client.errors import *  # noqa: F403  (exactly the kernel's __all__)
 
-__all__ = [
-    "BarrierTimeoutError",
-    "ClusterError",
-    "CommandLineError",
-    "ConfigError",
-    "DataLossError",
-    "LayoutError",
-    "LayoutUnavailableError",
-    "NotAdoptedError",
-    "OrderViolationError",
-    "OrderedError",
-    "OrderedKafkaError",
-    "RecordCorruptError",
-    "RunInterruptedError",
-    "StateTransitionError",
-    "StoreAuthError",
-    "StoreError",
-    "StoreUnavailableError",
-    "SwitchDrainingError",
-    "TopicIdMismatchError",
-    "TransitionInProgressError",
-    "TrimError",
-    "TrimRequestError",
-    "UnknownTopicError",
-    "UsageError",
-]
+__all__ = list(_kernel_errors.__all__)

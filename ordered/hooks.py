@@ -7,12 +7,12 @@ Give hooks to a client in its configuration dict, as confluent takes its callbac
     consumer = OrderedConsumer({..., "ordered.hooks": [metrics]})
 
 A hook is any object with one or more of the ``on_...`` methods of the protocols below
-(:mod:`coordinator.hooks` documents every event, its arguments and its thread).
+(:mod:`coordinator.client.hooks` documents every event, its arguments and its thread).
 """
 
 from __future__ import annotations
 
-from coordinator.hooks import (
+from coordinator.client.hooks import (
     CONSUMER_HOOKS,
     PRODUCER_HOOKS,
     HookAnnouncement,
@@ -30,7 +30,7 @@ from coordinator.hooks import (
     HookTombstoneCopySent,
     HookViolation,
 )
-from coordinator.prometheus import PrometheusHooks
+from coordinator.metrics.prometheus import PrometheusHooks
 from ordered.consumer.counters import METRICS, ConsumerCounters
 
 __all__ = [

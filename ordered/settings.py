@@ -13,7 +13,7 @@ parse with :func:`parse_settings`, and remove every ``ordered.`` key with
 not know). ``spark_source.options`` parses its ``ordered.`` options with the same
 function, so one value is accepted or refused alike by all three. A key that starts
 with ``ordered.`` but is not in the table (for that reader) is a
-:class:`~coordinator.errors.ConfigError` naming it, so a typo never silently turns a
+:class:`~coordinator.client.errors.ConfigError` naming it, so a typo never silently turns a
 setting off.
 """
 
@@ -25,9 +25,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
-from coordinator.errors import ConfigError
-from coordinator.hooks import check_hooks
-from coordinator.zk_auth import NO_AUTH, ZkAuth
+from coordinator.client.errors import ConfigError
+from coordinator.client.hooks import check_hooks
+from coordinator.client.zk_auth import NO_AUTH, ZkAuth
 
 __all__ = [
     "COMMIT_MODES",
@@ -341,8 +341,8 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "hooks",
         (),
         check_hooks,
-        "a list of hook objects that receive the client's events (coordinator.hooks), "
-        "e.g. coordinator.prometheus.PrometheusHooks",
+        "a list of hook objects that receive the client's events (coordinator.client.hooks), "
+        "e.g. coordinator.metrics.prometheus.PrometheusHooks",
         Role.BOTH,
     ),
 )

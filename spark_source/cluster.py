@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import re
 import threading
-import time
 from collections.abc import Iterable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
@@ -24,13 +23,14 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 
-from coordinator import identity
-from coordinator.errors import OrderedKafkaError
+from coordinator.client import identity
+from coordinator.client.errors import OrderedKafkaError
+from coordinator.client.kafka_retry import RetryPolicy
 from spark_source.options import SourceOptions
 
 if TYPE_CHECKING:
-    from coordinator.history import TopicHistory
-    from coordinator.store import LayoutStore
+    from coordinator.client.history import TopicHistory
+    from coordinator.client.store import LayoutStore
 
 __all__ = ["Cluster", "client_settings"]
 
@@ -196,21 +196,9 @@ class Cluster:
         Raises:
             OrderedKafkaError: Kafka reported an error or did not answer in time.
         """
-        deadline = time.monotonic() + self._timeout
-        while True:
-            try:
-                return self._offsets_once(partitions, ends, starts)
-            except OrderedKafkaError as exc:
-                error = exc.kafka_error
-                from coordinator.kafka_admin import TRANSIENT_ERRORS
-
-                transient = error is not None and (
-                    error.retriable() or error.code() in TRANSIENT_ERRORS
-                )
-                if not transient or time.monotonic() > deadline:
-                    raise
-                # A partition created a moment ago may have no leader yet.
-                time.sleep(0.1)
+        # A partition created a moment ago may have no leader yet: asked again.
+        policy = RetryPolicy(max_tries=None, deadline=self._timeout, delay=0.1, max_delay=1.0)
+        return policy.call(self._offsets_once, partitions, ends, starts)
 
     def _offsets_once(
         self, partitions: dict[str, list[int]], ends: bool, starts: bool
@@ -243,9 +231,9 @@ class Cluster:
 
     def _open_store(self) -> tuple[Any, LayoutStore]:
         """Start a ZooKeeper session and a store on it (imports the store on first use)."""
-        import coordinator.history  # noqa: F401  (loaded here, off the caller's path)
-        from coordinator.store import LayoutStore
-        from coordinator.zk import make_client, start_client
+        import coordinator.client.history  # noqa: F401  (loaded here, off the caller's path)
+        from coordinator.client.store import LayoutStore
+        from coordinator.client.zk import make_client, start_client
 
         options = self._options
         assert options.zookeeper_connect is not None
@@ -287,7 +275,7 @@ class Cluster:
         Raises:
             StoreError: ZooKeeper is unreachable or holds a corrupt record.
         """
-        from coordinator.history import TopicHistory, load_history
+        from coordinator.client.history import TopicHistory, load_history
 
         store = self._layout_store()
         out: dict[str, TopicHistory] = {}
@@ -304,7 +292,7 @@ class Cluster:
 
         A session still being opened in the background is closed once it is open.
         """
-        from coordinator.zk import close_client
+        from coordinator.client.zk import close_client
 
         opening, self._opening = self._opening, None
         if opening is not None:
@@ -317,7 +305,7 @@ class Cluster:
 
 def _close_opened(opening: Future[tuple[Any, Any]]) -> None:
     """Close the session of a background start that nobody used (never raises)."""
-    from coordinator.zk import close_client
+    from coordinator.client.zk import close_client
 
     if opening.exception() is None:
         close_client(opening.result()[0])

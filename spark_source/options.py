@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from coordinator.errors import ConfigError
-from coordinator.kafka_security import translate
-from coordinator.zk_auth import ZkAuth
+from coordinator.client.errors import ConfigError
+from coordinator.client.kafka_security import translate
+from coordinator.client.zk_auth import ZkAuth
 from ordered.settings import ORDERED_PREFIX, Role, default, parse_settings
 
 __all__ = [
@@ -264,7 +264,7 @@ def _client_settings(low: Mapping[str, str], options: Mapping[str, Any]) -> dict
 
     Security settings are taken as Spark's Kafka source takes them (Java client
     names: ``kafka.sasl.jaas.config``, ``kafka.ssl.truststore.location``...) and
-    translated by :func:`coordinator.kafka_security.translate`; librdkafka's own names
+    translated by :func:`coordinator.client.kafka_security.translate`; librdkafka's own names
     (``kafka.sasl.username``...) pass through unchanged.
     """
     out: dict[str, str] = {}

@@ -9,11 +9,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from helpers import wait_until
 from kazoo.client import KazooClient
 
+from coordinator.client.store.autoscale_records import AutoscalePolicy
 from coordinator.daemon import CoordinatorDaemon
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store.autoscale_records import AutoscalePolicy
+from coordinator.kafka.kafka_admin import KafkaAdmin
 from ordered import OrderedProducer
 
 __all__ = ["KEYS", "KeyOrder", "Traffic", "daemon_running", "fast_policy"]
@@ -126,9 +127,10 @@ class KeyOrder:
         ``commit``: commit (synchronously) after every batch, so the group's lag is
         what it has not read.
         """
-        deadline = time.monotonic() + timeout
-        while (total is None or self.got < total) and not (stop is not None and stop.is_set()):
-            assert time.monotonic() < deadline, f"read {self.got} of {total}"
+
+        def finished() -> bool:
+            if (total is not None and self.got >= total) or (stop is not None and stop.is_set()):
+                return True
             batch = [m for m in consumer.consume(1000, 0.5) if m.error() is None]
             for msg in batch:
                 k = int(msg.key()[1:])
@@ -138,6 +140,9 @@ class KeyOrder:
                 self.got += 1
             if commit and batch:
                 consumer.commit(asynchronous=False)
+            return False
+
+        wait_until(finished, timeout, what=lambda: f"{total} records (read {self.got})", interval=0)
 
     def check_all(self, traffic: Traffic) -> None:
         """Every record the traffic wrote was read, once and in order."""

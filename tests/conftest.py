@@ -22,13 +22,14 @@ import pytest
 import secure_fixtures
 from helpers import create_topic, unique
 from kazoo.client import KazooClient
+from kit import Kit
 
 from coordinator import devcluster
-from coordinator.controller import Controller
+from coordinator.client.store import LayoutStore
+from coordinator.client.zk import close_client, make_client, start_client
+from coordinator.control.controller import Controller
 from coordinator.devcluster.cluster import ClusterState
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store import LayoutStore
-from coordinator.zk import close_client, make_client, start_client
+from coordinator.kafka.kafka_admin import KafkaAdmin
 
 _capture: Any = None
 
@@ -178,3 +179,9 @@ def topic_factory(bootstrap: str) -> Callable[..., str]:
 def group_factory() -> Callable[[], str]:
     """Return uuid-named consumer group ids."""
     return lambda: unique("g")
+
+
+@pytest.fixture
+def kit(request: pytest.FixtureRequest) -> Kit:
+    """This test's common fixtures under one name (:class:`kit.Kit`), each set up on first use."""
+    return Kit(request)

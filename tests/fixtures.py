@@ -3,7 +3,7 @@
 A pytest plugin (``pytest_plugins`` in ``conftest.py``). Fixtures: ``kazoo_factory``,
 ``zk``, ``make_producer``, ``make_consumer``, ``ordered_cli``. Helpers: :func:`lose_connection`,
 :func:`expire_session`, :func:`consume_all`, :func:`run_in_background`. Every ZooKeeper
-client comes from ``coordinator.zk``; nothing here fakes a server.
+client comes from ``coordinator.client.zk``; nothing here fakes a server.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
-from helpers import run_cli
+from helpers import run_cli, wait_until
 from kazoo.client import KazooClient, KazooState
 from kazoo.protocol.connection import _CONNECTION_DROP
 
 from coordinator import devcluster
+from coordinator.client.store import ProducerRecord
+from coordinator.client.zk import close_client, make_client, start_client
 from coordinator.devcluster.cluster import ClusterState
-from coordinator.store import ProducerRecord
-from coordinator.zk import close_client, make_client, start_client
 from ordered import OrderedProducer
 from ordered.consumer import OrderedConsumer
 
@@ -49,7 +49,7 @@ __all__ = [
 
 @pytest.fixture
 def kazoo_factory(zk_hosts: str) -> Iterator[Callable[..., KazooClient]]:
-    """Make started kazoo clients (``coordinator.zk``); every one is closed at teardown.
+    """Make started kazoo clients (``coordinator.client.zk``); every one is closed at teardown.
 
     ``kazoo_factory(hosts=None, session_timeout_s=6.0, command_deadline_s=None)``:
     ``hosts`` defaults to ``zk_hosts``, the session ZooKeeper (no chroot).
@@ -298,14 +298,18 @@ def consume_all(
         consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
         seen = dict.fromkeys(ends, 0)
         out: list[Any] = []
-        deadline = time.monotonic() + timeout
-        while any(seen[p] < ends[p] for p in ends):
-            assert time.monotonic() < deadline, f"consumed {seen} of {ends}"
+
+        def at_the_ends() -> bool:
+            if all(seen[p] >= ends[p] for p in ends):
+                return True
             for msg in consumer.consume(10000, timeout=0.5):
                 if msg.error() is not None:
                     raise KafkaException(msg.error())
                 out.append(msg)
                 seen[msg.partition()] = msg.offset() + 1
+            return False
+
+        wait_until(at_the_ends, timeout, what=lambda: f"offsets {ends} ({seen})", interval=0)
         return out
     finally:
         consumer.close()

@@ -14,19 +14,23 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 __all__ = [
+    "consume_until",
     "create_topic",
     "kill_process",
     "run_cli",
     "transient_error",
     "unique",
+    "wait_held",
     "wait_until",
 ]
+
+T = TypeVar("T")
 
 
 def unique(prefix: str) -> str:
@@ -35,17 +39,35 @@ def unique(prefix: str) -> str:
 
 
 def wait_until(
-    condition: Callable[[], Any], timeout: float = 30.0, interval: float = 0.05, what: str = ""
-) -> Any:
-    """Poll ``condition`` until it returns a truthy value and return it; fail on timeout."""
-    deadline = time.monotonic() + timeout
+    predicate: Callable[[], T],
+    timeout: float = 30.0,
+    *,
+    what: str | Callable[[], str] = "",
+    interval: float = 0.05,
+) -> T:
+    """Call ``predicate`` until it returns a truthy value, and return that value.
+
+    Fails with an ``AssertionError`` naming ``what`` was awaited, for how long, and the
+    last value the predicate returned; ``what`` may be a function, called at the failure,
+    to describe the progress made (``lambda: f"{len(got)} of {count}"``). An exception
+    the predicate raises is not retried: it propagates at once (a wait must not hide a
+    failure). ``interval``: the pause between calls.
+    """
+    started = time.monotonic()
+    deadline = started + timeout
     while True:
-        value = condition()
+        value = predicate()
         if value:
             return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
-        time.sleep(interval)
+        now = time.monotonic()
+        if now >= deadline:
+            awaited = what() if callable(what) else what
+            raise AssertionError(
+                f"timed out after {now - started:.1f} s (timeout {timeout} s) waiting for "
+                f"{awaited or getattr(predicate, '__name__', repr(predicate))}; "
+                f"last value: {value!r}"
+            )
+        time.sleep(min(interval, max(0.0, deadline - now)))
 
 
 # Errors librdkafka reports as events while a fresh group's coordinator loads; it
@@ -150,6 +172,24 @@ def drain(consumer: Any, seconds: float, until: int | None = None) -> list[Any]:
     return out
 
 
+def wait_held(consumer: Any, timeout: float = 20.0, what: str = "the gate to close") -> None:
+    """Wait until ``consumer``'s first partition is held at its gate (``BLOCKED``).
+
+    Nothing may be delivered meanwhile: a record that passes fails the test. The first
+    fetch can wait for a new group's coordinator to load, hence the wait.
+    """
+    from ordered.consumer import GateState
+
+    early: list[Any] = []
+
+    def blocked() -> bool:
+        early.extend(drain(consumer, 0.3))
+        return consumer.gate_status()[0].state is GateState.BLOCKED
+
+    wait_until(blocked, timeout, what=what)
+    assert early == [], [m.value() for m in early]
+
+
 def commit_stored(consumer: Any) -> None:
     """Commit the stored offsets synchronously; nothing to commit is not an error.
 
@@ -164,15 +204,48 @@ def commit_stored(consumer: Any) -> None:
             raise
 
 
+def consume_until(
+    consumer: Any,
+    count: int,
+    timeout: float = 60.0,
+    *,
+    what: str = "records",
+    batch: int = 100,
+    wait: float = 0.2,
+    skip_errors: bool = False,
+    after_batch: Callable[[list[Any]], None] | None = None,
+) -> list[Any]:
+    """Consume until ``count`` records arrived and return them in delivery order.
+
+    Transient coordinator events are skipped; any other error event fails the test,
+    unless ``skip_errors`` (then it is dropped). ``after_batch`` sees every non-empty
+    batch (to commit, or to check it) before the next ``consume``. Fails after
+    ``timeout`` seconds, saying how many of ``count`` arrived.
+    """
+    got: list[Any] = []
+
+    def enough() -> bool:
+        messages = [m for m in consumer.consume(batch, wait) if not transient_error(m)]
+        if skip_errors:
+            messages = [m for m in messages if m.error() is None]
+        assert all(m.error() is None for m in messages), [m.error() for m in messages]
+        if messages:
+            got.extend(messages)
+            if after_batch is not None:
+                after_batch(messages)
+        return len(got) >= count
+
+    wait_until(enough, timeout, what=lambda: f"{count} {what} ({len(got)} arrived)", interval=0)
+    return got
+
+
 def read_committing(consumer: Any, count: int, timeout: float = 60.0) -> list[Any]:
     """Deliver ``count`` records, committing after each batch (as an application does)."""
-    got: list[Any] = []
-    deadline = time.monotonic() + timeout
-    while len(got) < count:
-        assert time.monotonic() < deadline, f"{len(got)} of {count} delivered"
-        batch = [m for m in consumer.consume(500, 0.2) if not transient_error(m)]
-        assert all(m.error() is None for m in batch), [m.error() for m in batch]
-        if batch:
-            got += batch
-            commit_stored(consumer)
-    return got
+    return consume_until(
+        consumer,
+        count,
+        timeout,
+        what="delivered records",
+        batch=500,
+        after_batch=lambda _batch: commit_stored(consumer),
+    )

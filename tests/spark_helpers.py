@@ -10,7 +10,8 @@ import json
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -22,6 +23,7 @@ __all__ = [
     "BackgroundWriter",
     "Collector",
     "KeyedWriter",
+    "SparkQueries",
     "check_batches",
     "offset_log",
     "order_report",
@@ -57,6 +59,89 @@ def start(spark: Any, options: dict[str, str], checkpoint: Path, sink: Any, **tr
     if trigger:
         writer = writer.trigger(**trigger)
     return writer.start()
+
+
+@dataclass
+class SparkQueries:
+    """One test's ``ordered-kafka`` queries: its servers, its store root, its checkpoint.
+
+    The ``queries`` fixture (``tests/spark/conftest.py``) builds it; it is the one place
+    for what the Spark tests set up around a query: an adopted topic, a keyed writer,
+    the source options, a query started into a sink and stopped however the test ends.
+    ``spark`` is asked for on first use, so a test that only plans (no query) starts no
+    Spark.
+    """
+
+    bootstrap: str
+    zk_hosts: str
+    zk_root: str
+    controller: Any
+    topic_factory: Callable[..., str]
+    directory: Path
+    session: Callable[[], Any]
+
+    @property
+    def spark(self) -> Any:
+        """The session-wide SparkSession (started on first use)."""
+        return self.session()
+
+    @property
+    def checkpoint(self) -> Path:
+        """The test's default checkpoint directory."""
+        return self.directory / "checkpoint"
+
+    def adopted_topic(self, partitions: int = 2) -> str:
+        """A new topic of ``partitions``, adopted (layout epoch 0)."""
+        topic = self.topic_factory(partitions)
+        self.controller.adopt(topic)
+        return topic
+
+    def writer(self, **kwargs: Any) -> KeyedWriter:
+        """A :class:`KeyedWriter` on this test's store root."""
+        return KeyedWriter(self.bootstrap, self.zk_hosts, self.zk_root, **kwargs)
+
+    def options(self, topic: str, **extra: Any) -> dict[str, str]:
+        """The source options of a read of ``topic`` from earliest (:func:`source_options`)."""
+        return source_options(self.bootstrap, self.zk_hosts, self.zk_root, topic, **extra)
+
+    def sink_options(self, topic: str) -> dict[str, str]:
+        """The options of an ``ordered-kafka`` write into ``topic``."""
+        return {
+            "kafka.bootstrap.servers": self.bootstrap,
+            "topic": topic,
+            "ordered.zookeeper.connect": self.zk_hosts,
+            "ordered.zookeeper.root": self.zk_root,
+        }
+
+    @contextmanager
+    def running(
+        self, sink: Any, options: dict[str, str], checkpoint: Path | None = None, **trigger: Any
+    ) -> Iterator[Any]:
+        """A query of ``options`` into ``foreachBatch(sink)``, stopped when the block ends."""
+        query = start(self.spark, options, checkpoint or self.checkpoint, sink, **trigger)
+        try:
+            yield query
+        finally:
+            query.stop()
+
+    def run_available_now(
+        self,
+        sink: Any,
+        options: dict[str, str],
+        checkpoint: Path | None = None,
+        timeout: float = 90.0,
+    ) -> None:
+        """Run an ``availableNow`` query to its end; fail if it fails or does not end."""
+        with self.running(sink, options, checkpoint, availableNow=True) as query:
+            assert query.awaitTermination(timeout), "AvailableNow did not finish"
+            assert query.exception() is None, query.exception()
+
+    def process_available(
+        self, sink: Any, options: dict[str, str], checkpoint: Path | None = None
+    ) -> None:
+        """Run a query until it processed everything available, then stop it."""
+        with self.running(sink, options, checkpoint) as query:
+            query.processAllAvailable()
 
 
 class KeyedWriter:

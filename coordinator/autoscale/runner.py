@@ -1,9 +1,9 @@
 """The autoscaler the leading coordinator runs: sample, decide, act, record.
 
 Every ``interval`` seconds :meth:`Autoscaler.tick` reads the policies of the adopted
-topics (:mod:`coordinator.store.autoscale`), samples each topic's end offsets (the sum
+topics (:mod:`coordinator.client.store.autoscale`), samples each topic's end offsets (the sum
 over every physical partition; no broker metrics needed) and, for a policy with
-``max_lag``, the consumer lag of its interested groups (:mod:`coordinator.interest`,
+``max_lag``, the consumer lag of its interested groups (:mod:`coordinator.groups.interest`,
 from the same end offsets), asks
 :func:`coordinator.autoscale.decide.decide` and, unless the policy is a dry run, runs
 the same controller transition a person would (``Controller.expand`` / ``shrink``).
@@ -29,14 +29,18 @@ from dataclasses import dataclass, field
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from coordinator.autoscale.decide import Action, Decision, RateSample, Thresholds, decide
-from coordinator.controller import BarrierTimeoutError, Controller
-from coordinator.errors import OrderedError
-from coordinator.hooks import CoordinatorEvents
-from coordinator.identity import random_token
-from coordinator.interest import InterestSettings, topic_interest
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store import LayoutStore, TopicRecord
-from coordinator.store.autoscale_records import DECISION_LOG_SIZE, AutoscalePolicy, AutoscaleStatus
+from coordinator.client.errors import OrderedError
+from coordinator.client.hooks import CoordinatorEvents
+from coordinator.client.identity import random_token
+from coordinator.client.store import LayoutStore, TopicRecord
+from coordinator.client.store.autoscale_records import (
+    DECISION_LOG_SIZE,
+    AutoscalePolicy,
+    AutoscaleStatus,
+)
+from coordinator.control.controller import BarrierTimeoutError, Controller
+from coordinator.groups.interest import InterestSettings, topic_interest
+from coordinator.kafka.kafka_admin import KafkaAdmin
 
 __all__ = ["DEFAULT_AUTOSCALE_INTERVAL_S", "Autoscaler", "RecordSizer"]
 
@@ -135,7 +139,7 @@ class Autoscaler:
         controller: Runs the expansions and shrinks.
         identifier: The daemon's name, written into each status.
         progress: Called with a line for every decision that acts or changes.
-        events: Where every decision is reported (:mod:`coordinator.hooks`).
+        events: Where every decision is reported (:mod:`coordinator.client.hooks`).
         transition_timeout: Seconds one expansion or shrink may wait in the barrier
             before the autoscaler returns to its other topics (the epoch stays pending
             and the daemon completes it).

@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from coordinator.client.errors import ClusterError, UsageError
 from coordinator.devcluster import jars, secure
 from coordinator.devcluster.process import (
     HOST,
@@ -49,7 +50,6 @@ from coordinator.devcluster.state import (
     default_dir,
     load_state,
 )
-from coordinator.errors import ClusterError, UsageError
 
 __all__ = [
     "STATE_FILE",

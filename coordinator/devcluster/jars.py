@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from coordinator.errors import ClusterError
+from coordinator.client.errors import ClusterError
 
 __all__ = [
     "COMPONENTS",

@@ -15,9 +15,9 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from coordinator.client.errors import ClusterError
 from coordinator.devcluster.process import ProcessRecord, is_alive, spawn
 from coordinator.devcluster.state import STATE_FILE, load_state
-from coordinator.errors import ClusterError
 
 __all__ = ["restart_node"]
 

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 from typing import Final
 
+from coordinator.client.errors import ClusterError
 from coordinator.devcluster import secure
 from coordinator.devcluster.process import HOST, ProcessRecord, is_alive, spawn
-from coordinator.errors import ClusterError
 
 __all__ = [
     "JVM_OPTS",

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coordinator.client.errors import ClusterError
 from coordinator.devcluster.process import (
     ProcessRecord,
     is_alive,
 )
-from coordinator.errors import ClusterError
 
 __all__ = ["STATE_FILE", "STATE_VERSION", "ClusterState", "default_dir", "load_state"]
 

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from coordinator.client.errors import OrderedError
 from coordinator.devcluster.restart import restart_node
-from coordinator.errors import OrderedError
 from ordered.chaos.processes import Slot, Slots
 from ordered.chaos.schedule import FaultKind, ScheduledFault, ScheduleShape
 from ordered.verify import HistoryWriter

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from coordinator import devcluster
-from coordinator.errors import OrderedError, RunInterruptedError
+from coordinator.client.errors import OrderedError, RunInterruptedError
 from ordered.chaos.faults import FaultRunner
 from ordered.chaos.processes import Slots
 from ordered.chaos.schedule import ScheduleShape, digest, kinds_for, make_schedule

@@ -26,8 +26,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from coordinator.errors import OrderedError
-from coordinator.zk import KAZOO_LOGGER, expire_session
+from coordinator.client.errors import OrderedError
+from coordinator.client.zk import KAZOO_LOGGER, expire_session
 from ordered.chaos.pipeline import run_pipeline
 from ordered.verify import HistoryWriter, VerifiableProducer, VerifiableReader
 

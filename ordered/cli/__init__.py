@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from importlib import metadata
 from typing import NoReturn
 
-from coordinator.errors import OrderedError
+from coordinator.client.errors import OrderedError
 from ordered.cli import (
     acl,
     admin,

@@ -24,14 +24,14 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoAuthError
 
 from coordinator import devcluster
-from coordinator.acl_apply import ApplyResult, apply_policy, change_dict, show_acls
-from coordinator.errors import StoreAuthError, StoreUnavailableError, UsageError
-from coordinator.kafka_security import load_properties
-from coordinator.store import DEFAULT_ROOT
-from coordinator.store.records import AclPolicyRecord
-from coordinator.zk import close_client, make_client, start_client
-from coordinator.zk_acl import parse_identity
-from coordinator.zk_auth import ZkAuth
+from coordinator.client.errors import StoreAuthError, StoreUnavailableError, UsageError
+from coordinator.client.kafka_security import load_properties
+from coordinator.client.store import DEFAULT_ROOT
+from coordinator.client.store.records import AclPolicyRecord
+from coordinator.client.zk import close_client, make_client, start_client
+from coordinator.client.zk_acl import parse_identity
+from coordinator.client.zk_auth import ZkAuth
+from coordinator.security.acl_apply import ApplyResult, apply_policy, change_dict, show_acls
 from ordered.cli.output import emit, progress
 from ordered.cli.security import resolve_security, security_arguments
 

@@ -11,100 +11,58 @@ prints what would change.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
-import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from types import FrameType
 from typing import Any, Final
 
-from coordinator import devcluster
 from coordinator.autoscale import DEFAULT_AUTOSCALE_INTERVAL_S
-from coordinator.controller import Controller, TransitionResult
+from coordinator.client.errors import ConfigError, TransitionInProgressError
+from coordinator.control.controller import Controller, TransitionResult
 from coordinator.daemon import CoordinatorDaemon
-from coordinator.daemon_metrics import (
+from coordinator.metrics.daemon_metrics import (
     DEFAULT_METRICS_ADDRESS,
     open_metrics,
     parse_metrics_address,
 )
-from coordinator.errors import ConfigError, StoreUnavailableError, TransitionInProgressError
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.retention import DEFAULT_SWEEP_INTERVAL_S, SweepSettings
-from coordinator.store import DEFAULT_ROOT, LayoutStore, TopicRecord
-from coordinator.zk import close_client, make_client, start_client
+from coordinator.trims.retention import DEFAULT_SWEEP_INTERVAL_S, SweepSettings
 from linear_hash import ALGORITHMS, DEFAULT_ALGORITHM
-from ordered.cli import plan
+from ordered.cli import describe, plan
+from ordered.cli.connection import (
+    BOOTSTRAP_ENV,
+    ZOOKEEPER_ENV,
+    Connections,
+    common_arguments,
+    connect,
+    topic_text,
+)
 from ordered.cli.options import (
-    CommandLineError,
     interest_arguments,
     interest_settings,
-    kafka_seconds,
     partition_count,
     seconds,
     seconds_or_zero,
     topic_name,
-    zookeeper_connect,
 )
 from ordered.cli.output import configure, emit, progress, warn
-from ordered.cli.security import Security, resolve_security, security_arguments
 
-__all__ = ["Connections", "add_parsers", "common_arguments", "connect", "topic_text"]
-
-ZOOKEEPER_ENV = "ORDERED_ZOOKEEPER_CONNECT"
-BOOTSTRAP_ENV = "ORDERED_BOOTSTRAP_SERVERS"
+# The connection helpers live in ordered.cli.connection (describe uses them too, and
+# admin registers describe's parser); they stay importable from here.
+__all__ = [
+    "BOOTSTRAP_ENV",
+    "ZOOKEEPER_ENV",
+    "Connections",
+    "add_parsers",
+    "common_arguments",
+    "connect",
+    "topic_text",
+]
 
 STOP_GRACE_S: Final = 3.0
 """Seconds the daemon gets to stop cleanly after SIGTERM/SIGINT before the process
 leaves anyway (ZooKeeper unreachable: its election node and locks end with the session)."""
-
-_CLOSE_S: Final = 1.0
-
-
-def _common(p: argparse.ArgumentParser, timeout: float | None) -> None:
-    p.add_argument(
-        "--zookeeper",
-        type=zookeeper_connect,
-        default=None,
-        metavar="HOST:PORT[/CHROOT]",
-        help=f"ZooKeeper connect string (default: ${ZOOKEEPER_ENV}, else the dev cluster)",
-    )
-    p.add_argument(
-        "--bootstrap-servers",
-        default=None,
-        metavar="HOST:PORT[,...]",
-        help=f"Kafka bootstrap.servers (default: ${BOOTSTRAP_ENV}, else the dev cluster)",
-    )
-    security_arguments(p)
-    p.add_argument("--root", default=DEFAULT_ROOT, help="the layout store's root znode")
-    p.add_argument("--json", action="store_true", help="print JSON (stderr: JSON lines)")
-    p.add_argument(
-        "--connect-timeout", type=seconds, default=5.0, help="seconds to reach ZooKeeper"
-    )
-    p.add_argument(
-        "--kafka-timeout", type=kafka_seconds, default=10.0, help="seconds per Kafka request"
-    )
-    p.add_argument(
-        "--session-timeout",
-        type=seconds,
-        default=6.0,
-        help="ZooKeeper session timeout in seconds (how soon a killed run's lock frees)",
-    )
-    if timeout is not None:
-        p.add_argument(
-            "--timeout",
-            type=seconds,
-            default=timeout,
-            help="seconds to wait for the producer barrier",
-        )
-
-
-def common_arguments(p: argparse.ArgumentParser, timeout: float | None) -> None:
-    """Add the server, output and timeout flags every admin command takes."""
-    _common(p, timeout)
 
 
 def _metrics_address(text: str) -> str:
@@ -134,7 +92,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="re-adopt: replace an existing layout (of a deleted and re-created topic, or "
         "with other settings) by a fresh adoption; refused while an epoch is pending",
     )
-    _common(adopt, None)
+    common_arguments(adopt, None)
     adopt.set_defaults(func=_adopt)
 
     unadopt = sub.add_parser(
@@ -153,7 +111,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     unadopt.add_argument(
         "--dry-run", action="store_true", help="check and show what would be removed; write nothing"
     )
-    _common(unadopt, None)
+    common_arguments(unadopt, None)
     unadopt.set_defaults(func=_unadopt)
 
     for name, text in (
@@ -171,10 +129,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
             help="check and show the edges and which partitions would receive, give or "
             "retire; write nothing",
         )
-        _common(p, 60.0)
+        common_arguments(p, 60.0)
         p.set_defaults(func=_transition, kind=name)
-
-    from ordered.cli import describe  # one module per command family; no import cycle
 
     describe.add_parser(sub)
 
@@ -183,7 +139,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="run the coordinator daemon: completes pending epochs, relays group positions, "
         "runs consumed retention",
     )
-    _common(daemon, None)
+    common_arguments(daemon, None)
     daemon.add_argument("--scan-interval", type=seconds, default=1.0, help="seconds between scans")
     daemon.add_argument(
         "--resume-timeout",
@@ -226,113 +182,6 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     interest_arguments(daemon)
     daemon.set_defaults(func=_coordinator)
-
-
-@dataclass
-class Connections:
-    """The servers one command talks to.
-
-    Attributes:
-        store: The layout store over a started kazoo client.
-        admin: Kafka admin helpers.
-    """
-
-    store: LayoutStore
-    admin: KafkaAdmin
-
-
-def _dev_cluster_setting(attribute: str) -> str | None:
-    state = devcluster.load_state(devcluster.default_dir())
-    return None if state is None else str(getattr(state, attribute))
-
-
-def _resolve(args: argparse.Namespace) -> tuple[str, str, Security]:
-    zookeeper = args.zookeeper or os.environ.get(ZOOKEEPER_ENV)
-    bootstrap = args.bootstrap_servers or os.environ.get(BOOTSTRAP_ENV)
-    security = resolve_security(args, uses_dev_cluster=False)
-    zookeeper = zookeeper or security.zookeeper
-    bootstrap = bootstrap or security.kafka.get("bootstrap.servers")
-    if (not zookeeper or not bootstrap) and args.command_config is None:
-        security = resolve_security(args, uses_dev_cluster=True)
-    if not zookeeper:
-        zookeeper = _dev_cluster_setting("zookeeper_connect")
-    if not bootstrap:
-        bootstrap = _dev_cluster_setting("bootstrap_servers")
-    if not zookeeper:
-        raise CommandLineError(
-            f"no ZooKeeper to talk to: pass --zookeeper, set ${ZOOKEEPER_ENV}, or start "
-            "the dev cluster (ordered cluster up)"
-        )
-    if not bootstrap:
-        raise CommandLineError(
-            f"no Kafka to talk to: pass --bootstrap-servers, set ${BOOTSTRAP_ENV}, or start "
-            "the dev cluster (ordered cluster up)"
-        )
-    try:
-        zookeeper_connect(zookeeper)
-    except argparse.ArgumentTypeError as exc:
-        raise CommandLineError(f"${ZOOKEEPER_ENV}: {exc}") from None
-    return zookeeper, bootstrap, security
-
-
-def _close_quietly(client: Any) -> None:
-    """Close ``client`` within about a second: a ZooKeeper that is away must not hold
-    the process (the session, its ephemeral nodes and locks end on the server)."""
-    closer = threading.Thread(target=close_client, args=(client,), daemon=True)
-    closer.start()
-    closer.join(_CLOSE_S)
-
-
-@contextlib.contextmanager
-def connect(args: argparse.Namespace, daemon: bool = False) -> Iterator[Connections]:
-    """Connect to ZooKeeper and Kafka as ``args`` say; close both on exit.
-
-    Raises:
-        CommandLineError: No server is configured, or the connect string is malformed.
-        StoreError: ZooKeeper cannot be reached within ``--connect-timeout``.
-    """
-    zookeeper, bootstrap, security = _resolve(args)
-    # kazoo logs each refused connection; the failure reaches the user as one error.
-    logging.getLogger("kazoo").addHandler(logging.NullHandler())
-    # The daemon rides out outages (its store calls retry for 30 s, its connection for
-    # ever); a command's calls give up after the connect timeout.
-    client = make_client(
-        zookeeper,
-        session_timeout_s=args.session_timeout,
-        command_deadline_s=30.0 if daemon else args.connect_timeout,
-        auth=security.zookeeper_auth,
-        acl_root=args.root,
-    )
-    try:
-        start_client(client, args.connect_timeout)
-    except StoreUnavailableError:
-        raise StoreUnavailableError(
-            f"cannot connect to ZooKeeper at {zookeeper} within {args.connect_timeout:g} s"
-        ) from None
-    try:
-        try:
-            store = LayoutStore(client, args.root)
-        except ValueError as exc:
-            raise CommandLineError(f"--root: {exc}") from None
-        kafka = {k: v for k, v in security.kafka.items() if k != "bootstrap.servers"}
-        admin = KafkaAdmin(bootstrap, timeout=args.kafka_timeout, config=kafka)
-        try:
-            yield Connections(store, admin)
-        finally:
-            admin.close()
-    finally:
-        _close_quietly(client)
-
-
-def topic_text(record: TopicRecord) -> str:
-    """One line with every field of a topic record."""
-    pending = "none" if record.pending is None else str(record.pending)
-    return (
-        f"topic {record.topic}: initial {record.initial}, active {record.active}, "
-        f"epoch {record.epoch}, pending {pending}, physical {record.physical}, "
-        f"algorithm {record.algorithm}, ordered {str(record.ordered).lower()}, "
-        f"compacted {str(record.compacted).lower()}, topic id {record.topic_id or 'unbound'}"
-    )
 
 
 def _adopt(args: argparse.Namespace) -> int:

@@ -13,8 +13,8 @@ import time
 from typing import Final
 
 from coordinator.autoscale.report import autoscale_summary, policy_text
-from coordinator.errors import CommandLineError, NotAdoptedError, UsageError
-from coordinator.store.autoscale_records import AutoscalePolicy
+from coordinator.client.errors import CommandLineError, NotAdoptedError, UsageError
+from coordinator.client.store.autoscale_records import AutoscalePolicy
 from ordered.cli.admin import common_arguments, connect
 from ordered.cli.output import emit
 

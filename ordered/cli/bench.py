@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from coordinator import devcluster
-from coordinator.errors import OrderedError, UsageError
+from coordinator.client.errors import OrderedError, UsageError
 from ordered.cli.output import emit, progress
 
 __all__ = ["BENCHMARKS", "add_parsers", "render_markdown", "summarise"]

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from coordinator import devcluster
+from coordinator.client.errors import ClusterError
 from coordinator.devcluster.cluster import ClusterState
-from coordinator.errors import ClusterError
 from ordered.cli import cluster_env
 from ordered.cli.output import emit, progress, warn
 

@@ -12,7 +12,7 @@ import shlex
 from pathlib import Path
 
 from coordinator import devcluster
-from coordinator.errors import ClusterError
+from coordinator.client.errors import ClusterError
 from ordered.cli.admin import BOOTSTRAP_ENV, ZOOKEEPER_ENV
 from ordered.cli.output import emit
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from coordinator.history_compaction import compact_topic
+from coordinator.trims.history_compaction import compact_topic
 from ordered.cli.admin import common_arguments, connect
 from ordered.cli.options import topic_name
 from ordered.cli.output import emit

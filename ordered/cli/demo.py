@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from coordinator.errors import CommandLineError
-from coordinator.store import DEFAULT_ROOT
+from coordinator.client.errors import CommandLineError
+from coordinator.client.store import DEFAULT_ROOT
 from ordered.cli.output import emit
 
 __all__ = ["add_parser"]

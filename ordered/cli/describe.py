@@ -20,14 +20,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from coordinator.autoscale.report import autoscale_summary
-from coordinator.controller import DEFAULT_DELIVERY_TIMEOUT_MS, EXPIRY_GRACE_S, barrier_status
-from coordinator.errors import OrderedKafkaError
-from coordinator.group_status import GroupStatus, group_status, topic_groups
-from coordinator.kafka_admin import KafkaTopic, UnknownTopicError
-from coordinator.retention import RetiredStatus, retired_status
-from coordinator.store import EpochRecord, ProducerRecord, TopicRecord
-from coordinator.topic_ids import check_topic_id
-from ordered.cli.admin import Connections, common_arguments, connect, topic_text
+from coordinator.client.errors import OrderedKafkaError
+from coordinator.client.store import EpochRecord, ProducerRecord, TopicRecord
+from coordinator.client.topic_ids import check_topic_id
+from coordinator.control.controller import (
+    DEFAULT_DELIVERY_TIMEOUT_MS,
+    EXPIRY_GRACE_S,
+    barrier_status,
+)
+from coordinator.groups.group_status import GroupStatus, group_status, topic_groups
+from coordinator.kafka.kafka_admin import KafkaTopic, UnknownTopicError
+from coordinator.trims.retention import RetiredStatus, retired_status
+from ordered.cli.connection import Connections, common_arguments, connect, topic_text
 from ordered.cli.options import CommandLineError, interest_arguments, interest_settings, topic_name
 from ordered.cli.output import emit
 from ordered.cli.security import security_notes

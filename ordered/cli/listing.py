@@ -8,8 +8,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from coordinator.errors import StoreError
-from coordinator.store import TopicRecord
+from coordinator.client.errors import StoreError
+from coordinator.client.store import TopicRecord
 from ordered.cli.admin import common_arguments, connect
 from ordered.cli.output import emit
 

@@ -10,8 +10,8 @@ import argparse
 import re
 from typing import Final
 
-from coordinator.errors import CommandLineError
-from coordinator.interest import DEFAULT_STALE_AFTER_MS, InterestSettings
+from coordinator.client.errors import CommandLineError
+from coordinator.groups.interest import DEFAULT_STALE_AFTER_MS, InterestSettings
 
 __all__ = [
     "MAX_PARTITIONS",

@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any
 
-from coordinator.zk import KAZOO_LOGGER
+from coordinator.client.zk import KAZOO_LOGGER
 
 __all__ = ["configure", "emit", "error", "json_mode", "progress", "warn"]
 
@@ -49,7 +49,7 @@ def configure(as_json: bool, level: int = logging.WARNING) -> None:
     # librdkafka logs every refused connection; the failure reaches the user as one
     # error (the message of the exception), so its log stays quiet unless debugging.
     quiet = logging.DEBUG if os.environ.get("ORDERED_DEBUG") else logging.CRITICAL
-    for name in ("coordinator.kafka_admin.librdkafka", KAZOO_LOGGER):
+    for name in ("coordinator.kafka.kafka_admin.librdkafka", KAZOO_LOGGER):
         logging.getLogger(name).setLevel(quiet)
 
 

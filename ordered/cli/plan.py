@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.errors import LayoutError, NotAdoptedError, TransitionInProgressError
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store import LayoutStore, ProducerRecord, TopicRecord
-from coordinator.topic_ids import check_topic_id
+from coordinator.client.errors import LayoutError, NotAdoptedError, TransitionInProgressError
+from coordinator.client.store import LayoutStore, ProducerRecord, TopicRecord
+from coordinator.client.topic_ids import check_topic_id
+from coordinator.kafka.kafka_admin import KafkaAdmin
 from linear_hash import key_flow
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 Kafka: ``--command-config FILE`` takes Java client properties, as Kafka's own tools do
 (``security.protocol``, ``sasl.mechanism``, ``sasl.jaas.config``, ``ssl.*``;
-translated by :func:`coordinator.kafka_security.translate`). The file may also hold
+translated by :func:`coordinator.client.kafka_security.translate`). The file may also hold
 ``bootstrap.servers``, ``ordered.zookeeper.connect`` and ``ordered.zookeeper.auth``.
 
 ZooKeeper credentials (``SCHEME:USER:PASSWORD``), first found wins:
@@ -22,11 +22,11 @@ from typing import Any
 from kazoo.exceptions import KazooException, NoAuthError
 
 from coordinator import devcluster
-from coordinator.acl_apply import tree_is_open
-from coordinator.errors import StoreAuthError, StoreUnavailableError
-from coordinator.kafka_security import load_properties, translate
-from coordinator.store import LayoutStore, TopicRecord
-from coordinator.zk_auth import NO_AUTH, ZkAuth
+from coordinator.client.errors import StoreAuthError, StoreUnavailableError
+from coordinator.client.kafka_security import load_properties, translate
+from coordinator.client.store import LayoutStore, TopicRecord
+from coordinator.client.zk_auth import NO_AUTH, ZkAuth
+from coordinator.security.acl_apply import tree_is_open
 
 __all__ = [
     "ZOOKEEPER_AUTH_ENV",

@@ -20,11 +20,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from coordinator.errors import NotAdoptedError, TrimRequestError
-from coordinator.interest import topic_interest
-from coordinator.retention import consumed_targets
-from coordinator.store import RetentionRecord
-from coordinator.trim import Trimmer, TrimReport, validate
+from coordinator.client.errors import NotAdoptedError, TrimRequestError
+from coordinator.client.store import RetentionRecord
+from coordinator.groups.interest import topic_interest
+from coordinator.trims.retention import consumed_targets
+from coordinator.trims.trim import Trimmer, TrimReport, validate
 from ordered.cli.admin import Connections, common_arguments, connect
 from ordered.cli.options import (
     CommandLineError,

@@ -66,7 +66,7 @@ The parts, one concern each:
 * :mod:`~ordered.consumer.probe`: the log-start probe;
 * :mod:`~ordered.consumer.announcement`: one announcement's state machine (pure);
 * :mod:`~ordered.consumer.counters`: the counters behind ``metrics`` (the first hook;
-  events go through :mod:`coordinator.hooks`);
+  events go through :mod:`coordinator.client.hooks`);
 * :mod:`~ordered.consumer.gate`: the per-partition gate, pause and stash (pure);
 * :mod:`~ordered.consumer.layouts`: histories, their watcher, the fetch check;
 * :mod:`~ordered.consumer.ready`: checked records not yet judged;

@@ -33,7 +33,7 @@ from ordered.consumer.announcement import (
 from ordered.consumer.state import Core, PartState
 
 if TYPE_CHECKING:
-    from coordinator.positions import PositionService
+    from coordinator.client.positions import PositionService
 
 __all__ = ["ANNOUNCE_TRANSITIONS", "AnnounceEvent", "AnnounceState", "Announcement", "Announcer"]
 

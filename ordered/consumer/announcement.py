@@ -10,14 +10,14 @@ Lifecycle of one partition's announcement (:class:`AnnounceState`)::
     TOLD --TOLD--> TOLD            a commit that failed is retried without the callback
     TOLD --RELEASED--> IDLE        application commit mode: the application commits
 
-Any other (state, event) pair is a :class:`~coordinator.errors.StateTransitionError`.
+Any other (state, event) pair is a :class:`~coordinator.client.errors.StateTransitionError`.
 """
 
 from __future__ import annotations
 
 import enum
 
-from coordinator.errors import StateTransitionError
+from coordinator.client.errors import StateTransitionError
 
 __all__ = ["ANNOUNCE_TRANSITIONS", "AnnounceEvent", "AnnounceState", "Announcement"]
 

@@ -34,7 +34,7 @@ records, else open)::
     FREE/GATED/DRAINING --LAYOUT_BACK--> unheld     the layout is readable again
     any                 --SOUGHT--> open            the application sought: stash dropped
 
-Every other (state, event) pair is a :class:`~coordinator.errors.StateTransitionError`.
+Every other (state, event) pair is a :class:`~coordinator.client.errors.StateTransitionError`.
 A revoked, lost or unassigned partition's gate is simply dropped.
 """
 
@@ -46,7 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from coordinator.errors import StateTransitionError
+from coordinator.client.errors import StateTransitionError
 from linear_hash.gating import Wait
 
 __all__ = [

@@ -1,9 +1,9 @@
 """Layout loading for the consumer: topic histories, their watcher, the fetch check.
 
 Each subscribed or assigned topic has a :class:`TopicView`: its
-:class:`~coordinator.history.TopicHistory` (read with :func:`load_history`, which syncs
+:class:`~coordinator.client.history.TopicHistory` (read with :func:`load_history`, which syncs
 ZooKeeper first) and a :class:`~linear_hash.gating.GateEvaluator` kept across reloads
-(it caches satisfied gates). A :class:`~coordinator.history.HistoryWatcher` marks
+(it caches satisfied gates). A :class:`~coordinator.client.history.HistoryWatcher` marks
 topics dirty from kazoo's thread; they are reloaded on the poll thread.
 
 **The fetch check** (``docs/protocol.md``, "Consumers and a new epoch"): a producer may
@@ -32,7 +32,7 @@ when a partition moves (:meth:`LayoutTracker.forget`).
 
 **Rewinds** (``docs/consumer.md``, "Replays"): a member of the group that moves the
 group's progress back (a seek back, an explicit start offset) writes the group's
-rewind marker of the topic (:func:`~coordinator.store.paths.rewind_path`, no data)
+rewind marker of the topic (:func:`~coordinator.client.store.paths.rewind_path`, no data)
 before it delivers a replayed record. The same round trip reads the marker's
 last-write zxid; when it changed, the topic is reported in
 :meth:`LayoutTracker.take_rewound` and the consumer decides its gates again before the
@@ -54,11 +54,11 @@ from typing import Any, NamedTuple
 
 from kazoo.client import KazooClient
 
-from coordinator.errors import StateTransitionError, StoreError, TopicIdMismatchError
-from coordinator.history import HistoryWatcher, SessionState, TopicHistory, load_history
-from coordinator.store import LayoutStore, TopicRecord
-from coordinator.store import paths as store_paths
-from coordinator.topic_ids import TopicIds
+from coordinator.client.errors import StateTransitionError, StoreError, TopicIdMismatchError
+from coordinator.client.history import HistoryWatcher, SessionState, TopicHistory, load_history
+from coordinator.client.store import LayoutStore, TopicRecord
+from coordinator.client.store import paths as store_paths
+from coordinator.client.topic_ids import TopicIds
 from linear_hash import Layout
 from linear_hash.gating import EpochInfo, GateEvaluator
 from ordered.consumer.pacing import CheckPacer
@@ -99,7 +99,7 @@ LAYOUT_TRANSITIONS: dict[LayoutState, frozenset[LayoutState]] = {
 
 
 def check_layout_transition(old: LayoutState, new: LayoutState) -> None:
-    """Raise :class:`~coordinator.errors.StateTransitionError` for an unlisted move."""
+    """Raise :class:`~coordinator.client.errors.StateTransitionError` for an unlisted move."""
     if new not in LAYOUT_TRANSITIONS[old]:
         raise StateTransitionError(
             f"consumer layouts: {old.name} -> {new.name} is not a transition"
@@ -207,7 +207,7 @@ class LayoutTracker:
     """The topics this consumer reads, their histories, and the session state.
 
     Args:
-        client: A started kazoo client (from :mod:`coordinator.zk`).
+        client: A started kazoo client (from :mod:`coordinator.client.zk`).
         root: The store root.
         check_timeout: How long :meth:`finish_check` waits for ZooKeeper.
         check_rate: ``ordered.layout.check.max.requests.per.s``: the most ZooKeeper

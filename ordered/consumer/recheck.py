@@ -3,7 +3,7 @@
 A closed gate holds its partition ``BLOCKED``. :meth:`GateChecker.recheck_blocked`
 asks the :class:`~ordered.consumer.decide.GateDecider` again, once per topic for all
 its held partitions, every ``ordered.gate.poll.interval.ms``, or at once when the
-position service (:mod:`coordinator.positions`) says that something a gate waits on
+position service (:mod:`coordinator.client.positions`) says that something a gate waits on
 was committed. Only Kafka's committed offsets open a gate: the service only makes the
 re-check prompt.
 """
@@ -19,7 +19,7 @@ from ordered.consumer.decide import CommittedView, GateDecider
 from ordered.consumer.gate import GateEvent, GateState
 
 if TYPE_CHECKING:
-    from coordinator.positions import PositionService, Progress
+    from coordinator.client.positions import PositionService, Progress
     from ordered.consumer.state import Core, PartState
 
 __all__ = ["NOTIFY_SLICE", "CommittedView", "GateChecker"]

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
-from coordinator.errors import StoreError
+from coordinator.client.errors import StoreError
 from ordered.consumer.announcement import Announcement
 from ordered.consumer.decide import cap_to_positions
 from ordered.consumer.gate import GateEvent

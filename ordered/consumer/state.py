@@ -9,7 +9,7 @@ from typing import Any
 
 from confluent_kafka import TopicPartition
 
-from coordinator.hooks import ConsumerEvents
+from coordinator.client.hooks import ConsumerEvents
 from ordered.consumer.announcement import Announcement
 from ordered.consumer.counters import METRICS, ConsumerCounters
 from ordered.consumer.gate import NO_LIMIT, Change, GateEvent, GateState, PartitionGate

@@ -21,8 +21,8 @@ from typing import Any
 
 from confluent_kafka import KafkaException, TopicPartition
 
-from coordinator.errors import StoreError
-from coordinator.history import SessionState
+from coordinator.client.errors import StoreError
+from coordinator.client.history import SessionState
 from ordered.consumer.announce import Announcer
 from ordered.consumer.batch import BatchFilter
 from ordered.consumer.decide import GateDecider

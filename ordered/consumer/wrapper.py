@@ -16,11 +16,17 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from coordinator import identity
-from coordinator.hooks import ConsumerEvents
-from coordinator.positions import PositionService
-from coordinator.topic_ids import TopicIds
-from coordinator.zk import close_client, close_client_within, exit_hook, make_client, start_client
+from coordinator.client import identity
+from coordinator.client.hooks import ConsumerEvents
+from coordinator.client.positions import PositionService
+from coordinator.client.topic_ids import TopicIds
+from coordinator.client.zk import (
+    close_client,
+    close_client_within,
+    exit_hook,
+    make_client,
+    start_client,
+)
 from ordered.consumer.announce import Announcer
 from ordered.consumer.counters import ConsumerCounters
 from ordered.consumer.decide import GateDecider
@@ -94,7 +100,7 @@ class OrderedConsumer:
     Takes the same configuration dict as ``confluent_kafka.Consumer`` plus the
     ``ordered.`` settings of :mod:`ordered.consumer_config` (``ordered.zookeeper.connect``
     is required; ``ordered.hooks`` takes a list of hook objects, see
-    :mod:`coordinator.hooks`). Methods have confluent's signatures, errors and callback
+    :mod:`coordinator.client.hooks`). Methods have confluent's signatures, errors and callback
     thread.
     Topics that are not adopted (or adopted with ``ordered: false``) are consumed as
     with a plain consumer.

@@ -3,8 +3,8 @@
 A :class:`Monitor` thread reads, from outside the clients, what an operator's
 ``ordered describe TOPIC --group G`` reads: the layout and its pending epoch, the
 producer barrier's acks, every partition's end offset, the group's committed offsets
-and the gate it waits at (:func:`coordinator.group_status.group_status`), and the
-state of each retired partition (:func:`coordinator.retention.retired_status`). Each
+and the gate it waits at (:func:`coordinator.groups.group_status.group_status`), and the
+state of each retired partition (:func:`coordinator.trims.retention.retired_status`). Each
 partition gets one state:
 
 * ``active``: receives records, no closed gate ahead of the group;
@@ -22,11 +22,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from coordinator.errors import OrderedError
-from coordinator.group_status import group_status
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.retention import retired_status
-from coordinator.store import LayoutStore
+from coordinator.client.errors import OrderedError
+from coordinator.client.store import LayoutStore
+from coordinator.groups.group_status import group_status
+from coordinator.kafka.kafka_admin import KafkaAdmin
+from coordinator.trims.retention import retired_status
 
 __all__ = ["STATES", "Monitor", "PartSample", "Sample"]
 

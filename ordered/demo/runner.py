@@ -33,14 +33,14 @@ from typing import Any, Final
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from coordinator import devcluster
-from coordinator.controller import Controller
-from coordinator.errors import ClusterError, OrderedError
-from coordinator.group_status import group_status
-from coordinator.identity import random_token
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.retention import Sweeper
-from coordinator.store import DEFAULT_ROOT, LayoutStore
-from coordinator.zk import close_client, make_client, start_client
+from coordinator.client.errors import ClusterError, OrderedError
+from coordinator.client.identity import random_token
+from coordinator.client.store import DEFAULT_ROOT, LayoutStore
+from coordinator.client.zk import close_client, make_client, start_client
+from coordinator.control.controller import Controller
+from coordinator.groups.group_status import group_status
+from coordinator.kafka.kafka_admin import KafkaAdmin
+from coordinator.trims.retention import Sweeper
 from ordered import verify
 from ordered.demo import timeline
 from ordered.demo.monitor import Monitor, Sample

@@ -42,12 +42,12 @@ from typing import Any, Final
 import confluent_kafka
 from kazoo.client import KazooClient
 
-from coordinator import identity
-from coordinator.errors import LayoutUnavailableError, SwitchDrainingError
-from coordinator.hooks import ProducerEvents
-from coordinator.store import LayoutStore, TopicRecord
-from coordinator.topic_ids import TopicIds
-from coordinator.zk import (
+from coordinator.client import identity
+from coordinator.client.errors import LayoutUnavailableError, SwitchDrainingError
+from coordinator.client.hooks import ProducerEvents
+from coordinator.client.store import LayoutStore, TopicRecord
+from coordinator.client.topic_ids import TopicIds
+from coordinator.client.zk import (
     close_client,
     exit_hook,
     make_client,
@@ -111,7 +111,7 @@ class OrderedProducer:
     delivered (checked after ``poll``/``flush`` return, and by the worker when the
     producer is idle). With ``ordered.switch.mode=pause`` nothing is tracked: until the
     records produced before the switch are delivered, ``produce`` raises
-    :class:`~coordinator.errors.SwitchDrainingError` (a ``BufferError``: poll and
+    :class:`~coordinator.client.errors.SwitchDrainingError` (a ``BufferError``: poll and
     retry), and ``delivery.report.only.error`` is left to confluent, which then drops
     each success before building a ``Message`` for it (in track mode the wrapper
     emulates that setting, since tracked records need their successes). Like any
@@ -125,7 +125,7 @@ class OrderedProducer:
     nothing is delivered for 1 s) and nothing waits for an unreachable ZooKeeper.
 
     While the ZooKeeper session is suspended or lost, ``produce`` of a keyed record to
-    an ordered topic raises :class:`~coordinator.errors.LayoutUnavailableError` (a
+    an ordered topic raises :class:`~coordinator.client.errors.LayoutUnavailableError` (a
     ``BufferError``); after a loss the producer re-registers and re-reads every topic
     before routing again.
 

@@ -4,7 +4,7 @@ An :class:`~ordered.OrderedProducer` takes the same configuration dict as
 ``confluent_kafka.Producer`` plus the ``ordered.``-prefixed keys of
 :data:`ordered.settings.SETTINGS` (listed in :data:`PRODUCER_KEYS`). Every ``ordered.``
 key is removed before the dict reaches librdkafka; an undocumented one is a
-:class:`~coordinator.errors.ConfigError` naming it.
+:class:`~coordinator.client.errors.ConfigError` naming it.
 
 Three librdkafka settings are changed (see :class:`ProducerConfig`):
 ``enable.idempotence`` is forced on, ``delivery.report.only.error`` is emulated by the
@@ -19,9 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from coordinator.errors import ConfigError
-from coordinator.transition import DEFAULT_DELIVERY_TIMEOUT_MS
-from coordinator.zk_auth import ZkAuth
+from coordinator.client.errors import ConfigError
+from coordinator.client.store import DEFAULT_DELIVERY_TIMEOUT_MS
+from coordinator.client.zk_auth import ZkAuth
 from ordered.settings import (
     ORDERED_PREFIX,
     Role,
@@ -63,7 +63,7 @@ class ProducerSettings:
         epoch_header: ``ordered.epoch.header``: add the epoch header to routed records.
         epoch_header_name: ``ordered.epoch.header.name``.
         hooks: ``ordered.hooks``: objects that receive the producer's events
-            (:mod:`coordinator.hooks`).
+            (:mod:`coordinator.client.hooks`).
         zookeeper_auth: ``ordered.zookeeper.auth`` (its ``repr`` hides the password).
         switch_mode: ``ordered.switch.mode``: ``track`` or ``pause`` (what the send
             path does while a route switch drains; see :class:`~ordered.OrderedProducer`).

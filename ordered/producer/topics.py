@@ -22,17 +22,17 @@ from typing import Any, Final
 import confluent_kafka
 from kazoo.client import KazooState
 
-from coordinator import identity
-from coordinator.errors import (
+from coordinator.client import identity
+from coordinator.client.errors import (
     LayoutUnavailableError,
     OrderedKafkaError,
     StoreAuthError,
     StoreUnavailableError,
 )
-from coordinator.hooks import ProducerEvents
-from coordinator.store import AckRecord, LayoutStore, ProducerRecord, TopicRecord
-from coordinator.store import paths as store_paths
-from coordinator.topic_ids import TopicIds
+from coordinator.client.hooks import ProducerEvents
+from coordinator.client.store import AckRecord, LayoutStore, ProducerRecord, TopicRecord
+from coordinator.client.store import paths as store_paths
+from coordinator.client.topic_ids import TopicIds
 from ordered.producer.config import ProducerConfig
 from ordered.producer.routes import (
     PLAIN_ROUTE,

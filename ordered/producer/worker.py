@@ -4,7 +4,7 @@ It serves the typed :class:`~ordered.producer.session.Event` queue and does ever
 that talks to ZooKeeper off the send path: re-reads (and so re-arms the one-shot watch
 of) a topic whose watch fired, re-synchronises after a reconnect (re-registering after a
 lost session), retries a deferred layout until librdkafka knows the new partitions,
-writes acks through :meth:`coordinator.store.LayoutStore.ack` (retrying while ZooKeeper
+writes acks through :meth:`coordinator.client.store.LayoutStore.ack` (retrying while ZooKeeper
 is unreachable) and checks idle switches for their drain. kazoo's threads only put
 events; nothing here runs on them. It works through the producer's
 :class:`~ordered.producer.topics.TopicRegistry` (its public methods) and the store.
@@ -18,8 +18,8 @@ import threading
 import time
 from typing import Final
 
-from coordinator.errors import StoreError, StoreUnavailableError
-from coordinator.store import AckRecord, LayoutStore, TopicRecord
+from coordinator.client.errors import StoreError, StoreUnavailableError
+from coordinator.client.store import AckRecord, LayoutStore, TopicRecord
 from ordered.producer.routes import RouteTable, TopicInfo
 from ordered.producer.session import Event, EventKind, ProducerSession
 from ordered.producer.topics import TopicRegistry

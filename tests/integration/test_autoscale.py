@@ -11,31 +11,20 @@ from typing import Any
 import pytest
 from autoscale_helpers import KeyOrder, Traffic, daemon_running, fast_policy
 from helpers import unique, wait_until
-from kazoo.client import KazooClient
+from kit import Kit
 
-from coordinator.store import LayoutStore
-from ordered import OrderedProducer
+from coordinator.client.store import LayoutStore
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 
-def test_autoscaler_grows_shrinks_and_ignores_noise(
-    kazoo_factory: Callable[..., KazooClient],
-    zk_root: str,
-    bootstrap: str,
-    topic_factory: Callable[..., str],
-    controller: Any,
-    make_producer: Callable[..., OrderedProducer],
-    make_consumer: Callable[..., Any],
-    ordered_cli: Callable[..., Any],
-) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
-    store: LayoutStore = controller.store
+def test_autoscaler_grows_shrinks_and_ignores_noise(kit: Kit) -> None:
+    topic = kit.adopted_topic(2)
+    store: LayoutStore = kit.controller.store
     store.set_autoscale_policy(fast_policy(topic))
     with (
-        daemon_running(kazoo_factory, bootstrap, zk_root) as lines,
-        Traffic(make_producer(), topic) as traffic,
+        daemon_running(kit.kazoo_factory, kit.bootstrap, kit.zk_root) as lines,
+        Traffic(kit.make_producer(), topic) as traffic,
     ):
         # Ramp up: 700 records/s is 350/s per partition at 2, 175/s at 4, 87.5/s at 8.
         traffic.rate = 700.0
@@ -77,32 +66,23 @@ def test_autoscaler_grows_shrinks_and_ignores_noise(
     assert next(a for a in actions if a[0] == "shrink")[1] == 8, actions
 
     # Every key in order, nothing lost: an ordered group reads it all back.
-    consumer = make_consumer(unique("g"))
+    consumer = kit.make_consumer(unique("g"))
     consumer.subscribe([topic])
     order = KeyOrder()
     order.read(consumer, total=sum(traffic.sent))
     order.check_all(traffic)
 
     # The decisions show in describe --json.
-    out = ordered_cli("describe", topic, "--json")
+    out = kit.ordered_cli("describe", topic, "--json")
     assert out.returncode == 0, out.stderr
     described = json.loads(out.stdout)["autoscale"]
     assert described["policy"]["target_per_s"] == 100.0
     assert any(d["action"] == "shrink" and d["acted"] for d in described["decisions"])
 
 
-def test_dry_run_decides_without_acting(
-    kazoo_factory: Callable[..., KazooClient],
-    zk_root: str,
-    bootstrap: str,
-    topic_factory: Callable[..., str],
-    controller: Any,
-    make_producer: Callable[..., OrderedProducer],
-    ordered_cli: Callable[..., Any],
-) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
-    out = ordered_cli(
+def test_dry_run_decides_without_acting(kit: Kit) -> None:
+    topic = kit.adopted_topic(2)
+    out = kit.ordered_cli(
         "autoscale",
         topic,
         "--target-records-per-s",
@@ -118,10 +98,10 @@ def test_dry_run_decides_without_acting(
     )
     assert out.returncode == 0, out.stderr
     recorded = Recorder()
-    store: LayoutStore = controller.store
+    store: LayoutStore = kit.controller.store
     with (
-        daemon_running(kazoo_factory, bootstrap, zk_root, (recorded,)),
-        Traffic(make_producer(), topic) as traffic,
+        daemon_running(kit.kazoo_factory, kit.bootstrap, kit.zk_root, (recorded,)),
+        Traffic(kit.make_producer(), topic) as traffic,
     ):
         traffic.rate = 600.0
         wait_until(
@@ -131,7 +111,7 @@ def test_dry_run_decides_without_acting(
             timeout=60,
             what="a dry-run growth decision",
         )
-    record = controller.store.get_topic(topic)
+    record = kit.controller.store.get_topic(topic)
     assert record is not None and (record.active, record.epoch) == (2, 0)
     decision = next(d for d in store.autoscale_status(topic).decisions if d["action"] == "grow")  # type: ignore[union-attr]
     assert decision["dry_run"] and not decision["acted"]
@@ -172,20 +152,14 @@ class _none:
     ],
 )
 def test_bad_policies_are_refused_before_any_write(
-    controller: Any,
-    topic_factory: Callable[..., str],
-    ordered_cli: Callable[..., Any],
-    args: list[str],
-    message: str,
-    code: int,
+    kit: Kit, args: list[str], message: str, code: int
 ) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
-    out = ordered_cli("autoscale", topic, *args)
+    topic = kit.adopted_topic(2)
+    out = kit.ordered_cli("autoscale", topic, *args)
     assert out.returncode == code, (out.stdout, out.stderr)
     assert message in out.stderr
     assert "Traceback" not in out.stderr
-    shown = ordered_cli("autoscale", topic, "--json")
+    shown = kit.ordered_cli("autoscale", topic, "--json")
     assert json.loads(shown.stdout)["autoscale"] is None
 
 

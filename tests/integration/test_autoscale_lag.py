@@ -7,19 +7,17 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from autoscale_helpers import KeyOrder, Traffic, daemon_running, fast_policy
 from fixtures import run_in_background
 from helpers import unique, wait_until
-from kazoo.client import KazooClient
+from kit import Kit
 from prometheus_client import CollectorRegistry
 
-from coordinator.prometheus import PrometheusHooks
-from coordinator.store import LayoutStore
-from ordered import OrderedProducer
+from coordinator.client.store import LayoutStore
+from coordinator.metrics.prometheus import PrometheusHooks
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -29,28 +27,18 @@ def decisions(store: LayoutStore, topic: str) -> list[dict[str, Any]]:
     return [] if status is None else list(status.decisions)
 
 
-def test_a_stopped_group_grows_the_topic(
-    kazoo_factory: Callable[..., KazooClient],
-    zk_root: str,
-    bootstrap: str,
-    topic_factory: Callable[..., str],
-    controller: Any,
-    make_producer: Callable[..., OrderedProducer],
-    make_consumer: Callable[..., Any],
-    ordered_cli: Callable[..., Any],
-) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
-    store: LayoutStore = controller.store
+def test_a_stopped_group_grows_the_topic(kit: Kit) -> None:
+    topic = kit.adopted_topic(2)
+    store: LayoutStore = kit.controller.store
     group = unique("g")
-    traffic = Traffic(make_producer(), topic)
+    traffic = Traffic(kit.make_producer(), topic)
     order = KeyOrder()
     # 100 records/s is 50/s per partition: a tenth of the target, the rate never grows it.
     traffic.rate = 100.0
-    reader = make_consumer(group)
+    reader = kit.make_consumer(group)
     reader.subscribe([topic])
     order.read(reader, total=100, commit=True)
-    out = ordered_cli(
+    out = kit.ordered_cli(
         "autoscale",
         topic,
         *("--target-records-per-s", "1000", "--max", "4", "--up-window", "3"),
@@ -61,7 +49,7 @@ def test_a_stopped_group_grows_the_topic(
     registry = CollectorRegistry()
     try:
         with daemon_running(
-            kazoo_factory, bootstrap, zk_root, (PrometheusHooks(registry),)
+            kit.kazoo_factory, kit.bootstrap, kit.zk_root, (PrometheusHooks(registry),)
         ) as lines:
             # While the group keeps up (its lag is a batch or so), nothing changes.
             stop = threading.Event()
@@ -98,38 +86,29 @@ def test_a_stopped_group_grows_the_topic(
     assert "/partition above 100 for 3 s" in grows[0]["reason"], grows
 
     # The group comes back and reads everything, each key in order, across the growth.
-    resumed = make_consumer(group)
+    resumed = kit.make_consumer(group)
     resumed.subscribe([topic])
     order.read(resumed, total=sum(traffic.sent))
     order.check_all(traffic)
 
-    shown = ordered_cli("describe", topic, "--json")
+    shown = kit.ordered_cli("describe", topic, "--json")
     assert shown.returncode == 0, shown.stderr
     described = json.loads(shown.stdout)["autoscale"]
     assert described["policy"]["max_lag"] == 100
     assert any(d["rule"] == "lag" and d["lag"] > 100 for d in described["decisions"])
-    text = ordered_cli("autoscale", topic)
+    text = kit.ordered_cli("autoscale", topic)
     assert "max lag 100 records per partition" in text.stdout, text.stdout
 
 
-def test_a_lagging_group_holds_back_a_shrink_until_it_catches_up(
-    kazoo_factory: Callable[..., KazooClient],
-    zk_root: str,
-    bootstrap: str,
-    topic_factory: Callable[..., str],
-    controller: Any,
-    make_producer: Callable[..., OrderedProducer],
-    make_consumer: Callable[..., Any],
-) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
-    controller.expand(topic, 4)
-    store: LayoutStore = controller.store
+def test_a_lagging_group_holds_back_a_shrink_until_it_catches_up(kit: Kit) -> None:
+    topic = kit.adopted_topic(2)
+    kit.controller.expand(topic, 4)
+    store: LayoutStore = kit.controller.store
     group = unique("g")
-    traffic = Traffic(make_producer(), topic)
+    traffic = Traffic(kit.make_producer(), topic)
     order = KeyOrder()
     traffic.write(200)
-    first = make_consumer(group)
+    first = kit.make_consumer(group)
     first.subscribe([topic])
     order.read(first, total=200, commit=True)
     first.close()
@@ -139,7 +118,7 @@ def test_a_lagging_group_holds_back_a_shrink_until_it_catches_up(
     traffic.write(2500)
     store.set_autoscale_policy(fast_policy(topic, max_active=4, max_lag=1000))
     try:
-        with daemon_running(kazoo_factory, bootstrap, zk_root) as lines:
+        with daemon_running(kit.kazoo_factory, kit.bootstrap, kit.zk_root) as lines:
             # 20 records/s is 5/s per partition: far below half the target.
             traffic.rate = 20.0
             # Once a down-window of samples exists, the rate asks for a shrink.
@@ -156,7 +135,7 @@ def test_a_lagging_group_holds_back_a_shrink_until_it_catches_up(
             held = store.get_topic(topic)
             assert held is not None and (held.active, held.epoch) == (4, epoch), lines
             # The group catches up (and keeps reading): the shrink follows.
-            resumed = make_consumer(group)
+            resumed = kit.make_consumer(group)
             resumed.subscribe([topic])
             stop = threading.Event()
             reading = run_in_background(order.read, resumed, stop=stop, commit=True)

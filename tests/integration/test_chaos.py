@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import wait_until
 
 pytestmark = [pytest.mark.integration]
 
@@ -85,15 +86,18 @@ def test_a_ci_sized_chaos_run_holds(tmp_path: Path) -> None:
 def test_a_stopped_run_stops_everything_it_started(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     proc = _chaos("--duration", "600", "--seed", "1", "--dir", str(run_dir))
-    assert proc.stderr is not None
-    deadline = time.monotonic() + 180
-    seen = ""
+    stderr = proc.stderr
+    assert stderr is not None
+    seen: list[str] = []
+
+    def flowing() -> bool:
+        ready, _, _ = select.select([stderr], [], [], 1.0)
+        if ready:
+            seen.append(stderr.readline())
+        return "traffic flows" in "".join(seen)
+
     try:
-        while "traffic flows" not in seen:
-            assert time.monotonic() < deadline, seen
-            ready, _, _ = select.select([proc.stderr], [], [], 1.0)
-            if ready:
-                seen += proc.stderr.readline()
+        wait_until(flowing, 180, what=lambda: f"'traffic flows' in {''.join(seen)!r}", interval=0)
         time.sleep(5)
         assert _leftovers(run_dir), "nothing ran"
         os.kill(proc.pid, signal.SIGTERM)

@@ -16,11 +16,11 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from fixtures import producer_record, snapshot
 from helpers import run_cli, wait_until
-from kazoo.client import KazooClient
+from kit import Kit
 
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store import LayoutStore
-from coordinator.zk import close_client
+from coordinator.client.store import LayoutStore
+from coordinator.client.zk import close_client
+from coordinator.kafka.kafka_admin import KafkaAdmin
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -82,62 +82,50 @@ def test_list_and_json_stderr(
     assert [first, "2", "3", "1", "sealed", "murmur3"] in [line.split() for line in text]
 
 
-def test_dry_runs_show_the_plan_and_write_nothing(
-    ordered_cli: Callable[..., Any],
-    topic_factory: Callable[..., str],
-    zk: KazooClient,
-    zk_root: str,
-    bootstrap: str,
-) -> None:
-    topic = topic_factory(3)
-    assert ordered_cli("adopt", topic).returncode == 0
-    assert ordered_cli("expand", topic, "--to", "5").returncode == 0
-    before = snapshot(zk, zk_root)
+def test_dry_runs_show_the_plan_and_write_nothing(kit: Kit) -> None:
+    topic = kit.topic_factory(3)
+    assert kit.ordered_cli("adopt", topic).returncode == 0
+    assert kit.ordered_cli("expand", topic, "--to", "5").returncode == 0
+    before = snapshot(kit.zk, kit.zk_root)
 
-    grow = ordered_cli("expand", topic, "--to", "7", "--dry-run", "--json")
+    grow = kit.ordered_cli("expand", topic, "--to", "7", "--dry-run", "--json")
     assert grow.returncode == 0, grow.stderr
     plan = json.loads(grow.stdout)
     assert plan["dry_run"] and (plan["from_active"], plan["to_active"], plan["epoch"]) == (5, 7, 2)
     assert plan["edges"] == [[0, 6], [2, 5]]
     assert (plan["receive"], plan["give"], plan["retire"]) == ([5, 6], [0, 2], [])
     assert plan["create"] == [5, 6]
-    text = ordered_cli("expand", topic, "--to", "7", "--dry-run").stdout
+    text = kit.ordered_cli("expand", topic, "--to", "7", "--dry-run").stdout
     assert "edges 0->6, 2->5" in text and "receive 5, 6" in text and "give 0, 2" in text
 
-    cut = json.loads(ordered_cli("shrink", topic, "--to", "3", "--dry-run", "--json").stdout)
+    cut = json.loads(kit.ordered_cli("shrink", topic, "--to", "3", "--dry-run", "--json").stdout)
     assert cut["edges"] == [[3, 0], [4, 1]]
     assert (cut["retire"], cut["give"], cut["receive"]) == ([3, 4], [3, 4], [0, 1])
-    refused = ordered_cli("shrink", topic, "--to", "2", "--dry-run")
+    refused = kit.ordered_cli("shrink", topic, "--to", "2", "--dry-run")
     assert refused.returncode == 1 and "below its initial partition count 3" in refused.stderr
 
-    gone = json.loads(ordered_cli("unadopt", topic, "--dry-run", "--json").stdout)
+    gone = json.loads(kit.ordered_cli("unadopt", topic, "--dry-run", "--json").stdout)
     assert gone["dry_run"] and gone["adopted"] and gone["epochs"] == 2
-    assert snapshot(zk, zk_root) == before
-    assert KafkaAdmin(bootstrap).partition_count(topic) == 5
+    assert snapshot(kit.zk, kit.zk_root) == before
+    assert KafkaAdmin(kit.bootstrap).partition_count(topic) == 5
 
 
-def test_unadopt_refuses_while_producers_are_registered_unless_forced(
-    ordered_cli: Callable[..., Any],
-    topic_factory: Callable[..., str],
-    kazoo_factory: Callable[..., KazooClient],
-    zk: KazooClient,
-    zk_root: str,
-) -> None:
-    topic = topic_factory(2)
-    assert ordered_cli("adopt", topic).returncode == 0
-    producer = kazoo_factory()
-    LayoutStore(producer, zk_root).register_producer(
+def test_unadopt_refuses_while_producers_are_registered_unless_forced(kit: Kit) -> None:
+    topic = kit.topic_factory(2)
+    assert kit.ordered_cli("adopt", topic).returncode == 0
+    producer = kit.kazoo_factory()
+    LayoutStore(producer, kit.zk_root).register_producer(
         topic, producer_record("p-web-1-0", host="web-1", pid=77, client_id="orders")
     )
-    before = snapshot(zk, zk_root)
-    refused = ordered_cli("unadopt", topic)
+    before = snapshot(kit.zk, kit.zk_root)
+    refused = kit.ordered_cli("unadopt", topic)
     assert refused.returncode == 1, refused.stderr
     assert "refusing to unadopt" in refused.stderr
     assert "p-web-1-0 (host web-1, pid 77, client.id orders)" in refused.stderr
     assert "loses its order" in refused.stderr and "--force" in refused.stderr
-    assert snapshot(zk, zk_root) == before
+    assert snapshot(kit.zk, kit.zk_root) == before
 
-    forced = ordered_cli("unadopt", topic, "--force", "--json")
+    forced = kit.ordered_cli("unadopt", topic, "--force", "--json")
     assert forced.returncode == 0, forced.stderr
     assert json.loads(forced.stdout)["unadopted"] is True
     assert json.loads(forced.stdout)["producers"] == ["p-web-1-0"]
@@ -146,36 +134,28 @@ def test_unadopt_refuses_while_producers_are_registered_unless_forced(
     close_client(producer)
 
 
-def test_describe_summary_and_kafka_down(
-    ordered_cli: Callable[..., Any],
-    topic_factory: Callable[..., str],
-    kazoo_factory: Callable[..., KazooClient],
-    zk_hosts: str,
-    zk_root: str,
-    bootstrap: str,
-    silent_server: str,
-) -> None:
-    topic = topic_factory(2)
-    assert ordered_cli("adopt", topic).returncode == 0
-    assert ordered_cli("expand", topic, "--to", "3").returncode == 0
-    producer = kazoo_factory()
-    LayoutStore(producer, zk_root).register_producer(
+def test_describe_summary_and_kafka_down(kit: Kit, silent_server: str) -> None:
+    topic = kit.topic_factory(2)
+    assert kit.ordered_cli("adopt", topic).returncode == 0
+    assert kit.ordered_cli("expand", topic, "--to", "3").returncode == 0
+    producer = kit.kazoo_factory()
+    LayoutStore(producer, kit.zk_root).register_producer(
         topic, producer_record("p-silent", 60000, host="h")
     )
-    waiting = ordered_cli("expand", topic, "--to", "4", "--timeout", "1")
+    waiting = kit.ordered_cli("expand", topic, "--to", "4", "--timeout", "1")
     assert waiting.returncode == 1
 
-    text = ordered_cli("describe", topic).stdout.splitlines()
+    text = kit.ordered_cli("describe", topic).stdout.splitlines()
     assert text[0] == f"{topic}: 4 active partitions (initial 2, 4 in Kafka), epoch 2, murmur3"
     assert text[1].startswith("pending: epoch 2 (3 -> 4), published ")
     assert "waits for 1 of 1 producer(s) to ack: p-silent" in text[1]
-    described = json.loads(ordered_cli("describe", topic, "--json").stdout)
+    described = json.loads(kit.ordered_cli("describe", topic, "--json").stdout)
     assert described["summary"][0] == text[0] and described["kafka"]["reachable"] is True
     assert described["topic"]["pending"] == 2 and described["pending_acks"] == []
 
     # Kafka stopped (nothing listens): the ZooKeeper layout at once, with a note.
     started = time.monotonic()
-    down = ordered_cli("describe", topic, "--json", kafka=f"127.0.0.1:{closed_port()}")
+    down = kit.ordered_cli("describe", topic, "--json", kafka=f"127.0.0.1:{closed_port()}")
     assert down.returncode == 0, down.stderr
     payload = json.loads(down.stdout)
     assert payload["kafka"]["reachable"] is False and "refused" in payload["kafka"]["error"]
@@ -185,7 +165,7 @@ def test_describe_summary_and_kafka_down(
 
     # Kafka hung (connects, never answers): --kafka-timeout bounds the wait.
     started = time.monotonic()
-    hung = ordered_cli("describe", topic, "--kafka-timeout", "3", kafka=silent_server)
+    hung = kit.ordered_cli("describe", topic, "--kafka-timeout", "3", kafka=silent_server)
     took = time.monotonic() - started
     assert hung.returncode == 0, hung.stderr
     assert "Kafka is unreachable" in hung.stdout and "epoch 2 pending: 3 -> 4" in hung.stdout
@@ -193,34 +173,31 @@ def test_describe_summary_and_kafka_down(
     assert 3 <= took < 12, took
     close_client(producer)
 
-    servers = ["--zookeeper", zk_hosts, "--bootstrap-servers", bootstrap]
-    wrong = run_cli("describe", topic, *servers, "--root", zk_root + "-wrong", timeout=60)
+    servers = ["--zookeeper", kit.zk_hosts, "--bootstrap-servers", kit.bootstrap]
+    wrong = run_cli("describe", topic, *servers, "--root", kit.zk_root + "-wrong", timeout=60)
     assert wrong.returncode == 0, wrong.stderr
     assert "not adopted" in wrong.stdout and "hint: the store root" in wrong.stdout
 
 
-def test_describe_group_lag_members_and_all_groups(
-    ordered_cli: Callable[..., Any],
-    topic_factory: Callable[..., str],
-    group_factory: Callable[[], str],
-    bootstrap: str,
-) -> None:
-    topic = topic_factory(2)
-    assert ordered_cli("adopt", topic).returncode == 0
+def test_describe_group_lag_members_and_all_groups(kit: Kit) -> None:
+    topic = kit.topic_factory(2)
+    assert kit.ordered_cli("adopt", topic).returncode == 0
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap})
+    producer = Producer({"bootstrap.servers": kit.bootstrap})
     for i in range(10):
         producer.produce(topic, b"v", partition=i % 2)
     producer.flush(30)
 
-    nobody = json.loads(ordered_cli("describe", topic, "--group", group_factory(), "--json").stdout)
+    nobody = json.loads(
+        kit.ordered_cli("describe", topic, "--group", kit.group_factory(), "--json").stdout
+    )
     assert nobody["exists"] is False and nobody["members"] == []
 
-    group = group_factory()
+    group = kit.group_factory()
     consumer = Consumer(
         {
-            "bootstrap.servers": bootstrap,
+            "bootstrap.servers": kit.bootstrap,
             "group.id": group,
             "client.id": "lag-probe",
             "enable.auto.commit": False,
@@ -230,42 +207,37 @@ def test_describe_group_lag_members_and_all_groups(
     try:
         consumer.subscribe([topic])
         wait_until(lambda: consumer.poll(0.5) is not None or consumer.assignment(), timeout=60)
-        member = json.loads(ordered_cli("describe", topic, "--group", group, "--json").stdout)
+        member = json.loads(kit.ordered_cli("describe", topic, "--group", group, "--json").stdout)
         assert member["exists"] is True and member["committed_any"] is False
         assert [m["client_id"] for m in member["members"]] == ["lag-probe"]
-        text = ordered_cli("describe", topic, "--group", group).stdout
+        text = kit.ordered_cli("describe", topic, "--group", group).stdout
         assert "has never committed" in text and "lag-probe" in text
 
         consumer.commit(offsets=[TopicPartition(topic, 0, 2)], asynchronous=False)
-        status = json.loads(ordered_cli("describe", topic, "--group", group, "--json").stdout)
+        status = json.loads(kit.ordered_cli("describe", topic, "--group", group, "--json").stdout)
         parts = {p["partition"]: p for p in status["partitions"]}
         assert (parts[0]["committed"], parts[0]["end"], parts[0]["lag"]) == (2, 5, 3)
         assert parts[1]["lag"] is None and status["lag"] == 3
         assert parts[0]["client_id"] == "lag-probe" and parts[0]["host"]
         assert parts[0]["consumer_id"] == status["members"][0]["consumer_id"]
-        table = ordered_cli("describe", topic, "--group", group).stdout.splitlines()
+        table = kit.ordered_cli("describe", topic, "--group", group).stdout.splitlines()
         assert ["0", "active", "2", "5", "3", "open"] in [line.split() for line in table]
 
-        every = json.loads(ordered_cli("describe", topic, "--all-groups", "--json").stdout)
+        every = json.loads(kit.ordered_cli("describe", topic, "--all-groups", "--json").stdout)
         assert [g["group"] for g in every["groups"]] == [group]
     finally:
         consumer.close()
 
 
 def test_barrier_progress_counts_down_and_the_seal_counts_the_epoch_age(
-    topic_factory: Callable[..., str],
-    kazoo_factory: Callable[..., KazooClient],
-    zk_hosts: str,
-    zk_root: str,
-    bootstrap: str,
-    tmp_path: Any,
+    kit: Kit, tmp_path: Any
 ) -> None:
-    topic = topic_factory(2)
-    servers = ["--zookeeper", zk_hosts, "--bootstrap-servers", bootstrap, "--root", zk_root]
+    topic = kit.topic_factory(2)
+    servers = kit.cli_servers
     assert run_cli("adopt", topic, *servers, timeout=60).returncode == 0
-    silent, leaving = kazoo_factory(), kazoo_factory()
-    LayoutStore(silent, zk_root).register_producer(topic, producer_record("p-silent", 2000))
-    LayoutStore(leaving, zk_root).register_producer(topic, producer_record("p-leaving", 15000))
+    silent, leaving = kit.kazoo_factory(), kit.kazoo_factory()
+    LayoutStore(silent, kit.zk_root).register_producer(topic, producer_record("p-silent", 2000))
+    LayoutStore(leaving, kit.zk_root).register_producer(topic, producer_record("p-leaving", 15000))
     log = tmp_path / "expand.log"
     with log.open("wb") as out:
         expand = subprocess.Popen(

@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +38,8 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from fixtures import consumer_config
 from helpers import kill_process, unique, wait_until
+from kit import Kit
 
-from coordinator.controller import Controller
 from ordered.producer import OrderedProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -269,17 +269,21 @@ def read_output(bootstrap: str, topic: str, expected: int) -> list[Any]:
         partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
         consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
         out: list[Any] = []
-        idle_since = time.monotonic()
-        deadline = time.monotonic() + 90
-        # Past the expected count, a little longer: duplicates would come after it.
-        while time.monotonic() - idle_since < (2.0 if len(out) >= expected else 5.0):
-            assert time.monotonic() < deadline, f"read {len(out)} of {expected}"
+        idle_since = [time.monotonic()]
+
+        def quiet() -> bool:
             batch = consumer.consume(1000, 0.2)
             for m in batch:
                 assert m.error() is None, m.error()
             if batch:
-                out += batch
-                idle_since = time.monotonic()
+                out.extend(batch)
+                idle_since[0] = time.monotonic()
+            # Past the expected count, a little longer: duplicates would come after it.
+            return time.monotonic() - idle_since[0] >= (2.0 if len(out) >= expected else 5.0)
+
+        wait_until(
+            quiet, 90, what=lambda: f"the output quiet (read {len(out)} of {expected})", interval=0
+        )
         return out
     finally:
         consumer.close()
@@ -326,29 +330,20 @@ def pipelines() -> Iterator[list[Pipeline]]:
 
 @pytest.mark.parametrize("mode", ["application", "auto"])
 def test_read_process_write_is_exactly_once_and_in_order_under_kills(
-    mode: str,
-    topic_factory: Callable[..., str],
-    group_factory: Callable[[], str],
-    controller: Controller,
-    make_producer: Callable[..., OrderedProducer],
-    pipelines: list[Pipeline],
-    tmp_path: Path,
-    bootstrap: str,
-    zk_hosts: str,
-    zk_root: str,
+    kit: Kit, mode: str, pipelines: list[Pipeline], tmp_path: Path
 ) -> None:
-    source = topic_factory(2, prefix="in")
-    controller.adopt(source)
-    sink = topic_factory(3, prefix="out")
-    group = group_factory()
+    source = kit.topic_factory(2, prefix="in")
+    kit.controller.adopt(source)
+    sink = kit.topic_factory(3, prefix="out")
+    group = kit.group_factory()
     config = {
         "input": source,
         "output": sink,
         "interval": 1.5,
         "consumer": consumer_config(
-            bootstrap,
-            zk_hosts,
-            zk_root,
+            kit.bootstrap,
+            kit.zk_hosts,
+            kit.zk_root,
             group,
             **{
                 "isolation.level": "read_committed",
@@ -356,21 +351,21 @@ def test_read_process_write_is_exactly_once_and_in_order_under_kills(
             },
         ),
         "producer": {
-            "bootstrap.servers": bootstrap,
+            "bootstrap.servers": kit.bootstrap,
             "transactional.id": unique("pipeline"),
-            "ordered.zookeeper.connect": zk_hosts,
-            "ordered.zookeeper.root": zk_root,
+            "ordered.zookeeper.connect": kit.zk_hosts,
+            "ordered.zookeeper.root": kit.zk_root,
         },
     }
     pipeline = Pipeline(config, tmp_path)
     pipelines.append(pipeline)
-    writer = Input(make_producer(), source)
+    writer = Input(kit.make_producer(), source)
     rng = random.Random(19)
     try:
         wait_until(lambda: pipeline.seen("COMMITTED", 0), timeout=30, what="a first commit")
         for kind, to in (("expand", 3), ("expand", 4), ("shrink", 3), ("shrink", 2)):
             since = len(pipeline.lines)
-            getattr(controller, kind)(source, to, timeout=60)
+            getattr(kit.controller, kind)(source, to, timeout=60)
             # Kill mid-transaction right after the boundary's maybe_revoked (and, in
             # auto mode, the consumer's own boundary commit)...
             with contextlib.suppress(AssertionError):
@@ -389,18 +384,18 @@ def test_read_process_write_is_exactly_once_and_in_order_under_kills(
     total = sum(produced.values())
     try:
         wait_until(
-            lambda: committed_everything(bootstrap, group, source),
+            lambda: committed_everything(kit.bootstrap, group, source),
             timeout=120,
             interval=1.0,
             what="the pipeline to commit all input",
         )
     except AssertionError:
-        print("committed, watermarks:", progress(bootstrap, group, source))
+        print("committed, watermarks:", progress(kit.bootstrap, group, source))
         print("pipeline:", pipeline.lines[-20:], pipeline.status())
         raise
     pipeline.finish()
     revoked = sum(1 for line in pipeline.lines if line.startswith("REVOKED"))
-    out = read_output(bootstrap, sink, total)
+    out = read_output(kit.bootstrap, sink, total)
     per_key: dict[str, list[int]] = defaultdict(list)
     for m in out:
         key, seq = m.value().decode().split(":")

@@ -7,15 +7,16 @@ which shows the scenario can fail.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from confluent_kafka import TopicPartition
 from fixtures import expire_session
-from helpers import transient_error
+from helpers import consume_until, drain
+from kit import Kit
 
-from coordinator.controller import Controller
+from coordinator.control.controller import Controller
 from linear_hash import Layout
 from ordered.consumer import OrderedConsumer
 from ordered.producer import OrderedProducer
@@ -41,14 +42,17 @@ class Run:
         # tell this consumer that a new epoch exists.
         consumer._layouts.watcher.take_dirty = lambda: set()  # type: ignore[method-assign]
 
-    def consume_for(self, seconds: float, until: int | None = None) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline and (until is None or len(self.seen) < until):
-            for m in self.consumer.consume(100, 0.1):
-                if transient_error(m):
-                    continue
-                assert m.error() is None, m.error()
-                self.seen.append((m.key().decode(), int(m.value()), m.partition()))
+    def consume_for(self, seconds: float) -> None:
+        """Keep whatever arrives within ``seconds`` (nothing, at a held gate)."""
+        self._keep(drain(self.consumer, seconds))
+
+    def consume_until(self, count: int, timeout: float = 20.0) -> None:
+        """Keep records until ``count`` in all were delivered; fail after ``timeout``."""
+        if len(self.seen) < count:
+            self._keep(consume_until(self.consumer, count - len(self.seen), timeout, wait=0.1))
+
+    def _keep(self, messages: list[Any]) -> None:
+        self.seen.extend((m.key().decode(), int(m.value()), m.partition()) for m in messages)
 
     def tp(self, partition: int) -> TopicPartition:
         return TopicPartition(self.topic, partition)
@@ -100,7 +104,7 @@ def scenario(
         consumer.incremental_assign([TopicPartition(topic, 2, 0)])
         state.consume_for(3.0)
         consumer.resume([state.tp(0)])
-        state.consume_for(20.0, until=sent)
+        state.consume_until(sent)
 
         # Shrink 3 -> 2: keys move 2 -> 0; now partition 2's tail is held back.
         sent += write(10)  # still epoch 1: partition 2
@@ -109,7 +113,7 @@ def scenario(
         sent += write(10)  # epoch 2: partition 0
         state.consume_for(3.0)
         consumer.resume([state.tp(2)])
-        state.consume_for(20.0, until=sent)
+        state.consume_until(sent)
         assert len(state.seen) == sent, f"{len(state.seen)} of {sent} delivered"
         return state
 
@@ -135,21 +139,13 @@ def test_without_the_fetch_check_the_same_scenario_breaks_order(
     assert any("(partition 2)" in b for b in broken), broken
 
 
-def test_an_expired_session_in_the_middle_holds_then_recovers_in_order(
-    topic_factory: Callable[..., str],
-    group_factory: Callable[[], str],
-    controller: Controller,
-    zk_hosts: str,
-    make_producer: Callable[..., OrderedProducer],
-    make_consumer: Callable[..., OrderedConsumer],
-) -> None:
+def test_an_expired_session_in_the_middle_holds_then_recovers_in_order(kit: Kit) -> None:
     """The consumer's session expires around an expansion: it reads every history again
     and keeps each key in order (its watch reports nothing, as above)."""
-    topic = topic_factory(2)
-    controller.adopt(topic)
+    topic = kit.adopted_topic(2)
     keys = moving_keys(5)
-    producer = make_producer(**{"ordered.epoch.header": False, "linger.ms": 5})
-    consumer = make_consumer(group_factory())
+    producer = kit.make_producer(**{"ordered.epoch.header": False, "linger.ms": 5})
+    consumer = kit.make_consumer(kit.group_factory())
     try:
         for n in range(10):
             producer.produce(topic, key=keys[n % 5], value=str(n).encode())
@@ -157,8 +153,8 @@ def test_an_expired_session_in_the_middle_holds_then_recovers_in_order(
         consumer.assign([TopicPartition(topic, p, 0) for p in (0, 1)])
         run = Run(consumer, topic)
         consumer.pause([run.tp(0)])
-        expire_session(consumer._zk, zk_hosts)
-        controller.expand(topic, 3)
+        expire_session(consumer._zk, kit.zk_hosts)
+        kit.controller.expand(topic, 3)
         for n in range(10, 20):
             producer.produce(topic, key=keys[n % 5], value=str(n).encode())
         assert producer.flush(30) == 0
@@ -166,7 +162,7 @@ def test_an_expired_session_in_the_middle_holds_then_recovers_in_order(
         run.consume_for(3.0)
         assert all(partition != 2 for _k, _s, partition in run.seen)  # held at the gate
         consumer.resume([run.tp(0)])
-        run.consume_for(20.0, until=20)
+        run.consume_until(20)
         assert len(run.seen) == 20
         assert run.out_of_order() == []
     finally:

@@ -8,16 +8,15 @@ four partitions alike. Order holds either way; the application's own pause is ke
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Producer, TopicPartition
-from helpers import transient_error
+from helpers import consume_until
 
-from coordinator.controller import Controller
+from coordinator.control.controller import Controller
 from linear_hash import Layout
 from ordered.consumer import OrderedConsumer
 
@@ -68,13 +67,9 @@ def grown(
 
 
 def read(consumer: OrderedConsumer, count: int, seen: list[Any], timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while len(seen) < count and time.monotonic() < deadline:
-        for m in consumer.consume(500, 0.5):
-            if transient_error(m):
-                continue
-            assert m.error() is None, m.error()
-            seen.append((m.partition(), m.offset(), m.key(), int(m.value())))
+    if len(seen) < count:
+        got = consume_until(consumer, count - len(seen), timeout, batch=500, wait=0.5)
+        seen.extend((m.partition(), m.offset(), m.key(), int(m.value())) for m in got)
     assert len(seen) == count, f"{len(seen)} of {count}"
 
 

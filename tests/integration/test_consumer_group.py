@@ -11,17 +11,17 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from fixtures import consumer_config
-from helpers import kill_process, transient_error, wait_until
+from helpers import consume_until, kill_process, transient_error, wait_until
+from kit import Kit
 
-from coordinator.controller import Controller
-from coordinator.store import LayoutStore
+from coordinator.client.store import LayoutStore
+from coordinator.control.controller import Controller
 from linear_hash import Layout
 from ordered.consumer import GateState, OrderedConsumer
 from ordered.listener import PartitionKeyRebalanceListener
@@ -81,32 +81,24 @@ class GroupCallbacks(PartitionKeyRebalanceListener):
             ]
 
 
-def test_group_through_expansions_and_shrinks_keeps_every_key_in_order(
-    topic_factory: Callable[..., str],
-    group_factory: Callable[[], str],
-    controller: Controller,
-    store: LayoutStore,
-    bootstrap: str,
-    zk_hosts: str,
-    zk_root: str,
-) -> None:
+def test_group_through_expansions_and_shrinks_keeps_every_key_in_order(kit: Kit) -> None:
     """(c) Three producers, a group of three whose members come and go, 2 -> 4 -> 6 -> 3.
 
     Every (producer, key) stream is delivered in order and completely across the group,
     and wherever a member announced a source's tail, that ``maybe_revoked`` ran before
     the ``assigned`` of the destination the keys moved to.
     """
-    group = group_factory()
+    group = kit.group_factory()
     group_through_layout_changes(
-        topic_factory(2),
-        controller,
-        store,
+        kit.topic_factory(2),
+        kit.controller,
+        kit.store,
         {
-            "bootstrap.servers": bootstrap,
-            "ordered.zookeeper.connect": zk_hosts,
-            "ordered.zookeeper.root": zk_root,
+            "bootstrap.servers": kit.bootstrap,
+            "ordered.zookeeper.connect": kit.zk_hosts,
+            "ordered.zookeeper.root": kit.zk_root,
         },
-        consumer_config(bootstrap, zk_hosts, zk_root, group),
+        consumer_config(kit.bootstrap, kit.zk_hosts, kit.zk_root, group),
     )
 
 
@@ -286,35 +278,26 @@ time.sleep(600)
 """
 
 
-def test_killed_source_consumer_redelivers_tail_before_destination_starts(
-    topic_factory: Callable[..., str],
-    group_factory: Callable[[], str],
-    controller: Controller,
-    store: LayoutStore,
-    bootstrap: str,
-    zk_hosts: str,
-    zk_root: str,
-) -> None:
+def test_killed_source_consumer_redelivers_tail_before_destination_starts(kit: Kit) -> None:
     """(f) SIGKILL a consumer holding the source's uncommitted tail, just before B."""
-    topic = topic_factory(2)
-    controller.adopt(topic)
+    topic = kit.adopted_topic(2)
     old, new = Layout(2, 2, 0), Layout(2, 3, 1)
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2})
+    producer = Producer({"bootstrap.servers": kit.bootstrap, "linger.ms": 2})
     keys = [f"k{i}" for i in range(200) if old.partition_for(f"k{i}") == 0]
     for key in keys:
         producer.produce(topic, value=b"old", key=key, partition=0)
     assert producer.flush(30) == 0
-    controller.expand(topic, 3)
-    boundary = store.get_epoch(topic, 1).boundaries[0]
+    kit.controller.expand(topic, 3)
+    boundary = kit.store.get_epoch(topic, 1).boundaries[0]
     assert boundary == len(keys)
     moved = [k for k in keys if new.partition_for(k) == 2]
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2})  # sees partition 2
+    producer = Producer({"bootstrap.servers": kit.bootstrap, "linger.ms": 2})  # sees partition 2
     for key in moved:
         producer.produce(topic, value=b"new", key=key, partition=2)
     assert producer.flush(30) == 0
 
-    group = group_factory()
-    config = consumer_config(bootstrap, zk_hosts, zk_root, group)
+    group = kit.group_factory()
+    config = consumer_config(kit.bootstrap, kit.zk_hosts, kit.zk_root, group)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     victim = subprocess.Popen(
         [sys.executable, "-c", VICTIM, json.dumps(config), topic, str(boundary - 1)],
@@ -334,7 +317,7 @@ def test_killed_source_consumer_redelivers_tail_before_destination_starts(
         while time.monotonic() < deadline:
             assert destination.consume(100, 0.2) == []
         assert destination.gate_status()[0].state is GateState.BLOCKED
-        probe = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+        probe = Consumer({"bootstrap.servers": kit.bootstrap, "group.id": group})
         [tp] = probe.committed([TopicPartition(topic, 0)], timeout=10)
         probe.close()
         assert tp.offset < boundary
@@ -342,17 +325,17 @@ def test_killed_source_consumer_redelivers_tail_before_destination_starts(
         replacement = OrderedConsumer(config)
         replacement.assign([TopicPartition(topic, 0)])
         redelivered: list[int] = []
-        deadline = time.monotonic() + 20
-        while len(redelivered) < boundary and time.monotonic() < deadline:
-            redelivered += [m.offset() for m in replacement.consume(100, 0.2)]
+
+        def tail_redelivered() -> bool:
+            redelivered.extend(m.offset() for m in replacement.consume(100, 0.2))
             # The destination may not start while the tail is being redelivered.
             assert destination.consume(100, 0.0) == []
+            return len(redelivered) >= boundary
+
+        wait_until(tail_redelivered, 20, what=lambda: f"the tail {redelivered}", interval=0)
         assert redelivered == list(range(boundary))
         replacement.consume(1, 0.1)  # announces the boundary: maybe_revoked, commit
-        got: list[Any] = []
-        deadline = time.monotonic() + 10
-        while len(got) < len(moved) and time.monotonic() < deadline:
-            got += destination.consume(100, 0.2)
+        got = consume_until(destination, len(moved), 10, what="moved records")
         assert [m.value() for m in got] == [b"new"] * len(moved)
     finally:
         kill_process(victim.pid)

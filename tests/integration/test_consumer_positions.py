@@ -6,17 +6,15 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from helpers import wait_until
+from kit import Kit
 
-from coordinator.controller import Controller
-from coordinator.positions import PositionService, Progress
-from coordinator.store import LayoutStore
+from coordinator.client.positions import PositionService, Progress
+from coordinator.client.store import LayoutStore
 from ordered.consumer import GateState, OrderedConsumer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
@@ -53,39 +51,33 @@ def test_consumers_publish_only_what_someone_waits_on(store: LayoutStore, zk_roo
     assert {p: r.offset for p, r in service.progress("t").items()} == {2: 7}
 
 
-def test_gate_opens_on_progress_long_before_the_fallback_interval(
-    topic_factory: Callable[..., str],
-    group_factory: Callable[[], str],
-    store: LayoutStore,
-    controller: Controller,
-    bootstrap: str,
-    zk_hosts: str,
-    zk_root: str,
-    make_consumer: Callable[..., OrderedConsumer],
-) -> None:
+def test_gate_opens_on_progress_long_before_the_fallback_interval(kit: Kit) -> None:
     """With a 20 s fallback interval, the destination opens within a second of the commit."""
-    topic = topic_factory(2)
-    controller.adopt(topic)
-    producer = Producer({"bootstrap.servers": bootstrap})
+    topic = kit.adopted_topic(2)
+    producer = Producer({"bootstrap.servers": kit.bootstrap})
     producer.produce(topic, value=b"tail", partition=0)
     assert producer.flush(30) == 0
-    controller.expand(topic, 3)
-    producer = Producer({"bootstrap.servers": bootstrap})
+    kit.controller.expand(topic, 3)
+    producer = Producer({"bootstrap.servers": kit.bootstrap})
     producer.produce(topic, value=b"head", partition=2)
     assert producer.flush(30) == 0
 
-    group = group_factory()
+    group = kit.group_factory()
     slow = {"ordered.gate.poll.interval.ms": 20_000}
-    destination = make_consumer(group, **slow)
-    source = make_consumer(group, **slow)
+    destination = kit.make_consumer(group, **slow)
+    source = kit.make_consumer(group, **slow)
     try:
         destination.assign([TopicPartition(topic, 2)])
-        deadline = time.monotonic() + 10
-        while destination.gate_status(waits=False)[0].state is not GateState.BLOCKED:
+
+        def blocked() -> bool:
+            if destination.gate_status(waits=False)[0].state is GateState.BLOCKED:
+                return True
             assert destination.consume(10, 0.1) == []
-            assert time.monotonic() < deadline, "destination never reached its gate"
+            return False
+
+        wait_until(blocked, 10, what="the destination to reach its gate", interval=0)
         # The interest is declared (the first re-check after blocking).
-        service = PositionService(store.client, zk_root, group)
+        service = PositionService(kit.store.client, kit.zk_root, group)
         wait_until(
             lambda: destination.consume(10, 0.05) == [] and service.interest(topic),
             timeout=10,
@@ -95,14 +87,10 @@ def test_gate_opens_on_progress_long_before_the_fallback_interval(
         assert dict(interest.waits) == {0: 1}
 
         source.assign([TopicPartition(topic, 0)])
-        got: list[Any] = []
-        while not got:
-            got = source.consume(10, 0.2)
+        wait_until(lambda: source.consume(10, 0.2), 20, what="the tail record", interval=0)
         source.consume(1, 0.0)  # announces: commit and publish
         committed_at = time.monotonic()
-        head: list[Any] = []
-        while not head and time.monotonic() - committed_at < 5:
-            head = destination.consume(10, 0.05)
+        head = wait_until(lambda: destination.consume(10, 0.05), 5, what="the head", interval=0)
         assert [m.value() for m in head] == [b"head"]
         assert time.monotonic() - committed_at < 1.5
         assert service.progress(topic)[0].offset == 1
@@ -168,40 +156,29 @@ def _plain_commit(bootstrap: str, group: str, topic: str, partition: int, offset
         plain.close()
 
 
-def test_relay_opens_gates_and_a_killed_service_falls_back(
-    tmp_path: Path,
-    topic_factory: Callable[..., str],
-    group_factory: Callable[[], str],
-    store: LayoutStore,
-    controller: Controller,
-    bootstrap: str,
-    zk_hosts: str,
-    zk_root: str,
-    make_consumer: Callable[..., OrderedConsumer],
-) -> None:
+def test_relay_opens_gates_and_a_killed_service_falls_back(kit: Kit, tmp_path: Path) -> None:
     """The daemon relays a commit nobody published; SIGKILLed, gates open by the fallback.
 
     The source's progress comes from a plain consumer's commit, so only the coordinator's
     relay (or the waiter's own fallback poll) can tell the waiting destination.
     """
-    topic = topic_factory(2)
-    controller.adopt(topic)
-    producer = Producer({"bootstrap.servers": bootstrap})
+    topic = kit.adopted_topic(2)
+    producer = Producer({"bootstrap.servers": kit.bootstrap})
     producer.produce(topic, value=b"tail-0", partition=0)
     producer.produce(topic, value=b"tail-1", partition=1)
     assert producer.flush(30) == 0
-    controller.expand(topic, 4)  # 0 -> 2 and 1 -> 3 at epoch 1
-    producer = Producer({"bootstrap.servers": bootstrap})  # knows the new partitions
+    kit.controller.expand(topic, 4)  # 0 -> 2 and 1 -> 3 at epoch 1
+    producer = Producer({"bootstrap.servers": kit.bootstrap})  # knows the new partitions
     producer.produce(topic, value=b"head-2", partition=2)
     producer.produce(topic, value=b"head-3", partition=3)
     assert producer.flush(30) == 0
-    group = group_factory()
-    service = PositionService(store.client, zk_root, group)
+    group = kit.group_factory()
+    service = PositionService(kit.store.client, kit.zk_root, group)
     fallback_ms = 3_000
     slow = {"ordered.gate.poll.interval.ms": fallback_ms}
-    daemon = _daemon(tmp_path, zk_hosts, bootstrap, zk_root)
-    first = make_consumer(group, **slow)
-    second = make_consumer(group, **slow)
+    daemon = _daemon(tmp_path, kit.zk_hosts, kit.bootstrap, kit.zk_root)
+    first = kit.make_consumer(group, **slow)
+    second = kit.make_consumer(group, **slow)
     try:
         wait_until(
             lambda: "leader" in (tmp_path / "coordinator.log").read_text(),
@@ -210,11 +187,9 @@ def test_relay_opens_gates_and_a_killed_service_falls_back(
         )
         # 1. With the service: the relay publishes the plain commit, the gate opens fast.
         _blocked_destination(first, topic, 2, service)
-        _plain_commit(bootstrap, group, topic, 0, 1)
+        _plain_commit(kit.bootstrap, group, topic, 0, 1)
         committed_at = time.monotonic()
-        head: list[Any] = []
-        while not head and time.monotonic() - committed_at < 10:
-            head = first.consume(10, 0.05)
+        head = wait_until(lambda: first.consume(10, 0.05), 10, what="the head", interval=0)
         relayed_in = time.monotonic() - committed_at
         assert [m.value() for m in head] == [b"head-2"]
         assert relayed_in < 1.5, f"opened after {relayed_in:.2f} s: not by the relay"
@@ -224,11 +199,9 @@ def test_relay_opens_gates_and_a_killed_service_falls_back(
         daemon.kill()
         assert daemon.wait(timeout=10) == -signal.SIGKILL
         _blocked_destination(second, topic, 3, service)
-        _plain_commit(bootstrap, group, topic, 1, 1)
+        _plain_commit(kit.bootstrap, group, topic, 1, 1)
         committed_at = time.monotonic()
-        head = []
-        while not head and time.monotonic() - committed_at < 15:
-            head = second.consume(10, 0.05)
+        head = wait_until(lambda: second.consume(10, 0.05), 15, what="the head", interval=0)
         assert [m.value() for m in head] == [b"head-3"]
         assert 1 not in service.progress(topic)  # nobody relayed it: the fallback did
         assert time.monotonic() - committed_at < fallback_ms / 1000 + 3

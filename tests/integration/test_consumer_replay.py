@@ -24,8 +24,9 @@ from confluent_kafka.admin import AdminClient
 from helpers import commit_stored as commit
 from helpers import read_committing as read
 from helpers import transient_error, unique, wait_until
+from kit import Kit
 
-from coordinator.controller import Controller
+from coordinator.control.controller import Controller
 from ordered.consumer import OrderedConsumer
 from ordered.producer import OrderedProducer
 
@@ -149,25 +150,21 @@ def test_running_consumer_seeks_back_and_replays_in_order(
 
 @GUARD
 def test_offsets_reset_while_stopped_replay_in_order(
-    guard: bool,
-    written: Callable[[], tuple[Written, Produce]],
-    make_consumer: Callable[..., OrderedConsumer],
-    group_factory: Callable[[], str],
-    bootstrap: str,
+    kit: Kit, guard: bool, written: Callable[[], tuple[Written, Produce]]
 ) -> None:
     """The application stops consuming (``unassign``), the group's offsets are reset
     with the AdminClient (Kafka's ``--reset-offsets``), and the same consumer object
     assigns the partitions again: librdkafka starts them at the reset offsets. (A new
     consumer object has nothing cached and replays in order either way.)"""
     w, _ = written()
-    group = group_factory()
-    consumer = make_consumer(group, **FETCH)
+    group = kit.group_factory()
+    consumer = kit.make_consumer(group, **FETCH)
     consumer._core.replay_guard = guard
     everything = [TopicPartition(w.topic, p) for p in range(w.partitions)]
     consumer.assign(everything)
     first = read(consumer, w.total)
     consumer.unassign()
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": kit.bootstrap})
     request = ConsumerGroupTopicPartitions(
         group, [TopicPartition(w.topic, p, 0) for p in range(w.partitions)]
     )
@@ -267,12 +264,7 @@ class Member:
 @GUARD
 @pytest.mark.parametrize("mode", ["auto", "application", "transaction"])
 def test_rewind_by_one_member_is_seen_by_the_other(
-    guard: bool,
-    mode: str,
-    written: Callable[[], tuple[Written, Produce]],
-    make_consumer: Callable[..., OrderedConsumer],
-    make_producer: Callable[..., OrderedProducer],
-    group_factory: Callable[[], str],
+    kit: Kit, guard: bool, mode: str, written: Callable[[], tuple[Written, Produce]]
 ) -> None:
     """Two members of one group: ``sources`` reads 0 and 1 (the partitions that gave keys
     to 2 and 3), ``destinations`` reads 2 and 3. New records keep coming while
@@ -285,11 +277,11 @@ def test_rewind_by_one_member_is_seen_by_the_other(
     only sees by reading the committed offsets), and the rewind reaches the other
     member with that commit."""
     w, produce = written()
-    group = group_factory()
+    group = kit.group_factory()
     log = GroupLog()
     settings = {**FETCH, "ordered.commit.mode": "auto" if mode == "auto" else "application"}
-    sources = Member("sources", make_consumer(group, **settings), log, 0.03)
-    destinations = Member("destinations", make_consumer(group, **settings), log, 0.0)
+    sources = Member("sources", kit.make_consumer(group, **settings), log, 0.03)
+    destinations = Member("destinations", kit.make_consumer(group, **settings), log, 0.0)
     members = (sources, destinations)
     for member in members:
         member.consumer._core.replay_guard = guard
@@ -312,7 +304,7 @@ def test_rewind_by_one_member_is_seen_by_the_other(
         if mode == "application":
             sources.consumer.commit(offsets=rewound, asynchronous=False)
         elif mode == "transaction":
-            transactional = make_producer(**{"transactional.id": unique("rewind")})
+            transactional = kit.make_producer(**{"transactional.id": unique("rewind")})
             transactional.init_transactions(30)
             transactional.begin_transaction()
             metadata = sources.consumer.consumer_group_metadata()

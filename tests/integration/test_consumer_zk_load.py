@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
-from helpers import transient_error
+from helpers import consume_until
+from kit import Kit
 
-from coordinator.controller import Controller
+from coordinator.control.controller import Controller
 from linear_hash import Layout
 from ordered.consumer import OrderedConsumer
 from ordered.consumer.pacing import CHECK_BURST
@@ -59,14 +60,7 @@ def write(bootstrap: str, topic: str, count: int, start: int = 0) -> None:
 
 
 def read(consumer: OrderedConsumer, count: int, num: int, timeout: float = 60.0) -> list[Any]:
-    got: list[Any] = []
-    deadline = time.monotonic() + timeout
-    while len(got) < count and time.monotonic() < deadline:
-        for m in consumer.consume(num, 0.5):
-            if transient_error(m):
-                continue
-            assert m.error() is None, m.error()
-            got.append(m)
+    got = consume_until(consumer, count, timeout, batch=num, wait=0.5)
     assert len(got) == count, f"{len(got)} of {count}"
     return got
 
@@ -79,13 +73,10 @@ def topic(topic_factory: Callable[..., str], controller: Controller) -> str:
 
 
 def test_a_backlog_read_at_full_speed_needs_almost_no_checks_and_new_records_do(
-    topic: str,
-    bootstrap: str,
-    group_factory: Callable[[], str],
-    make_consumer: Callable[..., OrderedConsumer],
+    kit: Kit, topic: str
 ) -> None:
-    write(bootstrap, topic, 40_000)
-    consumer = make_consumer(group_factory())
+    write(kit.bootstrap, topic, 40_000)
+    consumer = kit.make_consumer(kit.group_factory())
     counted = Counted(consumer)
     consumer.subscribe([topic])
     first = read(consumer, 1, 1)  # the start-up: subscription, group, first reads
@@ -108,24 +99,24 @@ def test_a_backlog_read_at_full_speed_needs_almost_no_checks_and_new_records_do(
     assert requests <= 3 * 3 + 20 * elapsed, f"{requests} requests in {elapsed:.1f} s"
 
     # A record written after those checks lies above every covered offset: checked.
-    write(bootstrap, topic, 10, start=40_000)
+    write(kit.bootstrap, topic, 10, start=40_000)
     read(consumer, 10, 100)
     assert consumer.metrics["layout_checks"] > checks0 + checks
 
 
 def test_a_caught_up_consumer_sends_at_most_the_configured_requests_per_second(
-    topic: str,
-    bootstrap: str,
-    group_factory: Callable[[], str],
-    make_consumer: Callable[..., OrderedConsumer],
+    kit: Kit, topic: str
 ) -> None:
-    write(bootstrap, topic, 100)
-    consumer = make_consumer(group_factory(), **{"ordered.layout.check.max.requests.per.s": 10})
+    write(kit.bootstrap, topic, 100)
+    consumer = kit.make_consumer(
+        kit.group_factory(), **{"ordered.layout.check.max.requests.per.s": 10}
+    )
     counted = Counted(consumer)
     consumer.subscribe([topic])
     read(consumer, 100, 100)
     stop = threading.Event()
     written = [100]
+    bootstrap = kit.bootstrap  # resolved here: the writer thread must not ask pytest
 
     def produce() -> None:
         # Small batches, continuously: every consume finds records above the covered

@@ -12,17 +12,18 @@ from confluent_kafka import KafkaError, Producer
 from fixtures import producer_record, run_in_background
 from helpers import unique, wait_until
 from kazoo.client import KazooClient
+from kit import Kit
 
-from coordinator.controller import BarrierTimeoutError, Controller, TransitionResult
-from coordinator.errors import (
+from coordinator.client.errors import (
     LayoutError,
     NotAdoptedError,
     OrderedKafkaError,
     TransitionInProgressError,
 )
-from coordinator.kafka_admin import KafkaAdmin, UnknownTopicError
-from coordinator.store import AckRecord, LayoutStore
-from coordinator.zk import close_client
+from coordinator.client.store import AckRecord, LayoutStore
+from coordinator.client.zk import close_client
+from coordinator.control.controller import BarrierTimeoutError, Controller, TransitionResult
+from coordinator.kafka.kafka_admin import KafkaAdmin, UnknownTopicError
 from linear_hash import key_flow
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
@@ -58,45 +59,39 @@ def produce(bootstrap: str, topic: str, counts: dict[int, int]) -> None:
     assert producer.flush(30) == 0
 
 
-def test_adopt_expand_expand_shrink_without_producers(
-    controller: Controller,
-    store: LayoutStore,
-    admin: KafkaAdmin,
-    bootstrap: str,
-    topic_factory: Callable[..., str],
-) -> None:
-    topic = topic_factory(4)
-    produce(bootstrap, topic, {0: 3, 1: 5, 2: 2, 3: 7})
-    record = controller.adopt(topic)
+def test_adopt_expand_expand_shrink_without_producers(kit: Kit, admin: KafkaAdmin) -> None:
+    topic = kit.topic_factory(4)
+    produce(kit.bootstrap, topic, {0: 3, 1: 5, 2: 2, 3: 7})
+    record = kit.controller.adopt(topic)
     assert (record.initial, record.active, record.epoch, record.pending) == (4, 4, 0, None)
-    assert controller.adopt(topic) == record  # idempotent
-    epoch0 = store.get_epoch(topic, 0)
+    assert kit.controller.adopt(topic) == record  # idempotent
+    epoch0 = kit.store.get_epoch(topic, 0)
     assert epoch0.sealed and epoch0.edges == () and epoch0.to_active == 4
 
-    r1 = controller.expand(topic, 6, timeout=30)
+    r1 = kit.controller.expand(topic, 6, timeout=30)
     assert (r1.epoch, r1.from_active, r1.to_active) == (1, 4, 6)
     assert r1.created_partitions and admin.partition_count(topic) == 6
     # Receivers 4, 5 are new (end offset 0 at publish); givers 0, 1 at seal.
     assert r1.boundaries == {0: 3, 1: 5, 4: 0, 5: 0}
 
-    produce(bootstrap, topic, {2: 4, 3: 1, 4: 6, 5: 2})
-    r2 = controller.expand(topic, 8, timeout=30)
+    produce(kit.bootstrap, topic, {2: 4, 3: 1, 4: 6, 5: 2})
+    r2 = kit.controller.expand(topic, 8, timeout=30)
     assert r2.boundaries == {2: 6, 3: 8, 6: 0, 7: 0}
     assert admin.partition_count(topic) == 8
 
-    produce(bootstrap, topic, {1: 2, 5: 3, 6: 4, 7: 9})
-    r3 = controller.shrink(topic, 5, timeout=30)
+    produce(kit.bootstrap, topic, {1: 2, 5: 3, 6: 4, 7: 9})
+    r3 = kit.controller.shrink(topic, 5, timeout=30)
     # Retired 5, 6, 7 give to their ancestors 1, 2, 3: receivers at publish, givers at
     # seal, both the end offsets written above.
     assert key_flow(4, 8, 5) == [(5, 1), (6, 2), (7, 3)]
     assert r3.boundaries == {1: 7, 2: 6, 3: 8, 5: 5, 6: 4, 7: 9}
     assert not r3.created_partitions
 
-    final = store.get_topic(topic)
+    final = kit.store.get_topic(topic)
     assert final is not None
     assert (final.active, final.epoch, final.pending, final.physical) == (5, 3, None, 8)
     assert admin.partition_count(topic) == 8
-    epochs = store.epochs(topic)
+    epochs = kit.store.epochs(topic)
     assert [(e.epoch, e.state, e.from_active, e.to_active) for e in epochs] == [
         (0, "sealed", 4, 4),
         (1, "sealed", 4, 6),
@@ -109,7 +104,7 @@ def test_adopt_expand_expand_shrink_without_producers(
         key_flow(4, 8, 5),
     ]
     assert all(e.producers == () and e.sealed_at is not None for e in epochs)
-    description = controller.describe(topic)
+    description = kit.controller.describe(topic)
     assert description.kafka_partitions == 8 and len(description.epochs) == 4
 
 
@@ -127,47 +122,40 @@ def test_adopt_with_other_settings_is_refused(
         controller.adopt(unique("missing"))
 
 
-def test_validation_writes_nothing(
-    controller: Controller, store: LayoutStore, topic_factory: Callable[..., str]
-) -> None:
-    topic = topic_factory(4)
+def test_validation_writes_nothing(kit: Kit) -> None:
+    topic = kit.topic_factory(4)
     with pytest.raises(NotAdoptedError):
-        controller.expand(topic, 6)
-    assert store.client.exists(f"{store.root}/topics/{topic}") is None
-    controller.adopt(topic)
-    before = store.client.get(f"{store.root}/topics/{topic}")
+        kit.controller.expand(topic, 6)
+    assert kit.store.client.exists(f"{kit.store.root}/topics/{topic}") is None
+    kit.controller.adopt(topic)
+    before = kit.store.client.get(f"{kit.store.root}/topics/{topic}")
     with pytest.raises(LayoutError, match="above the active"):
-        controller.expand(topic, 4)
+        kit.controller.expand(topic, 4)
     with pytest.raises(LayoutError, match="below the active"):
-        controller.shrink(topic, 4)
-    controller.expand(topic, 6)
+        kit.controller.shrink(topic, 4)
+    kit.controller.expand(topic, 6)
     with pytest.raises(LayoutError, match="initial partition count 4"):
-        controller.shrink(topic, 3)
-    after = store.client.get(f"{store.root}/topics/{topic}")
+        kit.controller.shrink(topic, 3)
+    after = kit.store.client.get(f"{kit.store.root}/topics/{topic}")
     assert after[1].version == before[1].version + 2  # publish + seal of epoch 1 only
-    epochs = sorted(store.client.get_children(f"{store.root}/topics/{topic}/epochs"))
+    epochs = sorted(kit.store.client.get_children(f"{kit.store.root}/topics/{topic}/epochs"))
     assert epochs == ["0000000000", "0000000001"]
 
 
 def test_barrier_waits_for_the_ack(
-    controller: Controller,
-    store: LayoutStore,
-    zk_client: Callable[[], KazooClient],
-    topic_factory: Callable[..., str],
-    messages: list[str],
+    kit: Kit, zk_client: Callable[[], KazooClient], messages: list[str]
 ) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
+    topic = kit.adopted_topic(2)
     producer_client = zk_client()
-    producer_store = LayoutStore(producer_client, store.root)
+    producer_store = LayoutStore(producer_client, kit.store.root)
     producer_store.register_producer(topic, producer_record("p-1", host=socket.gethostname()))
-    run = run_in_background(controller.expand, topic, 3, timeout=30)
+    run = run_in_background(kit.controller.expand, topic, 3, timeout=30)
     wait_until(
         lambda: (
             run.check()
             or (
-                (store.find_epoch(topic, 1) or None)
-                and store.get_epoch(topic, 1).producers == ("p-1",)
+                (kit.store.find_epoch(topic, 1) or None)
+                and kit.store.get_epoch(topic, 1).producers == ("p-1",)
             )
         ),
         timeout=30,
@@ -175,7 +163,7 @@ def test_barrier_waits_for_the_ack(
     )
     time.sleep(0.5)
     assert run.is_alive(), "the barrier passed without the ack"
-    record = store.get_topic(topic)
+    record = kit.store.get_topic(topic)
     assert record is not None and record.pending == 1 and record.active == 3
     assert any("waiting for 1 of 1 producers (p-1)" in m for m in messages)
     acked = time.monotonic()
@@ -185,30 +173,26 @@ def test_barrier_waits_for_the_ack(
     result: TransitionResult = run.join()
     assert run.finished_at - acked < 1.0  # woken by the watch, not by a poll
     assert result.producers == ("p-1",) and result.expired == {}
-    assert store.get_epoch(topic, 1).sealed
-    assert store.get_topic(topic).pending is None  # type: ignore[union-attr]
+    assert kit.store.get_epoch(topic, 1).sealed
+    assert kit.store.get_topic(topic).pending is None  # type: ignore[union-attr]
 
 
 def test_barrier_passes_after_expiry_and_delivery_timeout(
-    controller: Controller,
-    store: LayoutStore,
-    zk_client: Callable[[], KazooClient],
-    topic_factory: Callable[..., str],
+    kit: Kit, zk_client: Callable[[], KazooClient]
 ) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
+    topic = kit.adopted_topic(2)
     producer_client = zk_client()
     try:
-        LayoutStore(producer_client, store.root).register_producer(
+        LayoutStore(producer_client, kit.store.root).register_producer(
             topic, producer_record("p-gone", 1000, host=socket.gethostname())
         )
-        run = run_in_background(controller.expand, topic, 4, timeout=30)
+        run = run_in_background(kit.controller.expand, topic, 4, timeout=30)
         wait_until(
             lambda: (
                 run.check()
                 or (
-                    (store.find_epoch(topic, 1) or None)
-                    and store.get_epoch(topic, 1).producers == ("p-gone",)
+                    (kit.store.find_epoch(topic, 1) or None)
+                    and kit.store.get_epoch(topic, 1).producers == ("p-gone",)
                 )
             ),
             timeout=30,
@@ -222,75 +206,63 @@ def test_barrier_passes_after_expiry_and_delivery_timeout(
     # delivery_timeout_ms (1 s) + 1 s grace after the controller saw the node go.
     assert 1.8 <= waited < 4.0, waited
     assert list(result.expired) == ["p-gone"]
-    epoch = store.get_epoch(topic, 1)
+    epoch = kit.store.get_epoch(topic, 1)
     assert epoch.sealed and list(epoch.expired) == ["p-gone"]
     assert epoch.delivery_timeouts_ms == {"p-gone": 1000}
 
 
 def test_timeout_leaves_the_epoch_pending_and_resume_completes_it(
-    controller: Controller,
-    store: LayoutStore,
-    zk_client: Callable[[], KazooClient],
-    topic_factory: Callable[..., str],
+    kit: Kit, zk_client: Callable[[], KazooClient]
 ) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
+    topic = kit.adopted_topic(2)
     producer_client = zk_client()
-    producer_store = LayoutStore(producer_client, store.root)
+    producer_store = LayoutStore(producer_client, kit.store.root)
     producer_store.register_producer(topic, producer_record("p-slow", host=socket.gethostname()))
     with pytest.raises(BarrierTimeoutError, match="p-slow"):
-        controller.expand(topic, 3, timeout=1.0)
-    record = store.get_topic(topic)
+        kit.controller.expand(topic, 3, timeout=1.0)
+    record = kit.store.get_topic(topic)
     assert record is not None and record.pending == 1
     # Another target while pending: refused; the same target resumes.
     with pytest.raises(TransitionInProgressError, match="transition in progress"):
-        controller.expand(topic, 4)
+        kit.controller.expand(topic, 4)
     with pytest.raises(TransitionInProgressError, match="transition in progress"):
-        controller.shrink(topic, 2)
+        kit.controller.shrink(topic, 2)
     with pytest.raises(BarrierTimeoutError):
-        controller.expand(topic, 3, timeout=0.5)
+        kit.controller.expand(topic, 3, timeout=0.5)
     producer_store.ack(
         topic, 1, AckRecord(id="p-slow", epoch=1, last_offsets={0: 3}, acked_at=time.time())
     )
-    result = controller.resume(topic, timeout=10)
+    result = kit.controller.resume(topic, timeout=10)
     assert result is not None and result.resumed and result.epoch == 1
-    assert controller.resume(topic) is None
+    assert kit.controller.resume(topic) is None
 
 
 def test_lock_held_elsewhere_is_transition_in_progress(
-    controller: Controller,
-    store: LayoutStore,
-    zk_client: Callable[[], KazooClient],
-    topic_factory: Callable[..., str],
+    kit: Kit, zk_client: Callable[[], KazooClient]
 ) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
+    topic = kit.adopted_topic(2)
     other = zk_client()
-    lock = LayoutStore(other, store.root).lock(topic, "someone-else")
+    lock = LayoutStore(other, kit.store.root).lock(topic, "someone-else")
     assert lock.acquire(timeout=5)
     with pytest.raises(TransitionInProgressError, match="transition in progress"):
-        controller.expand(topic, 3)
-    record = store.get_topic(topic)
+        kit.controller.expand(topic, 3)
+    record = kit.store.get_topic(topic)
     assert record is not None and record.epoch == 0 and record.active == 2
     lock.release()
-    assert controller.expand(topic, 3).epoch == 1
+    assert kit.controller.expand(topic, 3).epoch == 1
 
 
 def test_producer_registered_after_publish_is_not_waited_for(
-    controller: Controller,
-    store: LayoutStore,
-    zk_client: Callable[[], KazooClient],
-    topic_factory: Callable[..., str],
+    kit: Kit, zk_client: Callable[[], KazooClient]
 ) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
+    topic = kit.adopted_topic(2)
     early_client = zk_client()
     late_client = zk_client()
-    early = LayoutStore(early_client, store.root)
+    early = LayoutStore(early_client, kit.store.root)
     early.register_producer(topic, producer_record("early", host=socket.gethostname()))
-    run = run_in_background(controller.expand, topic, 3, timeout=30)
-    wait_until(lambda: store.find_epoch(topic, 1) is not None, timeout=10, what="epoch 1")
-    LayoutStore(late_client, store.root).register_producer(
+    run = run_in_background(kit.controller.expand, topic, 3, timeout=30)
+    wait_until(lambda: kit.store.find_epoch(topic, 1) is not None, timeout=10, what="epoch 1")
+    LayoutStore(late_client, kit.store.root).register_producer(
         topic, producer_record("late", host=socket.gethostname())
     )
     early.ack(topic, 1, AckRecord(id="early", epoch=1, last_offsets={}, acked_at=time.time()))
@@ -299,25 +271,22 @@ def test_producer_registered_after_publish_is_not_waited_for(
 
 
 def test_adopt_after_a_producer_registered_under_the_topic(
-    controller: Controller,
-    store: LayoutStore,
-    zk_client: Callable[[], KazooClient],
-    topic_factory: Callable[..., str],
+    kit: Kit, zk_client: Callable[[], KazooClient]
 ) -> None:
-    topic = topic_factory(3)
+    topic = kit.topic_factory(3)
     producer_client = zk_client()
-    producer_store = LayoutStore(producer_client, store.root)
+    producer_store = LayoutStore(producer_client, kit.store.root)
     producer_store.register_producer(
         topic, producer_record("early-bird", host=socket.gethostname())
     )
-    assert store.get_topic(topic) is None  # an empty topic node is "not adopted"
+    assert kit.store.get_topic(topic) is None  # an empty topic node is "not adopted"
     seen: list[Any] = []
     watch = producer_store.watch_topic(topic, seen.append)
-    record = controller.adopt(topic)
+    record = kit.controller.adopt(topic)
     assert record.initial == 3
     wait_until(lambda: seen and seen[-1] == record, timeout=5, what="the watch")
     watch.stop()
-    assert store.list_topics() == [topic]
+    assert kit.store.list_topics() == [topic]
 
 
 def test_kafka_errors_keep_the_kafka_error(bootstrap: str) -> None:

@@ -15,13 +15,14 @@ import pytest
 from fixtures import expire_session, producer_record, run_in_background
 from helpers import wait_until
 from kazoo.client import KazooClient
+from kit import Kit
 
-from coordinator.controller import BarrierTimeoutError, Controller
+from coordinator.client.errors import StoreError
+from coordinator.client.store import AckRecord, LayoutStore, paths
+from coordinator.client.zk import close_client
+from coordinator.control.controller import BarrierTimeoutError, Controller
 from coordinator.daemon import CoordinatorDaemon, Role
-from coordinator.errors import StoreError
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store import AckRecord, LayoutStore, paths
-from coordinator.zk import close_client
+from coordinator.kafka.kafka_admin import KafkaAdmin
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -91,22 +92,14 @@ def sealed(store: LayoutStore, topic: str, epoch: int) -> bool:
     return record is not None and record.sealed
 
 
-def test_daemon_completes_the_epoch_of_a_killed_expand(
-    procs: Processes,
-    kazoo_factory: Callable[..., KazooClient],
-    zk: KazooClient,
-    zk_hosts: str,
-    zk_root: str,
-    bootstrap: str,
-    topic_factory: Callable[..., str],
-) -> None:
-    topic = topic_factory(2)
-    store = LayoutStore(zk, zk_root)
-    Controller(store, KafkaAdmin(bootstrap)).adopt(topic)
-    producer = kazoo_factory()
-    register(producer, zk_root, topic, "p-1", 60000)
+def test_daemon_completes_the_epoch_of_a_killed_expand(kit: Kit, procs: Processes) -> None:
+    topic = kit.topic_factory(2)
+    store = LayoutStore(kit.zk, kit.zk_root)
+    Controller(store, KafkaAdmin(kit.bootstrap)).adopt(topic)
+    producer = kit.kazoo_factory()
+    register(producer, kit.zk_root, topic, "p-1", 60000)
     cli = procs.start(
-        "expand", "expand", topic, "--to", "4", *servers(zk_hosts, bootstrap, zk_root)
+        "expand", "expand", topic, "--to", "4", *servers(kit.zk_hosts, kit.bootstrap, kit.zk_root)
     )
     wait_until(
         lambda: "waiting for 1 of 1 producers (p-1)" in procs.log("expand"),
@@ -118,12 +111,14 @@ def test_daemon_completes_the_epoch_of_a_killed_expand(
     record = store.get_topic(topic)
     assert record is not None and record.pending == 1 and record.active == 4
 
-    daemon = procs.start("daemon", "coordinator", *servers(zk_hosts, bootstrap, zk_root))
+    daemon = procs.start(
+        "daemon", "coordinator", *servers(kit.zk_hosts, kit.bootstrap, kit.zk_root)
+    )
     wait_until(lambda: ": leader" in procs.log("daemon"), timeout=15, what="leadership")
     time.sleep(1.0)
     assert not sealed(store, topic, 1), "sealed without the ack"
     acked = time.monotonic()
-    LayoutStore(producer, zk_root).ack(
+    LayoutStore(producer, kit.zk_root).ack(
         topic, 1, AckRecord(id="p-1", epoch=1, last_offsets={}, acked_at=time.time())
     )
     # The killed run's lock goes with its 2 s session, then the daemon's resume seals.
@@ -137,7 +132,7 @@ def test_daemon_completes_the_epoch_of_a_killed_expand(
     assert daemon.wait(timeout=15) == 0
     log = procs.log("daemon")
     assert "coordinator stopped" in log and "Traceback" not in log
-    assert zk.get_children(paths.election_path(zk_root)) == []
+    assert kit.zk.get_children(paths.election_path(kit.zk_root)) == []
 
 
 def _leader_pid(zk: KazooClient, root: str) -> int:
@@ -146,33 +141,25 @@ def _leader_pid(zk: KazooClient, root: str) -> int:
     return int(contenders[0].rsplit(":", 1)[1])
 
 
-def test_second_daemon_takes_over_when_the_leader_is_killed(
-    procs: Processes,
-    kazoo_factory: Callable[..., KazooClient],
-    zk: KazooClient,
-    zk_hosts: str,
-    zk_root: str,
-    bootstrap: str,
-    topic_factory: Callable[..., str],
-) -> None:
-    topic = topic_factory(2)
-    store = LayoutStore(zk, zk_root)
-    controller = Controller(store, KafkaAdmin(bootstrap))
+def test_second_daemon_takes_over_when_the_leader_is_killed(kit: Kit, procs: Processes) -> None:
+    topic = kit.topic_factory(2)
+    store = LayoutStore(kit.zk, kit.zk_root)
+    controller = Controller(store, KafkaAdmin(kit.bootstrap))
     controller.adopt(topic)
-    a = procs.start("a", "coordinator", *servers(zk_hosts, bootstrap, zk_root))
-    b = procs.start("b", "coordinator", *servers(zk_hosts, bootstrap, zk_root))
+    a = procs.start("a", "coordinator", *servers(kit.zk_hosts, kit.bootstrap, kit.zk_root))
+    b = procs.start("b", "coordinator", *servers(kit.zk_hosts, kit.bootstrap, kit.zk_root))
     wait_until(
-        lambda: len(zk.Election(paths.election_path(zk_root)).contenders()) == 2,
+        lambda: len(kit.zk.Election(paths.election_path(kit.zk_root)).contenders()) == 2,
         timeout=15,
         what="both daemons in the election",
     )
-    leader_pid = _leader_pid(zk, zk_root)
+    leader_pid = _leader_pid(kit.zk, kit.zk_root)
     leader, follower = (a, b) if leader_pid == a.pid else (b, a)
     follower_log = "b" if follower is b else "a"
     assert ": leader" not in procs.log(follower_log)
 
-    producer = kazoo_factory()
-    register(producer, zk_root, topic, "p-2", 1000)
+    producer = kit.kazoo_factory()
+    register(producer, kit.zk_root, topic, "p-2", 1000)
     with pytest.raises(BarrierTimeoutError):
         controller.expand(topic, 3, timeout=0.5)
     # The leader now resumes the epoch and waits in the barrier too; kill it there.
@@ -187,7 +174,7 @@ def test_second_daemon_takes_over_when_the_leader_is_killed(
     close_client(producer)
     gone = time.monotonic()
     wait_until(lambda: ": leader" in procs.log(follower_log), timeout=15, what="takeover")
-    assert _leader_pid(zk, zk_root) == follower.pid
+    assert _leader_pid(kit.zk, kit.zk_root) == follower.pid
     wait_until(lambda: sealed(store, topic, 1), timeout=20, what="the new leader to seal")
     took = time.monotonic() - gone
     assert took < 12, took
@@ -198,26 +185,20 @@ def test_second_daemon_takes_over_when_the_leader_is_killed(
 
 
 def test_sigterm_while_the_leader_waits_in_a_barrier_stops_cleanly(
-    procs: Processes,
-    kazoo_factory: Callable[..., KazooClient],
-    zk: KazooClient,
-    zk_hosts: str,
-    zk_root: str,
-    bootstrap: str,
-    topic_factory: Callable[..., str],
+    kit: Kit, procs: Processes
 ) -> None:
-    topic = topic_factory(2)
-    store = LayoutStore(zk, zk_root)
-    controller = Controller(store, KafkaAdmin(bootstrap))
+    topic = kit.topic_factory(2)
+    store = LayoutStore(kit.zk, kit.zk_root)
+    controller = Controller(store, KafkaAdmin(kit.bootstrap))
     controller.adopt(topic)
-    producer = kazoo_factory()
-    register(producer, zk_root, topic, "p-3", 60000)
+    producer = kit.kazoo_factory()
+    register(producer, kit.zk_root, topic, "p-3", 60000)
     with pytest.raises(BarrierTimeoutError):
         controller.expand(topic, 3, timeout=0.3)
     daemon = procs.start(
         "daemon",
         "coordinator",
-        *servers(zk_hosts, bootstrap, zk_root),
+        *servers(kit.zk_hosts, kit.bootstrap, kit.zk_root),
         "--resume-timeout",
         "60",
     )
@@ -235,25 +216,19 @@ def test_sigterm_while_the_leader_waits_in_a_barrier_stops_cleanly(
     assert "coordinator stopped" in log and "Traceback" not in log
     record = store.get_topic(topic)
     assert record is not None and record.pending == 1  # left for the next leader
-    assert zk.get_children(f"{zk_root}/topics/{topic}/lock") == []
+    assert kit.zk.get_children(f"{kit.zk_root}/topics/{topic}/lock") == []
 
 
-def test_in_process_daemon_leads_again_after_its_session_expires(
-    kazoo_factory: Callable[..., KazooClient],
-    zk_hosts: str,
-    zk_root: str,
-    bootstrap: str,
-    topic_factory: Callable[..., str],
-) -> None:
-    client = kazoo_factory(session_timeout_s=2.0, command_deadline_s=10.0)
+def test_in_process_daemon_leads_again_after_its_session_expires(kit: Kit) -> None:
+    client = kit.kazoo_factory(session_timeout_s=2.0, command_deadline_s=10.0)
     roles: list[str] = []
     daemon = CoordinatorDaemon(
-        client, KafkaAdmin(bootstrap), zk_root, progress=roles.append, scan_interval=0.2
+        client, KafkaAdmin(kit.bootstrap), kit.zk_root, progress=roles.append, scan_interval=0.2
     )
     running = run_in_background(daemon.run)
     try:
         wait_until(lambda: daemon.role is Role.LEADER, timeout=10, what="leadership")
-        expire_session(client, zk_hosts)
+        expire_session(client, kit.zk_hosts)
         wait_until(
             lambda: any(r.endswith(": follower") for r in roles), timeout=10, what="step down"
         )
@@ -263,16 +238,16 @@ def test_in_process_daemon_leads_again_after_its_session_expires(
             what="leadership again after the new session",
         )
         # Leading again means completing epochs again, even next to a corrupted record.
-        client.create(f"{zk_root}/topics/bad-topic", b"garbage", makepath=True)
-        topic = topic_factory(2)
-        store = LayoutStore(client, zk_root)
-        controller = Controller(store, KafkaAdmin(bootstrap))
+        client.create(f"{kit.zk_root}/topics/bad-topic", b"garbage", makepath=True)
+        topic = kit.topic_factory(2)
+        store = LayoutStore(client, kit.zk_root)
+        controller = Controller(store, KafkaAdmin(kit.bootstrap))
         controller.adopt(topic)
-        other = kazoo_factory(session_timeout_s=2.0)
-        register(other, zk_root, topic, "p-4", 60000)
+        other = kit.kazoo_factory(session_timeout_s=2.0)
+        register(other, kit.zk_root, topic, "p-4", 60000)
         with pytest.raises(BarrierTimeoutError):
             controller.expand(topic, 3, timeout=0.3)
-        LayoutStore(other, zk_root).ack(
+        LayoutStore(other, kit.zk_root).ack(
             topic, 1, AckRecord(id="p-4", epoch=1, last_offsets={}, acked_at=time.time())
         )
         wait_until(lambda: sealed(store, topic, 1), timeout=15, what="the seal")
@@ -285,30 +260,24 @@ def test_in_process_daemon_leads_again_after_its_session_expires(
     assert daemon.role is Role.STOPPED
 
 
-def test_controller_session_lost_mid_barrier_leaves_the_epoch_pending(
-    kazoo_factory: Callable[..., KazooClient],
-    zk_hosts: str,
-    zk_root: str,
-    bootstrap: str,
-    topic_factory: Callable[..., str],
-) -> None:
-    topic = topic_factory(2)
-    client = kazoo_factory(session_timeout_s=2.0, command_deadline_s=10.0)
-    other = kazoo_factory()
-    store = LayoutStore(client, zk_root)
-    controller = Controller(store, KafkaAdmin(bootstrap))
+def test_controller_session_lost_mid_barrier_leaves_the_epoch_pending(kit: Kit) -> None:
+    topic = kit.topic_factory(2)
+    client = kit.kazoo_factory(session_timeout_s=2.0, command_deadline_s=10.0)
+    other = kit.kazoo_factory()
+    store = LayoutStore(client, kit.zk_root)
+    controller = Controller(store, KafkaAdmin(kit.bootstrap))
     controller.adopt(topic)
-    register(other, zk_root, topic, "p-5", 60000)
+    register(other, kit.zk_root, topic, "p-5", 60000)
     expand = run_in_background(controller.expand, topic, 3, timeout=30)
-    observer = LayoutStore(other, zk_root)
+    observer = LayoutStore(other, kit.zk_root)
     wait_until(lambda: observer.find_epoch(topic, 1) is not None, timeout=10)
     time.sleep(0.3)
-    expire_session(client, zk_hosts)
+    expire_session(client, kit.zk_hosts)
     with pytest.raises(StoreError, match="session lost"):
         expand.join(10)
     record = observer.get_topic(topic)
     assert record is not None and record.pending == 1
     # The lock went with the session: another controller can resume at once.
     observer.ack(topic, 1, AckRecord(id="p-5", epoch=1, last_offsets={}, acked_at=time.time()))
-    result = Controller(observer, KafkaAdmin(bootstrap)).resume(topic, timeout=10)
+    result = Controller(observer, KafkaAdmin(kit.bootstrap)).resume(topic, timeout=10)
     assert result is not None and result.epoch == 1

@@ -13,16 +13,17 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fixtures import consume_all, epoch_of, run_in_background
 from helpers import kill_process, wait_until
+from kit import Kit
 
-from coordinator.controller import Controller, TransitionResult
-from coordinator.store import EpochRecord, LayoutStore
+from coordinator.client.store import EpochRecord
+from coordinator.control.controller import TransitionResult
 from linear_hash import partition_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]
@@ -215,24 +216,18 @@ def check_log(
 
 
 def test_three_producers_through_expand_expand_shrink(
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    store: LayoutStore,
-    processes: list[ProducerProcess],
-    bootstrap: str,
-    zk_hosts: str,
-    zk_root: str,
+    kit: Kit, processes: list[ProducerProcess]
 ) -> None:
-    topic = topic_factory(4)
-    adopted = controller.adopt(topic)
-    config = producer_config(bootstrap, zk_hosts, zk_root)
+    topic = kit.topic_factory(4)
+    adopted = kit.controller.adopt(topic)
+    config = producer_config(kit.bootstrap, kit.zk_hosts, kit.zk_root)
     for name in ("A", "B", "C"):
         processes.append(ProducerProcess(name, topic, config))
     ids = {p.ready() for p in processes}
     time.sleep(0.5)
     results: list[TransitionResult] = []
     for step, to in (("expand", 6), ("expand", 8), ("shrink", 5)):
-        results.append(getattr(controller, step)(topic, to, timeout=30))
+        results.append(getattr(kit.controller, step)(topic, to, timeout=30))
         time.sleep(0.5)
     for result in results:
         assert ids <= set(result.producers), (result.producers, ids)
@@ -243,28 +238,22 @@ def test_three_producers_through_expand_expand_shrink(
     for name, c in counts.items():
         assert c["failed"] == 0 and c["left"] == 0 and c["delivered"] == c["sent"], (name, c)
 
-    epochs = store.epochs(topic)
+    epochs = kit.store.epochs(topic)
     assert [e.to_active for e in epochs] == [4, 6, 8, 5]
-    per_producer = check_log(consume_all(bootstrap, topic), epochs, adopted.algorithm)
+    per_producer = check_log(consume_all(kit.bootstrap, topic), epochs, adopted.algorithm)
     assert per_producer == {name: c["delivered"] for name, c in counts.items()}
     assert all(c["delivered"] > 1000 for c in counts.values()), counts
 
 
 def test_killed_producer_seals_after_expiry_and_grace(
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    store: LayoutStore,
-    processes: list[ProducerProcess],
-    bootstrap: str,
-    zk_hosts: str,
-    zk_root: str,
+    kit: Kit, processes: list[ProducerProcess]
 ) -> None:
-    topic = topic_factory(4)
-    adopted = controller.adopt(topic)
+    topic = kit.topic_factory(4)
+    adopted = kit.controller.adopt(topic)
     config = producer_config(
-        bootstrap,
-        zk_hosts,
-        zk_root,
+        kit.bootstrap,
+        kit.zk_hosts,
+        kit.zk_root,
         **{"ordered.zookeeper.session.timeout.ms": 2000, "delivery.timeout.ms": 3000},
     )
     survivor = ProducerProcess("S", topic, config)
@@ -276,21 +265,21 @@ def test_killed_producer_seals_after_expiry_and_grace(
     # Frozen first, so it cannot ack the epoch about to be published; killed inside it.
     os.kill(victim.proc.pid, signal.SIGSTOP)
     frozen = time.monotonic()
-    expand = run_in_background(controller.expand, topic, 6, timeout=60)
-    wait_until(lambda: (t := store.get_topic(topic)) is not None and t.pending == 1, timeout=20)
+    expand = run_in_background(kit.controller.expand, topic, 6, timeout=60)
+    wait_until(lambda: (t := kit.store.get_topic(topic)) is not None and t.pending == 1, timeout=20)
     victim.kill()
     result = expand.join(60)
     sealed_after = expand.finished_at - frozen
 
     assert victim_id in result.producers and set(result.expired) == {victim_id}
-    epoch = store.get_epoch(topic, 1)
+    epoch = kit.store.get_epoch(topic, 1)
     assert epoch.sealed and epoch.sealed_at is not None
     # Sealed no sooner than the delivery timeout (+1 s) after the session was seen gone.
     assert epoch.sealed_at - epoch.expired[victim_id] >= 3.0 + 1.0 - 0.05, epoch
     # ... which itself took the session timeout: well under 15 s in all.
     assert 2.0 + 3.0 <= sealed_after < 15.0, sealed_after
     survivor_counts = survivor.finish()
-    records = consume_all(bootstrap, topic)
-    per_producer = check_log(records, store.epochs(topic), adopted.algorithm, frozenset({"V"}))
+    records = consume_all(kit.bootstrap, topic)
+    per_producer = check_log(records, kit.store.epochs(topic), adopted.algorithm, frozenset({"V"}))
     assert per_producer["S"] == survivor_counts["delivered"]
     assert per_producer.get("V", 0) > 0

@@ -16,18 +16,17 @@ from confluent_kafka import TopicPartition
 from fixtures import run_in_background, snapshot
 from helpers import read_committing as read
 from helpers import wait_until
+from kit import Kit
 
-from coordinator.controller import Controller
+from coordinator.client.errors import LayoutError
+from coordinator.client.history import load_history
+from coordinator.client.store import paths
 from coordinator.daemon import CoordinatorDaemon
-from coordinator.daemon_metrics import StateCollector
-from coordinator.errors import LayoutError
-from coordinator.history import load_history
-from coordinator.history_compaction import compact_topic
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.retention import Sweeper, retired_partitions, retired_status
-from coordinator.store import LayoutStore, paths
-from coordinator.trim import Trimmer
-from ordered.consumer import OrderedConsumer
+from coordinator.kafka.kafka_admin import KafkaAdmin
+from coordinator.metrics.daemon_metrics import StateCollector
+from coordinator.trims.history_compaction import compact_topic
+from coordinator.trims.retention import Sweeper, retired_partitions, retired_status
+from coordinator.trims.trim import Trimmer
 from ordered.producer import OrderedProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]
@@ -85,46 +84,36 @@ def in_kafka(admin: KafkaAdmin, topic: str, count: int) -> set[tuple[int, int]]:
     return {(p, o) for p in range(count) for o in range(starts[p], ends[p])}
 
 
-def test_compaction_after_a_trim_keeps_every_key_in_order(
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    store: LayoutStore,
-    bootstrap: str,
-    make_producer: Callable[..., OrderedProducer],
-    make_consumer: Callable[..., OrderedConsumer],
-    group_factory: Callable[[], str],
-    ordered_cli: Callable[..., Any],
-) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
-    produce = Produce(make_producer(), topic)
+def test_compaction_after_a_trim_keeps_every_key_in_order(kit: Kit) -> None:
+    topic = kit.adopted_topic(2)
+    produce = Produce(kit.make_producer(), topic)
     produce.write(PER_STEP)
     # Epochs 1..4: 2 -> 3 -> 4 -> 3 (partition 3 retired) -> 4 (active again).
     active = 2
     for to in (3, 4, 3, 4):
         if to > active:
-            controller.expand(topic, to, timeout=30)
+            kit.controller.expand(topic, to, timeout=30)
         else:
-            controller.shrink(topic, to, timeout=30)
+            kit.controller.shrink(topic, to, timeout=30)
         active = to
         produce.write(PER_STEP)
-    admin = KafkaAdmin(bootstrap)
-    numbers = lambda: [e.epoch for e in store.epochs(topic)]  # noqa: E731
+    admin = KafkaAdmin(kit.bootstrap)
+    numbers = lambda: [e.epoch for e in kit.store.epochs(topic)]  # noqa: E731
 
     # Before any trim every log starts at 0: epoch 1's giving boundary holds the rest.
-    early = compact_topic(store, admin, topic)
+    early = compact_topic(kit.store, admin, topic)
     assert early.dropped == () and early.plan.drop == ()
     assert early.plan.held_by is not None and early.plan.held_by[0] == 1
     assert numbers() == [0, 1, 2, 3, 4]
 
     # A running consumer reads everything before the trim and the compaction.
-    running = make_consumer(group_factory(), **FETCH)
+    running = kit.make_consumer(kit.group_factory(), **FETCH)
     running.subscribe([topic])
     first = read(running, len(in_kafka(admin, topic, 4)))
     assert out_of_order(first) == []
 
     # Trim every partition to its boundaries of epochs 1 and 2 (not those of epoch 3).
-    epochs = {e.epoch: e for e in store.epochs(topic)}
+    epochs = {e.epoch: e for e in kit.store.epochs(topic)}
     targets: dict[int, int] = {}
     for n in (1, 2):
         for p, o in epochs[n].boundaries.items():
@@ -133,26 +122,26 @@ def test_compaction_after_a_trim_keeps_every_key_in_order(
     report = Trimmer(admin).trim({(topic, p): o for p, o in targets.items()}, timeout=30)
     assert report.ok, report.summary()
 
-    dry = ordered_cli("compact", topic, "--dry-run", "--json")
+    dry = kit.ordered_cli("compact", topic, "--dry-run", "--json")
     assert dry.returncode == 0, dry.stderr
     planned = json.loads(dry.stdout)
     assert (planned["droppable"], planned["dropped"], planned["base"]) == ([0, 1], [], 2)
     assert numbers() == [0, 1, 2, 3, 4]
 
-    done = ordered_cli("compact", topic, "--json")
+    done = kit.ordered_cli("compact", topic, "--json")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert (result["dropped"], result["epochs_after"]) == ([0, 1], [2, 3, 4])
     assert numbers() == [2, 3, 4]
-    again = ordered_cli("compact", topic, "--json")
+    again = kit.ordered_cli("compact", topic, "--json")
     assert json.loads(again.stdout)["dropped"] == []
-    described = ordered_cli("describe", topic, "--json")
+    described = kit.ordered_cli("describe", topic, "--json")
     assert described.returncode == 0, described.stderr
     assert [e["epoch"] for e in json.loads(described.stdout)["epochs"]] == [2, 3, 4]
-    assert "epochs before 2: compacted" in ordered_cli("describe", topic).stdout
+    assert "epochs before 2: compacted" in kit.ordered_cli("describe", topic).stdout
 
     # A change after the compaction: every reader reloads the shorter history.
-    controller.expand(topic, 5, timeout=30)
+    kit.controller.expand(topic, 5, timeout=30)
     produce.write(PER_STEP)
     read(running, PER_STEP)
     everything = in_kafka(admin, topic, 5)
@@ -166,28 +155,25 @@ def test_compaction_after_a_trim_keeps_every_key_in_order(
     assert {(m.partition(), m.offset()) for m in replay} == everything
 
     # A group created now reads from the log starts.
-    group = group_factory()
-    fresh = make_consumer(group, **FETCH)
+    group = kit.group_factory()
+    fresh = kit.make_consumer(group, **FETCH)
     fresh.subscribe([topic])
     later = read(fresh, len(everything))
     assert out_of_order(later) == []
     assert {(m.partition(), m.offset()) for m in later} == everything
     # Where the group waits, decided on the shorter history: nowhere, it read it all.
-    waits = ordered_cli("describe", topic, "--group", group, "--json")
+    waits = kit.ordered_cli("describe", topic, "--group", group, "--json")
     assert waits.returncode == 0, waits.stderr
     shown = json.dumps(json.loads(waits.stdout))
     assert '"state": "open"' in shown and '"closed"' not in shown, shown
 
 
-def test_drop_epochs_validates_first_and_resumes_after_a_crash(
-    topic_factory: Callable[..., str], controller: Controller, store: LayoutStore
-) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
-    controller.expand(topic, 3, timeout=30)
-    controller.expand(topic, 4, timeout=30)
-    e0, e1, e2 = store.epochs(topic)
-    before = snapshot(store.client, store.root)
+def test_drop_epochs_validates_first_and_resumes_after_a_crash(kit: Kit) -> None:
+    topic = kit.adopted_topic(2)
+    kit.controller.expand(topic, 3, timeout=30)
+    kit.controller.expand(topic, 4, timeout=30)
+    e0, e1, e2 = kit.store.epochs(topic)
+    before = snapshot(kit.store.client, kit.store.root)
     refusals = [
         ([e1], "leave a hole"),
         ([e0, e1, e2], "not older than its current epoch"),
@@ -196,79 +182,69 @@ def test_drop_epochs_validates_first_and_resumes_after_a_crash(
     ]
     for epochs, message in refusals:
         with pytest.raises(LayoutError, match=message):
-            store.drop_epochs(topic, epochs)
-        assert snapshot(store.client, store.root) == before, message
-    held = load_history(store, topic)
+            kit.store.drop_epochs(topic, epochs)
+        assert snapshot(kit.store.client, kit.store.root) == before, message
+    held = load_history(kit.store, topic)
     # A crash after the first epoch's transaction: the history starts later, no hole.
-    assert store.drop_epochs(topic, [e0]) == [0]
-    assert [e.epoch for e in load_history(store, topic).epochs] == [1, 2]
+    assert kit.store.drop_epochs(topic, [e0]) == [0]
+    assert [e.epoch for e in load_history(kit.store, topic).epochs] == [1, 2]
     # The retry finishes the rest (epoch 0 is already gone).
-    assert store.drop_epochs(topic, [e0, e1]) == [1]
-    assert store.drop_epochs(topic, [e0, e1]) == []
+    assert kit.store.drop_epochs(topic, [e0, e1]) == [1]
+    assert kit.store.drop_epochs(topic, [e0, e1]) == []
     for n in (0, 1):
-        assert store.client.exists(paths.epoch_path(store.root, topic, n)) is None
+        assert kit.store.client.exists(paths.epoch_path(kit.store.root, topic, n)) is None
     # Readers take the shorter history, with and without an earlier copy.
-    for history in (load_history(store, topic), load_history(store, topic, previous=held)):
+    for history in (load_history(kit.store, topic), load_history(kit.store, topic, previous=held)):
         assert [e.epoch for e in history.epochs] == [2]
         assert history.layout is not None and history.layout.active == 4
-    controller.expand(topic, 5, timeout=30)
-    assert [e.epoch for e in load_history(store, topic, previous=held).epochs] == [2, 3]
+    kit.controller.expand(topic, 5, timeout=30)
+    assert [e.epoch for e in load_history(kit.store, topic, previous=held).epochs] == [2, 3]
 
 
-def test_retired_partitions_outlive_their_shrink_epoch(
-    topic_factory: Callable[..., str], controller: Controller, store: LayoutStore, bootstrap: str
-) -> None:
+def test_retired_partitions_outlive_their_shrink_epoch(kit: Kit) -> None:
     # No records: every boundary is 0, every epoch is passed; 3 and 2 stay retired.
-    topic = topic_factory(2)
-    controller.adopt(topic)
-    controller.expand(topic, 4, timeout=30)
-    controller.shrink(topic, 3, timeout=30)  # epoch 2 retires 3
-    controller.shrink(topic, 2, timeout=30)  # epoch 3 retires 2
-    admin = KafkaAdmin(bootstrap)
-    report = compact_topic(store, admin, topic)
+    topic = kit.adopted_topic(2)
+    kit.controller.expand(topic, 4, timeout=30)
+    kit.controller.shrink(topic, 3, timeout=30)  # epoch 2 retires 3
+    kit.controller.shrink(topic, 2, timeout=30)  # epoch 3 retires 2
+    admin = KafkaAdmin(kit.bootstrap)
+    report = compact_topic(kit.store, admin, topic)
     assert (report.dropped, report.recorded) == ((0, 1, 2), (3,))
-    kept = store.retired(topic)[3]
+    kept = kit.store.retired(topic)[3]
     assert (kept.epoch, kept.final_offset, kept.state) == (2, 0, "trimmed")
-    record = store.get_topic(topic)
+    record = kit.store.get_topic(topic)
     assert record is not None
-    retired = retired_partitions(record, store.epochs(topic), 4, store.retired(topic))
+    retired = retired_partitions(record, kit.store.epochs(topic), 4, kit.store.retired(topic))
     assert {p: r.epoch for p, r in retired.items()} == {2: 3, 3: 2}
-    shown = {r.partition: (r.state, r.epoch) for r in retired_status(store, admin, topic)}
+    shown = {r.partition: (r.state, r.epoch) for r in retired_status(kit.store, admin, topic)}
     assert shown == {2: ("trimmed", 3), 3: ("trimmed", 2)}
     # The drain monitor keeps the record while the partition stays retired...
-    Sweeper(store, admin).sweep_topic(topic)
-    assert set(store.retired(topic)) == {2, 3}
+    Sweeper(kit.store, admin).sweep_topic(topic)
+    assert set(kit.store.retired(topic)) == {2, 3}
     # ...and drops both once an expansion takes them back.
-    controller.expand(topic, 4, timeout=30)
-    Sweeper(store, admin).sweep_topic(topic)
-    assert store.retired(topic) == {}
+    kit.controller.expand(topic, 4, timeout=30)
+    Sweeper(kit.store, admin).sweep_topic(topic)
+    assert kit.store.retired(topic) == {}
 
 
-def test_the_daemon_compacts_after_its_sweep(
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    store: LayoutStore,
-    bootstrap: str,
-    make_producer: Callable[..., OrderedProducer],
-) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
-    produce = Produce(make_producer(), topic)
+def test_the_daemon_compacts_after_its_sweep(kit: Kit) -> None:
+    topic = kit.adopted_topic(2)
+    produce = Produce(kit.make_producer(), topic)
     produce.write(80)
     for to in (3, 4):
-        controller.expand(topic, to, timeout=30)
+        kit.controller.expand(topic, to, timeout=30)
         produce.write(80)
-    admin = KafkaAdmin(bootstrap)
-    epoch1 = store.get_epoch(topic, 1)
+    admin = KafkaAdmin(kit.bootstrap)
+    epoch1 = kit.store.get_epoch(topic, 1)
     trimmed = Trimmer(admin).trim({(topic, p): o for p, o in epoch1.boundaries.items()}, 30)
     assert trimmed.ok, trimmed.summary()
-    state = StateCollector(store, admin, lambda: False)
+    state = StateCollector(kit.store, admin, lambda: False)
     assert held_epochs(state, topic) == 3
     lines: list[str] = []
     daemon = CoordinatorDaemon(
-        store.client,
+        kit.store.client,
         admin,
-        root=store.root,
+        root=kit.store.root,
         progress=lines.append,
         relay_interval=0,
         sweep_interval=0.3,
@@ -277,7 +253,7 @@ def test_the_daemon_compacts_after_its_sweep(
     running = run_in_background(daemon.run)
     try:
         wait_until(
-            lambda: [e.epoch for e in store.epochs(topic)] == [1, 2],
+            lambda: [e.epoch for e in kit.store.epochs(topic)] == [1, 2],
             timeout=30,
             interval=0.2,
             what="the daemon's compaction",

@@ -1,6 +1,6 @@
 """The hook protocol against the real cluster: one event of the right kind per happening.
 
-A recording hook (every ``on_...`` method of :mod:`coordinator.hooks`) is given to the
+A recording hook (every ``on_...`` method of :mod:`coordinator.client.hooks`) is given to the
 consumer and producer (``ordered.hooks``), to the controller and to the sweeper
 (``hooks=``); a blocked gate, an expansion, a violation and a trim each produce exactly
 one event of their kind.
@@ -15,16 +15,15 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from helpers import drain, keys_for, moving_keys, wait_until
+from helpers import drain, keys_for, moving_keys, wait_held, wait_until
+from kit import Kit
 
-from coordinator.controller import Controller
-from coordinator.hooks import CONSUMER_HOOKS, COORDINATOR_HOOKS, PRODUCER_HOOKS, check_hooks
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.retention import Sweeper
-from coordinator.store import LayoutStore, RetentionRecord
+from coordinator.client.hooks import CONSUMER_HOOKS, COORDINATOR_HOOKS, PRODUCER_HOOKS, check_hooks
+from coordinator.client.store import RetentionRecord
+from coordinator.control.controller import Controller
+from coordinator.kafka.kafka_admin import KafkaAdmin
+from coordinator.trims.retention import Sweeper
 from linear_hash import Layout
-from ordered import OrderedProducer
-from ordered.consumer import GateState, OrderedConsumer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -68,19 +67,12 @@ def test_every_event_method_is_recorded() -> None:
     assert all(isinstance(recorder, kind) for kind in CONSUMER_HOOKS + PRODUCER_HOOKS)
 
 
-def test_expansion_and_blocked_gate_each_report_one_event(
-    topic_factory: Callable[..., str],
-    group_factory: Callable[[], str],
-    store: LayoutStore,
-    bootstrap: str,
-    make_producer: Callable[..., OrderedProducer],
-    make_consumer: Callable[..., OrderedConsumer],
-) -> None:
-    topic = topic_factory(2)
+def test_expansion_and_blocked_gate_each_report_one_event(kit: Kit) -> None:
+    topic = kit.topic_factory(2)
     coordinator, producing = Recorder(), Recorder()
-    controller = Controller(store, KafkaAdmin(bootstrap, timeout=10.0), hooks=[coordinator])
+    controller = Controller(kit.store, KafkaAdmin(kit.bootstrap, timeout=10.0), hooks=[coordinator])
     controller.adopt(topic)
-    producer = make_producer(**{"ordered.hooks": [producing]})
+    producer = kit.make_producer(**{"ordered.hooks": [producing]})
     moving = moving_keys(5)
     filler = keys_for(Layout(2, 2, 0), 0, 10, "x")
     for key in filler + moving:
@@ -101,22 +93,15 @@ def test_expansion_and_blocked_gate_each_report_one_event(
     for key in moving:
         producer.produce(topic, b"new", key)
     assert producer.flush(30) == 0
-    boundary = store.get_epoch(topic, 1).boundaries[0]
+    boundary = kit.store.get_epoch(topic, 1).boundaries[0]
     assert boundary == len(filler) + len(moving)
 
     # The blocked gate: partition 2 waits for 0's tail to be committed by the group.
-    group = group_factory()
+    group = kit.group_factory()
     waiting, reading = Recorder(), Recorder()
-    destination = make_consumer(group, **{"ordered.hooks": [waiting]})
+    destination = kit.make_consumer(group, **{"ordered.hooks": [waiting]})
     destination.assign([TopicPartition(topic, 2)])
-    early: list[Any] = []
-
-    def blocked() -> bool:
-        early.extend(drain(destination, 0.3))
-        return destination.gate_status()[0].state is GateState.BLOCKED
-
-    wait_until(blocked, timeout=20, what="the destination's gate to close")
-    assert early == []
+    wait_held(destination, what="the destination's gate to close")
     blocked_at = time.monotonic()
     drain(destination, 0.5)  # re-checks of the held gate are no new blocks
     assert waiting.of("on_gate_blocked") == [(group, topic, 2, 0)]
@@ -126,20 +111,16 @@ def test_expansion_and_blocked_gate_each_report_one_event(
 
     # A held partition that is unassigned stops waiting without its gate opening.
     leaving = Recorder()
-    other = make_consumer(group, **{"ordered.hooks": [leaving]})
+    other = kit.make_consumer(group, **{"ordered.hooks": [leaving]})
     other.assign([TopicPartition(topic, 2)])
-    wait_until(
-        lambda: not drain(other, 0.3) and other.gate_status()[0].state is GateState.BLOCKED,
-        timeout=20,
-        what="the other consumer's gate to close",
-    )
+    wait_held(other, what="the other consumer's gate to close")
     other.unassign()
     [(g, t, p, held_s)] = leaving.of("on_gate_dropped")
     assert (g, t, p) == (group, topic, 2) and held_s > 0
     assert leaving.of("on_gate_opened") == []
     assert other.metrics["blocked_partitions"] == 0
 
-    source = make_consumer(group, **{"ordered.hooks": [reading]})
+    source = kit.make_consumer(group, **{"ordered.hooks": [reading]})
     source.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
     assert len(drain(source, 20.0, until=boundary)) == boundary
     source.consume(10, 0.1)  # announces: maybe_revoked, then the boundary commit
@@ -158,25 +139,18 @@ def test_expansion_and_blocked_gate_each_report_one_event(
     assert reading.of("on_violation") == waiting.of("on_violation") == []
 
 
-def test_a_violation_reports_one_event(
-    topic_factory: Callable[..., str],
-    group_factory: Callable[[], str],
-    controller: Controller,
-    bootstrap: str,
-    make_consumer: Callable[..., OrderedConsumer],
-) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
+def test_a_violation_reports_one_event(kit: Kit) -> None:
+    topic = kit.adopted_topic(2)
     layout = Layout(2, 2, 0)
     [wrong] = keys_for(layout, 1, 1)
-    plain = Producer({"bootstrap.servers": bootstrap})
+    plain = Producer({"bootstrap.servers": kit.bootstrap})
     for key in (keys_for(layout, 0, 1)[0], wrong, keys_for(layout, 0, 2)[1]):
         plain.produce(topic, value=b"v", key=key, partition=0)
     assert plain.flush(30) == 0
 
     recorder = Recorder()
-    group = group_factory()
-    consumer = make_consumer(group, **{"ordered.hooks": [recorder], "ordered.audit.every": 1})
+    group = kit.group_factory()
+    consumer = kit.make_consumer(group, **{"ordered.hooks": [recorder], "ordered.audit.every": 1})
     consumer.assign([TopicPartition(topic, 0, 0)])
     assert len(drain(consumer, 10.0, until=3)) == 3
     [(g, t, partition, offset, problem)] = recorder.of("on_violation")
@@ -189,16 +163,10 @@ def test_a_violation_reports_one_event(
 
 
 def test_a_raising_hook_is_logged_once_and_changes_nothing(
-    topic_factory: Callable[..., str],
-    group_factory: Callable[[], str],
-    controller: Controller,
-    bootstrap: str,
-    make_consumer: Callable[..., OrderedConsumer],
-    caplog: pytest.LogCaptureFixture,
+    kit: Kit, caplog: pytest.LogCaptureFixture
 ) -> None:
-    topic = topic_factory(1)
-    controller.adopt(topic)
-    plain = Producer({"bootstrap.servers": bootstrap})
+    topic = kit.adopted_topic(1)
+    plain = Producer({"bootstrap.servers": kit.bootstrap})
     for i in range(5):
         plain.produce(topic, value=b"v", key=f"k{i}", partition=0)
     assert plain.flush(30) == 0
@@ -210,7 +178,7 @@ def test_a_raising_hook_is_logged_once_and_changes_nothing(
             Broken.calls += 1
             raise RuntimeError("metrics backend down")
 
-    consumer = make_consumer(group_factory(), **{"ordered.hooks": [Broken()]})
+    consumer = kit.make_consumer(kit.group_factory(), **{"ordered.hooks": [Broken()]})
     consumer.assign([TopicPartition(topic, 0, 0)])
     assert len(drain(consumer, 10.0, until=5)) == 5
     assert Broken.calls >= 1
@@ -221,35 +189,28 @@ def test_a_raising_hook_is_logged_once_and_changes_nothing(
     assert len(logged) == 1
 
 
-def test_each_sweep_trim_reports_one_event(
-    topic_factory: Callable[..., str],
-    group_factory: Callable[[], str],
-    controller: Controller,
-    store: LayoutStore,
-    bootstrap: str,
-) -> None:
-    topic = topic_factory(1)
-    controller.adopt(topic)
-    controller.expand(topic, 2, timeout=30)
-    plain = Producer({"bootstrap.servers": bootstrap})
+def test_each_sweep_trim_reports_one_event(kit: Kit) -> None:
+    topic = kit.adopted_topic(1)
+    kit.controller.expand(topic, 2, timeout=30)
+    plain = Producer({"bootstrap.servers": kit.bootstrap})
     for partition in (0, 1):
         for i in range(4):
             plain.produce(topic, value=b"v", key=f"k{i}", partition=partition)
     assert plain.flush(30) == 0
-    controller.shrink(topic, 1, timeout=30)  # retires partition 1 at its end: 4
-    assert store.get_epoch(topic, 2).boundaries[1] == 4
-    group = group_factory()
-    committer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    kit.controller.shrink(topic, 1, timeout=30)  # retires partition 1 at its end: 4
+    assert kit.store.get_epoch(topic, 2).boundaries[1] == 4
+    group = kit.group_factory()
+    committer = Consumer({"bootstrap.servers": kit.bootstrap, "group.id": group})
     committer.commit(
         offsets=[TopicPartition(topic, 0, 2), TopicPartition(topic, 1, 4)], asynchronous=False
     )
     committer.close()
-    store.set_retention(RetentionRecord(topic=topic, consumed_ms=1, updated_at=time.time()))
+    kit.store.set_retention(RetentionRecord(topic=topic, consumed_ms=1, updated_at=time.time()))
     time.sleep(0.05)  # every record is older than the 1 ms retention
 
     recorder = Recorder()
-    admin = KafkaAdmin(bootstrap, timeout=10.0)
-    trims = Sweeper(store, admin, hooks=[recorder]).sweep_topic(topic)
+    admin = KafkaAdmin(kit.bootstrap, timeout=10.0)
+    trims = Sweeper(kit.store, admin, hooks=[recorder]).sweep_topic(topic)
     assert sorted((t.partition, t.requested) for t in trims) == [(0, 2), (1, 4)]
     assert sorted(recorder.of("on_trim")) == [
         (topic, 0, 2, "retention", True),

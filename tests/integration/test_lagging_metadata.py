@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from kit import Kit
 
-from coordinator.controller import Controller
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store import LayoutStore
+from coordinator.control.controller import Controller
+from coordinator.kafka.kafka_admin import KafkaAdmin
 
 pytestmark = pytest.mark.integration
 
@@ -56,16 +56,14 @@ class _NoLeadersClient:
         return futures
 
 
-def test_expand_trusts_create_partitions_not_a_lagging_count(
-    store: LayoutStore, bootstrap: str, topic_factory: Callable[..., str]
-) -> None:
-    topic = topic_factory(2)
-    admin = LaggingAdmin(bootstrap)
+def test_expand_trusts_create_partitions_not_a_lagging_count(kit: Kit) -> None:
+    topic = kit.topic_factory(2)
+    admin = LaggingAdmin(kit.bootstrap)
     try:
-        controller = Controller(store, admin)
+        controller = Controller(kit.store, admin)
         controller.adopt(topic)
         result = controller.expand(topic, 4)
-        record = store.get_topic(topic)
+        record = kit.store.get_topic(topic)
         assert record is not None
         assert (record.active, record.physical) == (4, 4), record
         assert result.created_partitions

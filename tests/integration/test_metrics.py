@@ -21,15 +21,14 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from fixtures import producer_record
-from helpers import drain, keys_for, wait_until
+from helpers import drain, keys_for, wait_held, wait_until
+from kit import Kit
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.parser import text_string_to_metric_families
 
-from coordinator.controller import BarrierTimeoutError, Controller
-from coordinator.store import AckRecord, LayoutStore
+from coordinator.client.store import AckRecord
+from coordinator.control.controller import BarrierTimeoutError
 from linear_hash import Layout
-from ordered import OrderedProducer
-from ordered.consumer import GateState, OrderedConsumer
 from ordered.hooks import PrometheusHooks
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]
@@ -75,24 +74,11 @@ def daemon_log(tmp_path: Path) -> Iterator[Callable[..., tuple[subprocess.Popen[
 
 
 def test_daemon_metrics_move_during_an_expansion(
-    daemon_log: Callable[..., tuple[subprocess.Popen[bytes], Path]],
-    zk_hosts: str,
-    zk_root: str,
-    bootstrap: str,
-    store: LayoutStore,
-    controller: Controller,
-    topic_factory: Callable[..., str],
-    group_factory: Callable[[], str],
+    kit: Kit, daemon_log: Callable[..., tuple[subprocess.Popen[bytes], Path]]
 ) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
+    topic = kit.adopted_topic(2)
     daemon, log = daemon_log(
-        "--zookeeper",
-        zk_hosts,
-        "--bootstrap-servers",
-        bootstrap,
-        "--root",
-        zk_root,
+        *kit.cli_servers,
         "--session-timeout",
         "3",
         "--metrics-address",
@@ -120,12 +106,12 @@ def test_daemon_metrics_move_during_an_expansion(
     assert value(before, "ordered_coordinator_barrier_seconds_count", topic=topic) is None
 
     # Lag of an interested group: 5 records in partition 0, 2 of them committed.
-    plain = Producer({"bootstrap.servers": bootstrap})
+    plain = Producer({"bootstrap.servers": kit.bootstrap})
     for i in range(5):
         plain.produce(topic, value=b"v", key=f"k{i}", partition=0)
     assert plain.flush(30) == 0
-    group = group_factory()
-    committer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    group = kit.group_factory()
+    committer = Consumer({"bootstrap.servers": kit.bootstrap, "group.id": group})
     committer.commit(offsets=[TopicPartition(topic, 0, 2)], asynchronous=False)
     committer.close()
     labels = {"group": group, "topic": topic, "partition": "0"}
@@ -138,9 +124,9 @@ def test_daemon_metrics_move_during_an_expansion(
     assert value(lagging, "ordered_consumergroup_current_offset", **labels) == 2
 
     # A producer that has not acked holds the barrier: the epoch is pending.
-    store.register_producer(topic, producer_record("p-held", 60000))
+    kit.store.register_producer(topic, producer_record("p-held", 60000))
     with pytest.raises(BarrierTimeoutError):
-        controller.expand(topic, 3, timeout=0.5)
+        kit.controller.expand(topic, 3, timeout=0.5)
     pending = scrape(url)
     assert value(pending, "ordered_coordinator_topic_epoch", topic=topic) == 1
     assert value(pending, "ordered_coordinator_topic_active_partitions", topic=topic) == 3
@@ -153,7 +139,7 @@ def test_daemon_metrics_move_during_an_expansion(
     assert older is not None and older >= age + 0.9
 
     # The ack: the daemon's resume passes the barrier and seals; both are counted.
-    store.ack(topic, 1, AckRecord(id="p-held", epoch=1, last_offsets={}, acked_at=time.time()))
+    kit.store.ack(topic, 1, AckRecord(id="p-held", epoch=1, last_offsets={}, acked_at=time.time()))
     wait_until(
         lambda: value(scrape(url), "ordered_coordinator_epochs_sealed_total", topic=topic) == 1,
         timeout=30,
@@ -174,16 +160,13 @@ def test_daemon_metrics_move_during_an_expansion(
 
 
 def test_daemon_refuses_a_taken_metrics_address(
-    daemon_log: Callable[..., tuple[subprocess.Popen[bytes], Path]],
-    zk_hosts: str,
-    zk_root: str,
-    bootstrap: str,
+    kit: Kit, daemon_log: Callable[..., tuple[subprocess.Popen[bytes], Path]]
 ) -> None:
     registry = CollectorRegistry()
     server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
     try:
         port = server.server_address[1]
-        servers = ["--zookeeper", zk_hosts, "--bootstrap-servers", bootstrap, "--root", zk_root]
+        servers = kit.cli_servers
         daemon, log = daemon_log(*servers, "--metrics-address", f"127.0.0.1:{port}")
         assert daemon.wait(timeout=30) == 1
         assert f"cannot serve metrics on 127.0.0.1:{port}" in log.read_text()
@@ -197,28 +180,20 @@ def test_daemon_refuses_a_taken_metrics_address(
         thread.join(5)
 
 
-def test_a_blocked_gate_shows_in_the_wrappers_registry(
-    topic_factory: Callable[..., str],
-    group_factory: Callable[[], str],
-    controller: Controller,
-    store: LayoutStore,
-    make_producer: Callable[..., OrderedProducer],
-    make_consumer: Callable[..., OrderedConsumer],
-) -> None:
+def test_a_blocked_gate_shows_in_the_wrappers_registry(kit: Kit) -> None:
     registry = CollectorRegistry()
     metrics = PrometheusHooks(registry)
     server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
     url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
     try:
-        topic = topic_factory(2)
-        controller.adopt(topic)
-        producer = make_producer(**{"ordered.hooks": [metrics]})
+        topic = kit.adopted_topic(2)
+        producer = kit.make_producer(**{"ordered.hooks": [metrics]})
         old, new = Layout(2, 2, 0), Layout(2, 3, 1)
         moving = [k for k in keys_for(old, 0, 200) if new.partition_for(k) == 2][:5]
         for key in moving:
             producer.produce(topic, b"old", key)
         assert producer.flush(30) == 0
-        controller.expand(topic, 3, timeout=30)
+        kit.controller.expand(topic, 3, timeout=30)
         for key in moving:
             producer.produce(topic, b"new", key)
         assert producer.flush(30) == 0
@@ -231,17 +206,10 @@ def test_a_blocked_gate_shows_in_the_wrappers_registry(
         assert value(switched, "ordered_producer_route_switches_total", topic=topic) == 1
         assert value(switched, "ordered_producer_barrier_ack_seconds_count", topic=topic) == 1
 
-        group = group_factory()
-        destination = make_consumer(group, **{"ordered.hooks": [metrics]})
+        group = kit.group_factory()
+        destination = kit.make_consumer(group, **{"ordered.hooks": [metrics]})
         destination.assign([TopicPartition(topic, 2)])
-        wait_until(
-            lambda: (
-                not drain(destination, 0.3)
-                and destination.gate_status()[0].state is GateState.BLOCKED
-            ),
-            timeout=20,
-            what="the destination's gate to close",
-        )
+        wait_held(destination, what="the destination's gate to close")
         held = scrape(url)
         gt = {"group": group, "topic": topic}
         assert value(held, "ordered_consumer_blocked_partitions", **gt) == 1
@@ -249,7 +217,7 @@ def test_a_blocked_gate_shows_in_the_wrappers_registry(
         assert value(held, "ordered_consumer_epoch", **gt) == 1
         assert value(held, "ordered_consumer_gate_wait_seconds_count", **gt) is None
 
-        source = make_consumer(group, **{"ordered.hooks": [metrics]})
+        source = kit.make_consumer(group, **{"ordered.hooks": [metrics]})
         source.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
         assert len(drain(source, 20.0, until=len(moving))) == len(moving)
         source.consume(10, 0.1)  # the boundary announcement

@@ -12,15 +12,14 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from fixtures import consume_all, expire_session, producer_record, run_in_background
-from helpers import unique, wait_until
-from kazoo.client import KazooClient
+from helpers import consume_until, unique, wait_until
+from kit import Kit
 from prometheus_client import CollectorRegistry
 
-from coordinator.controller import Controller
-from coordinator.store import LayoutStore
-from coordinator.store import paths as store_paths
-from coordinator.zk import close_client
-from linear_hash import Layout, partition_for
+from coordinator.client.store import LayoutStore
+from coordinator.client.store import paths as store_paths
+from coordinator.client.zk import close_client
+from linear_hash import DEFAULT_ALGORITHM, Layout, partition_for
 from ordered import (
     ConfigError,
     LayoutUnavailableError,
@@ -60,15 +59,56 @@ def produce_keys(producer: OrderedProducer | Producer, topic: str, tag: str) -> 
     return reports
 
 
+@contextlib.contextmanager
+def writing_meanwhile(
+    producer: OrderedProducer,
+    write: Callable[[int], None],
+    backoff: float = 0.0,
+    pause: float = 0.0,
+) -> Iterator[None]:
+    """Call ``write(0)``, ``write(1)``, ... in a thread while the block runs.
+
+    ``producer`` is polled after each call; a ``BufferError`` (queue full, or a switch
+    draining) is retried after ``poll(backoff)``; ``pause``: a sleep between calls. Once
+    the block ends the thread stops, and what it raised is raised here.
+    """
+    stop = threading.Event()
+
+    def run() -> None:
+        i = 0
+        while not stop.is_set():
+            try:
+                write(i)
+                i += 1
+            except BufferError:
+                producer.poll(backoff)
+            producer.poll(0)
+            if pause:
+                time.sleep(pause)
+
+    writer = run_in_background(run)
+    try:
+        yield
+    finally:
+        stop.set()
+    writer.join(10)
+
+
 # --- plain topics ------------------------------------------------------------------
 
 
-def test_unadopted_topic_is_a_plain_producer(
-    make_producer: Callable[..., OrderedProducer], topic_factory: Callable[..., str], bootstrap: str
+@pytest.mark.parametrize(
+    "adoption", [None, {"ordered": False}], ids=["unadopted", "adopted-unordered"]
+)
+def test_a_plain_topic_is_written_as_by_a_plain_producer(
+    kit: Kit, adoption: dict[str, Any] | None
 ) -> None:
-    topic = topic_factory(4)
-    ordered = make_producer()
-    plain = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    """A topic not adopted, or adopted as unordered: confluent's placement, no header."""
+    topic = kit.topic_factory(4)
+    if adoption is not None:
+        kit.controller.adopt(topic, **adoption)
+    ordered = kit.make_producer()
+    plain = Producer({"bootstrap.servers": kit.bootstrap, "enable.idempotence": True})
     got = {m.key(): m.partition() for _, m in produce_keys(ordered, topic, "o")}
     want = {m.key(): m.partition() for _, m in produce_keys(plain, topic, "p")}
     # Same partitioner (librdkafka's), so the same placement, and no header.
@@ -78,7 +118,7 @@ def test_unadopted_topic_is_a_plain_producer(
     assert got == want
     assert ordered.topic_state(topic) is TopicState.PLAIN
     assert ordered.layout(topic) is None
-    records = consume_all(bootstrap, topic, timeout=20)
+    records = consume_all(kit.bootstrap, topic, timeout=20)
     assert len(records) == 2 * len(KEYS)
     assert all(m.headers() is None for m in records)
     # Same return values and exceptions as confluent.
@@ -91,20 +131,6 @@ def test_unadopted_topic_is_a_plain_producer(
     assert caught.value.args[0].code() == KafkaError._UNKNOWN_PARTITION
     with pytest.raises(TypeError):
         ordered.produce(topic, b"v", key=123)  # type: ignore[arg-type]
-
-
-def test_unordered_adoption_is_plain(
-    make_producer: Callable[..., OrderedProducer],
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    bootstrap: str,
-) -> None:
-    topic = topic_factory(3)
-    controller.adopt(topic, ordered=False)
-    producer = make_producer()
-    produce_keys(producer, topic, "u")
-    assert producer.topic_state(topic) is TopicState.PLAIN
-    assert all(m.headers() is None for m in consume_all(bootstrap, topic, timeout=20))
 
 
 def test_config_errors(bootstrap: str, zk_hosts: str) -> None:
@@ -121,21 +147,16 @@ def test_config_errors(bootstrap: str, zk_hosts: str) -> None:
 # --- routing -----------------------------------------------------------------------
 
 
-def test_routing_and_headers_across_transitions(
-    make_producer: Callable[..., OrderedProducer],
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    bootstrap: str,
-) -> None:
-    topic = topic_factory(4)
-    record = controller.adopt(topic)
-    producer = make_producer(**{"ordered.epoch.header": True})
+def test_routing_and_headers_across_transitions(kit: Kit) -> None:
+    topic = kit.topic_factory(4)
+    record = kit.controller.adopt(topic)
+    producer = kit.make_producer(**{"ordered.epoch.header": True})
     produce_keys(producer, topic, "e0")
     assert producer.topic_state(topic) is TopicState.ROUTING
-    controller.expand(topic, 6, timeout=20)
+    kit.controller.expand(topic, 6, timeout=20)
     wait_until(lambda: producer.layout(topic) is not None and producer.layout(topic).epoch == 1)
     produce_keys(producer, topic, "e1")
-    controller.shrink(topic, 5, timeout=20)
+    kit.controller.shrink(topic, 5, timeout=20)
     wait_until(lambda: producer.layout(topic) is not None and producer.layout(topic).epoch == 2)
     produce_keys(producer, topic, "e2")
     # Unkeyed records: round-robin over the active partitions only.
@@ -151,7 +172,7 @@ def test_routing_and_headers_across_transitions(
     assert sorted(set(unkeyed)) == [0, 1, 2, 3, 4]
 
     actives = {0: 4, 1: 6, 2: 5}
-    records = consume_all(bootstrap, topic, timeout=20)
+    records = consume_all(kit.bootstrap, topic, timeout=20)
     keyed = [m for m in records if m.key() is not None]
     assert len(keyed) == 3 * len(KEYS) + 2
     for msg in records:
@@ -175,110 +196,90 @@ def test_routing_and_headers_across_transitions(
     ]
 
 
-def test_header_off_and_explicit_partition(
-    make_producer: Callable[..., OrderedProducer],
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    bootstrap: str,
+@pytest.mark.parametrize(
+    ("partitions", "adoption", "settings", "expected"),
+    [
+        (4, {"algorithm": "murmur2"}, {"ordered.epoch.header": "false"}, None),
+        (
+            2,
+            {},
+            {"ordered.epoch.header.name": "layout-epoch", "ordered.epoch.header": True},
+            ("layout-epoch", b"0"),
+        ),
+    ],
+    ids=["header-off-murmur2", "custom-header-name"],
+)
+def test_epoch_header_settings_with_keyed_batch_and_explicit_records(
+    kit: Kit,
+    partitions: int,
+    adoption: dict[str, Any],
+    settings: dict[str, Any],
+    expected: tuple[str, bytes] | None,
 ) -> None:
-    topic = topic_factory(4)
-    controller.adopt(topic, algorithm="murmur2")
-    producer = make_producer(**{"ordered.epoch.header": "false"})
+    """``produce``, ``produce_batch`` and an explicit partition, under one header setting.
+
+    ``expected``: the header (name, value) every record carries; None: no header at all.
+    """
+    topic = kit.topic_factory(partitions)
+    algorithm = adoption.get("algorithm", DEFAULT_ALGORITHM)
+    assert kit.controller.adopt(topic, **adoption).algorithm == algorithm
+    producer = kit.make_producer(**settings)
     produce_keys(producer, topic, "e0")
-    producer.produce(topic, b"explicit", key="key-1", partition=3)
-    assert producer.flush(10) == 0
-    records = consume_all(bootstrap, topic, timeout=20)
-    assert all(m.headers() is None for m in records)
-    for msg in records:
-        if msg.value() == b"explicit":
-            assert msg.partition() == 3
-        else:
-            assert msg.partition() == partition_for(msg.key(), 4, 4, "murmur2")
-
-
-def test_custom_header_name_and_produce_batch(
-    make_producer: Callable[..., OrderedProducer],
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    bootstrap: str,
-) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
-    producer = make_producer(
-        **{"ordered.epoch.header.name": "layout-epoch", "ordered.epoch.header": True}
-    )
     messages = [{"key": f"b{i}", "value": b"batch"} for i in range(50)]
     assert producer.produce_batch(topic, messages) == 50
+    producer.produce(topic, b"explicit", key="key-1", partition=partitions - 1)
     assert producer.flush(10) == 0
-    records = consume_all(bootstrap, topic, timeout=20)
-    assert len(records) == 50
+    records = consume_all(kit.bootstrap, topic, timeout=20)
+    assert len(records) == len(KEYS) + 50 + 1
     for msg in records:
-        assert header(msg, "layout-epoch") == b"0"
-        assert msg.partition() == partition_for(msg.key(), 2, 2)
+        if expected is None:
+            assert msg.headers() is None
+        else:
+            assert header(msg, expected[0]) == expected[1]
+        if msg.value() == b"explicit":
+            assert msg.partition() == partitions - 1
+        else:
+            want = partition_for(msg.key(), partitions, partitions, algorithm)
+            assert msg.partition() == want
 
 
-def test_switch_acks_and_tracks(
-    make_producer: Callable[..., OrderedProducer],
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    store: LayoutStore,
-) -> None:
+def test_switch_acks_and_tracks(kit: Kit) -> None:
     """A producer that keeps writing acks each epoch; an idle one acks from the watcher."""
-    topic = topic_factory(4)
-    controller.adopt(topic)
-    busy = make_producer()
-    idle = make_producer()
+    topic = kit.adopted_topic(4)
+    busy = kit.make_producer()
+    idle = kit.make_producer()
     idle.produce(topic, b"once", key="x")
     assert idle.flush(10) == 0
-    stop = threading.Event()
 
-    def write() -> None:
-        i = 0
-        while not stop.is_set():
-            try:
-                busy.produce(topic, b"v", key=f"k{i % 500}")
-                i += 1
-            except BufferError:
-                busy.poll(0.01)
-            busy.poll(0)
+    def write(i: int) -> None:
+        busy.produce(topic, b"v", key=f"k{i % 500}")
 
-    writer = run_in_background(write)
-    try:
+    with writing_meanwhile(busy, write, backoff=0.01):
         time.sleep(0.3)
-        result = controller.expand(topic, 8, timeout=20)
+        result = kit.controller.expand(topic, 8, timeout=20)
         assert set(result.producers) == {busy.producer_id, idle.producer_id}
         assert result.expired == {}
-        acks = store.acks(topic, result.epoch)
+        acks = kit.store.acks(topic, result.epoch)
         assert set(acks) == {busy.producer_id, idle.producer_id}
         # Where known (a new-epoch record was delivered before the drain ended), the
         # last old-epoch offsets lie below the sealed boundaries.
         assert all(o < result.boundaries[p] for p, o in acks[busy.producer_id].last_offsets.items())
         assert busy.layout(topic) is not None and busy.layout(topic).active == 8
-    finally:
-        stop.set()
-    writer.join(10)  # raises what the writer raised
     assert busy.flush(10) == 0
     wait_until(lambda: busy.topic_state(topic) is TopicState.ROUTING, timeout=5)
 
 
-def test_close_acks_at_once(
-    make_producer: Callable[..., OrderedProducer],
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    store: LayoutStore,
-    zk_root: str,
-) -> None:
+def test_close_acks_at_once(kit: Kit) -> None:
     """A producer registered but closed before a transition does not hold the barrier."""
-    topic = topic_factory(2)
-    controller.adopt(topic)
-    producer = make_producer()
+    topic = kit.adopted_topic(2)
+    producer = kit.make_producer()
     producer.produce(topic, b"v", key="k")
     assert producer.close() is True
     assert producer.close() is True  # idempotent
-    node = store_paths.producer_path(zk_root, topic, producer.producer_id)
-    assert store.client.exists(node) is None
+    node = store_paths.producer_path(kit.zk_root, topic, producer.producer_id)
+    assert kit.store.client.exists(node) is None
     started = time.monotonic()
-    controller.expand(topic, 3, timeout=20)
+    kit.controller.expand(topic, 3, timeout=20)
     assert time.monotonic() - started < 5
 
 
@@ -364,25 +365,17 @@ def keyed_produce_works(producer: OrderedProducer, topic: str) -> bool:
     return True
 
 
-def test_suspended_session_raises_then_recovers(
-    make_producer: Callable[..., OrderedProducer],
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    proxy: Proxy,
-    store: LayoutStore,
-    zk_root: str,
-) -> None:
-    topic = topic_factory(4)
-    controller.adopt(topic)
-    producer = make_producer(
+def test_suspended_session_raises_then_recovers(kit: Kit, proxy: Proxy) -> None:
+    topic = kit.adopted_topic(4)
+    producer = kit.make_producer(
         **{
             "ordered.zookeeper.connect": f"127.0.0.1:{proxy.port}",
             "ordered.zookeeper.session.timeout.ms": 2000,
         }
     )
     assert keyed_produce_works(producer, topic)
-    node = store_paths.producer_path(zk_root, topic, producer.producer_id)
-    owner = store.client.exists(node).ephemeralOwner
+    node = store_paths.producer_path(kit.zk_root, topic, producer.producer_id)
+    owner = kit.store.client.exists(node).ephemeralOwner
 
     # A short partition: SUSPENDED, the same session comes back.
     proxy.cut()
@@ -396,97 +389,75 @@ def test_suspended_session_raises_then_recovers(
     proxy.restore()
     wait_until(lambda: keyed_produce_works(producer, topic), timeout=10)
     assert producer.topic_state(topic) is TopicState.ROUTING
-    assert store.client.exists(node).ephemeralOwner == owner
+    assert kit.store.client.exists(node).ephemeralOwner == owner
 
     # A partition longer than the session: LOST, re-registered with a new session.
     proxy.cut()
-    wait_until(lambda: store.client.exists(node) is None, timeout=15, what="session expiry")
+    wait_until(lambda: kit.store.client.exists(node) is None, timeout=15, what="session expiry")
     with pytest.raises(LayoutUnavailableError):
         producer.produce(topic, b"v", key="k")
     proxy.restore()
     wait_until(lambda: keyed_produce_works(producer, topic), timeout=15)
-    stat = store.client.exists(node)
+    stat = kit.store.client.exists(node)
     assert stat is not None and stat.ephemeralOwner != owner
     assert producer.topic_state(topic) is TopicState.ROUTING
     assert producer.flush(10) == 0
 
 
-def test_expired_session_reregisters_and_reads_new_layout(
-    make_producer: Callable[..., OrderedProducer],
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    store: LayoutStore,
-    zk_hosts: str,
-    zk_root: str,
-    bootstrap: str,
-) -> None:
-    topic = topic_factory(4)
-    record = controller.adopt(topic)
-    producer = make_producer(**{"delivery.timeout.ms": 2000, "ordered.epoch.header": True})
+def test_expired_session_reregisters_and_reads_new_layout(kit: Kit) -> None:
+    topic = kit.topic_factory(4)
+    record = kit.controller.adopt(topic)
+    producer = kit.make_producer(**{"delivery.timeout.ms": 2000, "ordered.epoch.header": True})
     assert keyed_produce_works(producer, topic)
     assert producer.flush(10) == 0
-    node = store_paths.producer_path(zk_root, topic, producer.producer_id)
-    owner = store.client.exists(node).ephemeralOwner
-    expire_session(producer.zookeeper, zk_hosts)
+    node = store_paths.producer_path(kit.zk_root, topic, producer.producer_id)
+    owner = kit.store.client.exists(node).ephemeralOwner
+    expire_session(producer.zookeeper, kit.zk_hosts)
     # The registration is back under a new session, and routing resumes.
     wait_until(
-        lambda: (stat := store.client.exists(node)) is not None and stat.ephemeralOwner != owner,
+        lambda: (
+            (stat := kit.store.client.exists(node)) is not None and stat.ephemeralOwner != owner
+        ),
         timeout=15,
     )
     wait_until(lambda: keyed_produce_works(producer, topic), timeout=15)
     # Delivery reports must be served (as in any confluent app) for the ack to come.
     assert producer.flush(10) == 0
     # The re-registered producer is in the next barrier and acks it.
-    result = controller.expand(topic, 5, timeout=20)
+    result = kit.controller.expand(topic, 5, timeout=20)
     assert producer.producer_id in result.producers
     assert result.expired == {}
     wait_until(lambda: producer.layout(topic) is not None and producer.layout(topic).active == 5)
     produce_keys(producer, topic, "after")
-    for msg in consume_all(bootstrap, topic, timeout=20):
+    for msg in consume_all(kit.bootstrap, topic, timeout=20):
         if msg.value().startswith(b"after:"):
             assert header(msg) == b"1"
             assert msg.partition() == partition_for(msg.key(), 4, 5, record.algorithm)
 
 
-def test_only_error_reports_are_emulated_and_do_not_stall_the_barrier(
-    make_producer: Callable[..., OrderedProducer],
-    topic_factory: Callable[..., str],
-    controller: Controller,
-) -> None:
+def test_only_error_reports_are_emulated_and_do_not_stall_the_barrier(kit: Kit) -> None:
     """librdkafka would hide successful reports from the tracking callbacks too."""
-    topic = topic_factory(2)
-    controller.adopt(topic)
+    topic = kit.adopted_topic(2)
     global_reports: list[Any] = []
     own_reports: list[Any] = []
-    producer = make_producer(
+    producer = kit.make_producer(
         **{
             "delivery.report.only.error": True,
             "on_delivery": lambda err, msg: global_reports.append(err),
         }
     )
-    stop = threading.Event()
 
-    def write() -> None:
-        i = 0
-        while not stop.is_set():
-            with contextlib.suppress(BufferError):
-                producer.produce(topic, b"v", key=f"k{i % 50}")
-                producer.produce(
-                    topic, b"w", key=f"k{i % 50}", on_delivery=lambda e, m: own_reports.append(e)
-                )
-                i += 1
-            producer.poll(0)
-            time.sleep(0.0005)
+    def write(i: int) -> None:
+        producer.produce(topic, b"v", key=f"k{i % 50}")
+        producer.produce(
+            topic, b"w", key=f"k{i % 50}", on_delivery=lambda e, m: own_reports.append(e)
+        )
 
-    writer = run_in_background(write)
-    try:
+    with writing_meanwhile(producer, write, pause=0.0005):
         time.sleep(0.2)
-        result = controller.expand(topic, 3, timeout=20)
+        result = kit.controller.expand(topic, 3, timeout=20)
         assert result.expired == {}
         assert producer.producer_id in result.producers
-    finally:
-        stop.set()
-        writer.join(10)
     assert producer.flush(10) == 0
     # Only failures would have been reported: there were none.
     assert global_reports == [] and own_reports == []
@@ -503,21 +474,16 @@ def test_only_error_reports_are_emulated_and_do_not_stall_the_barrier(
     assert len(own_reports) == 1 and own_reports[0] is not None
 
 
-def test_pause_mode_refuses_records_until_the_switch_drains_and_tracks_none(
-    make_producer: Callable[..., OrderedProducer],
-    topic_factory: Callable[..., str],
-    controller: Controller,
-) -> None:
+def test_pause_mode_refuses_records_until_the_switch_drains_and_tracks_none(kit: Kit) -> None:
     """``ordered.switch.mode=pause``: a BufferError until the older records are delivered.
 
     confluent's own ``delivery.report.only.error`` drops every success report, tracked
     ones too: a tracked record would never be counted done and the switch never acked
     (the expansion below would time out).
     """
-    topic = topic_factory(2)
-    controller.adopt(topic)
+    topic = kit.adopted_topic(2)
     reports: list[Any] = []
-    producer = make_producer(
+    producer = kit.make_producer(
         **{
             "delivery.report.only.error": True,
             "ordered.switch.mode": "pause",
@@ -529,7 +495,7 @@ def test_pause_mode_refuses_records_until_the_switch_drains_and_tracks_none(
     # Not polled: the reports of these records stay unserved, so they are pending
     # (len > 0) when the producer switches.
     assert len(producer) > 0
-    expansion = run_in_background(controller.expand, topic, 3, timeout=30)
+    expansion = run_in_background(kit.controller.expand, topic, 3, timeout=30)
     wait_until(
         lambda: producer.topic_state(topic) is TopicState.SWITCHING,
         what="the producer to switch to the pending epoch",
@@ -538,15 +504,17 @@ def test_pause_mode_refuses_records_until_the_switch_drains_and_tracks_none(
         producer.produce(topic, b"new", key="k1")
     assert isinstance(raised.value, BufferError)
     assert len(producer) > 0 and producer._tracker.total == 0
+
     # The usual retry loop: poll serves the reports, the drain ends, the record goes.
-    deadline = time.monotonic() + 20
-    while True:
+    def produced() -> bool:
         try:
             producer.produce(topic, b"new", key="k1")
-            break
         except BufferError:
-            assert time.monotonic() < deadline, "the switch never drained"
             producer.poll(0.05)
+            return False
+        return True
+
+    wait_until(produced, 20, what="the switch to drain", interval=0)
     result = expansion.join(30)
     assert result.expired == {} and producer.producer_id in result.producers
     assert producer.flush(10) == 0
@@ -562,12 +530,7 @@ def test_pause_mode_refuses_records_until_the_switch_drains_and_tracks_none(
     ids=["compiled", "python", "pause"],
 )
 def test_only_error_default_callback_gets_every_failure_and_no_success(
-    make_producer: Callable[..., OrderedProducer],
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    monkeypatch: pytest.MonkeyPatch,
-    compiled: bool,
-    mode: str,
+    kit: Kit, monkeypatch: pytest.MonkeyPatch, compiled: bool, mode: str
 ) -> None:
     """Untracked records: the default callback sees each failure once, never a success.
 
@@ -583,10 +546,9 @@ def test_only_error_default_callback_gets_every_failure_and_no_success(
         assert producer_module._ONLY_ERROR is not OnlyError
     else:
         monkeypatch.setattr(producer_module, "_ONLY_ERROR", OnlyError)
-    topic = topic_factory(2)
-    controller.adopt(topic)
+    topic = kit.adopted_topic(2)
     reports: list[Any] = []
-    producer = make_producer(
+    producer = kit.make_producer(
         **{
             "delivery.report.only.error": True,
             "ordered.switch.mode": mode,
@@ -607,15 +569,11 @@ def test_only_error_default_callback_gets_every_failure_and_no_success(
     assert all(err.code() == KafkaError._PURGE_QUEUE for err, _ in reports)
 
 
-def test_transactions_pass_through(
-    make_producer: Callable[..., OrderedProducer],
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    bootstrap: str,
-) -> None:
-    topic = topic_factory(3)
-    controller.adopt(topic)
-    producer = make_producer(**{"transactional.id": f"tx-{topic}", "ordered.epoch.header": True})
+def test_transactions_pass_through(kit: Kit) -> None:
+    topic = kit.adopted_topic(3)
+    producer = kit.make_producer(
+        **{"transactional.id": f"tx-{topic}", "ordered.epoch.header": True}
+    )
     producer.init_transactions(30)
     producer.begin_transaction()
     for key in KEYS[:20]:
@@ -626,7 +584,7 @@ def test_transactions_pass_through(
     producer.abort_transaction(30)
     consumer = Consumer(
         {
-            "bootstrap.servers": bootstrap,
+            "bootstrap.servers": kit.bootstrap,
             "group.id": "unused",
             "enable.auto.commit": False,
             "isolation.level": "read_committed",
@@ -634,10 +592,7 @@ def test_transactions_pass_through(
     )
     try:
         consumer.assign([TopicPartition(topic, p, 0) for p in range(3)])
-        got: list[Any] = []
-        deadline = time.monotonic() + 20
-        while len(got) < 20 and time.monotonic() < deadline:
-            got += [m for m in consumer.consume(100, timeout=0.5) if m.error() is None]
+        got = consume_until(consumer, 20, 20, wait=0.5, skip_errors=True)
         time.sleep(0.5)
         got += [m for m in consumer.consume(100, timeout=0.5) if m.error() is None]
     finally:
@@ -648,38 +603,28 @@ def test_transactions_pass_through(
         assert msg.partition() == partition_for(msg.key(), 3, 3)
 
 
-def test_first_use_during_a_pending_epoch(
-    make_producer: Callable[..., OrderedProducer],
-    kazoo_factory: Callable[..., KazooClient],
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    store: LayoutStore,
-    zk_hosts: str,
-    zk_root: str,
-    bootstrap: str,
-) -> None:
+def test_first_use_during_a_pending_epoch(kit: Kit) -> None:
     """A producer that first sees a topic mid-transition routes by the pending epoch and
     acks it at once (it has nothing older in flight)."""
-    topic = topic_factory(2)
-    controller.adopt(topic)
+    topic = kit.adopted_topic(2)
     # Another process's producer that never acks: the barrier waits for it.
-    other = kazoo_factory()
+    other = kit.kazoo_factory()
     try:
-        LayoutStore(other, zk_root).register_producer(
+        LayoutStore(other, kit.zk_root).register_producer(
             topic, producer_record("stuck", 1000, host="h", client_id="")
         )
-        expand = run_in_background(controller.expand, topic, 3, timeout=30)
-        wait_until(lambda: (t := store.get_topic(topic)) is not None and t.pending == 1)
-        producer = make_producer(**{"ordered.epoch.header": True})
+        expand = run_in_background(kit.controller.expand, topic, 3, timeout=30)
+        wait_until(lambda: (t := kit.store.get_topic(topic)) is not None and t.pending == 1)
+        producer = kit.make_producer(**{"ordered.epoch.header": True})
         produce_keys(producer, topic, "mid")
         assert producer.layout(topic) == Layout(2, 3, 1)
         assert producer.topic_state(topic) is TopicState.ROUTING
-        wait_until(lambda: producer.producer_id in store.acks(topic, 1), timeout=10)
+        wait_until(lambda: producer.producer_id in kit.store.acks(topic, 1), timeout=10)
     finally:
         close_client(other)
     expand.join(30)
-    assert store.get_epoch(topic, 1).sealed
-    for msg in consume_all(bootstrap, topic, timeout=20):
+    assert kit.store.get_epoch(topic, 1).sealed
+    for msg in consume_all(kit.bootstrap, topic, timeout=20):
         assert header(msg) == b"1"
         assert msg.partition() == partition_for(msg.key(), 2, 3)
 
@@ -702,15 +647,9 @@ def test_first_use_without_zookeeper_raises_buffer_error(
     assert producer.flush(10) == 0
 
 
-def test_close_is_bounded_while_zookeeper_is_unreachable(
-    make_producer: Callable[..., OrderedProducer],
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    proxy: Proxy,
-) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
-    producer = make_producer(**{"ordered.zookeeper.connect": f"127.0.0.1:{proxy.port}"})
+def test_close_is_bounded_while_zookeeper_is_unreachable(kit: Kit, proxy: Proxy) -> None:
+    topic = kit.adopted_topic(2)
+    producer = kit.make_producer(**{"ordered.zookeeper.connect": f"127.0.0.1:{proxy.port}"})
     assert keyed_produce_works(producer, topic)
     proxy.cut()
     wait_until(lambda: producer.zookeeper.state != "CONNECTED", timeout=15)
@@ -722,21 +661,14 @@ def test_close_is_bounded_while_zookeeper_is_unreachable(
     assert producer.zookeeper.state == "LOST"
 
 
-def test_compacted_topic_gets_tombstone_copies_that_ordered_consumers_skip(
-    make_producer: Callable[..., OrderedProducer],
-    controller: Controller,
-    topic_factory: Callable[..., str],
-    bootstrap: str,
-    zk_hosts: str,
-    zk_root: str,
-) -> None:
+def test_compacted_topic_gets_tombstone_copies_that_ordered_consumers_skip(kit: Kit) -> None:
     """KIP-253 section 9: a moved key's first record tombstones its old partition."""
-    topic = topic_factory(2, config={"cleanup.policy": "compact"})
-    assert controller.adopt(topic).compacted
+    topic = kit.topic_factory(2, config={"cleanup.policy": "compact"})
+    assert kit.controller.adopt(topic).compacted
     keys = [f"c-{i}" for i in range(40)]
     registry = CollectorRegistry()
     metrics = PrometheusHooks(registry)
-    producer = make_producer(**{"ordered.epoch.header": True, "ordered.hooks": [metrics]})
+    producer = kit.make_producer(**{"ordered.epoch.header": True, "ordered.hooks": [metrics]})
     reports: list[Any] = []
 
     def produce_all(value: bytes) -> None:
@@ -748,7 +680,7 @@ def test_compacted_topic_gets_tombstone_copies_that_ordered_consumers_skip(
 
     produce_all(b"v0")
     assert producer.tombstone_copies == 0  # 2 == initial: no key lives above it yet
-    controller.expand(topic, 4, timeout=30)
+    kit.controller.expand(topic, 4, timeout=30)
     # Copies are sent again once the producer sees the seal: wait for it, so that each
     # phase below has one route.
     wait_until(
@@ -764,7 +696,7 @@ def test_compacted_topic_gets_tombstone_copies_that_ordered_consumers_skip(
     # Delivery reports are the application's records only.
     assert len(reports) == 3 * len(keys) and all(m.value() is not None for m in reports)
 
-    records = consume_all(bootstrap, topic, timeout=20)
+    records = consume_all(kit.bootstrap, topic, timeout=20)
     copies = [m for m in records if m.value() is None]
     assert sorted((m.key().decode(), m.partition()) for m in copies) == sorted(
         (k, p - 2) for k, p in moved.items()
@@ -780,12 +712,12 @@ def test_compacted_topic_gets_tombstone_copies_that_ordered_consumers_skip(
     group = unique("g")
     consumer = OrderedConsumer(
         {
-            "bootstrap.servers": bootstrap,
+            "bootstrap.servers": kit.bootstrap,
             "group.id": group,
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
-            "ordered.zookeeper.connect": zk_hosts,
-            "ordered.zookeeper.root": zk_root,
+            "ordered.zookeeper.connect": kit.zk_hosts,
+            "ordered.zookeeper.root": kit.zk_root,
             "ordered.gate.poll.interval.ms": 50,
             "ordered.violation.policy": "raise",
             "ordered.hooks": [metrics],
@@ -794,15 +726,13 @@ def test_compacted_topic_gets_tombstone_copies_that_ordered_consumers_skip(
     try:
         consumer.subscribe([topic])
         seen: dict[str, list[bytes | None]] = {}
-        deadline = time.monotonic() + 30
-        while sum(len(v) for v in seen.values()) < 3 * len(keys):
-            assert time.monotonic() < deadline, seen
-            batch = consumer.consume(100, 0.2)
-            for m in batch:
-                assert m.error() is None, m.error()
-                seen.setdefault(m.key().decode(), []).append(m.value())
-            if batch:
-                consumer.commit(asynchronous=False)
+        for m in consume_until(
+            consumer,
+            3 * len(keys),
+            30,
+            after_batch=lambda _batch: consumer.commit(asynchronous=False),
+        ):
+            seen.setdefault(m.key().decode(), []).append(m.value())
         assert seen == {k: [b"v0", b"v1", b"v2"] for k in keys}
         assert consumer.metrics["tombstone_copies_dropped"] == len(moved)
         assert consumer.violations == 0

@@ -17,15 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import create_topic, unique
+from helpers import create_topic, unique, wait_until
+from kit import Kit
 
 from coordinator import devcluster
-from coordinator.controller import Controller
+from coordinator.client.errors import ClusterError
+from coordinator.client.store import LayoutStore
+from coordinator.client.zk import close_client, make_client, start_client
+from coordinator.control.controller import Controller
 from coordinator.devcluster.cluster import ClusterState
-from coordinator.errors import ClusterError
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store import LayoutStore
-from coordinator.zk import close_client, make_client, start_client
+from coordinator.kafka.kafka_admin import KafkaAdmin
 from ordered.config import DEFAULT_DELIVERY_TIMEOUT_MS
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -86,11 +87,13 @@ def run_child(
 
 
 def wait_for(marker: Path, text: str, proc: subprocess.Popen[str], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while marker.read_text() != text:
+    def written() -> bool:
+        if marker.read_text() == text:
+            return True
         assert proc.poll() is None, "the child died"
-        assert time.monotonic() < deadline, f"no {text!r} from the child"
-        time.sleep(0.05)
+        return False
+
+    wait_until(written, timeout, what=f"{text!r} from the child")
 
 
 def exit_seconds(proc: subprocess.Popen[str], timeout: float = 60) -> float:
@@ -144,29 +147,24 @@ def test_unclosed_producer_exits_promptly_after_zookeeper_and_kafka_stopped(
 
 
 def test_clean_exit_mid_traffic_does_not_hold_up_the_next_expansion(
-    bootstrap: str,
-    zk_hosts: str,
-    zk_root: str,
-    store: LayoutStore,
-    controller: Controller,
-    tmp_path: Path,
+    kit: Kit, tmp_path: Path
 ) -> None:
-    topic = create_topic(bootstrap, unique("exit"), 2)
-    controller.adopt(topic)
+    topic = create_topic(kit.bootstrap, unique("exit"), 2)
+    kit.controller.adopt(topic)
     marker = tmp_path / "marker"
-    proc = run_child(bootstrap, zk_hosts, zk_root, topic, marker, 1.0)
+    proc = run_child(kit.bootstrap, kit.zk_hosts, kit.zk_root, topic, marker, 1.0)
     try:
         wait_for(marker, "ready", proc)
-        (registration,) = store.producers(topic).values()
+        (registration,) = kit.store.producers(topic).values()
         assert registration.delivery_timeout_ms == DEFAULT_DELIVERY_TIMEOUT_MS
         marker.write_text("go")
         assert exit_seconds(proc) < 5.0
         # The exit hook flushed, acked and unregistered: nothing for the barrier to
         # wait for (without it the registration lingers for the session timeout and
         # an expansion in that window waits out the delivery timeout, 60 s).
-        assert store.producers(topic) == {}
+        assert kit.store.producers(topic) == {}
         started = time.monotonic()
-        result: Any = controller.expand(topic, 3, timeout=30)
+        result: Any = kit.controller.expand(topic, 3, timeout=30)
         assert time.monotonic() - started < 3.0
         assert result.expired == {}
     finally:

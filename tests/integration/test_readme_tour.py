@@ -11,16 +11,16 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
+from helpers import wait_until
 from kazoo.client import KazooClient
 
+from coordinator.client.store import DEFAULT_ROOT
+from coordinator.client.store.paths import group_path, topic_path
 from coordinator.devcluster.cluster import ClusterState
-from coordinator.store import DEFAULT_ROOT
-from coordinator.store.paths import group_path, topic_path
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -42,10 +42,12 @@ def _forget(bootstrap: str, zk: KazooClient) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     if _TOPIC in admin.list_topics(timeout=10).topics:
         admin.delete_topics([_TOPIC])[_TOPIC].result(timeout=30)
-        deadline = time.monotonic() + 60
-        while _TOPIC in admin.list_topics(timeout=10).topics:
-            assert time.monotonic() < deadline, "topic orders was not deleted"
-            time.sleep(0.2)
+        wait_until(
+            lambda: _TOPIC not in admin.list_topics(timeout=10).topics,
+            60,
+            what=f"topic {_TOPIC} deleted",
+            interval=0.2,
+        )
     for path in (topic_path(DEFAULT_ROOT, _TOPIC), group_path(DEFAULT_ROOT, _GROUP)):
         zk.delete(path, recursive=True) if zk.exists(path) else None
     groups = admin.list_consumer_groups().result(timeout=30)

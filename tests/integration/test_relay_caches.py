@@ -6,22 +6,21 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from helpers import wait_until
 from kazoo.client import KazooClient
+from kit import Kit
 
-from coordinator.commit_tail import CommitTail
-from coordinator.controller import Controller
+from coordinator.client.positions import PositionService
+from coordinator.client.store import LayoutStore, paths
 from coordinator.daemon import CoordinatorDaemon, Role
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.position_relay import PositionRelay
-from coordinator.positions import PositionService
-from coordinator.store import LayoutStore, paths
-from coordinator.topic_cache import TopicCache
-from coordinator.wait_cache import WaitCache, read_waits
+from coordinator.daemon.topic_cache import TopicCache
+from coordinator.kafka.kafka_admin import KafkaAdmin
+from coordinator.relay.commit_tail import CommitTail
+from coordinator.relay.position_relay import PositionRelay
+from coordinator.relay.wait_cache import WaitCache, read_waits
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -67,32 +66,30 @@ def test_wait_cache_follows_declares_clears_and_new_groups(
     assert cache.waits() == {}
 
 
-def test_topic_cache_follows_records_and_its_check_repairs_a_missed_event(
-    store: LayoutStore, controller: Controller, topic_factory: Callable[..., str]
-) -> None:
-    topic = topic_factory(2)
-    cache = TopicCache(store, lambda: None)
+def test_topic_cache_follows_records_and_its_check_repairs_a_missed_event(kit: Kit) -> None:
+    topic = kit.topic_factory(2)
+    cache = TopicCache(kit.store, lambda: None)
     cache.start()
     try:
         cache.refresh()
         assert topic not in cache.topics()
-        controller.adopt(topic)
+        kit.controller.adopt(topic)
         wait_until(lambda: (cache.refresh(), topic in cache.topics())[1], timeout=10, what="adopt")
         record = cache.topics()[topic]
-        assert record == store.get_topic(topic)
+        assert record == kit.store.get_topic(topic)
         assert topic not in cache.with_child(paths.AUTOSCALE_NODE)
-        store.client.create(paths.autoscale_path(store.root, topic), b"")  # a policy node
+        kit.store.client.create(paths.autoscale_path(kit.store.root, topic), b"")  # a policy node
         wait_until(
             lambda: topic in cache.with_child(paths.AUTOSCALE_NODE), timeout=10, what="policy"
         )
 
         # Lose the watch behind the cache's back: a change it cannot see.
         cache._watches[topic].stop()
-        controller.expand(topic, 3)
+        kit.controller.expand(topic, 3)
         time.sleep(0.5)
         assert cache.topics()[topic] == record  # stale: nothing told the cache
         fresh = cache.check()
-        assert fresh[topic] == store.get_topic(topic) != record
+        assert fresh[topic] == kit.store.get_topic(topic) != record
         wait_until(
             lambda: cache.topics()[topic] == fresh[topic], timeout=10, what="the repaired cache"
         )
@@ -100,21 +97,19 @@ def test_topic_cache_follows_records_and_its_check_repairs_a_missed_event(
         cache.stop()
 
 
-def test_commit_tail_sees_a_plain_commit_at_once(
-    bootstrap: str, topic_factory: Callable[..., str], group_factory: Callable[[], str]
-) -> None:
-    topic = topic_factory(2)
-    group = group_factory()
-    _commit(bootstrap, group_factory(), topic, 0, 1)  # __consumer_offsets exists from here
+def test_commit_tail_sees_a_plain_commit_at_once(kit: Kit) -> None:
+    topic = kit.topic_factory(2)
+    group = kit.group_factory()
+    _commit(kit.bootstrap, kit.group_factory(), topic, 0, 1)  # __consumer_offsets exists from here
     seen: list[tuple[str, str, int]] = []
     stop = threading.Event()
-    tail = CommitTail({"bootstrap.servers": bootstrap}, lambda *c: seen.append(c))
+    tail = CommitTail({"bootstrap.servers": kit.bootstrap}, lambda *c: seen.append(c))
     thread = threading.Thread(target=tail.run, args=(stop.is_set,), daemon=True)
     thread.start()
     try:
         # The tail starts at the end: repeat until its assignment has taken effect.
         def committed() -> bool:
-            _commit(bootstrap, group, topic, 1, 5)
+            _commit(kit.bootstrap, group, topic, 1, 5)
             return (group, topic, 1) in seen
 
         wait_until(committed, timeout=30, what="the commit seen by the tail")
@@ -126,20 +121,15 @@ def test_commit_tail_sees_a_plain_commit_at_once(
 
 @pytest.mark.parametrize("tail", [True, False])
 def test_relay_publishes_a_plain_commit_without_waiting_for_its_interval(
-    tail: bool,
-    store: LayoutStore,
-    zk_root: str,
-    bootstrap: str,
-    topic_factory: Callable[..., str],
-    group_factory: Callable[[], str],
+    kit: Kit, tail: bool
 ) -> None:
     """With a 60 s interval, only the commit tail can relay a commit within seconds."""
-    topic = topic_factory(2)
-    group = group_factory()
-    _commit(bootstrap, group_factory(), topic, 0, 1)  # __consumer_offsets exists
-    service = PositionService(store.client, zk_root, group)
-    admin = KafkaAdmin(bootstrap)
-    relay = PositionRelay(store.client, admin, zk_root, interval=60.0, tail_commits=tail)
+    topic = kit.topic_factory(2)
+    group = kit.group_factory()
+    _commit(kit.bootstrap, kit.group_factory(), topic, 0, 1)  # __consumer_offsets exists
+    service = PositionService(kit.store.client, kit.zk_root, group)
+    admin = KafkaAdmin(kit.bootstrap)
+    relay = PositionRelay(kit.store.client, admin, kit.zk_root, interval=60.0, tail_commits=tail)
     stop = threading.Event()
     thread = threading.Thread(target=relay.run, args=(stop.is_set,), daemon=True)
     seen: list[int] = []
@@ -150,7 +140,7 @@ def test_relay_publishes_a_plain_commit_without_waiting_for_its_interval(
         # The declaration itself makes a full round (nothing committed yet).
         wait_until(lambda: (group, topic) in relay.targets, timeout=10, what="the wait")
         time.sleep(1.0)  # the tail's assignment takes effect
-        _commit(bootstrap, group, topic, 1, 4)
+        _commit(kit.bootstrap, group, topic, 1, 4)
         if tail:
             wait_until(lambda: seen == [4], timeout=10, what="the relayed commit")
         else:
@@ -177,23 +167,15 @@ def _requests_of(client: KazooClient, zk_hosts: str) -> int:
     raise AssertionError(f"session {session} not listed by cons")
 
 
-def test_relay_rounds_read_nothing_from_zookeeper_while_nothing_changes(
-    kazoo_factory: Callable[..., KazooClient],
-    zk_hosts: str,
-    zk_root: str,
-    store: LayoutStore,
-    bootstrap: str,
-    topic_factory: Callable[..., str],
-    group_factory: Callable[[], str],
-) -> None:
-    topic = topic_factory(2)
-    groups = [group_factory() for _ in range(3)]
+def test_relay_rounds_read_nothing_from_zookeeper_while_nothing_changes(kit: Kit) -> None:
+    topic = kit.topic_factory(2)
+    groups = [kit.group_factory() for _ in range(3)]
     for group in groups:
-        PositionService(store.client, zk_root, group).declare(topic, "waiter", {0: 1_000})
-    client = kazoo_factory(session_timeout_s=30.0)  # pings every 10 s at most
-    admin = KafkaAdmin(bootstrap)
+        PositionService(kit.store.client, kit.zk_root, group).declare(topic, "waiter", {0: 1_000})
+    client = kit.kazoo_factory(session_timeout_s=30.0)  # pings every 10 s at most
+    admin = KafkaAdmin(kit.bootstrap)
     relay = PositionRelay(
-        client, admin, zk_root, interval=0.05, tail_commits=False, check_interval=3600.0
+        client, admin, kit.zk_root, interval=0.05, tail_commits=False, check_interval=3600.0
     )
     stop = threading.Event()
     thread = threading.Thread(target=relay.run, args=(stop.is_set,), daemon=True)
@@ -203,9 +185,9 @@ def test_relay_rounds_read_nothing_from_zookeeper_while_nothing_changes(
             lambda: relay.targets == {(g, topic) for g in groups}, timeout=10, what="the waits"
         )
         time.sleep(0.5)  # the cache's first reads are answered
-        before = _requests_of(client, zk_hosts)
+        before = _requests_of(client, kit.zk_hosts)
         time.sleep(2.0)  # about 40 rounds
-        during = _requests_of(client, zk_hosts) - before
+        during = _requests_of(client, kit.zk_hosts) - before
     finally:
         stop.set()
         relay.wake()
@@ -215,22 +197,15 @@ def test_relay_rounds_read_nothing_from_zookeeper_while_nothing_changes(
     assert during <= 3, f"{during} requests in 2 s of rounds"
 
 
-def test_an_idle_daemon_scans_without_reading_zookeeper(
-    kazoo_factory: Callable[..., KazooClient],
-    zk_hosts: str,
-    zk_root: str,
-    controller: Controller,
-    bootstrap: str,
-    topic_factory: Callable[..., str],
-) -> None:
+def test_an_idle_daemon_scans_without_reading_zookeeper(kit: Kit) -> None:
     for _ in range(3):
-        controller.adopt(topic_factory(2))
-    client = kazoo_factory(session_timeout_s=30.0)
-    admin = KafkaAdmin(bootstrap)
+        kit.controller.adopt(kit.topic_factory(2))
+    client = kit.kazoo_factory(session_timeout_s=30.0)
+    admin = KafkaAdmin(kit.bootstrap)
     daemon = CoordinatorDaemon(
         client,
         admin,
-        zk_root,
+        kit.zk_root,
         scan_interval=0.05,
         relay_interval=0,
         sweep_interval=0,
@@ -242,9 +217,9 @@ def test_an_idle_daemon_scans_without_reading_zookeeper(
     try:
         wait_until(lambda: daemon.role is Role.LEADER, timeout=15, what="leadership")
         time.sleep(1.0)  # the first scan's reads and watches are answered
-        before = _requests_of(client, zk_hosts)
+        before = _requests_of(client, kit.zk_hosts)
         time.sleep(2.0)  # about 40 scans
-        during = _requests_of(client, zk_hosts) - before
+        during = _requests_of(client, kit.zk_hosts) - before
     finally:
         daemon.stop()
         thread.join(15)

@@ -16,13 +16,13 @@ from helpers import unique, wait_until
 from kazoo.exceptions import NoAuthError
 from secure_fixtures import Secure
 
-from coordinator.acl_apply import apply_policy, show_acls
-from coordinator.controller import Controller
-from coordinator.errors import StoreAuthError
-from coordinator.positions import PositionService
-from coordinator.store import paths
-from coordinator.store.records import AckRecord, Interest, ProducerRecord, Progress
-from coordinator.zk import make_client, start_client
+from coordinator.client.errors import StoreAuthError
+from coordinator.client.positions import PositionService
+from coordinator.client.store import paths
+from coordinator.client.store.records import AckRecord, Interest, ProducerRecord, Progress
+from coordinator.client.zk import make_client, start_client
+from coordinator.control.controller import Controller
+from coordinator.security.acl_apply import apply_policy, show_acls
 from ordered import OrderedProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -111,7 +111,7 @@ def test_a_forged_ack_is_ignored_reported_and_the_barrier_waits(
             client_id="",
         ),
     )
-    caplog.set_level(logging.WARNING, logger="coordinator.controller")
+    caplog.set_level(logging.WARNING, logger="coordinator.control.controller")
     expanding = run_in_background(controller.expand, topic, 3, timeout=60)
     wait_until(
         lambda: controller.store.get_topic(topic).pending == 1,  # type: ignore[union-attr]

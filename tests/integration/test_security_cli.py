@@ -20,12 +20,12 @@ from confluent_kafka import Producer
 from helpers import run_cli, unique, wait_until
 from secure_fixtures import NO_DELETE, Secure
 
-from coordinator.acl_apply import apply_policy
-from coordinator.controller import Controller
-from coordinator.errors import ConfigError, StoreAuthError
-from coordinator.kafka_security import client_config
-from coordinator.store.records import AckRecord, ProducerRecord
-from coordinator.zk_auth import ZkAuth
+from coordinator.client.errors import ConfigError, StoreAuthError
+from coordinator.client.kafka_security import client_config
+from coordinator.client.store.records import AckRecord, ProducerRecord
+from coordinator.client.zk_auth import ZkAuth
+from coordinator.control.controller import Controller
+from coordinator.security.acl_apply import apply_policy
 from ordered import OrderedProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from fixtures import consume_all, run_in_background
 from helpers import drain, wait_until
+from kit import Kit
 
-from coordinator.controller import Controller
-from coordinator.errors import OrderedKafkaError
+from coordinator.client.errors import OrderedKafkaError
 from linear_hash import partition_for
 from ordered import TopicState
 
@@ -52,14 +52,10 @@ def options(bootstrap: str, zk_hosts: str, zk_root: str) -> Callable[..., SinkOp
 
 
 def test_rows_land_by_the_layout_and_successes_reach_no_python_callback(
-    options: Callable[..., SinkOptions],
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    bootstrap: str,
-    monkeypatch: pytest.MonkeyPatch,
+    kit: Kit, options: Callable[..., SinkOptions], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    topic = topic_factory(3)
-    adopted = controller.adopt(topic)
+    topic = kit.topic_factory(3)
+    adopted = kit.controller.adopt(topic)
     reports: list[Any] = []
     report = sink._Pooled._on_delivery
 
@@ -72,7 +68,7 @@ def test_rows_land_by_the_layout_and_successes_reach_no_python_callback(
     config = options(topic, **{"delivery.report.only.error": "false"})
     assert sink.write_batches(config, batches(1000)) == 1000
     assert reports == []
-    records = consume_all(bootstrap, topic)
+    records = consume_all(kit.bootstrap, topic)
     assert sorted(int(m.value()[1:]) for m in records) == list(range(1000))
     for msg in records:
         assert msg.partition() == partition_for(msg.key(), 3, 3, adopted.algorithm)
@@ -89,18 +85,13 @@ def test_a_failed_row_fails_the_task_naming_the_kafka_error(
 
 
 def test_a_write_goes_on_through_an_expansion_in_pause_mode(
-    options: Callable[..., SinkOptions],
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    make_consumer: Callable[..., Any],
-    monkeypatch: pytest.MonkeyPatch,
+    kit: Kit, options: Callable[..., SinkOptions], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The epoch switches mid-write: the sink's producer pauses, then every row lands once.
 
     Rows are read back with an ``OrderedConsumer``: each key's values in write order.
     """
-    topic = topic_factory(2)
-    controller.adopt(topic)
+    topic = kit.adopted_topic(2)
     config = options(topic)
     refused: list[BaseException] = []
     writers: list[Any] = []
@@ -131,7 +122,7 @@ def test_a_write_goes_on_through_an_expansion_in_pause_mode(
         for number, batch in enumerate(batches(6000, size=500)):
             if number == 4:
                 # Switch while rows are pending: the next batch meets the drain.
-                expansion.append(run_in_background(controller.expand, topic, 3, timeout=60))
+                expansion.append(run_in_background(kit.controller.expand, topic, 3, timeout=60))
                 wait_until(lambda: writers[0].topic_state(topic) is TopicState.SWITCHING)
             yield batch
 
@@ -144,7 +135,7 @@ def test_a_write_goes_on_through_an_expansion_in_pause_mode(
     result = expansion[0].join(60)
     assert result.expired == {}
     assert refused and all(type(e).__name__ == "SwitchDrainingError" for e in refused)
-    consumer = make_consumer(f"g-{topic}")
+    consumer = kit.make_consumer(f"g-{topic}")
     consumer.subscribe([topic])
     records = drain(consumer, 60, until=6000)
     values: dict[bytes, list[int]] = {}

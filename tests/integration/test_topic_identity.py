@@ -13,27 +13,26 @@ import re
 import socket
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 from fixtures import producer_record, run_in_background, snapshot
-from helpers import create_topic, transient_error, wait_until
-from kazoo.client import KazooClient
+from helpers import consume_until, create_topic, wait_until
+from kit import Kit
 
-from coordinator.controller import BarrierTimeoutError, Controller
-from coordinator.daemon import CoordinatorDaemon
-from coordinator.errors import (
+from coordinator.client.errors import (
     LayoutError,
     LayoutUnavailableError,
     TopicIdMismatchError,
     TransitionInProgressError,
 )
-from coordinator.history import load_history
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store import LayoutStore
-from coordinator.topic_ids import TopicIds
+from coordinator.client.history import load_history
+from coordinator.client.store import LayoutStore
+from coordinator.client.topic_ids import TopicIds
+from coordinator.control.controller import BarrierTimeoutError
+from coordinator.daemon import CoordinatorDaemon
+from coordinator.kafka.kafka_admin import KafkaAdmin
 from ordered import OrderedConsumer, OrderedProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]
@@ -74,55 +73,41 @@ def consume_ordered(
     consumer: OrderedConsumer, topic: str, expected: int, timeout: float = 60.0
 ) -> list[tuple[str, int]]:
     consumer.subscribe([topic])
-    out: list[tuple[str, int]] = []
-    deadline = time.monotonic() + timeout
-    while len(out) < expected:
-        assert time.monotonic() < deadline, f"consumed {len(out)} of {expected}"
-        for message in consumer.consume(500, timeout=0.5):
-            if message.error() is not None:
-                assert transient_error(message), message.error()
-                continue
-            out.append((message.key().decode(), int(message.value())))
-    return out
+    got = consume_until(consumer, expected, timeout, batch=500, wait=0.5)
+    return [(m.key().decode(), int(m.value())) for m in got]
 
 
 def test_recreated_topic_is_refused_everywhere_until_adopt_replace(
-    ordered_cli: Callable[..., Any],
-    clients: tuple[Callable[..., OrderedProducer], Callable[..., OrderedConsumer]],
-    topic_factory: Callable[..., str],
-    group_factory: Callable[[], str],
-    bootstrap: str,
-    zk: KazooClient,
-    zk_root: str,
+    kit: Kit, clients: tuple[Callable[..., OrderedProducer], Callable[..., OrderedConsumer]]
 ) -> None:
     make_producer, make_consumer = clients
-    admin = KafkaAdmin(bootstrap)
-    topic = topic_factory(1)
-    adopted = ordered_cli("adopt", topic, "--json")
+    admin = KafkaAdmin(kit.bootstrap)
+    topic = kit.topic_factory(1)
+    adopted = kit.ordered_cli("adopt", topic, "--json")
     assert adopted.returncode == 0, adopted.stderr
     old_id = admin.topic_id(topic)
     assert json.loads(adopted.stdout)["topic_id"] == old_id
-    assert ordered_cli("expand", topic, "--to", "2").returncode == 0
+    assert kit.ordered_cli("expand", topic, "--to", "2").returncode == 0
 
-    recreate(bootstrap, topic, 4)
+    recreate(kit.bootstrap, topic, 4)
     new_id = admin.topic_id(topic)
     assert new_id != old_id
-    before = snapshot(zk, zk_root)
+    before = snapshot(kit.zk, kit.zk_root)
 
     # Every command refuses the stale layout, naming both ids, and writes nothing.
     for args in (
         ("describe", topic),
-        ("describe", topic, "--group", group_factory()),
+        ("describe", topic, "--group", kit.group_factory()),
         ("adopt", topic),
         ("expand", topic, "--to", "5"),
         ("shrink", topic, "--to", "1"),
     ):
-        done = ordered_cli(*args)
+        done = kit.ordered_cli(*args)
         assert done.returncode == 1, (args, done.stdout, done.stderr)
         assert f"adopted as topic id {old_id}" in done.stderr, (args, done.stderr)
         assert f"now has topic id {new_id}" in done.stderr, (args, done.stderr)
         assert "Traceback" not in done.stderr
-    as_json = ordered_cli("describe", topic, "--json")
+    as_json = kit.ordered_cli("describe", topic, "--json")
     assert json.loads(as_json.stdout)["error"]["kind"] == "TopicIdMismatchError"
     assert admin.partition_count(topic) == 4
 
@@ -134,10 +119,10 @@ def test_recreated_topic_is_refused_everywhere_until_adopt_replace(
     assert (refused.value.recorded_id, refused.value.kafka_id) == (old_id, new_id)
     with pytest.raises(TopicIdMismatchError):
         producer.produce(topic, key="k", value="1")
-    subscriber = make_consumer(group_factory())
+    subscriber = make_consumer(kit.group_factory())
     with pytest.raises(TopicIdMismatchError):
         subscriber.subscribe([topic])
-    assigned = make_consumer(group_factory())
+    assigned = make_consumer(kit.group_factory())
     with pytest.raises(TopicIdMismatchError):
         assigned.assign([TopicPartition(topic, 0, 0)])
     for _ in range(3):  # refused at every poll, not once
@@ -147,17 +132,17 @@ def test_recreated_topic_is_refused_everywhere_until_adopt_replace(
         assigned.consume(10, timeout=0.1)
     # Nothing was written: the refused producer did not even register (a barrier of
     # the topic would wait for it).
-    assert snapshot(zk, zk_root) == before
+    assert snapshot(kit.zk, kit.zk_root) == before
 
     # Re-adopt: a fresh layout of the new topic, numbered after the old epochs.
-    replaced = ordered_cli("adopt", topic, "--replace", "--json")
+    replaced = kit.ordered_cli("adopt", topic, "--replace", "--json")
     assert replaced.returncode == 0, replaced.stderr
     record = json.loads(replaced.stdout)
     assert record["topic_id"] == new_id
     assert (record["initial"], record["active"], record["epoch"]) == (4, 4, 2)
-    again = ordered_cli("adopt", topic, "--replace", "--json")  # idempotent
+    again = kit.ordered_cli("adopt", topic, "--replace", "--json")  # idempotent
     assert again.returncode == 0 and json.loads(again.stdout) == record
-    described = json.loads(ordered_cli("describe", topic, "--json").stdout)
+    described = json.loads(kit.ordered_cli("describe", topic, "--json").stdout)
     assert [(e["epoch"], e["to_active"]) for e in described["epochs"]] == [(2, 4)]
     assert described["kafka_topic_id"] == new_id
 
@@ -174,53 +159,45 @@ def test_recreated_topic_is_refused_everywhere_until_adopt_replace(
         assert producer.flush(30) == 0
 
     send(3)
-    expanded = ordered_cli("expand", topic, "--to", "6", "--json")
+    expanded = kit.ordered_cli("expand", topic, "--to", "6", "--json")
     assert expanded.returncode == 0, expanded.stderr
     assert json.loads(expanded.stdout)["epoch"] == 3
     send(3)
     assigned.close()  # refused above; a fresh consumer reads the re-adopted topic
-    got = consume_ordered(make_consumer(group_factory()), topic, 6 * len(keys))
+    got = consume_ordered(make_consumer(kit.group_factory()), topic, 6 * len(keys))
     for key in keys:
         assert [v for k, v in got if k == key] == list(range(1, 7)), key
 
 
-def test_pending_epoch_blocks_replace_and_unadopt_only_while_its_topic_lives(
-    controller: Controller,
-    store: LayoutStore,
-    kazoo_factory: Callable[..., KazooClient],
-    zk: KazooClient,
-    zk_root: str,
-    bootstrap: str,
-    topic_factory: Callable[..., str],
-) -> None:
-    topic = topic_factory(2)
-    first = controller.adopt(topic)
-    assert first.topic_id == KafkaAdmin(bootstrap).topic_id(topic)
-    silent = kazoo_factory()
-    LayoutStore(silent, zk_root).register_producer(
+def test_pending_epoch_blocks_replace_and_unadopt_only_while_its_topic_lives(kit: Kit) -> None:
+    topic = kit.topic_factory(2)
+    first = kit.controller.adopt(topic)
+    assert first.topic_id == KafkaAdmin(kit.bootstrap).topic_id(topic)
+    silent = kit.kazoo_factory()
+    LayoutStore(silent, kit.zk_root).register_producer(
         topic, producer_record("silent", 60_000, host="h", client_id="c")
     )
     with pytest.raises(BarrierTimeoutError):
-        controller.expand(topic, 3, timeout=0.5)
-    before = snapshot(zk, zk_root)
+        kit.controller.expand(topic, 3, timeout=0.5)
+    before = snapshot(kit.zk, kit.zk_root)
     for attempt in (
-        lambda: controller.unadopt(topic),
-        lambda: controller.adopt(topic, "murmur2", replace_existing=True),
+        lambda: kit.controller.unadopt(topic),
+        lambda: kit.controller.adopt(topic, "murmur2", replace_existing=True),
     ):
         with pytest.raises(TransitionInProgressError, match=r"epoch 1 .* is pending"):
             attempt()
-    assert snapshot(zk, zk_root) == before
+    assert snapshot(kit.zk, kit.zk_root) == before
 
     # The topic is deleted and created again: the pending epoch belongs to a topic
     # that is gone. Resuming it is refused; the daemon says so once, not every scan.
-    recreate(bootstrap, topic, 2)
+    recreate(kit.bootstrap, topic, 2)
     with pytest.raises(TopicIdMismatchError):
-        controller.resume(topic, timeout=1)
+        kit.controller.resume(topic, timeout=1)
     said: list[str] = []
     daemon = CoordinatorDaemon(
-        store.client,
-        KafkaAdmin(bootstrap),
-        root=zk_root,
+        kit.store.client,
+        KafkaAdmin(kit.bootstrap),
+        root=kit.zk_root,
         progress=said.append,
         scan_interval=0.2,
         relay_interval=0,
@@ -237,77 +214,62 @@ def test_pending_epoch_blocks_replace_and_unadopt_only_while_its_topic_lives(
     assert f"adopted as topic id {first.topic_id}" in refusals[0]
 
     # Now un-adopting is allowed, and idempotent.
-    removed = controller.unadopt(topic)
+    removed = kit.controller.unadopt(topic)
     assert removed is not None and removed.pending == 1
-    assert store.get_topic(topic) is None
-    assert store.epochs(topic) == []
-    assert controller.unadopt(topic) is None
-    assert "silent" in store.producers(topic)  # registrations are not the layout's
-    assert controller.describe(topic).topic is None
+    assert kit.store.get_topic(topic) is None
+    assert kit.store.epochs(topic) == []
+    assert kit.controller.unadopt(topic) is None
+    assert "silent" in kit.store.producers(topic)  # registrations are not the layout's
+    assert kit.controller.describe(topic).topic is None
 
 
-def test_records_of_older_versions_load_unbound_and_adopt_binds_them(
-    controller: Controller,
-    store: LayoutStore,
-    zk: KazooClient,
-    zk_root: str,
-    bootstrap: str,
-    topic_factory: Callable[..., str],
-) -> None:
-    topic = topic_factory(3)
-    controller.adopt(topic)
-    path = f"{zk_root}/topics/{topic}"
-    raw = json.loads(zk.get(path)[0])
+def test_records_of_older_versions_load_unbound_and_adopt_binds_them(kit: Kit) -> None:
+    topic = kit.adopted_topic(3)
+    path = f"{kit.zk_root}/topics/{topic}"
+    raw = json.loads(kit.zk.get(path)[0])
     kafka_id = raw.pop("topic_id")
     raw["version"] = 1  # what an ordered before topic ids wrote
-    zk.set(path, json.dumps(raw, sort_keys=True).encode())
+    kit.zk.set(path, json.dumps(raw, sort_keys=True).encode())
 
-    legacy = store.get_topic(topic)
+    legacy = kit.store.get_topic(topic)
     assert legacy is not None and legacy.topic_id is None
-    assert controller.describe(topic).topic == legacy  # nothing to check: used as before
-    result = controller.expand(topic, 4, timeout=10)  # and transitions run
+    assert kit.controller.describe(topic).topic == legacy  # nothing to check: used as before
+    result = kit.controller.expand(topic, 4, timeout=10)  # and transitions run
     assert result.epoch == 1
-    assert store.get_topic(topic).topic_id is None  # type: ignore[union-attr]
+    assert kit.store.get_topic(topic).topic_id is None  # type: ignore[union-attr]
 
     with pytest.raises(LayoutError, match="already adopted with algorithm murmur3"):
-        controller.adopt(topic, "crc32")
-    bound = controller.adopt(topic)
+        kit.controller.adopt(topic, "crc32")
+    bound = kit.controller.adopt(topic)
     assert bound.topic_id == kafka_id
-    assert bound == controller.adopt(topic)  # idempotent
-    assert json.loads(zk.get(path)[0])["version"] == 2
+    assert bound == kit.controller.adopt(topic)  # idempotent
+    assert json.loads(kit.zk.get(path)[0])["version"] == 2
 
     # An unbound record whose topic has fewer partitions in Kafka than its layout
     # cannot be the adopted topic: binding is refused, nothing written.
-    other = topic_factory(2)
-    controller.adopt(other)
-    controller.expand(other, 3, timeout=10)
-    opath = f"{zk_root}/topics/{other}"
-    raw = json.loads(zk.get(opath)[0])
+    other = kit.adopted_topic(2)
+    kit.controller.expand(other, 3, timeout=10)
+    opath = f"{kit.zk_root}/topics/{other}"
+    raw = json.loads(kit.zk.get(opath)[0])
     raw.pop("topic_id")
     raw["version"] = 1
-    zk.set(opath, json.dumps(raw, sort_keys=True).encode())
-    recreate(bootstrap, other, 2)
-    before = snapshot(zk, zk_root)
+    kit.zk.set(opath, json.dumps(raw, sort_keys=True).encode())
+    recreate(kit.bootstrap, other, 2)
+    before = snapshot(kit.zk, kit.zk_root)
     with pytest.raises(LayoutError, match="has 2 partitions in Kafka, fewer than the 3"):
-        controller.adopt(other)
-    assert snapshot(zk, zk_root) == before
+        kit.controller.adopt(other)
+    assert snapshot(kit.zk, kit.zk_root) == before
 
 
-def test_cli_unadopt_and_replace(
-    ordered_cli: Callable[..., Any],
-    topic_factory: Callable[..., str],
-    zk: KazooClient,
-    zk_root: str,
-    bootstrap: str,
-) -> None:
-    topic = topic_factory(2)
-    before = snapshot(zk, zk_root)
-    missing = ordered_cli("adopt", topic + "-missing", "--replace")
+def test_cli_unadopt_and_replace(kit: Kit) -> None:
+    topic = kit.topic_factory(2)
+    before = snapshot(kit.zk, kit.zk_root)
+    missing = kit.ordered_cli("adopt", topic + "-missing", "--replace")
     assert missing.returncode == 1 and "does not exist in Kafka" in missing.stderr
-    bad = ordered_cli("adopt", topic, "--replace", "--algorithm", "md5")
+    bad = kit.ordered_cli("adopt", topic, "--replace", "--algorithm", "md5")
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
-    assert snapshot(zk, zk_root) == before
-    nothing = ordered_cli("unadopt", topic, "--json")
+    assert snapshot(kit.zk, kit.zk_root) == before
+    nothing = kit.ordered_cli("unadopt", topic, "--json")
     assert nothing.returncode == 0, nothing.stderr
     assert json.loads(nothing.stdout) == {
         "name": topic,
@@ -317,102 +279,91 @@ def test_cli_unadopt_and_replace(
         "dry_run": False,
     }
     # --replace of a topic not adopted is a plain adoption.
-    adopted = ordered_cli("adopt", topic, "--replace", "--json")
+    adopted = kit.ordered_cli("adopt", topic, "--replace", "--json")
     assert adopted.returncode == 0, adopted.stderr
     assert json.loads(adopted.stdout)["epoch"] == 0
-    assert ordered_cli("expand", topic, "--to", "3").returncode == 0
+    assert kit.ordered_cli("expand", topic, "--to", "3").returncode == 0
     # Other settings without --replace: refused, naming the way out.
-    other = ordered_cli("adopt", topic, "--algorithm", "crc32")
+    other = kit.ordered_cli("adopt", topic, "--algorithm", "crc32")
     assert other.returncode == 1 and "--replace" in other.stderr
     # With --replace: a fresh layout of the same topic, numbered after epoch 1.
     replaced = json.loads(
-        ordered_cli("adopt", topic, "--algorithm", "crc32", "--replace", "--json").stdout
+        kit.ordered_cli("adopt", topic, "--algorithm", "crc32", "--replace", "--json").stdout
     )
     assert (replaced["algorithm"], replaced["initial"], replaced["epoch"]) == ("crc32", 3, 2)
-    text = ordered_cli("describe", topic).stdout
-    assert f"topic id {KafkaAdmin(bootstrap).topic_id(topic)}" in text
+    text = kit.ordered_cli("describe", topic).stdout
+    assert f"topic id {KafkaAdmin(kit.bootstrap).topic_id(topic)}" in text
     assert "epoch 2 sealed: 3 -> 3" in text and "epoch 1" not in text
 
-    removed = ordered_cli("unadopt", topic)
+    removed = kit.ordered_cli("unadopt", topic)
     assert removed.returncode == 0, removed.stderr
     assert f"topic {topic}: unadopted (was: topic {topic}: initial 3" in removed.stdout
-    assert ordered_cli("describe", topic).stdout.startswith(
+    assert kit.ordered_cli("describe", topic).stdout.startswith(
         f"{topic}: not adopted; 3 partitions in Kafka"
     )
-    assert zk.get(f"{zk_root}/topics/{topic}")[0] == b""
-    assert zk.get_children(f"{zk_root}/topics/{topic}/epochs") == []
-    again = ordered_cli("unadopt", topic)
+    assert kit.zk.get(f"{kit.zk_root}/topics/{topic}")[0] == b""
+    assert kit.zk.get_children(f"{kit.zk_root}/topics/{topic}/epochs") == []
+    again = kit.ordered_cli("unadopt", topic)
     assert again.returncode == 0 and "not adopted; nothing to do" in again.stdout
     # Adoptable again, numbered after every epoch the name ever had.
-    readopted = ordered_cli("adopt", topic, "--json")
+    readopted = kit.ordered_cli("adopt", topic, "--json")
     assert readopted.returncode == 0, readopted.stderr
     assert json.loads(readopted.stdout)["epoch"] == 3
 
 
-def test_load_history_refuses_another_topic_id(
-    controller: Controller, store: LayoutStore, bootstrap: str, topic_factory: Callable[..., str]
-) -> None:
-    topic = topic_factory(2)
-    record = controller.adopt(topic)
+def test_load_history_refuses_another_topic_id(kit: Kit) -> None:
+    topic = kit.topic_factory(2)
+    record = kit.controller.adopt(topic)
     assert record.topic_id is not None
-    assert load_history(store, topic, topic_id=record.topic_id).record == record
+    assert load_history(kit.store, topic, topic_id=record.topic_id).record == record
     with pytest.raises(
         TopicIdMismatchError, match=re.escape(f"adopted as topic id {record.topic_id}")
     ):
-        load_history(store, topic, topic_id="AAAAAAAAAAAAAAAAAAAAAA")
-    ids = TopicIds.for_client({"bootstrap.servers": bootstrap, "group.id": "g"})
+        load_history(kit.store, topic, topic_id="AAAAAAAAAAAAAAAAAAAAAA")
+    ids = TopicIds.for_client({"bootstrap.servers": kit.bootstrap, "group.id": "g"})
     for _ in range(3):
-        assert load_history(store, topic, ids=ids).record == record
+        assert load_history(kit.store, topic, ids=ids).record == record
     assert ids.requests == 1  # one request per topic, not per load
-    recreate(bootstrap, topic, 2)
+    recreate(kit.bootstrap, topic, 2)
     ids.forget(topic)
     with pytest.raises(TopicIdMismatchError):
-        load_history(store, topic, ids=ids)
+        load_history(kit.store, topic, ids=ids)
 
 
-def test_deleted_topic_points_to_unadopt(
-    ordered_cli: Callable[..., Any], topic_factory: Callable[..., str], bootstrap: str
-) -> None:
-    topic = topic_factory(2)
-    assert ordered_cli("adopt", topic).returncode == 0
-    delete(bootstrap, topic)
+def test_deleted_topic_points_to_unadopt(kit: Kit) -> None:
+    topic = kit.topic_factory(2)
+    assert kit.ordered_cli("adopt", topic).returncode == 0
+    delete(kit.bootstrap, topic)
     for args in (("describe", topic), ("expand", topic, "--to", "3"), ("adopt", topic)):
-        done = ordered_cli(*args)
+        done = kit.ordered_cli(*args)
         assert done.returncode == 1, (args, done.stderr)
         assert "does not exist in Kafka, but a layout of it is adopted" in done.stderr
         assert f"ordered unadopt {topic}" in done.stderr
-    removed = ordered_cli("unadopt", topic)
+    removed = kit.ordered_cli("unadopt", topic)
     assert removed.returncode == 0, removed.stderr
-    plain = ordered_cli("describe", topic)
+    plain = kit.ordered_cli("describe", topic)
     assert plain.returncode == 1
     assert plain.stderr.endswith(f"topic {topic} does not exist in Kafka\n")
 
 
-def test_producer_that_cannot_ask_kafka_is_told_to_retry(
-    controller: Controller,
-    topic_factory: Callable[..., str],
-    zk_hosts: str,
-    zk: KazooClient,
-    zk_root: str,
-) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
+def test_producer_that_cannot_ask_kafka_is_told_to_retry(kit: Kit) -> None:
+    topic = kit.adopted_topic(2)
     with socket_closed() as port:
         producer = OrderedProducer(
             {
                 "bootstrap.servers": f"127.0.0.1:{port}",
-                "ordered.zookeeper.connect": zk_hosts,
-                "ordered.zookeeper.root": zk_root,
+                "ordered.zookeeper.connect": kit.zk_hosts,
+                "ordered.zookeeper.root": kit.zk_root,
                 "message.timeout.ms": 1000,
             }
         )
         try:
-            before = snapshot(zk, zk_root)
+            before = snapshot(kit.zk, kit.zk_root)
             started = time.monotonic()
             with pytest.raises(LayoutUnavailableError, match="cannot check the topic id"):
                 producer.produce(topic, key="k", value="v")
             assert time.monotonic() - started < 8  # one bounded request, no diagnosis
-            assert snapshot(zk, zk_root) == before  # not registered either
+            assert snapshot(kit.zk, kit.zk_root) == before  # not registered either
         finally:
             producer.close()
 

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from helpers import unique
+from kit import Kit
 
-from coordinator.interest import InterestSettings, topic_interest
-from coordinator.kafka_admin import KafkaAdmin
-from coordinator.store import LayoutStore
-from coordinator.trim import Trimmer, TrimStatus
+from coordinator.groups.interest import InterestSettings, topic_interest
+from coordinator.kafka.kafka_admin import KafkaAdmin
+from coordinator.trims.trim import Trimmer, TrimStatus
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -134,57 +134,55 @@ def test_retention_setting(cli: Callable[..., Any], topic_factory: Callable[...,
     assert json.loads(cli("retention", topic, "--json").stdout)["consumed_ms"] is None
 
 
-def test_interested_groups(
-    store: LayoutStore, topic_factory: Callable[..., str], bootstrap: str
-) -> None:
-    topic = topic_factory(2)
-    fill(bootstrap, topic, 2, 10)
-    admin = KafkaAdmin(bootstrap)
+def test_interested_groups(kit: Kit) -> None:
+    topic = kit.topic_factory(2)
+    fill(kit.bootstrap, topic, 2, 10)
+    admin = KafkaAdmin(kit.bootstrap)
     ordered, other, idle = unique("ordered"), unique("other"), unique("idle")
     for group, offsets in ((ordered, {0: 4, 1: 6}), (other, {0: 2})):
-        client = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+        client = Consumer({"bootstrap.servers": kit.bootstrap, "group.id": group})
         client.commit(
             offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False
         )
         client.close()
-    store.register_group(ordered, topic, 1.0)
+    kit.store.register_group(ordered, topic, 1.0)
     # Registered long ago, never committed, no member: stale, holds nothing.
-    store.register_group(idle, topic, 1.0)
+    kit.store.register_group(idle, topic, 1.0)
 
     now = time.time()
-    seen = topic_interest(store, admin, topic, [0, 1], observe=True, now=now)
+    seen = topic_interest(kit.store, admin, topic, [0, 1], observe=True, now=now)
     assert {g.group for g in seen.holding} == {ordered, other}
     assert {g.group: g.registered for g in seen.groups} == {ordered: True, other: False}
     assert (seen.min_committed(0), seen.min_committed(1)) == (2, 0)
 
-    only = topic_interest(store, admin, topic, [0, 1], InterestSettings(registered_only=True))
+    only = topic_interest(kit.store, admin, topic, [0, 1], InterestSettings(registered_only=True))
     assert [g.group for g in only.holding] == [ordered]
     assert (only.min_committed(0), only.min_committed(1)) == (4, 6)
 
     # Both groups are empty; after the stale time their commits hold nothing back.
     stale = InterestSettings(stale_after_ms=60_000)
-    assert len(topic_interest(store, admin, topic, [0, 1], stale, now=now + 59).holding) == 2
-    late = topic_interest(store, admin, topic, [0, 1], stale, now=now + 61)
+    assert len(topic_interest(kit.store, admin, topic, [0, 1], stale, now=now + 59).holding) == 2
+    late = topic_interest(kit.store, admin, topic, [0, 1], stale, now=now + 61)
     assert late.holding == () and late.min_committed(0) is None
     # A new commit restarts the clock (first seen again by an observing read).
-    client = Consumer({"bootstrap.servers": bootstrap, "group.id": other})
+    client = Consumer({"bootstrap.servers": kit.bootstrap, "group.id": other})
     client.commit(offsets=[TopicPartition(topic, 0, 3)], asynchronous=False)
     client.close()
-    again = topic_interest(store, admin, topic, [0, 1], stale, observe=True, now=now + 62)
+    again = topic_interest(kit.store, admin, topic, [0, 1], stale, observe=True, now=now + 62)
     assert [g.group for g in again.holding] == [other]
 
     # A group registered just now that has not committed yet (a new group reading from
     # earliest, an exactly-once pipeline's first open transaction) has read nothing:
     # it holds every partition at 0 until it is stale.
     fresh = unique("fresh")
-    store.register_group(fresh, topic, time.time())
-    held = topic_interest(store, admin, topic, [0, 1], stale, now=time.time())
+    kit.store.register_group(fresh, topic, time.time())
+    held = topic_interest(kit.store, admin, topic, [0, 1], stale, now=time.time())
     assert fresh in {g.group for g in held.holding}
     assert (held.min_committed(0), held.min_committed(1)) == (0, 0)
-    later = topic_interest(store, admin, topic, [0, 1], stale, now=time.time() + 61)
+    later = topic_interest(kit.store, admin, topic, [0, 1], stale, now=time.time() + 61)
     assert fresh not in {g.group for g in later.holding}
 
     # Unreadable offsets: nothing is trimmed on a guess.
     broken = KafkaAdmin("127.0.0.1:1", timeout=1.0)
-    blind = topic_interest(store, broken, topic, [0, 1])
+    blind = topic_interest(kit.store, broken, topic, [0, 1])
     assert blind.unreadable and blind.min_committed(0) is None

@@ -20,15 +20,16 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from fixtures import run_in_background
-from helpers import create_topic, run_cli, transient_error, unique, wait_until
+from helpers import consume_until, create_topic, run_cli, unique, wait_until
+from kit import Kit
 
-from coordinator.controller import Controller
+from coordinator.client.store import LayoutStore, RetentionRecord
+from coordinator.control.controller import Controller
 from coordinator.daemon import CoordinatorDaemon
 from coordinator.devcluster.cluster import ClusterState
-from coordinator.kafka_admin import KafkaAdmin, UnknownTopicError
-from coordinator.retention import Sweeper, SweepSettings, retired_status
-from coordinator.store import LayoutStore, RetentionRecord
-from coordinator.trim import Trimmer, TrimStatus
+from coordinator.kafka.kafka_admin import KafkaAdmin, UnknownTopicError
+from coordinator.trims.retention import Sweeper, SweepSettings, retired_status
+from coordinator.trims.trim import Trimmer, TrimStatus
 from linear_hash import Layout
 from ordered.consumer import OrderedConsumer
 
@@ -114,16 +115,12 @@ def commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> N
 
 def read(consumer: OrderedConsumer, count: int, seconds: float = 60.0) -> list[tuple[str, int]]:
     """Consume until ``count`` records arrived; return (key, seq) in delivery order."""
-    out: list[tuple[str, int]] = []
-    deadline = time.monotonic() + seconds
-    while len(out) < count and time.monotonic() < deadline:
-        for message in consumer.consume(100, 0.2):
-            if transient_error(message):
-                continue
-            assert message.error() is None, message.error()
-            key, seq = message.value().decode().split(":")
-            out.append((key, int(seq)))
-    return out
+    return [
+        (key, int(seq))
+        for key, seq in (
+            m.value().decode().split(":") for m in consume_until(consumer, count, seconds)
+        )
+    ]
 
 
 def check_order(delivered: list[tuple[str, int]], seqs: int) -> None:
@@ -138,18 +135,14 @@ def check_order(delivered: list[tuple[str, int]], seqs: int) -> None:
 
 
 def test_shrink_drain_trim_consumed_and_retention(
-    cluster3: ClusterState,
-    store: LayoutStore,
-    controller: Controller,
-    admin3: KafkaAdmin,
-    zk_root: str,
+    kit: Kit, cluster3: ClusterState, admin3: KafkaAdmin
 ) -> None:
     bootstrap = cluster3.bootstrap_servers
     topic = new_topic(cluster3, admin3, 2)
-    controller.adopt(topic)
-    controller.expand(topic, 4)
+    kit.controller.adopt(topic)
+    kit.controller.expand(topic, 4)
     produce(bootstrap, topic, Layout(2, 4, 1), 0)
-    shrunk = controller.shrink(topic, 2)
+    shrunk = kit.controller.shrink(topic, 2)
     finals = {p: shrunk.boundaries[p] for p in (2, 3)}
     assert all(o > 0 for o in finals.values())
     produce(bootstrap, topic, Layout(2, 2, 2), 1)
@@ -159,15 +152,15 @@ def test_shrink_drain_trim_consumed_and_retention(
     commit(bootstrap, fast, topic, ends)
     commit(bootstrap, lagging, topic, {0: 7, 1: 9, 2: finals[2], 3: finals[3] // 2})
 
-    sweeper = Sweeper(store, admin3, SweepSettings(trim_timeout=20))
+    sweeper = Sweeper(kit.store, admin3, SweepSettings(trim_timeout=20))
     sweeper.sweep_topic(topic)
     starts = admin3.start_offsets(topic, range(4))
     # Partition 2 is drained and trimmed; the lagging group holds 3 where it is.
     assert starts == {0: 0, 1: 0, 2: finals[2], 3: 0}
-    stored = store.retired(topic)
+    stored = kit.store.retired(topic)
     assert (stored[2].state, stored[2].final_offset) == ("trimmed", finals[2])
     assert (stored[3].state, stored[3].final_offset) == ("draining", finals[3])
-    status = {r.partition: r for r in retired_status(store, admin3, topic)}
+    status = {r.partition: r for r in retired_status(kit.store, admin3, topic)}
     assert status[2].state == "trimmed" and status[2].holders == ()
     assert status[3].state == "draining"
     assert [(g.group, g.committed[3]) for g in status[3].holders] == [(lagging, finals[3] // 2)]
@@ -179,7 +172,7 @@ def test_shrink_drain_trim_consumed_and_retention(
         "--bootstrap-servers",
         bootstrap,
         "--root",
-        zk_root,
+        kit.zk_root,
     )
     assert described.returncode == 0, described.stderr
     assert (
@@ -190,7 +183,7 @@ def test_shrink_drain_trim_consumed_and_retention(
     commit(bootstrap, lagging, topic, {3: finals[3]})
     sweeper.sweep_topic(topic)
     assert admin3.start_offsets(topic, [2, 3]) == finals
-    assert store.retired(topic)[3].state == "trimmed"
+    assert kit.store.retired(topic)[3].state == "trimmed"
 
     # --consumed: exactly the minimum committed offsets; --dry-run changes nothing.
     def trim_cli(*extra: str) -> dict[str, Any]:
@@ -205,7 +198,7 @@ def test_shrink_drain_trim_consumed_and_retention(
             "--bootstrap-servers",
             bootstrap,
             "--root",
-            zk_root,
+            kit.zk_root,
         )
         assert done.returncode == 0, done.stderr
         return dict(json.loads(done.stdout))
@@ -228,7 +221,7 @@ def test_shrink_drain_trim_consumed_and_retention(
     ends = admin3.end_offsets(topic, range(4))
     commit(bootstrap, fast, topic, ends)
     commit(bootstrap, lagging, topic, {0: ends[0], 1: old_ends[1] + 3})
-    store.set_retention(RetentionRecord(topic, 1000, time.time()))
+    kit.store.set_retention(RetentionRecord(topic, 1000, time.time()))
     sweeper.sweep_topic(topic)
     assert admin3.start_offsets(topic, range(4)) == {
         0: new_starts[0],  # consumed up to the end, but the new records are not old enough
@@ -318,24 +311,20 @@ def _stopped_follower_scenario(cluster3: ClusterState, admin3: KafkaAdmin) -> bo
 
 
 def test_shrink_trim_expand_keeps_order(
-    cluster3: ClusterState,
-    store: LayoutStore,
-    controller: Controller,
-    admin3: KafkaAdmin,
-    make_consumer: Callable[..., OrderedConsumer],
+    kit: Kit, cluster3: ClusterState, admin3: KafkaAdmin
 ) -> None:
     bootstrap = cluster3.bootstrap_servers
     topic = new_topic(cluster3, admin3, 2)
-    controller.adopt(topic)
-    controller.expand(topic, 4)
+    kit.controller.adopt(topic)
+    kit.controller.expand(topic, 4)
     produce(bootstrap, topic, Layout(2, 4, 1), 0)
     live_group = unique("live")
-    live = make_consumer(live_group)
+    live = kit.make_consumer(live_group)
     live.subscribe([topic])
     delivered = read(live, 40)
     live.commit(asynchronous=False)
-    assert live_group in store.registered_groups(topic)  # an ordered group registers
-    shrunk = controller.shrink(topic, 2)
+    assert live_group in kit.store.registered_groups(topic)  # an ordered group registers
+    shrunk = kit.controller.shrink(topic, 2)
     finals = {p: shrunk.boundaries[p] for p in (2, 3)}
     produce(bootstrap, topic, Layout(2, 2, 2), 1)
     delivered += read(live, 40)
@@ -343,7 +332,7 @@ def test_shrink_trim_expand_keeps_order(
 
     # The daemon's drain monitor trims both retired partitions to their final offsets.
     daemon = CoordinatorDaemon(
-        store.client, admin3, root=store.root, relay_interval=0, sweep_interval=0.3
+        kit.store.client, admin3, root=kit.store.root, relay_interval=0, sweep_interval=0.3
     )
     running = run_in_background(daemon.run)
     try:
@@ -355,7 +344,7 @@ def test_shrink_trim_expand_keeps_order(
         )
         wait_until(
             lambda: (
-                {p: r.state for p, r in store.retired(topic).items()}
+                {p: r.state for p, r in kit.store.retired(topic).items()}
                 == {2: "trimmed", 3: "trimmed"}
             ),
             what="trimmed records",
@@ -364,13 +353,13 @@ def test_shrink_trim_expand_keeps_order(
         daemon.stop()
         running.join(30)
 
-    again = controller.expand(topic, 4)
+    again = kit.controller.expand(topic, 4)
     assert not again.created_partitions  # the trimmed partitions are re-used
     produce(bootstrap, topic, Layout(2, 4, 3), 2)
     delivered += read(live, 40)
     check_order(delivered, 3)
-    Sweeper(store, admin3).sweep_topic(topic)
-    assert store.retired(topic) == {}  # active again: no retired state left
+    Sweeper(kit.store, admin3).sweep_topic(topic)
+    assert kit.store.retired(topic) == {}  # active again: no retired state left
 
 
 def test_expand_while_retired_partitions_hold_unread_records(

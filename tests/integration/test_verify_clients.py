@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from fixtures import consumer_config
+from helpers import wait_until
+from kit import Kit
 
-from coordinator.controller import Controller
 from ordered.verify import VerifiableProducer, VerifiableReader, check, read_events
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -44,36 +44,35 @@ def _producer(
 
 
 def _drain(reader: VerifiableReader, want: int, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while reader.delivered < want:
-        assert time.monotonic() < deadline, f"delivered {reader.delivered} of {want}"
-        reader.poll_once(0.5)
+    def delivered() -> bool:
+        if reader.delivered < want:
+            reader.poll_once(0.5)
+        return reader.delivered >= want
+
+    wait_until(
+        delivered,
+        timeout,
+        what=lambda: f"{want} delivered ({reader.delivered})",
+        interval=0,
+    )
 
 
-def test_verifiable_clients_across_an_expansion_and_a_shrink(
-    tmp_path: Path,
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    bootstrap: str,
-    zk_hosts: str,
-    zk_root: str,
-) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
+def test_verifiable_clients_across_an_expansion_and_a_shrink(kit: Kit, tmp_path: Path) -> None:
+    topic = kit.adopted_topic(2)
     history = tmp_path / "history"
-    producer = _producer(bootstrap, zk_hosts, zk_root, topic, history, seed=1)
+    producer = _producer(kit.bootstrap, kit.zk_hosts, kit.zk_root, topic, history, seed=1)
     try:
         _produce(producer, 600)
-        controller.expand(topic, 4)
+        kit.controller.expand(topic, 4)
         _produce(producer, 600)
-        controller.shrink(topic, 3)
+        kit.controller.shrink(topic, 3)
         _produce(producer, 600)
     finally:
         producer.close()
     assert producer.acked == 1800
 
     group = "verify-" + topic
-    config = consumer_config(bootstrap, zk_hosts, zk_root, group)
+    config = consumer_config(kit.bootstrap, kit.zk_hosts, kit.zk_root, group)
     reader = VerifiableReader(config, group, "r1", topic, history / "r1.jsonl")
     try:
         reader.subscribe()
@@ -97,25 +96,17 @@ def test_verifiable_clients_across_an_expansion_and_a_shrink(
     assert verdict.lost[0]["partition"] == 3
 
 
-def test_a_running_readers_seek_back_is_checked_as_a_replay_pass(
-    tmp_path: Path,
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    bootstrap: str,
-    zk_hosts: str,
-    zk_root: str,
-) -> None:
+def test_a_running_readers_seek_back_is_checked_as_a_replay_pass(kit: Kit, tmp_path: Path) -> None:
     # The replay case of the chaos run, small: 2 -> 3 -> 4, one reader reads it all,
     # seeks every partition back to the start and reads it all again (its pass 2).
-    topic = topic_factory(2)
-    controller.adopt(topic)
+    topic = kit.adopted_topic(2)
     history = tmp_path / "history"
-    producer = _producer(bootstrap, zk_hosts, zk_root, topic, history, seed=2)
+    producer = _producer(kit.bootstrap, kit.zk_hosts, kit.zk_root, topic, history, seed=2)
     try:
         _produce(producer, 2000)
-        controller.expand(topic, 3)
+        kit.controller.expand(topic, 3)
         _produce(producer, 2000)
-        controller.expand(topic, 4)
+        kit.controller.expand(topic, 4)
         _produce(producer, 2000)
     finally:
         producer.close()
@@ -123,7 +114,7 @@ def test_a_running_readers_seek_back_is_checked_as_a_replay_pass(
     # Small fetches: librdkafka then interleaves the partitions, as it does with large
     # records; with 1 MB per partition it returns them one after the other.
     config = consumer_config(
-        bootstrap, zk_hosts, zk_root, group, **{"max.partition.fetch.bytes": 4096}
+        kit.bootstrap, kit.zk_hosts, kit.zk_root, group, **{"max.partition.fetch.bytes": 4096}
     )
     reader = VerifiableReader(config, group, "r1", topic, history / "r1.jsonl")
     try:

@@ -11,15 +11,19 @@ package from the same environment as the tests.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import wait_until
 from spark_cluster import StandaloneCluster
+from spark_helpers import SparkQueries
 
 import spark_source
 from coordinator.devcluster import jars
@@ -101,10 +105,35 @@ def spark(spark_master: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     session.kafka_connector = bool(connector_jars())  # type: ignore[attr-defined]
     if not os.environ.get("ORDERED_TEST_SPARK_MASTER"):
         # Both executors registered before the first test (else tasks queue on one).
-        deadline = time.monotonic() + 120
-        status = session.sparkContext._jsc.sc().getExecutorMemoryStatus()
-        while status.size() < 3 and time.monotonic() < deadline:  # the driver + 2
-            time.sleep(0.2)
-            status = session.sparkContext._jsc.sc().getExecutorMemoryStatus()
+        # The driver + 2 executors. Past the timeout the tests still run (slower).
+        with contextlib.suppress(AssertionError):
+            wait_until(
+                lambda: session.sparkContext._jsc.sc().getExecutorMemoryStatus().size() >= 3,
+                120,
+                what="both executors registered",
+                interval=0.2,
+            )
     yield session
     session.stop()
+
+
+@pytest.fixture
+def queries(
+    request: pytest.FixtureRequest,
+    topic_factory: Callable[..., str],
+    controller: Any,
+    bootstrap: str,
+    zk_hosts: str,
+    zk_root: str,
+    tmp_path: Path,
+) -> SparkQueries:
+    """This test's :class:`SparkQueries`; the Spark session starts only if a query runs."""
+    return SparkQueries(
+        bootstrap=bootstrap,
+        zk_hosts=zk_hosts,
+        zk_root=zk_root,
+        controller=controller,
+        topic_factory=topic_factory,
+        directory=tmp_path,
+        session=lambda: request.getfixturevalue("spark"),
+    )

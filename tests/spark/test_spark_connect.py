@@ -16,13 +16,11 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
 from spark_cluster import spark_home
-
-from coordinator.controller import Controller
+from spark_helpers import SparkQueries
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(300)]
 
@@ -130,28 +128,21 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def test_the_sink_and_the_source_work_from_a_connect_client(
-    connect_url: str,
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    bootstrap: str,
-    zk_hosts: str,
-    zk_root: str,
-    tmp_path: Path,
+    connect_url: str, queries: SparkQueries
 ) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
-    script = tmp_path / "client.py"
+    topic = queries.adopted_topic(2)
+    script = queries.directory / "client.py"
     script.write_text(CLIENT)
     done = subprocess.run(
         [
             sys.executable,
             str(script),
             connect_url,
-            bootstrap,
-            zk_hosts,
-            zk_root,
+            queries.bootstrap,
+            queries.zk_hosts,
+            queries.zk_root,
             topic,
-            str(tmp_path / "checkpoint"),
+            str(queries.checkpoint),
         ],
         capture_output=True,
         text=True,

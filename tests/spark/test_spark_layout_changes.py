@@ -10,61 +10,37 @@ the query's offset log.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
 import pytest
 from spark_helpers import (
     BackgroundWriter,
     Collector,
-    KeyedWriter,
+    SparkQueries,
     check_batches,
     gate_violations,
     offset_log,
     order_report,
-    source_options,
-    start,
 )
 
-from coordinator.controller import Controller
-from coordinator.store import LayoutStore
+from coordinator.client.store import LayoutStore
 
 # 480 s: the first Spark test of a session also starts the standalone cluster and the
 # session (both count against its timeout), over a minute each on a busy machine.
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(480)]
 
 
-def drain(spark: Any, options: dict[str, str], checkpoint: Path, sink: Collector) -> None:
-    """Run a query until it processed everything available, then stop it."""
-    query = start(spark, options, checkpoint, sink)
-    try:
-        query.processAllAvailable()
-    finally:
-        query.stop()
-
-
 def test_expand_shrink_during_the_query_then_restart_after_a_change(
-    spark: Any,
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    store: LayoutStore,
-    bootstrap: str,
-    zk_hosts: str,
-    zk_root: str,
-    tmp_path: Path,
+    queries: SparkQueries, store: LayoutStore
 ) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
-    writer = KeyedWriter(bootstrap, zk_hosts, zk_root)
+    controller = queries.controller
+    topic = queries.adopted_topic(2)
+    writer = queries.writer()
     writer.write(topic, 400)
     writer.flush()
-    options = source_options(bootstrap, zk_hosts, zk_root, topic, maxOffsetsPerTrigger=500)
-    checkpoint = tmp_path / "checkpoint"
+    options = queries.options(topic, maxOffsetsPerTrigger=500)
     sink = Collector()
 
-    query = start(spark, options, checkpoint, sink)
-    try:
+    with queries.running(sink, options) as query:
         background = BackgroundWriter(writer, topic)
         try:
             for step, to in (("expand", 3), ("expand", 4), ("shrink", 3)):
@@ -74,8 +50,6 @@ def test_expand_shrink_during_the_query_then_restart_after_a_change(
         finally:
             written = background.stop()
         query.processAllAvailable()
-    finally:
-        query.stop()
     assert sink.total() == written, (sink.total(), written)
 
     # Down: the layout changes and more is written.
@@ -91,11 +65,11 @@ def test_expand_shrink_during_the_query_then_restart_after_a_change(
     writer.close()
 
     batches_before = len(sink.batches)
-    drain(spark, options, checkpoint, sink)
+    queries.process_available(sink, options)
     assert len(sink.batches) > batches_before
 
     report = order_report(sink.batches, writer.delivered)
-    print(f"[spark e2e] master {spark.sparkContext.master}: {report}")
+    print(f"[spark e2e] master {queries.spark.sparkContext.master}: {report}")
     assert report["records"] == written and report["batches"] > 0
     assert report["out_of_order"] == report["lost"] == report["split_batches"] == 0, report
     per_key = check_batches(sink.batches)
@@ -107,7 +81,7 @@ def test_expand_shrink_during_the_query_then_restart_after_a_change(
     epochs = store.epochs(topic)
     assert [e.to_active for e in epochs] == [2, 3, 4, 3, 5]
     assert all(e.sealed for e in epochs)
-    log = offset_log(checkpoint)
+    log = offset_log(queries.checkpoint)
     assert len(log) == len(sink.batches)
     # The gate rule, checked on what Spark logged (batch 0 starts at the earliest: 0).
     assert gate_violations(log, topic, epochs[1:], {}) == []

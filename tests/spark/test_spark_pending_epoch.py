@@ -12,26 +12,15 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
 import pytest
 from fixtures import producer_record
 from helpers import wait_until
 from pyspark.sql.streaming.datasource import ReadAllAvailable
-from spark_helpers import (
-    BackgroundWriter,
-    Collector,
-    KeyedWriter,
-    check_batches,
-    offset_log,
-    source_options,
-    start,
-)
+from spark_helpers import BackgroundWriter, Collector, SparkQueries, check_batches, offset_log
 
-from coordinator.controller import BarrierTimeoutError, Controller
-from coordinator.store import AckRecord, LayoutStore
+from coordinator.client.store import AckRecord, LayoutStore
+from coordinator.control.controller import BarrierTimeoutError
 from spark_source.offsets import to_spark
 from spark_source.options import parse_source_options
 from spark_source.source import OrderedKafkaStreamReader
@@ -40,27 +29,18 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(30
 
 
 def test_a_pending_epoch_holds_its_receiver_while_the_others_flow_then_releases_in_order(
-    spark: Any,
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    store: LayoutStore,
-    bootstrap: str,
-    zk_hosts: str,
-    zk_root: str,
-    tmp_path: Path,
+    queries: SparkQueries, store: LayoutStore
 ) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
+    controller, checkpoint = queries.controller, queries.checkpoint
+    topic = queries.adopted_topic(2)
     # The stalled producer: registered (as another process would), never acks.
     store.register_producer(topic, producer_record("p-stalled", host=socket.gethostname()))
-    writer = KeyedWriter(bootstrap, zk_hosts, zk_root)
+    writer = queries.writer()
     writer.write(topic, 200)
     writer.flush()
-    options = source_options(bootstrap, zk_hosts, zk_root, topic)
-    checkpoint = tmp_path / "checkpoint"
+    options = queries.options(topic)
     sink = Collector()
-    query = start(spark, options, checkpoint, sink, processingTime="500 milliseconds")
-    try:
+    with queries.running(sink, options, processingTime="500 milliseconds") as query:
         query.processAllAvailable()
         with pytest.raises(BarrierTimeoutError, match="p-stalled"):
             controller.expand(topic, 3, timeout=1.0)
@@ -88,7 +68,7 @@ def test_a_pending_epoch_holds_its_receiver_while_the_others_flow_then_releases_
         # Held: no batch so far read partition 2 past its boundary.
         log = offset_log(checkpoint)
         assert all(ends.get(topic, {}).get(2, 0) <= boundary for ends in log.values()), log
-        held = end_offset(bootstrap, topic, 2) - boundary
+        held = end_offset(queries.bootstrap, topic, 2) - boundary
         assert held > 0, "nothing was written to the receiving partition"
         assert sink.total() == pending_written - held
 
@@ -117,8 +97,6 @@ def test_a_pending_epoch_holds_its_receiver_while_the_others_flow_then_releases_
         written = writer.flush()
         writer.close()
         query.processAllAvailable()
-    finally:
-        query.stop()
 
     per_key = check_batches(sink.batches)
     for key, seqs in writer.delivered.items():

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import pickle
 import pickletools
-from collections.abc import Callable
 
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
-from spark_helpers import KeyedWriter, source_options
+from spark_helpers import SparkQueries
 
-from coordinator.controller import Controller
 from spark_source.options import parse_source_options
 from spark_source.source import OrderedKafkaStreamReader
 
@@ -38,20 +36,13 @@ def modules_named(data: bytes) -> set[str]:
     return names
 
 
-def test_a_reader_that_planned_pickles_without_clients(
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    bootstrap: str,
-    zk_hosts: str,
-    zk_root: str,
-) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
-    writer = KeyedWriter(bootstrap, zk_hosts, zk_root)
+def test_a_reader_that_planned_pickles_without_clients(queries: SparkQueries) -> None:
+    topic = queries.adopted_topic(2)
+    writer = queries.writer()
     writer.write(topic, 100)
     writer.flush()
     writer.close()
-    options = source_options(bootstrap, zk_hosts, zk_root, topic)
+    options = queries.options(topic)
     reader = OrderedKafkaStreamReader(parse_source_options(options, streaming=True))
     try:
         start = reader.initialOffset()

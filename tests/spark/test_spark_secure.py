@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from secure_fixtures import Secure
 
-from coordinator.controller import Controller
+from coordinator.control.controller import Controller
 from ordered import OrderedProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(360)]

@@ -8,54 +8,40 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 from fixtures import consume_all, epoch_of
-from spark_helpers import BackgroundWriter, KeyedWriter, source_options
+from spark_helpers import BackgroundWriter, SparkQueries
 
-from coordinator.controller import Controller
-from coordinator.store import LayoutStore
+from coordinator.client.store import LayoutStore
 from linear_hash import partition_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(180)]
 
 
 def test_pipeline_keeps_key_order_while_the_output_topic_grows(
-    spark: Any,
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    store: LayoutStore,
-    bootstrap: str,
-    zk_hosts: str,
-    zk_root: str,
-    tmp_path: Path,
+    queries: SparkQueries, store: LayoutStore
 ) -> None:
-    source = topic_factory(2)
-    target = topic_factory(2)
-    controller.adopt(source)
+    controller = queries.controller
+    source = queries.adopted_topic(2)
+    target = queries.topic_factory(2)
     adopted = controller.adopt(target)
-    writer = KeyedWriter(bootstrap, zk_hosts, zk_root)
+    writer = queries.writer()
     writer.write(source, 300)
     writer.flush()
 
-    options = source_options(bootstrap, zk_hosts, zk_root, source, maxOffsetsPerTrigger=200)
     query = (
-        spark.readStream.format("ordered-kafka")
-        .options(**options)
+        queries.spark.readStream.format("ordered-kafka")
+        .options(**queries.options(source, maxOffsetsPerTrigger=200))
         .load()
         .select("key", "value")
         .writeStream.format("ordered-kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("ordered.zookeeper.connect", zk_hosts)
-        .option("ordered.zookeeper.root", zk_root)
-        .option("topic", target)
+        .options(**queries.sink_options(target))
         # The checks below read each record's epoch from its header (off by default):
         # an instrument of this test; the sink passes ordered.* settings through.
         .option("ordered.epoch.header", "true")
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .option("checkpointLocation", str(queries.checkpoint))
         .start()
     )
     try:
@@ -77,7 +63,7 @@ def test_pipeline_keeps_key_order_while_the_output_topic_grows(
     epochs = store.epochs(target)
     assert [e.to_active for e in epochs] == [2, 3] and epochs[1].sealed
     active = {e.epoch: e.to_active for e in epochs}
-    records = consume_all(bootstrap, target)
+    records = consume_all(queries.bootstrap, target)
     assert len(records) == written
     per_key: dict[str, list[tuple[int, int, int, int]]] = defaultdict(list)
     for msg in records:

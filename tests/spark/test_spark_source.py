@@ -7,25 +7,14 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
-from spark_helpers import (
-    Collector,
-    KeyedWriter,
-    check_batches,
-    gate_violations,
-    offset_log,
-    source_options,
-    start,
-)
+from spark_helpers import Collector, SparkQueries, check_batches, gate_violations, offset_log
 
-from coordinator.controller import Controller
-from coordinator.store import LayoutStore
+from coordinator.client.store import LayoutStore
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(180)]
 
@@ -77,43 +66,23 @@ def test_bad_options_fail_when_the_query_is_defined(
 
 
 def test_available_now_across_a_reshard_ends_exactly_at_the_frozen_target(
-    spark: Any,
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    store: LayoutStore,
-    bootstrap: str,
-    zk_hosts: str,
-    zk_root: str,
-    tmp_path: Path,
+    queries: SparkQueries, store: LayoutStore
 ) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
-    writer = KeyedWriter(bootstrap, zk_hosts, zk_root)
+    topic = queries.adopted_topic(2)
+    writer = queries.writer()
     for step, to in (("expand", 3), ("expand", 4), ("shrink", 3)):
         writer.write(topic, 200)
         writer.flush()
-        getattr(controller, step)(topic, to, timeout=30)
+        getattr(queries.controller, step)(topic, to, timeout=30)
     writer.write(topic, 200)
     written = writer.flush()
-    target = end_offsets(bootstrap, topic)
+    target = end_offsets(queries.bootstrap, topic)
 
     # Records written after the query froze its target are not read.
     sink = Collector(on_batch=lambda _b: (writer.write(topic, 50), writer.flush()))
-    checkpoint = tmp_path / "checkpoint"
-    query = start(
-        spark,
-        source_options(bootstrap, zk_hosts, zk_root, topic),
-        checkpoint,
-        sink,
-        availableNow=True,
-    )
-    try:
-        assert query.awaitTermination(120), "AvailableNow did not finish"
-        assert query.exception() is None, query.exception()
-    finally:
-        query.stop()
+    queries.run_available_now(sink, queries.options(topic), timeout=120)
     writer.close()
-    log = offset_log(checkpoint)
+    log = offset_log(queries.checkpoint)
     assert len(log) >= 3, log  # the gates need several batches
     assert log[max(log)] == {topic: target}
     check_batches(sink.batches)
@@ -122,21 +91,13 @@ def test_available_now_across_a_reshard_ends_exactly_at_the_frozen_target(
 
 
 def test_max_offsets_per_trigger_with_a_closed_gate_keeps_free_partitions_moving(
-    spark: Any,
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    store: LayoutStore,
-    bootstrap: str,
-    zk_hosts: str,
-    zk_root: str,
-    tmp_path: Path,
+    queries: SparkQueries, store: LayoutStore
 ) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
-    writer = KeyedWriter(bootstrap, zk_hosts, zk_root)
+    topic = queries.adopted_topic(2)
+    writer = queries.writer()
     writer.write(topic, 1000)
     writer.flush()
-    controller.expand(topic, 3, timeout=30)
+    queries.controller.expand(topic, 3, timeout=30)
     writer.write(topic, 600)
     written = writer.flush()
     writer.close()
@@ -144,15 +105,8 @@ def test_max_offsets_per_trigger_with_a_closed_gate_keeps_free_partitions_moving
 
     limit = 150
     sink = Collector()
-    checkpoint = tmp_path / "checkpoint"
-    options = source_options(bootstrap, zk_hosts, zk_root, topic, maxOffsetsPerTrigger=limit)
-    query = start(spark, options, checkpoint, sink, availableNow=True)
-    try:
-        assert query.awaitTermination(150), "AvailableNow did not finish"
-        assert query.exception() is None, query.exception()
-    finally:
-        query.stop()
-    log = offset_log(checkpoint)
+    queries.run_available_now(sink, queries.options(topic, maxOffsetsPerTrigger=limit), None, 150)
+    log = offset_log(queries.checkpoint)
     previous = {0: 0, 1: 0, 2: 0}
     closed_batches = 0
     for batch_id, offsets in log.items():
@@ -173,46 +127,33 @@ def test_max_offsets_per_trigger_with_a_closed_gate_keeps_free_partitions_moving
 
 
 def test_crash_after_the_offset_log_reruns_the_batch_with_identical_rows(
-    spark: Any,
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    bootstrap: str,
-    zk_hosts: str,
-    zk_root: str,
-    tmp_path: Path,
+    queries: SparkQueries,
 ) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
-    writer = KeyedWriter(bootstrap, zk_hosts, zk_root)
+    topic = queries.adopted_topic(2)
+    writer = queries.writer()
     writer.write(topic, 300)
     writer.flush()
-    controller.expand(topic, 3, timeout=30)
+    queries.controller.expand(topic, 3, timeout=30)
     writer.write(topic, 300)
     writer.flush()
     sink = Collector(fail_at=1)
-    checkpoint = tmp_path / "checkpoint"
-    options = source_options(bootstrap, zk_hosts, zk_root, topic, maxOffsetsPerTrigger=200)
-    query = start(spark, options, checkpoint, sink)
-    try:
-        with pytest.raises(Exception, match="crash injected in batch 1"):
-            query.awaitTermination(60)
-    finally:
-        query.stop()
+    options = queries.options(topic, maxOffsetsPerTrigger=200)
+    with (
+        queries.running(sink, options) as query,
+        pytest.raises(Exception, match="crash injected in batch 1"),
+    ):
+        query.awaitTermination(60)
     # Logged, not committed: the restart must run batch 1 again as logged.
-    assert (checkpoint / "offsets" / "1").exists()
-    assert not (checkpoint / "commits" / "1").exists()
+    assert (queries.checkpoint / "offsets" / "1").exists()
+    assert not (queries.checkpoint / "commits" / "1").exists()
     crashed = list(sink.batches[1])
     # Meanwhile the layout and the data change: a re-plan would read differently.
-    controller.expand(topic, 4, timeout=30)
+    queries.controller.expand(topic, 4, timeout=30)
     writer.write(topic, 300)
     written = writer.flush()
     writer.close()
 
-    query = start(spark, options, checkpoint, sink)
-    try:
-        query.processAllAvailable()
-    finally:
-        query.stop()
+    queries.process_available(sink, options)
     assert sink.runs.count(1) == 2
     assert sink.changed == []
     assert sink.batches[1] == crashed and crashed
@@ -221,32 +162,19 @@ def test_crash_after_the_offset_log_reruns_the_batch_with_identical_rows(
 
 
 def test_fail_on_data_loss_true_and_false_no_alarm_for_a_retired_partition(
-    spark: Any,
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    bootstrap: str,
-    zk_hosts: str,
-    zk_root: str,
-    tmp_path: Path,
+    queries: SparkQueries,
 ) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
-    writer = KeyedWriter(bootstrap, zk_hosts, zk_root)
-    controller.expand(topic, 3, timeout=30)
+    topic = queries.adopted_topic(2)
+    bootstrap, checkpoint = queries.bootstrap, queries.checkpoint
+    writer = queries.writer()
+    queries.controller.expand(topic, 3, timeout=30)
     writer.write(topic, 300)
     writer.flush()
-    controller.shrink(topic, 2, timeout=30)  # 2 retires: its keys go back to 0
+    queries.controller.shrink(topic, 2, timeout=30)  # 2 retires: its keys go back to 0
     writer.write(topic, 100)
     writer.flush()
-    checkpoint = tmp_path / "checkpoint"
-    first = Collector()
-    options = source_options(bootstrap, zk_hosts, zk_root, topic)
-    query = start(spark, options, checkpoint, first, availableNow=True)
-    try:
-        assert query.awaitTermination(90)
-        assert query.exception() is None, query.exception()
-    finally:
-        query.stop()
+    options = queries.options(topic)
+    queries.run_available_now(Collector(), options)
     read_to = offset_log(checkpoint)
     read_to_end = read_to[max(read_to)][topic]
     assert read_to_end == end_offsets(bootstrap, topic)
@@ -260,29 +188,22 @@ def test_fail_on_data_loss_true_and_false_no_alarm_for_a_retired_partition(
     ends = end_offsets(bootstrap, topic)
     cut = read_to_end[0] + (ends[0] - read_to_end[0]) // 2
     trim(bootstrap, topic, 0, cut)
-    spare = tmp_path / "spare"
+    spare = queries.directory / "spare"
     shutil.copytree(checkpoint, spare)
 
     failing = Collector()
-    query = start(spark, options, checkpoint, failing, availableNow=True)
-    try:
-        with pytest.raises(Exception) as info:
-            query.awaitTermination(90)
-    finally:
-        query.stop()
+    with (
+        queries.running(failing, options, availableNow=True) as query,
+        pytest.raises(Exception) as info,
+    ):
+        query.awaitTermination(90)
     message = str(info.value)
     assert f"{topic}-0" in message and "failOnDataLoss" in message, message
     assert f"{topic}-2" not in message
     assert failing.total() == 0
 
     going_on = Collector()
-    lenient = dict(options, failOnDataLoss="false")
-    query = start(spark, lenient, spare, going_on, availableNow=True)
-    try:
-        assert query.awaitTermination(90)
-        assert query.exception() is None, query.exception()
-    finally:
-        query.stop()
+    queries.run_available_now(going_on, dict(options, failOnDataLoss="false"), spare)
     rows = [r for batch in going_on.batches.values() for r in batch]
     on_0 = sorted(offset for _k, _s, p, offset in rows if p == 0)
     assert on_0 and on_0[0] == cut and on_0[-1] == ends[0] - 1
@@ -290,14 +211,13 @@ def test_fail_on_data_loss_true_and_false_no_alarm_for_a_retired_partition(
     assert sum(1 for r in rows if r[2] == 1) == ends[1] - read_to_end[1]
 
 
-def test_a_plain_topic_reads_exactly_as_sparks_kafka_source(
-    spark: Any, topic_factory: Callable[..., str], bootstrap: str, tmp_path: Path
-) -> None:
+def test_a_plain_topic_reads_exactly_as_sparks_kafka_source(queries: SparkQueries) -> None:
+    spark, bootstrap = queries.spark, queries.bootstrap
     if not getattr(spark, "kafka_connector", False):
         pytest.skip("Spark's Kafka connector is not in the cache (scripts/setup.sh fetches it)")
     from confluent_kafka import Producer
 
-    topic = topic_factory(3)
+    topic = queries.topic_factory(3)
     producer = Producer({"bootstrap.servers": bootstrap})
     now_ms = int(time.time() * 1000) - 60_000  # recent: older records would be retention-deleted
     for i in range(300):
@@ -327,18 +247,13 @@ def test_a_plain_topic_reads_exactly_as_sparks_kafka_source(
     assert len(ours) == 300 and ours == theirs
     # And the same through a stream, from earliest, in one AvailableNow run.
     streamed: list[Any] = []
-    options = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic}
-    query = (
-        spark.readStream.format("ordered-kafka")
-        .options(**options, startingOffsets="earliest", includeHeaders="true")
-        .load()
-        .writeStream.foreachBatch(lambda frame, _id: streamed.extend(frame.collect()))
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
+    options = {
+        "kafka.bootstrap.servers": bootstrap,
+        "subscribe": topic,
+        "startingOffsets": "earliest",
+        "includeHeaders": "true",
+    }
+    queries.run_available_now(
+        lambda frame, _id: streamed.extend(frame.collect()), options, timeout=60
     )
-    try:
-        assert query.awaitTermination(60)
-    finally:
-        query.stop()
     assert sorted(streamed, key=lambda r: (r.partition, r.offset)) == theirs

@@ -10,15 +10,12 @@ from __future__ import annotations
 import re
 import time
 from collections import defaultdict
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from spark_helpers import BackgroundWriter, KeyedWriter, source_options
-
-from coordinator.controller import Controller
+from spark_helpers import BackgroundWriter, SparkQueries
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(300)]
 
@@ -58,42 +55,28 @@ def read_topic(bootstrap: str, topic: str) -> dict[str, list[str]]:
 
 
 def test_running_totals_of_the_doc_match_a_sequential_fold_across_expand_and_shrink(
-    spark: Any,
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    bootstrap: str,
-    zk_hosts: str,
-    zk_root: str,
-    tmp_path: Path,
+    queries: SparkQueries,
 ) -> None:
     namespace: dict[str, Any] = {"__name__": "docs_spark_stateful"}
     exec(compile(doc_block(), str(DOC), "exec"), namespace)
     start_running_totals = namespace["start_running_totals"]
 
-    amounts, totals = topic_factory(2), topic_factory(2)
-    controller.adopt(amounts)
-    controller.adopt(totals)
-    writer = KeyedWriter(bootstrap, zk_hosts, zk_root, keys=12, amounts=True)
+    amounts, totals = queries.adopted_topic(2), queries.adopted_topic(2)
+    writer = queries.writer(keys=12, amounts=True)
     writer.write(amounts, 240)
     writer.flush()
-    sink_options = {
-        "kafka.bootstrap.servers": bootstrap,
-        "topic": totals,
-        "ordered.zookeeper.connect": zk_hosts,
-        "ordered.zookeeper.root": zk_root,
-    }
     query = start_running_totals(
-        spark,
-        source_options(bootstrap, zk_hosts, zk_root, amounts, maxOffsetsPerTrigger=300),
-        sink_options,
-        str(tmp_path / "checkpoint"),
+        queries.spark,
+        queries.options(amounts, maxOffsetsPerTrigger=300),
+        queries.sink_options(totals),
+        str(queries.checkpoint),
     )
     try:
         background = BackgroundWriter(writer, amounts, burst=12, pause=0.1)
         try:
             for step, to in (("expand", 3), ("expand", 4), ("shrink", 3)):
                 time.sleep(1.0)
-                getattr(controller, step)(amounts, to, timeout=60)
+                getattr(queries.controller, step)(amounts, to, timeout=60)
             time.sleep(1.0)
         finally:
             written = background.stop()
@@ -104,7 +87,7 @@ def test_running_totals_of_the_doc_match_a_sequential_fold_across_expand_and_shr
         query.stop()
     assert written > 240 and batches >= 2
 
-    got = read_topic(bootstrap, totals)
+    got = read_topic(queries.bootstrap, totals)
     # The sequential fold: key k's n-th total is 1 + 2 + ... + n (its n-th amount is n).
     expected = {
         key: [str((n + 1) * (n + 2) // 2) for n in sorted(seqs)]

@@ -1,4 +1,4 @@
-"""The commit tail's parser of ``__consumer_offsets`` keys (coordinator.commit_tail)."""
+"""The commit tail's parser of ``__consumer_offsets`` keys (coordinator.relay.commit_tail)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from coordinator.commit_tail import parse_commit_key
+from coordinator.relay.commit_tail import parse_commit_key
 
 
 def _key(version: int, group: str, topic: str, partition: int) -> bytes:

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from coordinator.errors import StateTransitionError
+from coordinator.client.errors import StateTransitionError
 from ordered.consumer.announce import (
     ANNOUNCE_TRANSITIONS,
     AnnounceEvent,

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.controller import EXPIRY_GRACE_S, UNKNOWN_DELIVERY_TIMEOUT_MS, barrier_status
-from coordinator.store import EpochRecord
+from coordinator.client.store import EpochRecord
+from coordinator.control.controller import (
+    EXPIRY_GRACE_S,
+    UNKNOWN_DELIVERY_TIMEOUT_MS,
+    barrier_status,
+)
 
 
 def epoch(**over: Any) -> EpochRecord:

@@ -1,4 +1,4 @@
-"""The one error hierarchy: every public error lives in coordinator.errors and is
+"""The one error hierarchy: every public error lives in coordinator.client.errors and is
 re-exported, whole, by ordered.errors."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pkgutil
 import pytest
 
 import coordinator
-import coordinator.errors
+import coordinator.client.errors
 import ordered
 import ordered.errors
 import spark_source
@@ -32,13 +32,13 @@ def _modules() -> list[str]:
 def _public_errors() -> dict[str, type[BaseException]]:
     return {
         name: obj
-        for name, obj in vars(coordinator.errors).items()
+        for name, obj in vars(coordinator.client.errors).items()
         if inspect.isclass(obj) and issubclass(obj, BaseException) and not name.startswith("_")
     }
 
 
 def test_every_public_error_is_in_all() -> None:
-    assert set(_public_errors()) == set(coordinator.errors.__all__)
+    assert set(_public_errors()) == set(coordinator.client.errors.__all__)
 
 
 def test_ordered_errors_reexports_the_whole_hierarchy() -> None:
@@ -48,7 +48,7 @@ def test_ordered_errors_reexports_the_whole_hierarchy() -> None:
         if getattr(ordered.errors, name, None) is not cls or name not in ordered.errors.__all__
     ]
     assert missing == [], f"ordered.errors lacks {missing}"
-    assert set(ordered.errors.__all__) == set(coordinator.errors.__all__)
+    assert set(ordered.errors.__all__) == set(coordinator.client.errors.__all__)
 
 
 @pytest.mark.parametrize("module_name", _modules())
@@ -64,14 +64,14 @@ def test_public_errors_are_defined_in_the_leaf_module(module_name: str) -> None:
         and issubclass(obj, BaseException)
         and not name.startswith("_")
         and obj.__module__ == module_name
-        and module_name != "coordinator.errors"
+        and module_name != "coordinator.client.errors"
     ]
-    assert strays == [], f"define these in coordinator.errors: {strays}"
+    assert strays == [], f"define these in coordinator.client.errors: {strays}"
 
 
 def test_old_import_paths_still_work() -> None:
-    from coordinator.controller import BarrierTimeoutError as from_controller
-    from coordinator.kafka_admin import UnknownTopicError as from_admin
+    from coordinator.control.controller import BarrierTimeoutError as from_controller
+    from coordinator.kafka.kafka_admin import UnknownTopicError as from_admin
 
-    assert from_controller is coordinator.errors.BarrierTimeoutError
-    assert from_admin is coordinator.errors.UnknownTopicError
+    assert from_controller is coordinator.client.errors.BarrierTimeoutError
+    assert from_admin is coordinator.client.errors.UnknownTopicError

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.history import _TRANSITIONS, SessionState, TopicHistory
-from coordinator.store import EpochRecord, TopicRecord
+from coordinator.client.history import _TRANSITIONS, SessionState, TopicHistory
+from coordinator.client.store import EpochRecord, TopicRecord
 from linear_hash import Layout, key_flow
 
 

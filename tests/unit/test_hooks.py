@@ -8,9 +8,9 @@ import urllib.request
 import pytest
 from prometheus_client import CollectorRegistry
 
-from coordinator.daemon_metrics import DaemonMetrics, open_metrics, parse_metrics_address
-from coordinator.errors import ConfigError, OrderedError
-from coordinator.hooks import ConsumerEvents, CoordinatorEvents, ProducerEvents, check_hooks
+from coordinator.client.errors import ConfigError, OrderedError
+from coordinator.client.hooks import ConsumerEvents, CoordinatorEvents, ProducerEvents, check_hooks
+from coordinator.metrics.daemon_metrics import DaemonMetrics, open_metrics, parse_metrics_address
 from ordered.config import split_producer_config
 from ordered.consumer.counters import METRICS, ConsumerCounters
 from ordered.consumer_config import split_consumer_config
@@ -76,7 +76,7 @@ def test_a_raising_hook_is_logged_once_and_the_others_still_run(
             Good.switches += 1
 
     events = ProducerEvents([Broken(), Good()])
-    with caplog.at_level(logging.ERROR, logger="coordinator.hooks"):
+    with caplog.at_level(logging.ERROR, logger="coordinator.client.hooks"):
         for _ in range(3):
             events.route_switch("t", 0, 1)
     assert Good.switches == 3
@@ -208,7 +208,7 @@ def test_the_default_address_taken_is_only_a_warning(monkeypatch: pytest.MonkeyP
     holder = DaemonMetrics(("127.0.0.1", 0))
     try:
         taken = f"127.0.0.1:{holder.address[1]}"
-        monkeypatch.setattr("coordinator.daemon_metrics.DEFAULT_METRICS_ADDRESS", taken)
+        monkeypatch.setattr("coordinator.metrics.daemon_metrics.DEFAULT_METRICS_ADDRESS", taken)
         lines: list[str] = []
         assert open_metrics(None, lines.append) is None
         assert lines and lines[0].startswith(f"metrics: cannot serve on {taken}")

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from coordinator.errors import ConfigError
-from coordinator.zk_auth import ZkAuth
+from coordinator.client.errors import ConfigError
+from coordinator.client.zk_auth import ZkAuth
 from ordered.config import (
     DEFAULT_DELIVERY_TIMEOUT_MS,
     ORDERED_KEYS,

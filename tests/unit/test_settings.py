@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from coordinator.errors import ConfigError
+from coordinator.client.errors import ConfigError
 from ordered.config import ORDERED_KEYS, OrderedSettings, split_producer_config
 from ordered.consumer_config import CONSUMER_KEYS, ConsumerSettings, split_consumer_config
 from ordered.settings import SETTINGS, Role, parse_settings

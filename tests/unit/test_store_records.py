@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coordinator.errors import StoreError
-from coordinator.store import paths
-from coordinator.store.records import (
+from coordinator.client.errors import StoreError
+from coordinator.client.store import paths
+from coordinator.client.store.records import (
     RECORD_VERSION,
     AckRecord,
     EpochRecord,

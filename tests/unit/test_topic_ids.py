@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from coordinator.errors import ConfigError, TopicIdMismatchError, UsageError
-from coordinator.kafka_admin import UnknownTopicError
-from coordinator.store import TopicRecord
-from coordinator.topic_ids import RECHECK_S, TopicIds, check_topic_id
+from coordinator.client.errors import ConfigError, TopicIdMismatchError, UsageError
+from coordinator.client.store import TopicRecord
+from coordinator.client.topic_ids import RECHECK_S, TopicIds, check_topic_id
+from coordinator.kafka.kafka_admin import UnknownTopicError
 
 
 def record(topic_id: str | None, topic: str = "t") -> TopicRecord:
@@ -102,21 +102,14 @@ def test_a_deleted_topic_is_named_as_such() -> None:
 def test_for_client_keeps_only_connection_settings() -> None:
     made: list[dict[str, Any]] = []
 
-    class Admin:
-        def __init__(self, bootstrap: str, timeout: float, config: dict[str, Any]) -> None:
-            made.append({"bootstrap": bootstrap, "timeout": timeout, **config})
+    def describe(bootstrap: str, extra: dict[str, Any], topic: str, timeout_s: float) -> str:
+        made.append({"bootstrap": bootstrap, "timeout": timeout_s, **extra})
+        return "A"
 
-        def describe_topic(self, topic: str, *, diagnose: bool) -> Any:
-            assert not diagnose  # a client's check stays within one timeout
-            return type("Described", (), {"topic_id": "A"})
+    import coordinator.client.topic_ids as module
 
-        def close(self) -> None:
-            pass
-
-    import coordinator.topic_ids as module
-
-    original = module.KafkaAdmin
-    module.KafkaAdmin = Admin  # type: ignore[misc,assignment]
+    original = module._describe_topic_id
+    module._describe_topic_id = describe  # type: ignore[assignment]
     try:
         ids = TopicIds.for_client(
             {
@@ -132,7 +125,7 @@ def test_for_client_keeps_only_connection_settings() -> None:
         assert made == []  # nothing connects before the first check
         ids.verify(record("A"))
     finally:
-        module.KafkaAdmin = original  # type: ignore[misc]
+        module._describe_topic_id = original
     assert made == [
         {
             "timeout": 5.0,

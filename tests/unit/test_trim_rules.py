@@ -2,7 +2,7 @@
 
 Kafka cannot be made to answer NOT_LEADER_FOR_PARTITION, KAFKA_STORAGE_EXCEPTION or
 TOPIC_AUTHORIZATION_FAILED on demand in a plain dev cluster; these tests script the
-answers and check what :class:`coordinator.trim.Trimmer` makes of each one. The real
+answers and check what :class:`coordinator.trims.trim.Trimmer` makes of each one. The real
 answers (POLICY_VIOLATION, timeouts, leader-only) are in tests/integration/test_trim.py
 and tests/integration/test_trim_replicated.py.
 """
@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError
 
-from coordinator.errors import TrimRequestError
-from coordinator.interest import GroupHold, TopicInterest
-from coordinator.kafka_admin import DeleteOutcome, UnknownTopicError, WaitReport
-from coordinator.retention import consumed_targets, retired_partitions
-from coordinator.store import EpochRecord, RetiredRecord, TopicRecord
-from coordinator.trim import ERROR_RULES, Outcome, Trimmer, TrimStatus, validate
+from coordinator.client.errors import TrimRequestError
+from coordinator.client.store import EpochRecord, RetiredRecord, TopicRecord
+from coordinator.groups.interest import GroupHold, TopicInterest
+from coordinator.kafka.kafka_admin import DeleteOutcome, UnknownTopicError, WaitReport
+from coordinator.trims.retention import consumed_targets, retired_partitions
+from coordinator.trims.trim import ERROR_RULES, Outcome, Trimmer, TrimStatus, validate
 from linear_hash import key_flow
 from ordered.cli.trim import read_offset_file
 

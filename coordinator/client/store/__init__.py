@@ -1,0 +1,43 @@
+"""The layout store: topic layouts, epochs, producers and acks in ZooKeeper.
+
+Schema and protocol: ``docs/protocol.md``. :class:`LayoutStore` is the API; the records
+are in :mod:`coordinator.client.store.records`, the znode paths in
+:mod:`coordinator.client.store.paths`.
+"""
+
+from coordinator.client.store.paths import DEFAULT_ROOT
+from coordinator.client.store.producers import DEFAULT_DELIVERY_TIMEOUT_MS
+from coordinator.client.store.records import (
+    EPOCH_STATES,
+    RECORD_VERSION,
+    RETIRED_STATES,
+    AckRecord,
+    EpochRecord,
+    EpochsRecord,
+    GroupRegistration,
+    GroupSeenRecord,
+    ProducerRecord,
+    RetentionRecord,
+    RetiredRecord,
+    TopicRecord,
+)
+from coordinator.client.store.store import LayoutStore, Watch
+
+__all__ = [
+    "DEFAULT_DELIVERY_TIMEOUT_MS",
+    "DEFAULT_ROOT",
+    "EPOCH_STATES",
+    "RECORD_VERSION",
+    "RETIRED_STATES",
+    "AckRecord",
+    "EpochRecord",
+    "EpochsRecord",
+    "GroupRegistration",
+    "GroupSeenRecord",
+    "LayoutStore",
+    "ProducerRecord",
+    "RetentionRecord",
+    "RetiredRecord",
+    "TopicRecord",
+    "Watch",
+]

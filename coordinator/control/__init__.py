@@ -1,0 +1,1 @@
+"""Layout changes: adopt, expand, shrink (the producer barrier) and unadopt."""

@@ -1,0 +1,1 @@
+"""Consumer groups: which groups are interested in a topic and where a group waits."""

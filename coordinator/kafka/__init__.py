@@ -1,0 +1,2 @@
+"""Kafka admin access of the coordinator service: admin helpers, group probes and
+each partition's replicas."""

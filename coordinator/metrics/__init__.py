@@ -1,0 +1,1 @@
+"""Prometheus exporters: the client hooks' and the coordinator daemon's."""

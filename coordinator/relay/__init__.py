@@ -1,0 +1,1 @@
+"""The position relay: the leader relays group positions (waits, commit tail)."""

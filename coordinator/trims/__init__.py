@@ -1,0 +1,1 @@
+"""Trims: DeleteRecords, the trim rules, retention and history compaction."""

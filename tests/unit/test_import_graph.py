@@ -1,0 +1,107 @@
+"""The shape of the code: no import circle, no module over 600 lines, the kernel contract
+naming every service folder.
+
+The import graph is grimp's (the library import-linter runs on), built from the source.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import grimp
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("linear_hash", "coordinator", "ordered", "spark_source")
+MAX_LINES = 600
+
+
+def import_circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    circles: list[list[str]] = []
+    counter = 0
+    for start in sorted(edges):
+        if start in index:
+            continue
+        work: list[tuple[str, list[str]]] = [(start, sorted(edges[start]))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, todo = work[-1]
+            if todo:
+                nxt = todo.pop()
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, sorted(edges.get(nxt, ()))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    circles.append(sorted(component))
+    return circles
+
+
+def test_the_circle_finder_finds_a_circle() -> None:
+    assert import_circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert import_circles({"a": {"b"}, "b": set(), "c": {"c"}}) == []
+
+
+def test_no_import_circle_among_the_projects_modules() -> None:
+    graph = grimp.build_graph(*PACKAGES, cache_dir=None)
+    edges = {
+        module: {m for m in graph.find_modules_directly_imported_by(module) if m in graph.modules}
+        for module in graph.modules
+    }
+    assert import_circles(edges) == []
+
+
+def test_no_module_over_600_lines() -> None:
+    sizes = {
+        str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
+        for package in PACKAGES
+        for path in (ROOT / package).rglob("*.py")
+    }
+    assert sizes, "no module found"
+    assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
+
+
+def test_the_kernel_contracts_name_every_service_folder() -> None:
+    # A new folder of coordinator/ is service unless it is the kernel: it must be in the
+    # forbidden lists, or the clients could import it unnoticed.
+    folders = {
+        f"coordinator.{path.parent.name}"
+        for path in (ROOT / "coordinator").glob("*/__init__.py")
+        if path.parent.name != "client"
+    }
+    loose = sorted(
+        path.stem for path in (ROOT / "coordinator").glob("*.py") if path.name != "__init__.py"
+    )
+    assert loose == [], "every coordinator module lives in a folder (client/ or a service one)"
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = config["tool"]["importlinter"]["contracts"]
+    kernel = [c for c in contracts if "coordinator.client" in c.get("source_modules", [])]
+    clients = [c for c in contracts if "ordered.producer" in c.get("source_modules", [])]
+    assert kernel and clients
+    for contract in kernel + [c for c in clients if "ordered.cli" not in c["forbidden_modules"]]:
+        assert set(contract["forbidden_modules"]) == folders, contract["name"]
