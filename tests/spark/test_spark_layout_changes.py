@@ -4,7 +4,9 @@ Real Spark (a standalone master and two workers unless ORDERED_TEST_SPARK_MASTER
 otherwise), real Kafka, real ZooKeeper. Shows (issue 9, "Must show"): per-key
 order across batches, no key from two partitions within one batch, nothing lost, a
 restart from the checkpoint after a layout change, and caps that obey the gate rule in
-the query's offset log.
+the query's offset log. And no ``StackOverflowError`` in any Spark log of the run
+(issue 29): the queries are stopped with their ``foreachBatch`` wrapped in
+:func:`spark_source.stoppable`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from spark_cluster import find_in_logs, run_logs
 from spark_helpers import (
     BackgroundWriter,
     Collector,
@@ -29,6 +32,7 @@ from spark_helpers import (
 
 from coordinator.controller import Controller
 from coordinator.store import LayoutStore
+from spark_source import stoppable
 
 # 480 s: the first Spark test of a session also starts the standalone cluster and the
 # session (both count against its timeout), over a minute each on a busy machine.
@@ -37,7 +41,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(48
 
 def drain(spark: Any, options: dict[str, str], checkpoint: Path, sink: Collector) -> None:
     """Run a query until it processed everything available, then stop it."""
-    query = start(spark, options, checkpoint, sink)
+    query = start(spark, options, checkpoint, stoppable(sink))
     try:
         query.processAllAvailable()
     finally:
@@ -53,6 +57,7 @@ def test_expand_shrink_during_the_query_then_restart_after_a_change(
     zk_hosts: str,
     zk_root: str,
     tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     topic = topic_factory(2)
     controller.adopt(topic)
@@ -63,7 +68,7 @@ def test_expand_shrink_during_the_query_then_restart_after_a_change(
     checkpoint = tmp_path / "checkpoint"
     sink = Collector()
 
-    query = start(spark, options, checkpoint, sink)
+    query = start(spark, options, checkpoint, stoppable(sink))
     try:
         background = BackgroundWriter(writer, topic)
         try:
@@ -118,3 +123,10 @@ def test_expand_shrink_during_the_query_then_restart_after_a_change(
         for e in epochs[1:]
         for _a, b in e.edges
     ), log
+
+    # A stop that lands in a batch must not kill the stream thread (issue 29).
+    driver, others = run_logs(spark, tmp_path_factory.getbasetemp())
+    logs = [*others, *([driver] if driver is not None else [])]
+    print(f"[spark e2e] checked {len(logs)} Spark logs (driver stderr: {driver is not None})")
+    overflow = find_in_logs(logs, "StackOverflowError")
+    assert overflow == [], overflow[:5]
