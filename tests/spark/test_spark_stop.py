@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from py4j.java_gateway import JavaClass
 from spark_cluster import find_in_logs, run_logs
 from spark_helpers import Collector, KeyedWriter, source_options, start
 
 from spark_source import BatchStoppedError, stoppable
-from spark_source.stopping import PY4J_PREFIX
+from spark_source.stopping import INTERRUPTIONS, PY4J_PREFIX, stopped_message
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(480)]
 
@@ -88,3 +90,27 @@ def test_a_stop_during_a_batch_stops_the_query_cleanly_and_the_batch_runs_again(
 
     if driver is None:
         pytest.skip("the driver's stderr is a terminal or a pipe: its log was not checked")
+
+
+class _Interrupted(Exception):
+    """Stands for the Py4JJavaError of an interrupted ``count()`` (its ``errmsg``)."""
+
+    errmsg = "An error occurred while calling o124.count.\n"
+
+
+def test_sparks_own_check_takes_the_wrappers_message_for_a_stop(spark: Any) -> None:
+    # The message as py4j hands it to the JVM: the traceback of what the wrapper raises.
+    try:
+        raise BatchStoppedError(stopped_message(_Interrupted(), INTERRUPTIONS[0], 3)) from None
+    except BatchStoppedError:
+        text = "An exception was raised by the Python Proxy. Return Message: "
+        text += traceback.format_exc()
+    jvm = spark.sparkContext._jvm
+    error = jvm.py4j.Py4JException(text)
+    # Spark 4.3 has it in ...streaming.runtime, older releases in ...streaming.
+    streaming = jvm.org.apache.spark.sql.execution.streaming
+    execution = streaming.runtime.StreamExecution
+    if not isinstance(execution, JavaClass):
+        execution = streaming.StreamExecution
+    assert isinstance(execution, JavaClass)
+    assert execution.isInterruptionException(error, spark.sparkContext._jsc.sc()) is True
