@@ -10,13 +10,20 @@ The package must be importable by Spark's Python workers. When neither
 ``PYSPARK_PYTHON`` nor ``spark.pyspark.python`` is set, :func:`register` makes the
 workers run the driver's interpreter; when one is set to an interpreter of this host
 that cannot import the package, :func:`register` fails at once, naming both.
+
+Wrap ``foreachBatch`` functions in :func:`stoppable` (classic sessions): a
+``query.stop()`` during a batch then stops the query cleanly instead of killing its
+thread with a ``StackOverflowError`` in Spark's own error matching
+(:mod:`spark_source.stopping`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["NAME", "register"]
+from spark_source.stopping import BatchStoppedError, stoppable
+
+__all__ = ["NAME", "BatchStoppedError", "register", "stoppable"]
 
 NAME = "ordered-kafka"
 """The format name of the source and the sink."""

@@ -90,8 +90,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         SparkSession.builder.master("local[2]")
         .appName("ordered-demo-spark")
         .config("spark.ui.enabled", "false")
-        # Deep regex recursion in the stream thread overflowed the default stack once.
-        .config("spark.driver.extraJavaOptions", "-Xss16m")
         .config("spark.sql.shuffle.partitions", "2")
         .getOrCreate()
     )
@@ -143,7 +141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         .load()
     )
     query = (
-        reader.writeStream.foreachBatch(record)
+        # stoppable: the stop at SIGTERM may land in a batch (spark_source.stopping).
+        reader.writeStream.foreachBatch(spark_source.stoppable(record))
         .option("checkpointLocation", tempfile.mkdtemp(prefix="ordered-demo-spark-"))
         .trigger(processingTime=f"{args.trigger_ms} milliseconds")
         .start()

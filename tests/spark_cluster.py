@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-__all__ = ["StandaloneCluster", "spark_home"]
+__all__ = [
+    "StandaloneCluster",
+    "driver_log",
+    "find_in_logs",
+    "run_logs",
+    "spark_home",
+    "standalone_logs",
+]
 
 
 def spark_home() -> str:
@@ -32,6 +39,56 @@ def _free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
+
+
+def driver_log(spark: object) -> Path | None:
+    """The driver JVM's stderr as a file, or ``None`` when it is a terminal or a pipe.
+
+    The JVM inherits the stderr of the Python process that started it: pytest's
+    capture file, or the file a run's output is redirected to. A dying thread's stack
+    (``Exception in thread ...``) goes there, not to log4j.
+    """
+    proc = getattr(getattr(spark, "sparkContext", None), "_gateway", None)
+    proc = getattr(proc, "proc", None)
+    if proc is None:
+        return None
+    path = Path(f"/proc/{proc.pid}/fd/2")
+    try:
+        return path if path.is_file() else None  # a pipe or a terminal is no file
+    except OSError:
+        return None
+
+
+def standalone_logs(directory: Path) -> list[Path]:
+    """Every log of a standalone cluster started in ``directory``.
+
+    The master's and workers' logs, and each executor's ``stdout`` and ``stderr``
+    (``work-N/app-.../EXECUTOR/``).
+    """
+    found = sorted(directory.glob("*.log"))
+    found += sorted(p for p in directory.glob("work-*/app-*/*/std*") if p.is_file())
+    return found
+
+
+def run_logs(spark: object, base: Path) -> tuple[Path | None, list[Path]]:
+    """The driver's stderr (:func:`driver_log`) and the logs of every standalone cluster
+    started under ``base`` (a pytest base temp: ``spark-standalone*`` folders)."""
+    found: list[Path] = []
+    for directory in sorted(base.glob("spark-standalone*")):
+        found += standalone_logs(directory)
+    return driver_log(spark), found
+
+
+def find_in_logs(paths: list[Path], needle: str) -> list[str]:
+    """``path: line`` for every line of ``paths`` that contains ``needle``."""
+    hits: list[str] = []
+    for path in paths:
+        try:
+            with path.open(errors="replace") as handle:
+                hits += [f"{path}: {line.rstrip()}" for line in handle if needle in line]
+        except OSError:
+            continue
+    return hits
 
 
 @dataclass

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ordered.producer import OrderedProducer
+from spark_source import stoppable
 
 __all__ = [
     "BackgroundWriter",
@@ -48,12 +49,17 @@ def source_options(
 
 
 def start(spark: Any, options: dict[str, str], checkpoint: Path, sink: Any, **trigger: Any) -> Any:
-    """Start an ``ordered-kafka`` query into ``foreachBatch(sink)``."""
+    """Start an ``ordered-kafka`` query into ``foreachBatch(stoppable(sink))``.
+
+    :func:`spark_source.stoppable` turns an error that a ``stop()`` landing in a batch
+    caused into one short line, which Spark recognises as a stop (a long one overflows
+    the stack of Spark's own regular expression).
+    """
     writer = (
         spark.readStream.format("ordered-kafka")
         .options(**options)
         .load()
-        .writeStream.foreachBatch(sink)
+        .writeStream.foreachBatch(stoppable(sink))
         .option("checkpointLocation", str(checkpoint))
     )
     if trigger:

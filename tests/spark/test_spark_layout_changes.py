@@ -4,7 +4,9 @@ Real Spark (a standalone master and two workers unless ORDERED_TEST_SPARK_MASTER
 otherwise), real Kafka, real ZooKeeper. Shows (issue 9, "Must show"): per-key
 order across batches, no key from two partitions within one batch, nothing lost, a
 restart from the checkpoint after a layout change, and caps that obey the gate rule in
-the query's offset log.
+the query's offset log. And no ``StackOverflowError`` in any Spark log of the run
+(issue 29): the queries are stopped with their ``foreachBatch`` wrapped in
+:func:`spark_source.stoppable` (``spark_helpers.start`` does it for every query).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from spark_cluster import find_in_logs, run_logs
 from spark_helpers import (
     BackgroundWriter,
     Collector,
@@ -30,7 +33,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(48
 
 
 def test_expand_shrink_during_the_query_then_restart_after_a_change(
-    queries: SparkQueries, store: LayoutStore
+    queries: SparkQueries, store: LayoutStore, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     controller = queries.controller
     topic = queries.adopted_topic(2)
@@ -92,3 +95,10 @@ def test_expand_shrink_during_the_query_then_restart_after_a_change(
         for e in epochs[1:]
         for _a, b in e.edges
     ), log
+
+    # A stop that lands in a batch must not kill the stream thread (issue 29).
+    driver, others = run_logs(queries.spark, tmp_path_factory.getbasetemp())
+    logs = [*others, *([driver] if driver is not None else [])]
+    print(f"[spark e2e] checked {len(logs)} Spark logs (driver stderr: {driver is not None})")
+    overflow = find_in_logs(logs, "StackOverflowError")
+    assert overflow == [], overflow[:5]
