@@ -323,9 +323,11 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "ordered.zookeeper.session.timeout.ms",
         "zookeeper_session_timeout_ms",
         10_000,
-        IntRange(1, INT32_MAX),
-        "ZooKeeper session timeout (kazoo sends it as a 32-bit int; the server negotiates "
-        "it into its own minimum and maximum session timeouts)",
+        IntRange(1_000, INT32_MAX),
+        "ZooKeeper session timeout (kazoo sends it as a 32-bit int and waits a fraction "
+        "of it for the connect handshake, so under a second it can time out before the "
+        "server answers; the server negotiates it into its own minimum and maximum, "
+        "2 and 20 ticks by default)",
         Role.ALL,
     ),
     Setting(

@@ -55,6 +55,8 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
+        if isinstance(action.type, (IntArg, FloatArg)):
+            text += f" ({action.type.range_text})"
         if "default" in text or action.default in (None, False, argparse.SUPPRESS):
             return text
         return super()._get_help_string(action) or text
@@ -90,6 +92,11 @@ class IntArg:
             f"{self.what} {bound}, got {_short(stripped)} "
             f"(between {self.minimum} and {self.maximum})"
         )
+
+    @property
+    def range_text(self) -> str:
+        """The allowed range in words, for ``--help`` and the reference."""
+        return f"{self.minimum} to {self.maximum}"
 
     def __repr__(self) -> str:
         return f"IntArg({self.minimum}, {self.maximum})"
@@ -135,6 +142,12 @@ class FloatArg:
             f"{self.what} {bound}, got {_short(text)} "
             f"(between {_num(self.minimum)} and {_num(self.maximum)})"
         )
+
+    @property
+    def range_text(self) -> str:
+        """The allowed range in words, for ``--help`` and the reference."""
+        low = _num(self.minimum) if self.include_minimum else f"above {_num(self.minimum)}"
+        return f"{low} to {_num(self.maximum)}"
 
     def __repr__(self) -> str:
         return f"FloatArg({self.minimum}, {self.maximum})"
