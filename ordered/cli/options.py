@@ -32,6 +32,7 @@ __all__ = [
     "partition_index",
     "seconds",
     "seconds_or_zero",
+    "session_seconds",
     "topic_name",
     "zookeeper_connect",
 ]
@@ -189,6 +190,11 @@ seconds = FloatArg(0.0, MAX_SECONDS, "seconds")
 
 seconds_or_zero = FloatArg(0.0, MAX_SECONDS, "seconds", include_minimum=True)
 """argparse type: seconds >= 0, finite, at most :data:`MAX_SECONDS`."""
+
+session_seconds = FloatArg(1.0, MAX_SECONDS, "seconds", include_minimum=True)
+"""argparse type: a ZooKeeper session timeout in seconds, 1 to :data:`MAX_SECONDS` (the
+rule of ``ordered.zookeeper.session.timeout.ms``: kazoo waits a fraction of it for the
+connect handshake, and sends it as a 32-bit count of ms)."""
 
 kafka_seconds = FloatArg(0.01, 300.0, "seconds for one Kafka request", include_minimum=True)
 """argparse type: seconds for one Kafka request (librdkafka takes 0.01 to 300)."""
