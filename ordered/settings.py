@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
@@ -31,10 +32,13 @@ from coordinator.client.zk_auth import NO_AUTH, ZkAuth
 
 __all__ = [
     "COMMIT_MODES",
+    "INT32_MAX",
+    "INT64_MAX",
     "ORDERED_PREFIX",
     "SETTINGS",
     "SWITCH_MODES",
     "VIOLATION_POLICIES",
+    "IntRange",
     "Role",
     "Setting",
     "default",
@@ -43,6 +47,7 @@ __all__ = [
     "parse_int",
     "parse_settings",
     "parse_str",
+    "parse_zookeeper_connect",
     "setting_field",
     "settings_view",
     "split_ordered",
@@ -62,7 +67,18 @@ COMMIT_MODES: Final = ("auto", "application")
 SWITCH_MODES: Final = ("track", "pause")
 """Valid values of ``ordered.switch.mode``."""
 
+INT32_MAX: Final = 2**31 - 1
+"""The largest Java ``int``: kazoo packs the ZooKeeper session timeout (ms) as one,
+librdkafka's integer properties are C ``int``, and Kafka's protocol counts partitions
+with one."""
+
+INT64_MAX: Final = 2**63 - 1
+"""The largest Java ``long``: Kafka's offsets and millisecond timestamps."""
+
 _TRUE: Final = frozenset({"true", "t", "1"})
+_DECIMAL: Final = re.compile(r"-?[0-9]{1,40}")
+"""A decimal integer of at most 40 digits (more is out of every range; a longer string is
+refused before ``int()`` spends time on it)."""
 _FALSE: Final = frozenset({"false", "f", "0"})
 
 
@@ -108,41 +124,108 @@ def parse_bool(key: str, value: Any) -> bool:
     raise ConfigError(f"{key}: expected a boolean (true or false), got {value!r}")
 
 
-def parse_int(key: str, value: Any, minimum: int) -> int:
-    """Parse an integer setting (an ``int`` or its decimal string) of at least ``minimum``.
+def parse_int(key: str, value: Any, minimum: int, maximum: int = INT32_MAX) -> int:
+    """Parse an integer setting (an ``int`` or its decimal string) in ``[minimum, maximum]``.
 
     Raises:
-        ConfigError: Not an integer (``bool`` included), or below ``minimum``.
+        ConfigError: Not an integer (``bool`` included), or out of range; the message
+            names the key, the value and the allowed range.
     """
     if isinstance(value, bool):
         raise ConfigError(f"{key}: expected an integer, got {value!r}")
     if isinstance(value, int):
         number = value
-    elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    elif isinstance(value, str) and _DECIMAL.fullmatch(value.strip()):
         number = int(value.strip())
     else:
         raise ConfigError(f"{key}: expected an integer, got {value!r}")
     if number < minimum:
         raise ConfigError(f"{key}: must be >= {minimum}, got {number}")
+    if number > maximum:
+        raise ConfigError(f"{key}: must be between {minimum} and {maximum}, got {_short(number)}")
     return number
+
+
+def _short(number: int) -> str:
+    """An integer for a message: a huge one is cut, so the message stays one line."""
+    text = str(number)
+    return text if len(text) <= 24 else f"{text[:12]}...({len(text)} digits)"
 
 
 def parse_str(key: str, value: Any) -> str:
     """Parse a non-empty string setting (stripped).
 
     Raises:
-        ConfigError: Not a string, or empty.
+        ConfigError: Not a string, empty, or not encodable as UTF-8 (a lone surrogate:
+            ZooKeeper, Kafka headers and librdkafka take UTF-8 only).
     """
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"{key}: expected a non-empty string, got {value!r}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(f"{key}: expected UTF-8 text, got {value!r}") from None
     return value.strip()
+
+
+def _znode_chars_ok(text: str) -> bool:
+    """ZooKeeper's ``PathUtils.validatePath`` character rule."""
+    for ch in text:
+        c = ord(ch)
+        if c == 0 or 0x01 <= c <= 0x1F or 0x7F <= c <= 0x9F:
+            return False
+        if 0xD800 <= c <= 0xF8FF or 0xFFF0 <= c <= 0xFFFF:
+            return False
+    return True
 
 
 def _root(key: str, value: Any) -> str:
     root = parse_str(key, value)
     if not root.startswith("/") or (len(root) > 1 and root.endswith("/")):
         raise ConfigError(f"{key}: expected an absolute znode path like /ordered, got {root!r}")
+    parts = root.split("/")[1:]
+    if root != "/" and any(part in ("", ".", "..") for part in parts):
+        raise ConfigError(f"{key}: a znode path has no empty, '.' or '..' component, got {root!r}")
+    if not _znode_chars_ok(root):
+        raise ConfigError(
+            f"{key}: {root!r} holds a character ZooKeeper refuses in a path (control "
+            "characters, U+D800-U+F8FF, U+FFF0-U+FFFF)"
+        )
     return root
+
+
+def parse_zookeeper_connect(key: str, value: Any) -> str:
+    """Parse a ZooKeeper connect string: ``host[:port][,host[:port]...][/chroot]``.
+
+    Ports are 1 to 65535 (an IPv6 host is bracketed: ``[::1]:2181``); a chroot is a
+    znode path. The same rule checks ``--zookeeper`` on the command line.
+
+    Raises:
+        ConfigError: The string is malformed; the message names the key and the part.
+    """
+    text = parse_str(key, value)
+    hosts, slash, chroot = text.partition("/")
+    if not hosts:
+        raise ConfigError(f"{key}: expected host:port[,host:port...][/chroot], got {text!r}")
+    for part in hosts.split(","):
+        host, port = part, "2181"
+        if part.startswith("["):
+            close = part.find("]")
+            if close < 0 or (part[close + 1 :] and not part[close + 1 :].startswith(":")):
+                raise ConfigError(f"{key}: bad ZooKeeper host {part!r} in {text!r}")
+            host, port = part[: close + 1], part[close + 2 :] or "2181"
+        elif ":" in part:
+            host, port = part.rsplit(":", 1)
+        host = host.strip()
+        if not host or (not host.startswith("[") and ":" in host):
+            raise ConfigError(
+                f"{key}: bad ZooKeeper host {part!r} in {text!r} (expected host:port)"
+            )
+        if not (port.isascii() and port.isdigit()) or not 1 <= int(port) <= 65535:
+            raise ConfigError(f"{key}: bad ZooKeeper port {port!r} in {text!r} (expected 1-65535)")
+    if slash:
+        _root(f"{key} (chroot)", "/" + chroot)
+    return text
 
 
 def _policy(key: str, value: Any) -> str:
@@ -170,12 +253,19 @@ def _zk_auth(key: str, value: Any) -> ZkAuth:
     return ZkAuth.parse(value, key)
 
 
-def _positive(key: str, value: Any) -> int:
-    return parse_int(key, value, 1)
+@dataclass(frozen=True, slots=True)
+class IntRange:
+    """The parser of an integer setting in ``[minimum, maximum]``: the range is declared
+    once, in the table entry that uses it, and shown in the settings reference."""
 
+    minimum: int
+    maximum: int
 
-def _non_negative(key: str, value: Any) -> int:
-    return parse_int(key, value, 0)
+    def __call__(self, key: str, value: Any) -> int:
+        return parse_int(key, value, self.minimum, self.maximum)
+
+    def __str__(self) -> str:
+        return f"{self.minimum} to {self.maximum}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,13 +288,18 @@ class Setting:
     doc: str
     role: Role = Role.BOTH
 
+    @property
+    def summary(self) -> str:
+        """``doc``, with the allowed range of an integer setting (``1 to 2147483647``)."""
+        return f"{self.doc} ({self.parse})" if isinstance(self.parse, IntRange) else self.doc
+
 
 SETTINGS: Final[tuple[Setting, ...]] = (
     Setting(
         "ordered.zookeeper.connect",
         "zookeeper_connect",
         None,
-        parse_str,
+        parse_zookeeper_connect,
         "ZooKeeper connect string, optionally with a chroot (required)",
         Role.ALL,
     ),
@@ -228,8 +323,11 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "ordered.zookeeper.session.timeout.ms",
         "zookeeper_session_timeout_ms",
         10_000,
-        _positive,
-        "ZooKeeper session timeout",
+        IntRange(1_000, INT32_MAX),
+        "ZooKeeper session timeout (kazoo sends it as a 32-bit int and waits a fraction "
+        "of it for the connect handshake, so under a second it can time out before the "
+        "server answers; the server negotiates it into its own minimum and maximum, "
+        "2 and 20 ticks by default)",
         Role.ALL,
     ),
     Setting(
@@ -287,7 +385,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "ordered.gate.poll.interval.ms",
         "gate_poll_interval_ms",
         100,
-        _positive,
+        IntRange(1, 86_400_000),
         "how often a closed gate is re-checked",
         Role.CONSUMER,
     ),
@@ -295,7 +393,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "ordered.audit.every",
         "audit_every",
         16,
-        _positive,
+        IntRange(1, INT32_MAX),
         "audit one record in N on the fast path (1: every record)",
         Role.CONSUMER,
     ),
@@ -303,7 +401,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "ordered.layout.check.max.requests.per.s",
         "layout_check_max_requests_per_s",
         16,
-        _non_negative,
+        IntRange(0, 1_000_000),
         "most ZooKeeper requests per second the layout checks of fetched batches send, "
         "on average (two checks may go back to back after a quiet spell; 0: no bound, a "
         "check for every batch above the covered offsets)",
@@ -365,7 +463,8 @@ def keys_for(role: Role) -> dict[str, str]:
     out: dict[str, str] = {}
     for s in SETTINGS:
         if s.role & role:
-            out[s.key] = s.doc if s.default is None else f"{s.doc} (default {_show(s.default)})"
+            default = "" if s.default is None else f" (default {_show(s.default)})"
+            out[s.key] = s.summary + default
     return out
 
 

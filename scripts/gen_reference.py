@@ -51,7 +51,9 @@ def settings_table() -> str:
     """The ``ordered.`` settings as a Markdown table."""
     lines = ["| setting | default | read by | meaning |", "|---|---|---|---|"]
     for s in SETTINGS:
-        lines.append(f"| `{s.key}` | {_show(s.default)} | {_readers(s.role)} | {_cell(s.doc)} |")
+        lines.append(
+            f"| `{s.key}` | {_show(s.default)} | {_readers(s.role)} | {_cell(s.summary)} |"
+        )
     return "\n".join(lines)
 
 

@@ -125,7 +125,9 @@ class Decision:
         rate_down: Rate per active partition over the down-window (``None``: not enough).
         rule: Which rule decided, a stable word (``pending``, ``cooldown``,
             ``gathering``, ``band``, ``minimum``, ``maximum``, ``above``, ``below``,
-            ``lag``, ``lagging``).
+            ``lag``, ``lagging``, ``burst``: above the target over the up-window but not
+            over its second half, ``dip``: below half the target over the down-window
+            but not in every quarter).
         reason: Why, in words, with the numbers.
         lag: Consumer lag per active partition in the newest sample (``None``: not a
             signal of the policy, or unknown).
@@ -226,14 +228,51 @@ def _per_partition(rate: float | None, active: int) -> float | None:
     return None if rate is None else rate / active
 
 
-def _windows(samples: Sequence[RateSample], now: float, window: float, parts: int) -> list[float]:
-    """Total rates over ``parts`` equal slices of the last ``window`` seconds."""
+def _ceil_capped(value: float, cap: int) -> int:
+    """``ceil(value)``, at most ``cap`` (an infinite or huge quotient of a tiny target
+    is not a partition count, and ``math.ceil`` of infinity raises)."""
+    return cap if not value < cap else max(0, math.ceil(value))
+
+
+def _at_or_after(samples: Sequence[RateSample], at: float) -> RateSample | None:
+    """The oldest sample taken at or after ``at`` (samples are in time order)."""
+    for sample in samples:
+        if sample.at >= at:
+            return sample
+    return None
+
+
+def _spanning_rate(samples: Sequence[RateSample], start: float, end: float) -> float | None:
+    """Total rate between the newest sample at or before ``start`` and the oldest at or
+    after ``end`` (the newest sample when none is that new): the finest rate the samples
+    give over a slice that holds no pair of its own (a slice shorter than the tick)."""
+    first = _at_or_before(samples, start)
+    last = _at_or_after(samples, end) or (samples[-1] if samples else None)
+    if first is None or last is None or last.at <= first.at:
+        return None
+    return max(0.0, (last.total - first.total) / (last.at - first.at))
+
+
+def _windows(
+    samples: Sequence[RateSample], now: float, window: float, parts: int
+) -> list[float] | None:
+    """Total rates over ``parts`` equal slices of the last ``window`` seconds.
+
+    A slice too short to hold two samples (the window is shorter than ``parts`` ticks)
+    takes the rate between the samples that span it: the rule decides with what it has
+    instead of finding no slice (which once fell through to "within the target band").
+    ``None`` when a slice has no sample old enough (still gathering).
+    """
     step = window / parts
     out = []
     for i in range(parts):
-        rate = rate_between(samples, now - window + i * step, now - window + (i + 1) * step)
-        if rate is not None:
-            out.append(rate)
+        start, end = now - window + i * step, now - window + (i + 1) * step
+        rate = rate_between(samples, start, end)
+        if rate is None:
+            rate = _spanning_rate(samples, start, end)
+        if rate is None:
+            return None
+        out.append(rate)
     return out
 
 
@@ -302,10 +341,13 @@ def decide(
                 f"consumer lag {lag:.0f}/partition above {t.max_lag:g} for {t.up_window_s:g} s",
             )
         return hold("maximum", f"consumers lag but at the maximum {t.max_active}")
+    uneven: tuple[str, str] | None = None
     if rate_up is not None and up_total is not None and rate_up > t.target:
         halves = _windows(samples, now, t.up_window_s, 2)
-        if len(halves) == 2 and halves[1] / active > t.target:
-            wanted = math.ceil(up_total / t.target)
+        if halves is None:
+            return hold("gathering", "gathering samples over the up-window")
+        if halves[1] / active > t.target:
+            wanted = _ceil_capped(up_total / t.target, t.max_active + 1)
             to = min(t.max_active, active * t.max_step_factor, max(active + 1, wanted))
             if to > active:
                 return make(
@@ -316,10 +358,17 @@ def decide(
                     f"target {t.target:g}",
                 )
             return hold("maximum", f"above the target but at the maximum {t.max_active}")
+        uneven = (
+            "burst",
+            f"{rate_up:.1f}/s per partition over {t.up_window_s:g} s is above the target "
+            f"{t.target:g}, but not over the window's second half ({halves[1] / active:.1f}/s)",
+        )
     if rate_down is not None and down_total is not None and rate_down < t.target / 2:
         quarters = _windows(samples, now, t.down_window_s, 4)
-        if len(quarters) == 4 and all(q / active < t.target / 2 for q in quarters):
-            wanted = math.ceil(down_total / (t.target * SHRINK_HEADROOM))
+        if quarters is None:
+            return hold("gathering", "gathering samples over the down-window")
+        if all(q / active < t.target / 2 for q in quarters):
+            wanted = _ceil_capped(down_total / (t.target * SHRINK_HEADROOM), active)
             to = max(floor, math.ceil(active / t.max_step_factor), wanted)
             veto = (
                 None
@@ -337,6 +386,13 @@ def decide(
                     f"half the target {t.target:g}",
                 )
             return hold("minimum", f"below half the target but at the minimum {floor}")
+        uneven = uneven or (
+            "dip",
+            f"{rate_down:.1f}/s per partition over {t.down_window_s:g} s is below half the "
+            f"target {t.target:g}, but not in every quarter of the window",
+        )
     if rate_up is None:
         return hold("gathering", "gathering samples")
+    if uneven is not None:
+        return hold(*uneven)
     return hold("band", "within the target band")

@@ -25,6 +25,7 @@ interested groups and the offset of the first record newer than ``now - MS``.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ __all__ = [
     "SweepSettings",
     "Sweeper",
     "consumed_targets",
+    "retention_cutoff_ms",
     "retired_partitions",
     "retired_status",
 ]
@@ -63,6 +65,24 @@ DEFAULT_SWEEP_INTERVAL_S: Final = 30.0
 """The default ``--sweep-interval`` of the daemon."""
 
 Progress = Callable[[str], None]
+
+
+_INT64_MAX: Final = 2**63 - 1
+
+
+def retention_cutoff_ms(now: float, consumed_ms: int) -> int | None:
+    """The timestamp (ms) a consumed retention of ``consumed_ms`` cuts at, ``now`` minus it.
+
+    ``None`` when that falls before 1970: Kafka takes no negative timestamp (``-1`` and
+    ``-2`` mean *latest* and *earliest* to ListOffsets, anything below is an invalid
+    offset, and below -2**63 it is not even a ``long``), and no record is that old, so
+    the retention trims nothing. Never raises, whatever the stored value.
+    """
+    if not isinstance(now, (int, float)) or math.isnan(now) or now < 0:
+        return None
+    now_ms = min(int(min(now, 1e15) * 1000), _INT64_MAX)
+    cutoff = now_ms - max(0, int(consumed_ms))
+    return cutoff if cutoff >= 0 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +211,7 @@ class Sweeper:
         self._progress: Progress = progress or (lambda _message: None)
         self._trimmer = Trimmer(admin)
         self._last_error: dict[str, str] = {}
+        self._too_far: dict[str, int] = {}  # topic -> a retention said once to reach past 1970
         self._listed: dict[str, str] | None = None
         self._in_round = False
         self._events = CoordinatorEvents(hooks)
@@ -279,9 +300,19 @@ class Sweeper:
             finals[p] = r
         cutoffs: Mapping[int, int] | None = None
         if retention is not None:
-            cutoffs = self._admin.offsets_for_time(
-                topic, partitions, int(now * 1000) - retention.consumed_ms
-            )
+            cutoff_ms = retention_cutoff_ms(now, retention.consumed_ms)
+            if cutoff_ms is None:
+                # No record is that old: retention trims nothing (the drain still runs).
+                cutoffs = dict(starts)
+                message = (
+                    f"sweep of {topic}: consumed retention {retention.consumed_ms} ms reaches "
+                    "before 1970, so no record is old enough to trim"
+                )
+                if self._too_far.get(topic) != retention.consumed_ms:
+                    self._progress(message)
+                self._too_far[topic] = retention.consumed_ms
+            else:
+                cutoffs = self._admin.offsets_for_time(topic, partitions, cutoff_ms)
         for p in partitions:
             draining = finals.get(p)
             target = trim_target(

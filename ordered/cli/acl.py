@@ -32,6 +32,7 @@ from coordinator.client.zk import close_client, make_client, start_client
 from coordinator.client.zk_acl import parse_identity
 from coordinator.client.zk_auth import ZkAuth
 from coordinator.security.acl_apply import ApplyResult, apply_policy, change_dict, show_acls
+from ordered.cli.options import seconds
 from ordered.cli.output import emit, progress
 from ordered.cli.security import resolve_security, security_arguments
 
@@ -67,7 +68,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--zookeeper", default=None, help="ZooKeeper connect string")
         p.add_argument("--root", default=DEFAULT_ROOT, help=f"store root (default {DEFAULT_ROOT})")
-        p.add_argument("--connect-timeout", type=float, default=5.0, help="seconds to connect")
+        p.add_argument("--connect-timeout", type=seconds, default=5.0, help="seconds to connect")
         security_arguments(p)
         p.add_argument("--json", action="store_true", help="print JSON")
 

@@ -9,29 +9,15 @@ from typing import Any
 
 from coordinator.client.errors import RunInterruptedError
 from ordered.chaos.run import ChaosOptions, remove_workdir, run_chaos
+from ordered.cli.options import MAX_SECONDS, FloatArg, IntArg
 from ordered.cli.output import emit, error, progress
 
 __all__ = ["add_parser"]
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if value < 30:
-        raise argparse.ArgumentTypeError(f"must be at least 30 seconds, got {text}")
-    return value
-
-
-def _rate(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected records per second, got {text!r}") from None
-    if not 1 <= value <= 20000:
-        raise argparse.ArgumentTypeError(f"must be between 1 and 20000, got {text}")
-    return value
+_seconds = FloatArg(30.0, MAX_SECONDS, "seconds (at least 30)", include_minimum=True)
+_rate = FloatArg(1.0, 20_000.0, "records per second", include_minimum=True)
+_seed = IntArg(-(2**63), 2**63 - 1, "a seed (a 64-bit integer)")
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -45,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "nothing acked lost, duplicates counted.",
     )
     p.add_argument("--duration", type=_seconds, required=True, help="seconds of faults (>= 30)")
-    p.add_argument("--seed", type=int, required=True, help="fault schedule seed")
+    p.add_argument("--seed", type=_seed, required=True, help="fault schedule seed")
     p.add_argument("--brokers", type=int, choices=(1, 3), default=1, help="Kafka brokers")
     p.add_argument("--rate", type=_rate, default=300.0, help="records per second (all producers)")
     p.add_argument(

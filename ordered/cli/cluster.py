@@ -10,6 +10,7 @@ from coordinator import devcluster
 from coordinator.client.errors import ClusterError
 from coordinator.devcluster.cluster import ClusterState
 from ordered.cli import cluster_env
+from ordered.cli.options import IntArg, seconds
 from ordered.cli.output import emit, progress, warn
 
 __all__ = ["add_parser"]
@@ -54,7 +55,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default=None,
         help="ZooKeeper client port (default: the previous port, else a free one)",
     )
-    up.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for start")
+    up.add_argument("--timeout", type=seconds, default=120.0, help="seconds to wait for start")
     up.add_argument(
         "--secure",
         action="store_true",
@@ -91,14 +92,7 @@ def _files(action: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Na
     return run
 
 
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port, got {text!r}") from None
-    if not 1 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"a port is between 1 and 65535, got {value}")
-    return value
+_port = IntArg(1, 65535, "a port")
 
 
 def _settings_text(state: ClusterState) -> str:

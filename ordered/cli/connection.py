@@ -27,6 +27,7 @@ from ordered.cli.options import (
     CommandLineError,
     kafka_seconds,
     seconds,
+    session_seconds,
     zookeeper_connect,
 )
 from ordered.cli.security import Security, resolve_security, security_arguments
@@ -73,7 +74,7 @@ def common_arguments(p: argparse.ArgumentParser, timeout: float | None) -> None:
     )
     p.add_argument(
         "--session-timeout",
-        type=seconds,
+        type=session_seconds,
         default=6.0,
         help="ZooKeeper session timeout in seconds (how soon a killed run's lock frees)",
     )

@@ -8,6 +8,7 @@ from typing import Any
 
 from coordinator.client.errors import CommandLineError
 from coordinator.client.store import DEFAULT_ROOT
+from ordered.cli.options import MAX_SECONDS, FloatArg, IntArg
 from ordered.cli.output import emit
 
 __all__ = ["add_parser"]
@@ -29,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument(
         "--duration",
-        type=float,
+        type=FloatArg(0.0, MAX_SECONDS, "seconds"),
         default=60.0,
         help="seconds of traffic over which the layout changes run "
         f"(default 60, at least {MIN_DURATION:g})",
@@ -56,12 +57,23 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default=DEFAULT_ROOT,
         help=f"the layout store's root znode (default {DEFAULT_ROOT})",
     )
-    p.add_argument("--producers", type=int, default=2, help="producer processes (default 2)")
     p.add_argument(
-        "--consumers", type=int, default=2, help="consumer processes, one group (default 2)"
+        "--producers",
+        type=IntArg(1, 32, "a process count"),
+        default=2,
+        help="producer processes (default 2)",
     )
     p.add_argument(
-        "--rate", type=float, default=200.0, help="records per second per producer (default 200)"
+        "--consumers",
+        type=IntArg(1, 32, "a process count"),
+        default=2,
+        help="consumer processes, one group (default 2)",
+    )
+    p.add_argument(
+        "--rate",
+        type=FloatArg(0.0, 100_000.0, "records per second"),
+        default=200.0,
+        help="records per second per producer (default 200)",
     )
     p.set_defaults(func=_demo)
 

@@ -7,23 +7,32 @@ error (exit code 2) that names the flag, before any server is contacted.
 from __future__ import annotations
 
 import argparse
+import math
 import re
 from typing import Final
 
-from coordinator.client.errors import CommandLineError
+from coordinator.client.errors import CommandLineError, ConfigError
 from coordinator.groups.interest import DEFAULT_STALE_AFTER_MS, InterestSettings
+from ordered.settings import INT32_MAX, INT64_MAX, parse_zookeeper_connect
 
 __all__ = [
     "MAX_PARTITIONS",
+    "MAX_SECONDS",
     "CommandLineError",
+    "FloatArg",
     "HelpFormatter",
+    "IntArg",
     "interest_arguments",
     "interest_settings",
     "kafka_seconds",
+    "milliseconds",
     "nonneg_int",
+    "offset",
     "partition_count",
+    "partition_index",
     "seconds",
     "seconds_or_zero",
+    "session_seconds",
     "topic_name",
     "zookeeper_connect",
 ]
@@ -32,6 +41,11 @@ MAX_PARTITIONS: Final = 10_000
 """The largest partition count ``expand --to`` accepts (Kafka's CreatePartitions takes
 up to 100000, but each partition costs the brokers files and memory: a typo such as
 ``--to 1000000`` must not reach them)."""
+
+_INTEGER = re.compile(r"[+-]?[0-9]{1,40}")
+"""A decimal integer of at most 40 digits (longer is out of every range)."""
+
+_ZK: Final = "ZooKeeper connect string"
 
 _TOPIC_CHARS = re.compile(r"^[a-zA-Z0-9._-]+$")
 _TOPIC_MAX = 249
@@ -42,65 +56,148 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
+        if isinstance(action.type, (IntArg, FloatArg)):
+            text += f" ({action.type.range_text})"
         if "default" in text or action.default in (None, False, argparse.SUPPRESS):
             return text
         return super()._get_help_string(action) or text
 
 
-def nonneg_int(text: str) -> int:
-    """argparse type: an integer >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
+class IntArg:
+    """argparse type: an integer in ``[minimum, maximum]``.
 
+    The one shared integer check of the command line: the range is declared where the
+    flag is (``type=IntArg(1, MAX_PARTITIONS, "a partition count")``), and a value out
+    of it is a usage error (exit code 2) naming the flag (argparse adds it), the value
+    and the range.
+    """
 
-def partition_count(text: str) -> int:
-    """argparse type: a partition count between 1 and :data:`MAX_PARTITIONS`."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a partition count, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"a partition count must be >= 1, got {value}")
-    if value > MAX_PARTITIONS:
+    def __init__(self, minimum: int, maximum: int, what: str = "an integer") -> None:
+        self.minimum = minimum
+        self.maximum = maximum
+        self.what = what
+        self.__name__ = what  # argparse names the type in "invalid <name> value"
+
+    def __call__(self, text: str) -> int:
+        stripped = text.strip()
+        if not _INTEGER.fullmatch(stripped):
+            raise argparse.ArgumentTypeError(f"expected {self.what}, got {_short(text)}")
+        value = int(stripped)
+        if value < self.minimum:
+            bound = f"must be >= {self.minimum}"
+        elif value > self.maximum:
+            bound = f"must be <= {self.maximum}"
+        else:
+            return value
         raise argparse.ArgumentTypeError(
-            f"a partition count must be <= {MAX_PARTITIONS} (this tool's limit), got {value}"
+            f"{self.what} {bound}, got {_short(stripped)} "
+            f"(between {self.minimum} and {self.maximum})"
         )
-    return value
+
+    @property
+    def range_text(self) -> str:
+        """The allowed range in words, for ``--help`` and the reference."""
+        return f"{self.minimum} to {self.maximum}"
+
+    def __repr__(self) -> str:
+        return f"IntArg({self.minimum}, {self.maximum})"
 
 
-def seconds(text: str) -> float:
-    """argparse type: seconds > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not value > 0 or value != value or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"seconds must be > 0 and finite, got {text}")
-    return value
+class FloatArg:
+    """argparse type: a finite number in ``(minimum, maximum]`` (``[minimum, maximum]``
+    with ``include_minimum``); NaN and infinities are refused.
+
+    The one shared number check of the command line, like :class:`IntArg`.
+    """
+
+    def __init__(
+        self,
+        minimum: float,
+        maximum: float,
+        what: str = "a number",
+        *,
+        include_minimum: bool = False,
+    ) -> None:
+        self.minimum = minimum
+        self.maximum = maximum
+        self.what = what
+        self.include_minimum = include_minimum
+        self.__name__ = what
+
+    def __call__(self, text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {self.what}, got {_short(text)}") from None
+        low_ok = value >= self.minimum if self.include_minimum else value > self.minimum
+        if math.isfinite(value) and low_ok and value <= self.maximum:
+            return value
+        low = f"{'>=' if self.include_minimum else '>'} {_num(self.minimum)}"
+        if not math.isfinite(value):
+            bound = f"must be a finite number {low}"
+        elif low_ok:
+            bound = f"must be <= {_num(self.maximum)}"
+        else:
+            bound = f"must be a finite number {low}"
+        raise argparse.ArgumentTypeError(
+            f"{self.what} {bound}, got {_short(text)} "
+            f"(between {_num(self.minimum)} and {_num(self.maximum)})"
+        )
+
+    @property
+    def range_text(self) -> str:
+        """The allowed range in words, for ``--help`` and the reference."""
+        low = _num(self.minimum) if self.include_minimum else f"above {_num(self.minimum)}"
+        return f"{low} to {_num(self.maximum)}"
+
+    def __repr__(self) -> str:
+        return f"FloatArg({self.minimum}, {self.maximum})"
 
 
-def seconds_or_zero(text: str) -> float:
-    """argparse type: seconds >= 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"seconds must be >= 0 and finite, got {text}")
-    return value
+def _num(value: float) -> str:
+    """A bound for a message: whole numbers in full (2147483, not 2.14748e+06)."""
+    return str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else f"{value:g}"
 
 
-def kafka_seconds(text: str) -> float:
-    """argparse type: seconds for one Kafka request (librdkafka takes 0.01 to 300)."""
-    value = seconds(text)
-    if not 0.01 <= value <= 300:
-        raise argparse.ArgumentTypeError(f"must be between 0.01 and 300 seconds, got {text}")
-    return value
+def _short(text: str) -> str:
+    """A value for a message: a huge one is cut, so the message stays one line."""
+    return repr(text) if len(text) <= 40 else repr(text[:24] + "...") + f" ({len(text)} chars)"
+
+
+nonneg_int = IntArg(0, INT64_MAX, "an integer >= 0")
+"""argparse type: an integer from 0 to 2**63-1 (Kafka's ``long``)."""
+
+partition_count = IntArg(1, MAX_PARTITIONS, "a partition count")
+"""argparse type: a partition count between 1 and :data:`MAX_PARTITIONS`."""
+
+partition_index = IntArg(0, INT32_MAX, "a partition")
+"""argparse type: a partition number (Kafka's protocol: a 32-bit int)."""
+
+offset = IntArg(0, INT64_MAX, "an offset")
+"""argparse type: a Kafka offset (a 64-bit ``long``, >= 0)."""
+
+milliseconds = IntArg(1, INT32_MAX, "milliseconds")
+"""argparse type: a timeout in milliseconds, 1 to 2**31-1 (librdkafka's and Kafka's
+request timeouts are 32-bit ints)."""
+
+MAX_SECONDS: Final = INT32_MAX // 1000
+"""The longest wait any flag takes, in seconds: 2147483 s (about 24.8 days), the largest
+32-bit count of milliseconds (kazoo sends the session timeout as one; librdkafka's
+timeouts are ints of ms)."""
+
+seconds = FloatArg(0.0, MAX_SECONDS, "seconds")
+"""argparse type: seconds > 0, finite, at most :data:`MAX_SECONDS`."""
+
+seconds_or_zero = FloatArg(0.0, MAX_SECONDS, "seconds", include_minimum=True)
+"""argparse type: seconds >= 0, finite, at most :data:`MAX_SECONDS`."""
+
+session_seconds = FloatArg(1.0, MAX_SECONDS, "seconds", include_minimum=True)
+"""argparse type: a ZooKeeper session timeout in seconds, 1 to :data:`MAX_SECONDS` (the
+rule of ``ordered.zookeeper.session.timeout.ms``: kazoo waits a fraction of it for the
+connect handshake, and sends it as a 32-bit count of ms)."""
+
+kafka_seconds = FloatArg(0.01, 300.0, "seconds for one Kafka request", include_minimum=True)
+"""argparse type: seconds for one Kafka request (librdkafka takes 0.01 to 300)."""
 
 
 def topic_name(text: str) -> str:
@@ -121,32 +218,12 @@ def topic_name(text: str) -> str:
 
 
 def zookeeper_connect(text: str) -> str:
-    """argparse type: ``host[:port][,host[:port]...][/chroot]``, ports 1-65535."""
-    hosts, slash, chroot = text.partition("/")
-    if not hosts:
-        raise argparse.ArgumentTypeError(
-            f"expected host:port[,host:port...][/chroot], got {text!r}"
-        )
-    for part in hosts.split(","):
-        host, port = part, "2181"
-        if part.startswith("["):
-            close = part.find("]")
-            if close < 0 or (part[close + 1 :] and not part[close + 1 :].startswith(":")):
-                raise argparse.ArgumentTypeError(f"bad ZooKeeper host {part!r} in {text!r}")
-            host, port = part[: close + 1], part[close + 2 :] or "2181"
-        elif ":" in part:
-            host, port = part.rsplit(":", 1)
-        if not host or (not host.startswith("[") and ":" in host):
-            raise argparse.ArgumentTypeError(
-                f"bad ZooKeeper host {part!r} in {text!r} (expected host:port)"
-            )
-        if not port.isdigit() or not 1 <= int(port) <= 65535:
-            raise argparse.ArgumentTypeError(
-                f"bad ZooKeeper port {port!r} in {text!r} (expected 1-65535)"
-            )
-    if slash and chroot.endswith("/"):
-        raise argparse.ArgumentTypeError(f"a chroot must not end with '/': {text!r}")
-    return text
+    """argparse type: ``host[:port][,host[:port]...][/chroot]``, ports 1-65535 (the rule
+    of ``ordered.zookeeper.connect``)."""
+    try:
+        return parse_zookeeper_connect(_ZK, text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{_ZK}: ")) from None
 
 
 def interest_arguments(p: argparse.ArgumentParser) -> None:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from ordered.cli import build_parser
+from ordered.cli.options import FloatArg, IntArg
 
 __all__ = ["BEGIN", "END", "render", "update"]
 
@@ -56,6 +57,8 @@ def _flag_rows(parser: argparse.ArgumentParser) -> list[str]:
         help_text = (action.help or "") % {"default": default, "prog": parser.prog}
         if action.choices is not None and not isinstance(action, argparse._SubParsersAction):
             help_text += " (one of: " + ", ".join(map(str, action.choices)) + ")"
+        if isinstance(action.type, (IntArg, FloatArg)):
+            help_text += f" ({action.type.range_text})"
         rows.append(f"| `{name}` | {shown} | {_cell(help_text)} |")
     return rows
 

@@ -18,7 +18,7 @@ import argparse
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from coordinator.client.errors import NotAdoptedError, TrimRequestError
 from coordinator.client.store import RetentionRecord
@@ -28,21 +28,26 @@ from coordinator.trims.trim import Trimmer, TrimReport, validate
 from ordered.cli.admin import Connections, common_arguments, connect
 from ordered.cli.options import (
     CommandLineError,
+    IntArg,
     interest_arguments,
     interest_settings,
-    nonneg_int,
+    milliseconds,
+    partition_index,
     topic_name,
 )
 from ordered.cli.output import emit, error, progress
+from ordered.settings import INT64_MAX
 
-__all__ = ["add_parsers", "read_offset_file"]
+__all__ = ["MAX_CONSUMED_MS", "add_parsers", "read_offset_file"]
 
 
-def _positive_ms(text: str) -> int:
-    value = nonneg_int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"milliseconds must be >= 1, got {value}")
-    return value
+MAX_CONSUMED_MS: Final = 10**12
+"""The longest consumed retention, ms (about 31.7 years): the sweeper asks Kafka for the
+first record newer than now minus it, and that time must not fall before 1970 (Kafka
+takes no negative timestamp; a negative one means "latest" or "earliest" to it)."""
+
+_consumed_ms = IntArg(1, MAX_CONSUMED_MS, "milliseconds")
+_any_offset = IntArg(-INT64_MAX - 1, INT64_MAX, "an offset")
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -60,11 +65,11 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="the topic (optional with --offset-json-file)",
     )
     trim.add_argument(
-        "--partition", type=nonneg_int, default=None, metavar="P", help="the partition to trim"
+        "--partition", type=partition_index, default=None, metavar="P", help="the partition to trim"
     )
     trim.add_argument(
         "--before",
-        type=int,
+        type=_any_offset,
         default=None,
         metavar="OFFSET",
         help="with --partition: delete the records below OFFSET",
@@ -89,7 +94,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     trim.add_argument(
         "--timeout-ms",
-        type=_positive_ms,
+        type=milliseconds,
         default=30_000,
         help="how long to wait for the replicas",
     )
@@ -106,7 +111,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     group = retention.add_mutually_exclusive_group()
     group.add_argument(
         "--consumed-ms",
-        type=_positive_ms,
+        type=_consumed_ms,
         default=None,
         metavar="MS",
         help="trim records every interested group committed and older than MS milliseconds; "

@@ -140,7 +140,7 @@ class _none:
 @pytest.mark.parametrize(
     ("args", "message", "code"),
     [
-        (["--target-records-per-s", "0"], "must be a finite number > 0", 2),
+        (["--target-records-per-s", "0"], "must be a finite number >= 0.001", 2),
         # Wrong for this topic (its state), not for the command line: exit 1.
         (["--target-records-per-s", "10", "--min", "1"], "below the topic's initial", 1),
         (["--target-records-per-s", "10", "--max", "1"], "below the minimum", 1),
