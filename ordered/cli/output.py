@@ -63,24 +63,15 @@ def configure(as_json: bool, level: int = logging.WARNING) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.lock = _LOCK  # logging's lock is per handler: share ours
     handler.setFormatter(_JsonFormatter() if as_json else _TextFormatter())
-    handler.addFilter(LogThrottle())
     handler._ordered_cli = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(level)
     # librdkafka logs every refused connection; a command's failure reaches the user as
     # one error (the message of the exception), so its log stays quiet unless debugging.
-    # The daemon, which rides out outages, shows them throttled (LogThrottle).
+    # The daemon, which rides out outages, shows it throttled (LogThrottle).
     debug = bool(os.environ.get("ORDERED_DEBUG"))
-    quiet = logging.DEBUG if debug else logging.CRITICAL
-    rdkafka = logging.WARNING if level <= logging.INFO else quiet
-    for name in (
-        "coordinator.kafka.kafka_admin.librdkafka",
-        "coordinator.client.topic_ids.librdkafka",
-        "coordinator.relay.commit_tail.librdkafka",
-        LIBRDKAFKA_LOGGER,
-    ):
-        logging.getLogger(name).setLevel(logging.DEBUG if debug else rdkafka)
-    logging.getLogger(KAZOO_LOGGER).setLevel(quiet)
+    handler.addFilter(LogThrottle(mute=not debug and level > logging.INFO, off=debug))
+    logging.getLogger(KAZOO_LOGGER).setLevel(logging.DEBUG if debug else logging.CRITICAL)
 
 
 def json_mode() -> bool:
@@ -132,28 +123,43 @@ def error(message: str, as_json: bool, kind: str) -> None:
 class LogThrottle(logging.Filter):
     """Let one line of a kind through per :data:`THROTTLE_S` from a ``*.librdkafka`` logger.
 
-    librdkafka logs every failed connection attempt of every broker (thousands of
-    ``Connection refused`` lines in a two-minute outage). Lines that differ only in
-    numbers (ports aside, counts and times) are one kind; the next line let through
-    says how many were held back. Other loggers pass untouched.
+    Every Kafka client the project makes hands librdkafka a logger named
+    ``<module>.librdkafka`` (not stderr, where librdkafka writes by default, even at
+    shutdown). librdkafka logs every failed connection attempt of every broker
+    (thousands of ``Connection refused`` lines in a two-minute outage). Lines that
+    differ only in numbers (times, counts) are one kind; the next line let through says
+    how many were held back. Other loggers pass untouched.
 
     Args:
         interval: Seconds a kind stays quiet after a line of it is let through.
         clock: The time source (a test's).
+        mute: Drop every librdkafka line (a one-off command: its failure is its error).
+        off: Let every line through (``ORDERED_DEBUG``).
     """
 
     _NUMBERS = re.compile(r"\d+")
 
-    def __init__(self, interval: float = THROTTLE_S, clock: Any = time.monotonic) -> None:
+    def __init__(
+        self,
+        interval: float = THROTTLE_S,
+        clock: Any = time.monotonic,
+        *,
+        mute: bool = False,
+        off: bool = False,
+    ) -> None:
         super().__init__()
         self._interval = interval
         self._clock = clock
+        self._mute = mute
+        self._off = off
         self._seen: dict[tuple[str, str], tuple[float, int]] = {}
         self._lock = threading.Lock()
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not record.name.endswith(".librdkafka"):
+        if self._off or not record.name.endswith(".librdkafka"):
             return True
+        if self._mute:
+            return False
         key = (record.name, self._NUMBERS.sub("#", record.getMessage()))
         now = self._clock()
         with self._lock:

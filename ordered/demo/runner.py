@@ -61,6 +61,7 @@ MIN_DURATION: Final = 15.0
 """The shortest ``--duration`` (seconds) that leaves each step time to show."""
 
 _log = logging.getLogger("ordered.demo")
+_rdkafka_log = logging.getLogger("ordered.demo.librdkafka")
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +161,8 @@ def _cluster(run: _Run) -> Iterator[devcluster.ClusterState]:
 
 
 def _create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    client = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the future ends
+    # Kept alive until the future ends; its librdkafka lines go to logging, not stderr.
+    client = AdminClient({"bootstrap.servers": bootstrap, "logger": _rdkafka_log})
     futures = client.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=30)
     futures[topic].result(timeout=60)
     deadline = time.monotonic() + 30

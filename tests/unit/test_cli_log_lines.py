@@ -80,8 +80,12 @@ def test_librdkafka_repeats_are_throttled() -> None:
     assert all(throttle.filter(other) for _ in range(3))  # other loggers untouched
 
 
-def test_a_command_keeps_librdkafka_quiet_the_daemon_throttles_it(stderr: _Err) -> None:
-    log = logging.getLogger(LIBRDKAFKA_LOGGER)
+@pytest.mark.parametrize(
+    "name",
+    [LIBRDKAFKA_LOGGER, "coordinator.autoscale.runner.librdkafka", "ordered.demo.librdkafka"],
+)
+def test_a_command_keeps_librdkafka_quiet_the_daemon_throttles_it(stderr: _Err, name: str) -> None:
+    log = logging.getLogger(name)
     output.configure(False)
     try:
         log.error("refused")
