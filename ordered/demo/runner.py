@@ -162,7 +162,8 @@ def _cluster(run: _Run) -> Iterator[devcluster.ClusterState]:
 
 def _create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     # Kept alive until the future ends; its librdkafka lines go to logging, not stderr.
-    client = AdminClient({"bootstrap.servers": bootstrap, "logger": _rdkafka_log})
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": _rdkafka_log}
+    client = AdminClient(conf)
     futures = client.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=30)
     futures[topic].result(timeout=60)
     deadline = time.monotonic() + 30
