@@ -32,7 +32,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from coordinator.errors import OrderedError
+from coordinator.client.errors import BatchStoppedError
 
 __all__ = [
     "INTERRUPTIONS",
@@ -57,14 +57,6 @@ INTERRUPTIONS = (
 _MAX_CAUSES = 16
 # How much of the original's first line the short message keeps.
 _DETAIL_CHARS = 160
-
-
-class BatchStoppedError(OrderedError):
-    """A ``foreachBatch`` function's Spark call was interrupted by ``query.stop()``.
-
-    The message is short on purpose (see :mod:`spark_source.stopping`); the batch is
-    not committed and runs again when the query restarts from its checkpoint.
-    """
 
 
 def _java_throwable(error: BaseException) -> Any:

@@ -45,6 +45,7 @@ from coordinator.kafka.kafka_admin import KafkaAdmin
 __all__ = ["DEFAULT_AUTOSCALE_INTERVAL_S", "Autoscaler", "RecordSizer"]
 
 _log = logging.getLogger(__name__)
+_rdkafka_log = logging.getLogger(f"{__name__}.librdkafka")
 
 DEFAULT_AUTOSCALE_INTERVAL_S = 10.0
 """Seconds between autoscaler ticks (samples and decisions) in the daemon."""
@@ -93,6 +94,8 @@ class RecordSizer:
                     "group.id": f"ordered-autoscaler-{random_token()}",
                     "enable.auto.commit": False,
                     "enable.partition.eof": True,
+                    # Not librdkafka's stderr: the daemon's logging (and its throttle).
+                    "logger": _rdkafka_log,
                 }
             )
         try:

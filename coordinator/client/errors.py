@@ -12,6 +12,7 @@ from typing import Any
 
 __all__ = [
     "BarrierTimeoutError",
+    "BatchStoppedError",
     "ClusterError",
     "CommandLineError",
     "ConfigError",
@@ -58,6 +59,14 @@ class ConfigError(UsageError):
 
 class ClusterError(OrderedError):
     """The local development cluster could not be started, found or stopped."""
+
+
+class BatchStoppedError(OrderedError):
+    """A ``foreachBatch`` function's Spark call was interrupted by ``query.stop()``.
+
+    The message is short on purpose (see :mod:`spark_source.stopping`); the batch is
+    not committed and runs again when the query restarts from its checkpoint.
+    """
 
 
 class JarNotBuiltError(OrderedError):

@@ -399,7 +399,13 @@ class CoordinatorDaemon:
         try:
             result = self._controller.resume(topic, timeout=self._resume_timeout)
         except TransitionInProgressError as exc:
-            _log.info("%s", exc)
+            # Another controller runs it: its seal wakes the scan (a watch). Rescanning
+            # at once would only meet its lock again, many times a second, and log each.
+            failed = True
+            message = str(exc)
+            if self._failures.get(topic) != message:
+                _log.info("%s", message)
+            self._failures[topic] = message
             return
         except BarrierTimeoutError as exc:
             self._progress(str(exc))

@@ -101,6 +101,17 @@ class GroupHold:
         """Where the group stands on ``partition``: its commit, else 0 (nothing consumed)."""
         return self.committed.get(partition, 0)
 
+    @property
+    def reason(self) -> str:
+        """Why the group holds trims back, in words an operator can act on."""
+        if not self.committed:
+            return (
+                "registered ordered group with interest but no commit: holds every "
+                "partition at 0 until it commits, or until it has no member and was "
+                "registered longer ago than --stale-group-ms"
+            )
+        return "committed offsets" + (" (registered ordered group)" if self.registered else "")
+
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict."""
         return {
@@ -110,6 +121,7 @@ class GroupHold:
             "committed": {str(p): o for p, o in sorted(self.committed.items())},
             "stale": self.stale,
             "seen_since": self.seen_since,
+            "reason": self.reason,
         }
 
 
@@ -146,6 +158,17 @@ class TopicInterest:
         if not holding:
             return None
         return min(g.position(partition) for g in holding)
+
+    def minimum_holders(self, partition: int) -> tuple[GroupHold, ...]:
+        """The holding groups that stand at :meth:`min_committed` of ``partition``.
+
+        These are the groups that hold a consumed trim of ``partition`` where it is:
+        empty when the minimum is unknown.
+        """
+        low = self.min_committed(partition)
+        if low is None:
+            return ()
+        return tuple(g for g in self.holding if g.position(partition) == low)
 
     def holders(self, partition: int, offset: int) -> tuple[GroupHold, ...]:
         """The holding groups that have not committed ``partition`` up to ``offset``."""

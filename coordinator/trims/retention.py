@@ -212,6 +212,7 @@ class Sweeper:
         self._trimmer = Trimmer(admin)
         self._last_error: dict[str, str] = {}
         self._too_far: dict[str, int] = {}  # topic -> a retention said once to reach past 1970
+        self._last_held: dict[str, str] = {}
         self._listed: dict[str, str] | None = None
         self._in_round = False
         self._events = CoordinatorEvents(hooks)
@@ -313,6 +314,7 @@ class Sweeper:
                 self._too_far[topic] = retention.consumed_ms
             else:
                 cutoffs = self._admin.offsets_for_time(topic, partitions, cutoff_ms)
+        self._say_held(topic, interest.holding, finals, cutoffs is not None)
         for p in partitions:
             draining = finals.get(p)
             target = trim_target(
@@ -352,6 +354,26 @@ class Sweeper:
             else:
                 self._progress(f"consumed retention: {topic}[{p}] trimmed to {result.requested}")
         return list(report.results)
+
+    def _say_held(
+        self,
+        topic: str,
+        holding: Sequence[GroupHold],
+        finals: Mapping[int, RetiredPartition],
+        retention: bool,
+    ) -> None:
+        """Name, once per change, the groups with interest but no commit holding trims."""
+        idle = sorted(g.group for g in holding if not g.committed)
+        message = ""
+        if idle and (finals or retention):
+            message = (
+                f"sweep of {topic}: held at offset 0 by group(s) with interest but no "
+                f"commit: {', '.join(idle)} (released by a commit, or once such a group has "
+                "no member and registered longer ago than --stale-group-ms)"
+            )
+        if message and self._last_held.get(topic) != message:
+            self._progress(message)
+        self._last_held[topic] = message
 
     def _mark(
         self,

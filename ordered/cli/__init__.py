@@ -4,8 +4,9 @@ Exit codes (:data:`EXIT_CODES`), as Kafka's own tools keep them apart: 0 success
 operation failed or the state does not allow it (the message says why: a topic that
 is not adopted, a server that does not answer, a barrier that timed out), 2 the
 command line itself is wrong (an unknown flag, a bad value, a missing argument), 130
-interrupted. No traceback reaches the user: an unexpected error is reported in one
-line (set ``ORDERED_DEBUG=1`` to see the traceback).
+interrupted. A reader that leaves early (``ordered list | head -1``) ends the command
+with 0, as it does a Unix tool. No traceback reaches the user: an unexpected error is
+reported in one line (set ``ORDERED_DEBUG=1`` to see the traceback).
 """
 
 from __future__ import annotations
@@ -110,6 +111,17 @@ def _inherit(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``ordered`` command and return its exit code."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader left (`ordered list | head -1`): as for a Unix tool, not an error.
+        _quiet_stdout()
+        return 0
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args_list
     configure(as_json)
@@ -129,6 +141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         error("interrupted", as_json, "KeyboardInterrupt")
         return 130
+    except BrokenPipeError:
+        raise  # handled by main
     except Exception as exc:  # the safety net: no traceback reaches a user
         if os.environ.get("ORDERED_DEBUG"):
             traceback.print_exc()
@@ -139,6 +153,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 1
     return code
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null: the interpreter's last flush must not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass  # no real file descriptor (a test's captured stdout): nothing to flush
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -21,6 +21,7 @@ from typing import Any, Final
 from coordinator import devcluster
 from coordinator.client.errors import StoreUnavailableError
 from coordinator.client.store import DEFAULT_ROOT, LayoutStore, TopicRecord
+from coordinator.client.store.paths import check_root
 from coordinator.client.zk import close_client, make_client, start_client
 from coordinator.kafka.kafka_admin import KafkaAdmin
 from ordered.cli.options import (
@@ -150,6 +151,11 @@ def connect(args: argparse.Namespace, daemon: bool = False) -> Iterator[Connecti
         CommandLineError: No server is configured, or the connect string is malformed.
         StoreError: ZooKeeper cannot be reached within ``--connect-timeout``.
     """
+    try:
+        # Before any client: the ACL policy of the root is read as the client starts.
+        check_root(args.root)
+    except ValueError as exc:
+        raise CommandLineError(f"--root: {exc}") from None
     zookeeper, bootstrap, security = _resolve(args)
     # kazoo logs each refused connection; the failure reaches the user as one error.
     logging.getLogger("kazoo").addHandler(logging.NullHandler())

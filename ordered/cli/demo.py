@@ -89,6 +89,11 @@ def _text(s: dict[str, Any]) -> str:
         f"epochs {s['epochs']}: {changes}",
         f"longest gate wait {s['longest_gate_wait_s']:.1f} s (records held at a closed gate; "
         f"a member paused a partition for at most {s['longest_member_pause_s']:.1f} s)",
+        *(
+            []
+            if s.get("gate_held", True)
+            else ["no gate held any record back: the demo's main point did not show"]
+        ),
         f"order violations {s['violations']}, records lost {s['lost']}",
         *(
             [

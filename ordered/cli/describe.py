@@ -7,8 +7,10 @@ back). The layout comes from ZooKeeper first; when Kafka does not answer within
 ``--kafka-timeout`` it is still shown, with a note that Kafka is unreachable.
 
 The group view (``--group G``, or ``--all-groups``: every group with a commit on the
-topic) shows per partition what the group waits on at the gates, its lag and the
-member it is assigned to, like ``kafka-consumer-groups --describe``.
+topic, and every registered ordered group that holds its trims without one) shows per
+partition what the group waits on at the gates, its lag and the member it is assigned
+to, like ``kafka-consumer-groups --describe``, and whether (and why) the group holds
+the topic's trims.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from coordinator.control.controller import (
     barrier_status,
 )
 from coordinator.groups.group_status import GroupStatus, group_status, topic_groups
+from coordinator.groups.interest import GroupHold, topic_interest
 from coordinator.kafka.kafka_admin import KafkaTopic, UnknownTopicError
 from coordinator.trims.retention import RetiredStatus, retired_status
 from ordered.cli.connection import Connections, common_arguments, connect, topic_text
@@ -380,20 +383,34 @@ def _describe_groups(args: argparse.Namespace) -> int:
     if args.group is not None and not args.group:
         raise CommandLineError("--group needs a group id")
     with connect(args) as conn:
+        count = conn.admin.describe_topic(args.topic).partitions
+        # The interested groups, as a trim reads them: a registered ordered group that
+        # never committed holds every trim at 0, and must be named where it does.
+        interest = topic_interest(
+            conn.store, conn.admin, args.topic, range(count), interest_settings(args)
+        )
+        holds = {g.group: g for g in interest.holding}
         if args.all_groups:
-            count = conn.admin.describe_topic(args.topic).partitions
-            groups = topic_groups(conn.admin, args.topic, count)
+            groups = sorted(set(topic_groups(conn.admin, args.topic, count)) | set(holds))
         else:
             groups = [str(args.group)]
         statuses = [group_status(conn.store, conn.admin, args.topic, g) for g in groups]
     now = time.time()
+    payloads = []
+    for s in statuses:
+        payload = s.to_dict()
+        hold = holds.get(s.group)
+        payload["holds_trims"] = hold is not None
+        payload["holds_reason"] = None if hold is None else hold.reason
+        payloads.append(payload)
+    texts = [_group_text(s, now, holds.get(s.group)) for s in statuses]
     if args.all_groups:
-        text = "\n\n".join(_group_text(s, now) for s in statuses) or (
-            f"no consumer group has committed on {args.topic}"
+        text = "\n\n".join(texts) or (
+            f"no consumer group has committed on {args.topic} or holds its trims"
         )
-        emit({"topic": args.topic, "groups": [s.to_dict() for s in statuses]}, text, args.json)
+        emit({"topic": args.topic, "groups": payloads}, text, args.json)
     else:
-        emit(statuses[0].to_dict(), _group_text(statuses[0], now), args.json)
+        emit(payloads[0], texts[0], args.json)
     return 0
 
 
@@ -404,7 +421,7 @@ def _ago(since: float | None, now: float) -> str:
     return f" since {stamp} ({max(0.0, now - since):.1f} s)"
 
 
-def _group_text(status: GroupStatus, now: float) -> str:
+def _group_text(status: GroupStatus, now: float, hold: GroupHold | None = None) -> str:
     lag = "-" if status.lag is None else str(status.lag)
     lines = [
         f"group {status.group} on topic {status.topic}: {status.state.lower()}, "
@@ -421,6 +438,8 @@ def _group_text(status: GroupStatus, now: float) -> str:
             f"note: group {status.group} exists but has never committed on {status.topic}: "
             "its consumers start at auto.offset.reset"
         )
+    if hold is not None and not hold.committed:
+        lines.append(f"holds trims: {hold.reason}")
     header = ("PARTITION", "ROLE", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "GATE")
     rows = [header]
     for p in status.partitions:

@@ -11,16 +11,33 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Final
 
 from coordinator.client.zk import KAZOO_LOGGER
 
-__all__ = ["configure", "emit", "error", "json_mode", "progress", "warn"]
+__all__ = [
+    "LIBRDKAFKA_LOGGER",
+    "THROTTLE_S",
+    "LogThrottle",
+    "configure",
+    "emit",
+    "error",
+    "json_mode",
+    "progress",
+    "warn",
+]
 
-_state = {"json": False}
+LIBRDKAFKA_LOGGER: Final = "ordered.cli.librdkafka"
+"""The ``logger`` the CLI hands the Kafka clients it makes (librdkafka's own log lines)."""
+
+THROTTLE_S: Final = 30.0
+"""How long a repeated librdkafka line stays quiet (:class:`LogThrottle`)."""
+
+_state = {"json": False, "stamp": False}
 
 # One lock for every stderr line, ours and logging's: the daemon's threads (and
 # kazoo's) log at once, and a line written in two pieces ("{...}" then "\n") by
@@ -36,6 +53,9 @@ def configure(as_json: bool, level: int = logging.WARNING) -> None:
         level: The lowest ``logging`` level printed (the daemon passes ``INFO``).
     """
     _state["json"] = as_json
+    # A long-running command (the daemon, which logs at INFO) stamps its own lines too:
+    # its output is read later, next to other logs.
+    _state["stamp"] = level <= logging.INFO
     root = logging.getLogger()
     for handler in list(root.handlers):
         if getattr(handler, "_ordered_cli", False):
@@ -46,11 +66,12 @@ def configure(as_json: bool, level: int = logging.WARNING) -> None:
     handler._ordered_cli = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(level)
-    # librdkafka logs every refused connection; the failure reaches the user as one
-    # error (the message of the exception), so its log stays quiet unless debugging.
-    quiet = logging.DEBUG if os.environ.get("ORDERED_DEBUG") else logging.CRITICAL
-    for name in ("coordinator.kafka.kafka_admin.librdkafka", KAZOO_LOGGER):
-        logging.getLogger(name).setLevel(quiet)
+    # librdkafka logs every refused connection; a command's failure reaches the user as
+    # one error (the message of the exception), so its log stays quiet unless debugging.
+    # The daemon, which rides out outages, shows it throttled (LogThrottle).
+    debug = bool(os.environ.get("ORDERED_DEBUG"))
+    handler.addFilter(LogThrottle(mute=not debug and level > logging.INFO, off=debug))
+    logging.getLogger(KAZOO_LOGGER).setLevel(logging.DEBUG if debug else logging.CRITICAL)
 
 
 def json_mode() -> bool:
@@ -65,6 +86,8 @@ def _line(level: str, message: str, **extra: Any) -> None:
     else:
         prefix = "ordered: " if level == "info" else f"ordered: {level}: "
         line = f"{prefix}{message}"
+        if _state["stamp"]:
+            line = f"{_stamp(time.time())} {line}"
     with _LOCK:
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
@@ -97,10 +120,72 @@ def error(message: str, as_json: bool, kind: str) -> None:
         sys.stdout.flush()
 
 
+class LogThrottle(logging.Filter):
+    """Let one line of a kind through per :data:`THROTTLE_S` from a ``*.librdkafka`` logger.
+
+    Every Kafka client the project makes hands librdkafka a logger named
+    ``<module>.librdkafka`` (not stderr, where librdkafka writes by default, even at
+    shutdown). librdkafka logs every failed connection attempt of every broker
+    (thousands of ``Connection refused`` lines in a two-minute outage). Lines that
+    differ only in numbers (times, counts) are one kind; the next line let through says
+    how many were held back. Other loggers pass untouched.
+
+    Args:
+        interval: Seconds a kind stays quiet after a line of it is let through.
+        clock: The time source (a test's).
+        mute: Drop every librdkafka line (a one-off command: its failure is its error).
+        off: Let every line through (``ORDERED_DEBUG``).
+    """
+
+    _NUMBERS = re.compile(r"\d+")
+
+    def __init__(
+        self,
+        interval: float = THROTTLE_S,
+        clock: Any = time.monotonic,
+        *,
+        mute: bool = False,
+        off: bool = False,
+    ) -> None:
+        super().__init__()
+        self._interval = interval
+        self._clock = clock
+        self._mute = mute
+        self._off = off
+        self._seen: dict[tuple[str, str], tuple[float, int]] = {}
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self._off or not record.name.endswith(".librdkafka"):
+            return True
+        if self._mute:
+            return False
+        key = (record.name, self._NUMBERS.sub("#", record.getMessage()))
+        now = self._clock()
+        with self._lock:
+            last, held = self._seen.get(key, (None, 0))
+            if last is not None and now - last < self._interval:
+                self._seen[key] = (last, held + 1)
+                return False
+            self._seen[key] = (now, 0)
+        if held:
+            record.msg = f"{record.getMessage()} ({held} more like it in {self._interval:g} s)"
+            record.args = None
+        return True
+
+
+def _stamp(at: float) -> str:
+    """``at`` as ISO 8601 UTC with milliseconds, as Kafka's and ZooKeeper's logs have it."""
+    whole = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(at))
+    return f"{whole}.{int(at * 1000) % 1000:03d}Z"
+
+
 class _TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
+        # A log line comes from any thread at any time (kazoo, librdkafka, the daemon's
+        # loops): without its time it cannot be put next to the servers' logs.
         level = record.levelname.lower()
-        return f"ordered: {level}: {record.name}: {record.getMessage()}"
+        return f"{_stamp(record.created)} ordered: {level}: {record.name}: {record.getMessage()}"
 
 
 class _JsonFormatter(logging.Formatter):

@@ -166,9 +166,12 @@ def read_offset_file(path: Path) -> dict[tuple[str, int], int]:
 
 
 def _requests(
-    args: argparse.Namespace, conn: Connections
+    args: argparse.Namespace, conn: Connections, holds: Holds | None = None
 ) -> tuple[dict[tuple[str, int], int], bool]:
-    """The validated ``(topic, partition) -> offset`` of the command line; nothing sent."""
+    """The validated ``(topic, partition) -> offset`` of the command line; nothing sent.
+
+    With ``--consumed``, ``holds`` receives per partition the groups at its minimum.
+    """
     chosen = [
         name
         for name, on in (
@@ -201,13 +204,19 @@ def _requests(
                 f"topic {args.topic} is not adopted: --consumed needs its interested groups "
                 f"(adopt it, or name offsets with --partition/--offset-json-file)"
             )
-        return _consumed(args, conn), True
+        return _consumed(args, conn, {} if holds is None else holds), True
     if args.partition is None or args.before is None:
         raise CommandLineError("--partition and --before go together")
     return validate(conn.admin, {(args.topic, args.partition): args.before}), False
 
 
-def _consumed(args: argparse.Namespace, conn: Connections) -> dict[tuple[str, int], int]:
+Holds = dict[int, list[dict[str, Any]]]
+"""Partition -> the groups at its minimum committed offset (what holds a consumed trim)."""
+
+
+def _consumed(
+    args: argparse.Namespace, conn: Connections, holds: Holds
+) -> dict[tuple[str, int], int]:
     topic = args.topic
     count = conn.admin.partition_count(topic)
     interest = topic_interest(conn.store, conn.admin, topic, range(count), interest_settings(args))
@@ -224,7 +233,24 @@ def _consumed(args: argparse.Namespace, conn: Connections) -> dict[tuple[str, in
     ends = conn.admin.end_offsets(topic, range(count))
     for p in range(count):
         low = interest.min_committed(p)
-        progress(f"{topic}[{p}]: log {starts[p]}..{ends[p]}, minimum committed {low}")
+        at_low = interest.minimum_holders(p)
+        holds[p] = [
+            {
+                "group": g.group,
+                "committed": g.committed.get(p),
+                "why": "interest but no commit" if not g.committed else f"at {g.position(p)}",
+                "reason": g.reason,
+            }
+            for g in at_low
+        ]
+        named = ", ".join(f"{g['group']} ({g['why']})" for g in holds[p])
+        progress(
+            f"{topic}[{p}]: log {starts[p]}..{ends[p]}, minimum committed {low}"
+            + (f", held by {named}" if named else "")
+        )
+    for g in interest.holding:
+        if not g.committed:
+            progress(f"{topic}: group {g.group} holds every partition at 0: {g.reason}")
     return {(topic, p): o for p, o in consumed_targets(interest, starts, ends).items()}
 
 
@@ -244,8 +270,9 @@ def _report_text(report: TrimReport) -> str:
 
 
 def _trim(args: argparse.Namespace) -> int:
+    holds: Holds = {}
     with connect(args) as conn:
-        requests, consumed = _requests(args, conn)
+        requests, consumed = _requests(args, conn, holds)
         if not requests:
             report = TrimReport((), args.leader_only, args.dry_run, 0.0)
         else:
@@ -258,7 +285,14 @@ def _trim(args: argparse.Namespace) -> int:
             )
     payload: dict[str, Any] = report.to_dict()
     payload["consumed"] = consumed
-    emit(payload, _report_text(report), args.json)
+    if consumed:
+        payload["held_by"] = {str(p): groups for p, groups in sorted(holds.items())}
+    text = _report_text(report)
+    for p, groups in sorted(holds.items()):
+        if groups:
+            names = ", ".join(f"{g['group']} ({g['why']})" for g in groups)
+            text += f"\n{args.topic}[{p}]: held by {names}"
+    emit(payload, text, args.json)
     if not report.ok:
         error(report.summary(), False, "TrimError")
         return 1

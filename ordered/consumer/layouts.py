@@ -504,7 +504,11 @@ class LayoutTracker:
                     view.rewind_zxid = zxid
                     self._rewound.add(name)
         except Exception as exc:  # connection loss, timeout
-            _log.warning("layout check failed (records held until it succeeds): %s", exc)
+            # kazoo's errors (ConnectionLoss, a timeout) carry no text: name the type.
+            _log.warning(
+                "layout check failed (records held until it succeeds): %s",
+                str(exc) or type(exc).__name__,
+            )
             self._check_failed = True
             return None
         reloaded: list[TopicView] = []
@@ -512,7 +516,10 @@ class LayoutTracker:
             try:
                 reloaded = self.reload(changed)
             except StoreError as exc:
-                _log.warning("layout reload failed (records held until it succeeds): %s", exc)
+                _log.warning(
+                    "layout reload failed (records held until it succeeds): %s",
+                    str(exc) or type(exc).__name__,
+                )
                 self._check_failed = True
                 return None
         # Only now, with every copy at least as new as the check: what lay below the

@@ -61,6 +61,7 @@ MIN_DURATION: Final = 15.0
 """The shortest ``--duration`` (seconds) that leaves each step time to show."""
 
 _log = logging.getLogger("ordered.demo")
+_rdkafka_log = logging.getLogger("ordered.demo.librdkafka")
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +161,9 @@ def _cluster(run: _Run) -> Iterator[devcluster.ClusterState]:
 
 
 def _create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    client = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the future ends
+    # Kept alive until the future ends; its librdkafka lines go to logging, not stderr.
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": _rdkafka_log}
+    client = AdminClient(conf)
     futures = client.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=30)
     futures[topic].result(timeout=60)
     deadline = time.monotonic() + 30
@@ -214,16 +217,49 @@ def _wait(what: Callable[[], bool], timeout: float, poll: float = 0.25) -> bool:
     return False
 
 
+def _behind(status_of: Callable[[], Any]) -> int | None:
+    """The group's lag once it has committed on the topic (joined and reading), else None."""
+    status = status_of()
+    if not status.committed_any:
+        return None
+    return int(status.lag or 0)
+
+
 def _script(
-    run: _Run, controller: Controller, sweeper: Sweeper, store: LayoutStore, topic: str
+    run: _Run,
+    controller: Controller,
+    sweeper: Sweeper,
+    store: LayoutStore,
+    topic: str,
+    behind: Callable[[], int | None] = lambda: 0,
 ) -> None:
     t0 = time.monotonic()
     gap = run.options.duration / (len(SCRIPT) + 1)
     done = t0
     for i, (kind, to) in enumerate(SCRIPT, start=1):
-        # On schedule, but never sooner than half a gap after a late step: each state
-        # stays long enough to be seen.
-        time.sleep(max(0.0, t0 + i * gap - time.monotonic(), done + gap / 2 - time.monotonic()))
+        if i == 1:
+            # The demo's point: the first expansion while the group reads a backlog, so
+            # the new partition's records wait at its gate (a red lane) for a few
+            # seconds. Not on a clock: on a fresh machine the members take longer to
+            # start, and a group already caught up at the expansion holds nothing.
+            lag: int | None = None
+
+            def joined() -> bool:
+                nonlocal lag
+                lag = behind()
+                return lag is not None
+
+            _wait(joined, 60.0)
+            _say(
+                run,
+                "the group joined "
+                + ("(no commit seen within 60 s)" if lag is None else f"{lag} records behind")
+                + f": {kind} {to} now, while it reads its backlog",
+            )
+        else:
+            # On schedule, but never sooner than half a gap after a late step: each
+            # state stays long enough to be seen.
+            time.sleep(max(0.0, t0 + i * gap - time.monotonic(), done + gap / 2 - time.monotonic()))
         started = time.monotonic()
         if kind == "trim":
             retired = _retired(store, topic)
@@ -341,6 +377,10 @@ def _with_cluster(
         # The group can read twice what is written, but joins late: it is behind at the
         # first expansion, so that the gates have records to hold back.
         pace = 2.0 * options.rate * options.producers / options.consumers
+        # Joining this late leaves a backlog of about (delay + start-up) seconds of
+        # writes; read at twice the write rate, the first expansion's gate then holds
+        # the new partition for about half of that: a few seconds.
+        delay = max(4.0, gap * 0.5)
         if options.spark:  # first: Spark takes the longest to start
             _spawn(
                 run,
@@ -366,14 +406,21 @@ def _with_cluster(
                 raise ClusterError(f"the Spark reader did not start; see {run.workdir}/spark.log")
             for name in consumers:
                 extra = ["--group", group, "--max-rate", f"{pace:g}"]
-                _worker(run, "consumer", name, common, [*extra, "--start-delay", f"{gap * 0.3:g}"])
+                _worker(run, "consumer", name, common, [*extra, "--start-delay", f"{delay:g}"])
             _say(
                 run,
                 f"records are flowing; started a coordinator daemon, {len(producers)} producer "
                 f"and {len(consumers)} consumer processes (group {group}, joining late)",
             )
             # The daemon sweeps nothing on its own here: the trim is a step of the script.
-            _script(run, controller, Sweeper(store, admin), store, topic)
+            _script(
+                run,
+                controller,
+                Sweeper(store, admin),
+                store,
+                topic,
+                partial(_behind, lambda: group_status(store, admin, topic, group)),
+            )
             _stop(run, producers, timeout=60)
             _say(run, "stopped the producers; the group reads the rest")
             drained = _wait(
@@ -478,8 +525,11 @@ def _summarise(
         "png": str(png),
         "logs": str(workdir),
     }
+    # The demo's point is a gate that held records back: without one it showed nothing.
+    summary["gate_held"] = summary["longest_gate_wait_s"] > 0.0
     summary["ok"] = (
-        summary["violations"] == 0
+        summary["gate_held"]
+        and summary["violations"] == 0
         and summary["lost"] == 0
         and drained
         and all(s["ok"] for s in run.steps)

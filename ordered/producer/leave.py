@@ -146,6 +146,7 @@ class Closer:
                 self._topics.acked(ack.topic, ack.epoch)
             for topic in topics:
                 self._store.unregister_producer(topic, self._topics.producer_id)
+                self._topics.tidy(topic)
             for topic in topics:
                 record = self._store.get_topic(topic)
                 if record is not None and record.pending is not None:

@@ -21,6 +21,7 @@ from typing import Any, Final
 
 import confluent_kafka
 from kazoo.client import KazooState
+from kazoo.exceptions import KazooException
 
 from coordinator.client import identity
 from coordinator.client.errors import (
@@ -216,7 +217,68 @@ class TopicRegistry:
             with self._lock:
                 info = self._table.info(topic)
             self.apply(info, record, first_use=True)
+            if record is None:
+                self._warn_plain(topic)
             return self._table.routes[topic]
+
+    def _warn_plain(self, topic: str) -> None:
+        """Say once per topic that it has no layout here: keyed records route plain.
+
+        A producer under the wrong ``ordered.zookeeper.root`` would otherwise send an
+        adopted topic's keys by librdkafka's partitioner, to retired partitions too,
+        without a word. One read at first use: whether the default root adopted it.
+        """
+        root = self.store.root
+        elsewhere = ""
+        if root != store_paths.DEFAULT_ROOT:
+            try:
+                got = self.store.client.exists(
+                    store_paths.topic_path(store_paths.DEFAULT_ROOT, topic)
+                )
+                if got is not None and got.dataLength > 0:
+                    elsewhere = (
+                        f"; it is adopted under {store_paths.DEFAULT_ROOT}: is "
+                        "ordered.zookeeper.root right?"
+                    )
+            except KazooException:
+                pass  # only a hint: the warning stands without it
+        _log.warning(
+            "%s has no layout under the store root %s: its records are routed as a plain "
+            "topic's (librdkafka's partitioner), so keyed records keep their order only "
+            "while its partition count does not change%s",
+            topic,
+            root,
+            elsewhere,
+        )
+
+    def tidy(self, topic: str) -> None:
+        """After unregistering: remove ``topic``'s nodes if it is not adopted and unused.
+
+        A producer registers on a topic that is not adopted (the barrier of a later
+        adoption and change must list it: docs/protocol.md), which creates the empty
+        topic node and its ``producers`` node. Once no producer is registered they
+        hold nothing: both go, in one transaction that fails (and leaves them) if the
+        topic node gained a record or any child (an adoption, another producer, the
+        epoch counter an un-adoption keeps), or ``producers`` a registration.
+        """
+        client = self.store.client
+        root = self.store.root
+        tpath = store_paths.topic_path(root, topic)
+        ppath = store_paths.producers_path(root, topic)
+        try:
+            data, tstat = client.get(tpath)
+            if data or client.get_children(tpath) != ["producers"]:
+                return
+            pstat = client.exists(ppath)
+            if pstat is None or pstat.numChildren:
+                return
+            txn = client.transaction()
+            txn.delete(ppath, version=pstat.version)
+            txn.delete(tpath, version=tstat.version)
+            txn.commit()  # a failed check aborts all of it: nothing to undo
+        except KazooException as exc:
+            # Refused under ACLs, or raced: the nodes stay, as they did before.
+            _log.debug("%s: nodes left: %r", topic, exc)
 
     def _refresh_metadata(self, topic: str, timeout: float) -> int:
         """Refresh librdkafka's metadata of ``topic``; return its partition count (or 0).

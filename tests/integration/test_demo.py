@@ -48,6 +48,10 @@ def test_demo_json_short_run(cluster: ClusterState, zk_root: str, tmp_path: Path
     assert proc.stderr == ""  # --json: nothing human-readable on stderr
     summary = json.loads(proc.stdout)
     assert summary["violations"] == 0 and summary["lost"] == 0
+    # The demo's point: the first expansion holds the new partition at its gate for a
+    # few seconds, while the late group reads its backlog.
+    assert summary["gate_held"] is True
+    assert summary["longest_gate_wait_s"] >= 1.0, summary["longest_gate_wait_s"]
     assert summary["records"] > 1000
     assert summary["delivered"] == summary["records"] == summary["produced"]
     assert [(c["from"], c["to"]) for c in summary["layout_changes"]] == [
