@@ -182,6 +182,7 @@ class CoordinatorDaemon:
                 self._progress,
                 hooks=hooks,
                 check_interval=check_interval,
+                supervision=supervision,
             )
             if relay_interval > 0
             else None
@@ -217,8 +218,11 @@ class CoordinatorDaemon:
     def health(self) -> list[LoopHealth]:
         """The health of every loop running now (``/healthz``), by name."""
         with self._loops_lock:
-            loops = sorted(self._loops.values(), key=lambda s: s.name)
-        return [loop.health() for loop in loops]
+            loops = list(self._loops.values())
+        tail = self._relay.tail if self._relay is not None else None
+        if tail is not None and "position-relay" in {loop.name for loop in loops}:
+            loops.append(tail)
+        return [loop.health() for loop in sorted(loops, key=lambda s: s.name)]
 
     def _supervisor(
         self, name: str, loop: Callable[[Heartbeat], None], interval: float

@@ -139,6 +139,50 @@ def test_a_failing_sweeper_restarts_shows_in_healthz_and_metrics_and_trims_after
             running.join(30)
 
 
+def test_a_failing_commit_tail_is_restarted_within_the_term(
+    store: LayoutStore, bootstrap: str
+) -> None:
+    admin = KafkaAdmin(bootstrap, timeout=10.0)
+    faults = Faults("commit-tail")
+    faults.on.set()
+    metrics = DaemonMetrics(("127.0.0.1", 0))
+    base = metrics.url.rsplit("/", 1)[0]
+    daemon = CoordinatorDaemon(
+        store.client,
+        admin,
+        root=store.root,
+        relay_interval=0.1,
+        sweep_interval=0,
+        autoscale_interval=0,
+        metrics=metrics,
+        supervision=QUICK,
+    )
+    with inject_faults(faults):
+        running = run_in_background(daemon.run)
+        try:
+            _status, body = wait_until(
+                lambda: (got := get(f"{base}/healthz"))[0] == 503 and got,
+                timeout=30,
+                interval=0.2,
+                what="/healthz 503",
+            )
+            assert body.startswith("unhealthy\ncommit-tail: "), body
+            assert restarts(get(f"{base}/metrics")[1], "commit-tail") >= 3
+            faults.on.clear()
+            wait_until(
+                lambda: (
+                    'ordered_thread_running{thread="commit-tail"} 1.0' in get(f"{base}/metrics")[1]
+                ),
+                timeout=30,
+                interval=0.2,
+                what="the tail running again",
+            )
+            assert wait_until(lambda: get(f"{base}/healthz") == (200, "ok\n"), timeout=30)
+        finally:
+            daemon.stop()
+            running.join(30)
+
+
 def test_a_failing_producer_worker_restarts_and_the_producer_keeps_acking(
     topic_factory: Callable[..., str],
     controller: Controller,
