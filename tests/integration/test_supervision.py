@@ -216,3 +216,46 @@ def test_a_failing_producer_worker_restarts_and_the_producer_keeps_acking(
     assert record is not None and record.epoch == 2 and record.pending is None
     text = generate_latest(registry).decode()
     assert 'ordered_thread_running{thread="producer-worker"} 1.0' in text, text
+
+
+def test_a_stuck_sweeper_shows_in_healthz_until_it_moves_again(
+    store: LayoutStore, bootstrap: str
+) -> None:
+    release = threading.Event()
+
+    def hang(name: str) -> None:
+        if name == "sweeper":
+            release.wait(60)  # a round that never ends (say, a call with no timeout)
+
+    metrics = DaemonMetrics(("127.0.0.1", 0))
+    base = metrics.url.rsplit("/", 1)[0]
+    daemon = CoordinatorDaemon(
+        store.client,
+        KafkaAdmin(bootstrap, timeout=10.0),
+        root=store.root,
+        relay_interval=0,
+        sweep_interval=0.3,
+        autoscale_interval=0,
+        metrics=metrics,
+        # Stuck after 5 intervals, at least 2 s: the sweeper (0.3 s) after 2 s.
+        supervision=SupervisionSettings(stuck_intervals=5.0, min_stuck_s=2.0),
+    )
+    with inject_faults(hang):
+        running = run_in_background(daemon.run)
+        try:
+            _status, body = wait_until(
+                lambda: (got := get(f"{base}/healthz"))[0] == 503 and got,
+                timeout=30,
+                interval=0.2,
+                what="/healthz 503",
+            )
+            assert "sweeper: running, 0 restarts: stuck: no progress for " in body, body
+            assert 'ordered_thread_healthy{thread="sweeper"} 0.0' in get(f"{base}/metrics")[1]
+            release.set()
+            assert wait_until(
+                lambda: get(f"{base}/healthz") == (200, "ok\n"), timeout=30, interval=0.2
+            )
+        finally:
+            release.set()
+            daemon.stop()
+            running.join(30)
