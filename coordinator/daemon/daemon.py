@@ -498,7 +498,10 @@ class CoordinatorDaemon:
             # A bug, not a state of the world: logged with its traceback and counted;
             # the next periodic scan starts a new worker (not at once: it may repeat).
             failed = True
-            _log.exception("resume of %s: unexpected error; retried at the next scan", topic)
+            message = f"resume of {topic}: unexpected error {exc!r}"
+            if self._failures.get(topic) != message:  # the same bug every scan: once
+                _log.exception("%s; retried at the next scan", message)
+            self._failures[topic] = message
             self._thread_events.thread_restart("resume", type(exc).__name__)
             return
         finally:
