@@ -87,6 +87,8 @@ class ProducerWorker:
 
     def loop(self, beat: Heartbeat) -> None:
         """Serve events until ``STOP``; what it does not expect goes to its supervisor."""
+        if self._topics.closed:
+            return  # called again after close() began: its handles are going away
         while True:
             beat.beat()
             try:
