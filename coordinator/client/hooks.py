@@ -52,6 +52,12 @@ Events (``group`` is the consumer's ``group.id``, ``""`` without one)::
               on_autoscale_lag(topic, lag)               the autoscaler read the consumer lag
                                                         of a topic with ``max_lag`` (records
                                                         per active partition)
+    any       on_thread_restart(thread, error)           a supervised loop raised ``error`` (the
+                                                        exception's type name); it restarts
+              on_thread_state(thread, previous, state)   a supervised loop went from one of
+                                                        ``ready``, ``running``, ``backoff``,
+                                                        ``stopped`` to another
+                                                        (:mod:`coordinator.client.supervise`)
 """
 
 from __future__ import annotations
@@ -66,6 +72,7 @@ __all__ = [
     "CONSUMER_HOOKS",
     "COORDINATOR_HOOKS",
     "PRODUCER_HOOKS",
+    "THREAD_HOOKS",
     "ConsumerEvents",
     "CoordinatorEvents",
     "HookAnnouncement",
@@ -87,11 +94,14 @@ __all__ = [
     "HookRelayRound",
     "HookRouteSwitch",
     "HookSessionState",
+    "HookThreadRestart",
+    "HookThreadState",
     "HookTombstoneCopy",
     "HookTombstoneCopySent",
     "HookTrim",
     "HookViolation",
     "ProducerEvents",
+    "ThreadEvents",
     "check_hooks",
 ]
 
@@ -295,6 +305,25 @@ class HookAutoscaleLag(Protocol):
         """``lag``: the largest group lag divided by the active count (records)."""
 
 
+# --- supervised threads (any client, the daemon) -----------------------------------------
+
+
+@runtime_checkable
+class HookThreadRestart(Protocol):
+    """A supervised loop raised an unexpected exception; it is called again after a pause."""
+
+    def on_thread_restart(self, thread: str, error: str) -> None:
+        """``thread``: the loop's name; ``error``: the exception's type name."""
+
+
+@runtime_checkable
+class HookThreadState(Protocol):
+    """A supervised loop changed state."""
+
+    def on_thread_state(self, thread: str, previous: str, state: str) -> None:
+        """States: ``ready``, ``running``, ``backoff`` (waiting to restart), ``stopped``."""
+
+
 CONSUMER_HOOKS: Final[tuple[type, ...]] = (
     HookGateBlocked,
     HookGateOpened,
@@ -326,6 +355,9 @@ COORDINATOR_HOOKS: Final[tuple[type, ...]] = (
 )
 """The controller's and the daemon's event kinds."""
 
+THREAD_HOOKS: Final[tuple[type, ...]] = (HookThreadRestart, HookThreadState)
+"""The event kinds of supervised loops (every client and the daemon)."""
+
 
 def check_hooks(key: str, value: Any) -> tuple[object, ...]:
     """Check a list of hooks (the ``ordered.hooks`` setting); return them as a tuple.
@@ -336,7 +368,7 @@ def check_hooks(key: str, value: Any) -> tuple[object, ...]:
     """
     if not isinstance(value, list | tuple):
         raise ConfigError(f"{key}: expected a list of hook objects, got {value!r}")
-    kinds = CONSUMER_HOOKS + PRODUCER_HOOKS + COORDINATOR_HOOKS
+    kinds = CONSUMER_HOOKS + PRODUCER_HOOKS + COORDINATOR_HOOKS + THREAD_HOOKS
     for hook in value:
         if not any(isinstance(hook, kind) for kind in kinds):
             raise ConfigError(
@@ -521,3 +553,24 @@ class CoordinatorEvents(_Emitter):
     def autoscale_lag(self, topic: str, lag: float) -> None:
         """See :class:`HookAutoscaleLag`."""
         self.emit(self._lag, topic, lag)
+
+
+class ThreadEvents(_Emitter):
+    """The events of supervised loops, dispatched to their hooks.
+
+    Args:
+        hooks: The hooks, in calling order.
+    """
+
+    def __init__(self, hooks: Sequence[object] = ()) -> None:
+        super().__init__()
+        self._restart = _calls(hooks, HookThreadRestart, "on_thread_restart")
+        self._state = _calls(hooks, HookThreadState, "on_thread_state")
+
+    def thread_restart(self, thread: str, error: str) -> None:
+        """See :class:`HookThreadRestart`."""
+        self.emit(self._restart, thread, error)
+
+    def thread_state(self, thread: str, previous: str, state: str) -> None:
+        """See :class:`HookThreadState`."""
+        self.emit(self._state, thread, previous, state)

@@ -18,6 +18,14 @@ connection listener only sets flags and logs the change (connection lost, restor
 session lost); losing the session ends the leadership at once (the election node is
 gone), and the daemon contends again after reconnecting.
 
+Every long-lived loop runs under a :class:`~coordinator.client.supervise.Supervisor`:
+the election and scan loop (``scanner``), and while leading the ``position-relay``,
+the ``sweeper`` and the ``autoscaler``. An exception a loop does not expect is logged
+with its traceback, counted (``on_thread_restart``) and the loop restarts after a
+backoff; :meth:`CoordinatorDaemon.health` (``/healthz``) names a loop that fails
+repeatedly, is stuck or is dead. A resume worker that raises unexpectedly is logged and
+counted the same way (``thread="resume"``) and retried at the next periodic scan.
+
 Leadership states (:class:`Role`; only :meth:`CoordinatorDaemon._set_role` changes it)::
 
     FOLLOWER -> LEADER      the election is won
@@ -41,11 +49,12 @@ from kazoo.protocol.states import KazooState
 
 from coordinator.autoscale import DEFAULT_AUTOSCALE_INTERVAL_S, Autoscaler
 from coordinator.client.errors import OrderedError, StoreError, TransitionInProgressError
-from coordinator.client.hooks import CoordinatorEvents
+from coordinator.client.hooks import CoordinatorEvents, ThreadEvents
 from coordinator.client.identity import process_identity
 from coordinator.client.kafka_retry import RetryPolicy
 from coordinator.client.store import LayoutStore, paths
 from coordinator.client.store.records import TopicRecord
+from coordinator.client.supervise import Heartbeat, LoopHealth, SupervisionSettings, Supervisor
 from coordinator.control.controller import BarrierTimeoutError, Controller
 from coordinator.daemon.topic_cache import TopicCache
 from coordinator.kafka.kafka_admin import KafkaAdmin
@@ -111,6 +120,8 @@ class CoordinatorDaemon:
             and the scrape-time state; closed when :meth:`run` returns.
         check_interval: Seconds between the scans (and relay rounds) that read
             ZooKeeper directly instead of the watch-kept caches.
+        supervision: How its loops are restarted and when they count as unhealthy
+            (:class:`~coordinator.client.supervise.SupervisionSettings`).
     """
 
     def __init__(
@@ -129,6 +140,7 @@ class CoordinatorDaemon:
         hooks: Sequence[object] = (),
         metrics: DaemonMetrics | None = None,
         check_interval: float = DEFAULT_CHECK_INTERVAL_S,
+        supervision: SupervisionSettings | None = None,
     ) -> None:
         self._client = client
         self._store = LayoutStore(client, root)
@@ -138,6 +150,11 @@ class CoordinatorDaemon:
         if metrics is not None:
             hooks = (*hooks, metrics.hooks)
         self._events = CoordinatorEvents(hooks)
+        self._hooks = tuple(hooks)
+        self._thread_events = ThreadEvents(hooks)
+        self._supervision = supervision or SupervisionSettings()
+        self._loops: dict[str, Supervisor] = {}
+        self._loops_lock = threading.Lock()
         self._controller = Controller(
             self._store, admin, self._progress, cancel=self._stop, hooks=hooks
         )
@@ -165,6 +182,7 @@ class CoordinatorDaemon:
                 self._progress,
                 hooks=hooks,
                 check_interval=check_interval,
+                supervision=supervision,
             )
             if relay_interval > 0
             else None
@@ -193,7 +211,32 @@ class CoordinatorDaemon:
         )
         if metrics is not None:
             interest = sweep_settings.interest if sweep_settings is not None else None
-            metrics.attach(self._store, admin, lambda: self._role is Role.LEADER, interest)
+            metrics.attach(
+                self._store, admin, lambda: self._role is Role.LEADER, interest, self.health
+            )
+
+    def health(self) -> list[LoopHealth]:
+        """The health of every loop running now (``/healthz``), by name."""
+        with self._loops_lock:
+            loops = list(self._loops.values())
+        tail = self._relay.tail if self._relay is not None else None
+        if tail is not None and "position-relay" in {loop.name for loop in loops}:
+            loops.append(tail)
+        return [loop.health() for loop in sorted(loops, key=lambda s: s.name)]
+
+    def _supervisor(
+        self, name: str, loop: Callable[[Heartbeat], None], interval: float
+    ) -> Supervisor:
+        """A supervisor for ``loop``, listed in :meth:`health` until :meth:`_forget`."""
+        supervisor = Supervisor(name, loop, interval, self._supervision, hooks=self._hooks)
+        with self._loops_lock:
+            self._loops[name] = supervisor
+        return supervisor
+
+    def _forget(self, supervisor: Supervisor) -> None:
+        with self._loops_lock:
+            if self._loops.get(supervisor.name) is supervisor:
+                del self._loops[supervisor.name]
 
     @property
     def role(self) -> Role:
@@ -244,6 +287,10 @@ class CoordinatorDaemon:
         """Ask the daemon to stop (safe from a signal handler or any thread)."""
         self._stop.set()
         self._wake.set()
+        with self._loops_lock:
+            loops = list(self._loops.values())
+        for loop in loops:
+            loop.stop()  # no restart after this (a loop in its backoff ends now)
         election = self._election
         if election is not None:
             election.cancel()
@@ -253,63 +300,81 @@ class CoordinatorDaemon:
         self._client.add_listener(self._on_state)
         self._events.session_state("connected" if self._client.connected else "suspended")
         self._events.leadership(False)
-        pauses = _ELECTION_RETRY.pauses()
+        scanner = self._supervisor("scanner", self._contend, self._scan_interval)
         try:
-            while not self._stop.is_set():
-                if not self._client.connected:
-                    self._stop.wait(next(pauses))
-                    continue
-                self._lost.clear()
-                self._election = self._client.Election(
-                    paths.election_path(self._store.root), self._identifier
-                )
-                try:
-                    self._election.run(self._lead)
-                    pauses = _ELECTION_RETRY.pauses()
-                except (KazooException, KazooTimeoutError) as exc:
-                    _log.warning("election round ended: %r", exc)
-                    self._stop.wait(next(pauses))
-                finally:
-                    if self._role is Role.LEADER:
-                        self._set_role(Role.FOLLOWER)
+            if not self._stop.is_set():
+                scanner.run()  # here, in the caller's thread
         finally:
+            self._forget(scanner)
             self._client.remove_listener(self._on_state)
             self._join_workers()
             self._set_role(Role.STOPPED)
             if self._metrics is not None:
                 self._metrics.close()
 
-    def _lead(self) -> None:
+    def _contend(self, beat: Heartbeat) -> None:
+        """The election loop (supervised as ``scanner``): contend, lead, contend again."""
+        pauses = _ELECTION_RETRY.pauses()
+        while not self._stop.is_set():
+            # Waiting for ZooKeeper or for the leader to go is not a stuck loop.
+            beat.idle()
+            if not self._client.connected:
+                self._stop.wait(next(pauses))
+                continue
+            self._lost.clear()
+            self._election = self._client.Election(
+                paths.election_path(self._store.root), self._identifier
+            )
+            try:
+                self._election.run(self._lead, beat)
+                pauses = _ELECTION_RETRY.pauses()
+            except (KazooException, KazooTimeoutError) as exc:
+                _log.warning("election round ended: %r", exc)
+                self._stop.wait(next(pauses))
+            finally:
+                if self._role is Role.LEADER:
+                    self._set_role(Role.FOLLOWER)
+
+    def _lead(self, beat: Heartbeat) -> None:
         if self._stop.is_set() or self._lost.is_set():
             return
         self._set_role(Role.LEADER)
         led = threading.Event()
-        relay: threading.Thread | None = None
-        if self._relay is not None:
-            relay = threading.Thread(
-                target=self._relay.run,
-                args=(lambda: led.is_set() or self._stop.is_set() or self._lost.is_set(), led),
-                name="position-relay",
-                daemon=True,
+        loops: list[Supervisor] = []
+        relay = self._relay
+        if relay is not None:
+            loops.append(
+                self._supervisor(
+                    "position-relay",
+                    lambda relay_beat: self._relay_loop(relay, led, relay_beat),
+                    max(self._check_interval, 1.0),
+                )
             )
-            relay.start()
-        sweeper: threading.Thread | None = None
         if self._sweeper is not None:
-            sweeper = threading.Thread(
-                target=self._sweep_loop, args=(led,), name="sweeper", daemon=True
+            loops.append(
+                self._supervisor(
+                    "sweeper",
+                    lambda sweep_beat: self._sweep_loop(led, sweep_beat),
+                    self._sweep_interval,
+                )
             )
-            sweeper.start()
         cache = TopicCache(self._store, self._wake.set)
-        autoscaler: threading.Thread | None = None
         if self._autoscaler is not None:
-            autoscaler = threading.Thread(
-                target=self._autoscale_loop, args=(led, cache), name="autoscaler", daemon=True
+            loops.append(
+                self._supervisor(
+                    "autoscaler",
+                    lambda scale_beat: self._autoscale_loop(led, cache, scale_beat),
+                    self._autoscale_interval,
+                )
             )
-            autoscaler.start()
+        for loop in loops:
+            if not self._stop.is_set():
+                loop.start()
         try:
             cache.start()
             next_check = 0.0
             while not self._stop.is_set() and not self._lost.is_set():
+                beat.beat()
                 self._wake.clear()
                 try:
                     if time.monotonic() >= next_check:
@@ -325,24 +390,39 @@ class CoordinatorDaemon:
                 self._wake.wait(self._scan_interval)
         finally:
             cache.stop()
+            for loop in loops:
+                loop.stop()  # no restart after the term
             led.set()
             if relay is not None:
-                assert self._relay is not None
-                self._relay.wake()
-                relay.join()
-            if sweeper is not None:
-                sweeper.join()
-            if autoscaler is not None:
-                autoscaler.join()
+                relay.wake()
+            for loop in loops:
+                loop.join()
+                self._forget(loop)
+            if self._autoscaler is not None:
+                self._autoscaler.close()
             # A worker still in a barrier stops within a second (cancel or session loss);
             # waiting here keeps two leaders from resuming the same topic.
             if self._stop.is_set() or self._lost.is_set():
                 self._join_workers()
 
-    def _sweep_loop(self, led: threading.Event) -> None:
+    def _relay_loop(self, relay: PositionRelay, led: threading.Event, beat: Heartbeat) -> None:
+        """Run the position relay while this daemon leads (supervised)."""
+        me = threading.get_ident()
+
+        def stop() -> bool:
+            # The relay asks this once per round on its own thread (progress), and its
+            # commit tail asks it too, from another thread (not the relay's progress).
+            if threading.get_ident() == me:
+                beat.beat()
+            return led.is_set() or self._stop.is_set() or self._lost.is_set()
+
+        relay.run(stop, led)
+
+    def _sweep_loop(self, led: threading.Event, beat: Heartbeat) -> None:
         """Run the sweeper every ``sweep_interval`` seconds while this daemon leads."""
         assert self._sweeper is not None
         while not (led.is_set() or self._stop.is_set() or self._lost.is_set()):
+            beat.beat()
             try:
                 self._sweeper.sweep()
                 # Trims and consumed retention just moved log starts: epochs whose
@@ -354,24 +434,22 @@ class CoordinatorDaemon:
                 self._progress(f"sweep failed: ZooKeeper: {exc!r}")
             led.wait(self._sweep_interval)
 
-    def _autoscale_loop(self, led: threading.Event, cache: TopicCache) -> None:
+    def _autoscale_loop(self, led: threading.Event, cache: TopicCache, beat: Heartbeat) -> None:
         """Run the autoscaler every ``autoscale_interval`` seconds while this daemon leads.
 
         It looks at the topics the cache knows to have a policy node (no read of every
-        topic's policy each tick).
+        topic's policy each tick). Its sampling consumer is closed when the term ends.
         """
         assert self._autoscaler is not None
-        try:
-            while not (led.is_set() or self._stop.is_set() or self._lost.is_set()):
-                try:
-                    self._autoscaler.tick(topics=cache.with_child(paths.AUTOSCALE_NODE))
-                except OrderedError as exc:
-                    self._progress(f"autoscale failed: {exc}")
-                except (KazooException, KazooTimeoutError) as exc:
-                    self._progress(f"autoscale failed: ZooKeeper: {exc!r}")
-                led.wait(self._autoscale_interval)
-        finally:
-            self._autoscaler.close()
+        while not (led.is_set() or self._stop.is_set() or self._lost.is_set()):
+            beat.beat()
+            try:
+                self._autoscaler.tick(topics=cache.with_child(paths.AUTOSCALE_NODE))
+            except OrderedError as exc:
+                self._progress(f"autoscale failed: {exc}")
+            except (KazooException, KazooTimeoutError) as exc:
+                self._progress(f"autoscale failed: ZooKeeper: {exc!r}")
+            led.wait(self._autoscale_interval)
 
     def _scan(self, records: dict[str, TopicRecord | StoreError]) -> None:
         for topic, record in records.items():
@@ -421,6 +499,16 @@ class CoordinatorDaemon:
             return
         except (KazooException, KazooTimeoutError) as exc:
             self._progress(f"resume of {topic} failed: ZooKeeper: {exc!r}")
+            return
+        except Exception as exc:
+            # A bug, not a state of the world: logged with its traceback and counted;
+            # the next periodic scan starts a new worker (not at once: it may repeat).
+            failed = True
+            message = f"resume of {topic}: unexpected error {exc!r}"
+            if self._failures.get(topic) != message:  # the same bug every scan: once
+                _log.exception("%s; retried at the next scan", message)
+            self._failures[topic] = message
+            self._thread_events.thread_restart("resume", type(exc).__name__)
             return
         finally:
             if not failed:

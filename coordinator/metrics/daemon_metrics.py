@@ -11,8 +11,10 @@
   every interested group per partition (``ordered_consumergroup_lag``,
   kafka_exporter's ``kafka_consumergroup_lag``).
 
-It serves them over HTTP, by default on loopback (:data:`DEFAULT_METRICS_ADDRESS`);
-the address is bound when it is opened, so a port in use is an error at start.
+It serves them over HTTP (:mod:`coordinator.metrics.server`: ``/metrics``, and
+``/healthz`` from the daemon's supervised loops, whose last progress and health are
+also gauges here), by default on loopback (:data:`DEFAULT_METRICS_ADDRESS`); the address
+is bound when it is opened, so a port in use is an error at start.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, Final
+from typing import Final
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -32,6 +34,7 @@ from coordinator.client.store import LayoutStore
 from coordinator.groups.interest import InterestSettings, topic_interest
 from coordinator.kafka.kafka_admin import KafkaAdmin
 from coordinator.metrics.prometheus import PrometheusHooks
+from coordinator.metrics.server import HealthSource, MetricsServer
 
 __all__ = [
     "DEFAULT_METRICS_ADDRESS",
@@ -236,12 +239,9 @@ class DaemonMetrics:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.hooks = PrometheusHooks(self.registry)
         self._collector: StateCollector | None = None
-        self._server: Any
-        self._server, self._thread = start_http_server(
-            address[1], addr=address[0], registry=self.registry
-        )
-        bound = self._server.server_address
-        self.address: tuple[str, int] = (str(bound[0]), int(bound[1]))
+        self._server = MetricsServer(address, self.registry)
+        self.address: tuple[str, int] = self._server.address
+        self.registry.register(_LoopCollector(self._server))
 
     @property
     def url(self) -> str:
@@ -249,25 +249,54 @@ class DaemonMetrics:
         host, port = self.address
         return f"http://{f'[{host}]' if ':' in host else host}:{port}/metrics"
 
+    @property
+    def health_url(self) -> str:
+        """``http://HOST:PORT/healthz``."""
+        return self.url.rsplit("/", 1)[0] + "/healthz"
+
     def attach(
         self,
         store: LayoutStore,
         admin: KafkaAdmin,
         leading: Callable[[], bool],
         interest: InterestSettings | None = None,
+        health: HealthSource | None = None,
     ) -> None:
-        """Add the scrape-time state of ``store`` (once)."""
+        """Add the scrape-time state of ``store`` (once), and what ``/healthz`` reports."""
+        if health is not None:
+            self._server.health = health
         if self._collector is None:
             self._collector = StateCollector(store, admin, leading, interest)
             self.registry.register(self._collector)
 
     def close(self) -> None:
         """Stop serving (idempotent)."""
-        server, self._server = self._server, None
-        if server is not None:
-            server.shutdown()
-            server.server_close()
-            self._thread.join(5.0)
+        self._server.close()
+
+
+class _LoopCollector(Collector):
+    """Scrape-time gauges of the supervised loops: healthy, and their last progress."""
+
+    def __init__(self, server: MetricsServer) -> None:
+        self._server = server
+
+    def collect(self) -> Iterator[Metric]:
+        """Read every loop's health now."""
+        healthy = GaugeMetricFamily(
+            "ordered_thread_healthy",
+            "1 while the supervised loop is alive and progressing, 0 when failing, stuck "
+            "or dead (what /healthz reports).",
+            labels=["thread"],
+        )
+        progress = GaugeMetricFamily(
+            "ordered_thread_last_progress_timestamp_seconds",
+            "Unix time of the supervised loop's last progress (its last round).",
+            labels=["thread"],
+        )
+        for health in self._server.health():
+            healthy.add_metric([health.name], 1 if health.healthy else 0)
+            progress.add_metric([health.name], health.last_progress)
+        yield from (healthy, progress)
 
 
 def open_metrics(text: str | None, progress: Callable[[str], None]) -> DaemonMetrics | None:

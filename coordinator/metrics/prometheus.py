@@ -210,6 +210,19 @@ class PrometheusHooks:
             "1 while this daemon leads, 0 while it stands by.",
             registry=reg,
         )
+        # --- supervised threads (any client, the daemon)
+        self.thread_restarts = Counter(
+            "ordered_thread_restarts_total",
+            "Times a supervised loop raised an unexpected exception and was restarted.",
+            ("thread", "error"),
+            registry=reg,
+        )
+        self.threads_running = Gauge(
+            "ordered_thread_running",
+            "Supervised loops of this name running now (0 while in backoff or stopped).",
+            ("thread",),
+            registry=reg,
+        )
 
     # --- consumer events ---------------------------------------------------------------
 
@@ -312,3 +325,16 @@ class PrometheusHooks:
     def on_autoscale_lag(self, topic: str, lag: float) -> None:
         """Show the consumer lag per active partition."""
         self.autoscale_lag.labels(topic).set(lag)
+
+    # --- supervised threads ------------------------------------------------------------
+
+    def on_thread_restart(self, thread: str, error: str) -> None:
+        """Count a restart of a supervised loop."""
+        self.thread_restarts.labels(thread, error).inc()
+
+    def on_thread_state(self, thread: str, previous: str, state: str) -> None:
+        """Count the loops running, per name."""
+        if state == "running":
+            self.threads_running.labels(thread).inc()
+        elif previous == "running":
+            self.threads_running.labels(thread).dec()

@@ -26,6 +26,7 @@ from typing import Any, Final
 from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
 
 from coordinator.client.kafka_retry import RetryPolicy
+from coordinator.client.supervise import Heartbeat
 
 __all__ = ["OFFSETS_TOPIC", "CommitTail", "parse_commit_key"]
 
@@ -105,8 +106,18 @@ class CommitTail:
         self.seen = 0
         """Commit records read (for tests)."""
 
-    def run(self, stop: Callable[[], bool]) -> None:
-        """Tail the topic until ``stop()`` is true (checked every 0.2 s)."""
+    def run(self, stop: Callable[[], bool], beat: Heartbeat | None = None) -> None:
+        """Tail the topic until ``stop()`` is true (checked every 0.2 s).
+
+        An unexpected error is let out to the supervisor that runs this (the relay's:
+        logged, counted and restarted); ``beat`` hears of each round's progress.
+        """
+
+        def stopped() -> bool:
+            if beat is not None:
+                beat.beat()
+            return stop()
+
         consumer = Consumer(
             {
                 "group.id": "ordered-coordinator-commit-tail",  # never joined
@@ -120,19 +131,15 @@ class CommitTail:
         )
         pauses = _ASSIGN_RETRY.pauses()
         try:
-            while not stop():
+            while not stopped():
                 if self._assign(consumer):
                     self.healthy = True
                     try:
-                        self._tail(consumer, stop)
+                        self._tail(consumer, stopped)
                     finally:
                         self.healthy = False
                     return
                 _sleep_unless(stop, next(pauses))
-        except Exception as exc:
-            # Never fatal to the daemon: the relay's periodic rounds go on without it.
-            _log.exception("commit tail: unexpected error")
-            self._say(f"commit tail stopped ({exc!r}): relaying every interval only")
         finally:
             consumer.close()
 

@@ -50,6 +50,7 @@ from coordinator.client.hooks import CoordinatorEvents
 from coordinator.client.positions import PositionService
 from coordinator.client.store import paths
 from coordinator.client.store.records import Progress
+from coordinator.client.supervise import SupervisionSettings, Supervisor
 from coordinator.kafka.kafka_admin import KafkaAdmin
 from coordinator.relay.commit_tail import CommitTail
 from coordinator.relay.wait_cache import WaitCache, Waits, read_waits
@@ -83,6 +84,7 @@ class PositionRelay:
             ZooKeeper itself (the safety check of the cache).
         tail_commits: Tail ``__consumer_offsets`` (:mod:`coordinator.relay.commit_tail`) to
             relay a waited-on commit at once, not only at the next round.
+        supervision: How the commit tail's supervisor restarts it.
     """
 
     def __init__(
@@ -95,6 +97,7 @@ class PositionRelay:
         hooks: Sequence[object] = (),
         check_interval: float = DEFAULT_CHECK_INTERVAL_S,
         tail_commits: bool = True,
+        supervision: SupervisionSettings | None = None,
     ) -> None:
         self._client = client
         self._admin = admin
@@ -105,6 +108,10 @@ class PositionRelay:
         self._services: dict[str, PositionService] = {}
         self._last_error = ""
         self._events = CoordinatorEvents(hooks)
+        self._hooks = tuple(hooks)
+        self._supervision = supervision
+        self.tail: Supervisor | None = None
+        """The commit tail's supervisor while :meth:`run` runs (its health)."""
         self._poke = threading.Event()  # a cached wait changed, or a waited-on commit
         self._tail_commits = tail_commits
         self._urgent: set[str] = set()  # groups whose commits the tail just saw
@@ -131,13 +138,22 @@ class PositionRelay:
             return stop() or (wake is not None and wake.is_set())
 
         self._cache = WaitCache(self._client, self._root, self._interest_changed)
-        tail: threading.Thread | None = None
+        tail: Supervisor | None = None
         commits: CommitTail | None = None
         if self._tail_commits:
-            commits = CommitTail(self._admin.client_config(), self._on_commit, self._progress)
-            tail = threading.Thread(
-                target=commits.run, args=(stopping,), name="commit-tail", daemon=True
+            tailer = commits = CommitTail(
+                self._admin.client_config(), self._on_commit, self._progress
             )
+            # Supervised: an unexpected error restarts the tail after a backoff (the
+            # periodic rounds go on meanwhile), instead of ending it for the term.
+            tail = Supervisor(
+                "commit-tail",
+                lambda beat: tailer.run(stopping, beat),
+                1.0,
+                self._supervision,
+                hooks=self._hooks,
+            )
+        self.tail = tail
         try:
             self._cache.start()
             if tail is not None:
@@ -164,7 +180,9 @@ class PositionRelay:
             if tail is not None:
                 # Within 0.2 s unless a metadata request is in flight (Kafka away): not
                 # worth holding up a stop or a leadership change for; it ends alone.
+                tail.stop()
                 tail.join(1.0)
+                self.tail = None
             self.close()
 
     def wake(self) -> None:

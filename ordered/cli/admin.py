@@ -177,7 +177,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         type=_metrics_address,
         default=None,
         metavar="HOST:PORT",
-        help="serve Prometheus metrics on http://HOST:PORT/metrics (port 0: any free port; "
+        help="serve Prometheus metrics on http://HOST:PORT/metrics and liveness on /healthz "
+        "(port 0: any free port; "
         f"off: none; default {DEFAULT_METRICS_ADDRESS}, skipped with a warning if taken)",
     )
     interest_arguments(daemon)

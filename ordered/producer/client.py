@@ -219,10 +219,7 @@ class OrderedProducer:
         worker = ProducerWorker(
             self._topics, self._store, self._session, self._table, self._lock, self._events
         )
-        thread = threading.Thread(
-            target=worker.run, name=f"ordered-producer-{self.producer_id}", daemon=True
-        )
-        thread.start()
+        thread = worker.start(f"ordered-producer-{self.producer_id}", settings.hooks)
         # Registered after kazoo's own exit hook, so it runs first (atexit is LIFO)
         # while the kazoo client still works; a weak reference, so an unreferenced
         # producer can still be collected.

@@ -8,6 +8,11 @@ writes acks through :meth:`coordinator.client.store.LayoutStore.ack` (retrying w
 is unreachable) and checks idle switches for their drain. kazoo's threads only put
 events; nothing here runs on them. It works through the producer's
 :class:`~ordered.producer.topics.TopicRegistry` (its public methods) and the store.
+
+It runs under a :class:`~coordinator.client.supervise.Supervisor` (``thread`` label
+``producer-worker``): an unexpected error is logged with its traceback, counted
+(``on_thread_restart``) and the loop is entered again after a backoff
+(:data:`WORKER_SUPERVISION`), with its state (topics to re-read, acks to retry) kept.
 """
 
 from __future__ import annotations
@@ -16,10 +21,12 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Sequence
 from typing import Final
 
 from coordinator.client.errors import StoreError, StoreUnavailableError
 from coordinator.client.store import AckRecord, LayoutStore, TopicRecord
+from coordinator.client.supervise import Heartbeat, SupervisionSettings, Supervisor
 from ordered.producer.routes import RouteTable, TopicInfo
 from ordered.producer.session import Event, EventKind, ProducerSession
 from ordered.producer.topics import TopicRegistry
@@ -33,6 +40,8 @@ IDLE_CHECK_S: Final = 0.01
 WORKER_TICK_S: Final = 0.5
 RETRY_S: Final = 0.2
 """Retry interval of a failed store call, a re-sync or a deferred layout."""
+WORKER_SUPERVISION: Final = SupervisionSettings(backoff_s=RETRY_S, max_backoff_s=5.0)
+"""Restarts of the worker loop: soon, and never more than 5 s apart (a barrier waits)."""
 
 
 class ProducerWorker:
@@ -65,22 +74,32 @@ class ProducerWorker:
         self._dirty: set[str] = set()
         self._ack_retries: list[tuple[float, str, AckRecord]] = []
 
+    def start(self, thread_name: str, hooks: Sequence[object] = ()) -> threading.Thread:
+        """Start the supervised loop in a daemon thread named ``thread_name``."""
+        supervisor = Supervisor(
+            "producer-worker", self.loop, WORKER_TICK_S, WORKER_SUPERVISION, hooks=hooks
+        )
+        return supervisor.start(thread_name=thread_name)
+
     def run(self) -> None:
-        """Serve events until ``STOP``; an unexpected error is logged, never fatal."""
+        """Serve events until ``STOP`` here; an unexpected error restarts the loop."""
+        Supervisor("producer-worker", self.loop, WORKER_TICK_S, WORKER_SUPERVISION).run()
+
+    def loop(self, beat: Heartbeat) -> None:
+        """Serve events until ``STOP``; what it does not expect goes to its supervisor."""
+        if self._topics.closed:
+            return  # called again after close() began: its handles are going away
         while True:
+            beat.beat()
             try:
                 event: Event | None = self._events.get(timeout=self._wait())
             except queue.Empty:
                 event = None
             if event is not None and event.kind is EventKind.STOP:
                 return
-            try:
-                if event is not None:
-                    self._handle(event)
-                self._step()
-            except Exception:
-                _log.exception("ordered producer worker: unexpected error")
-                time.sleep(RETRY_S)
+            if event is not None:
+                self._handle(event)
+            self._step()
 
     def _wait(self) -> float:
         if self._table.switches:
