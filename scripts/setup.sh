@@ -51,6 +51,10 @@ fi
 .venv/bin/ordered cluster fetch
 # Spark's own Kafka connector, the yardstick of benchmarks/bench_spark.py (same cache).
 .venv/bin/python -c "from coordinator.devcluster import jars; jars.resolve('spark-kafka', progress=print)"
+# Kafka's tools (ConsoleProducer) with kafka-clients 4.x: the JVM tests' classpath
+# (tests/jvm_helpers.py), tests/integration/test_jvm_kafka_tools.py and
+# benchmarks/bench_jvm.py. Fetched here, so that no test resolves it from Maven mid-run.
+.venv/bin/python -c "from coordinator.devcluster import jars; jars.resolve('kafka-tools', progress=print)"
 # The JVM plugins' shaded jar (jvm/target/ordered-kafka-jvm.jar), from Maven Central only,
 # rebuilt only when a jvm/ source is newer than it. One quick Java test (both Surefire runs:
 # kafka-clients 4.1 and 3.9) after a build also fetches the test runner's own artifacts, so
