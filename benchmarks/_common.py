@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import json
 import platform
 import sys
 import tempfile
@@ -19,7 +20,7 @@ from kazoo.client import KazooClient
 from coordinator import devcluster
 from coordinator.client.zk import close_client, make_client, start_client
 
-__all__ = ["environment", "scratch_root", "servers"]
+__all__ = ["environment", "parser", "scratch_root", "servers", "write_results"]
 
 
 @contextlib.contextmanager
@@ -59,3 +60,18 @@ def environment(benchmark: str) -> dict[str, Any]:
         "confluent_kafka": confluent_kafka.version()[0],
         "librdkafka": confluent_kafka.libversion()[0],
     }
+
+
+def parser(doc: str | None) -> argparse.ArgumentParser:
+    """The benchmark's argument parser (described by ``doc``'s first line), with the
+    ``--bootstrap``/``--zookeeper`` options that :func:`servers` reads."""
+    out = argparse.ArgumentParser(description=doc.splitlines()[0] if doc else "")
+    out.add_argument("--bootstrap", help="bootstrap.servers of a running Kafka")
+    out.add_argument("--zookeeper", help="ZooKeeper connect string of a running ZooKeeper")
+    return out
+
+
+def write_results(path: Path, results: dict[str, Any]) -> None:
+    """Write ``results`` to ``path`` as sorted, indented JSON (making its folder)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")

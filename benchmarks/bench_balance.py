@@ -20,13 +20,13 @@ Writes ``benchmarks/results/balance.json``.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
+import _common
 from _common import environment, scratch_root, servers
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -137,9 +137,7 @@ def summary(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run every strategy and group size, print the figures, write the JSON."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
-    parser.add_argument("--bootstrap", help="bootstrap.servers of a running Kafka")
-    parser.add_argument("--zookeeper", help="ZooKeeper connect string of a running ZooKeeper")
+    parser = _common.parser(__doc__)
     parser.add_argument("--initial", type=int, default=4)
     parser.add_argument("--peak", type=int, default=8)
     parser.add_argument("--active", type=int, default=5)
@@ -193,8 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         "runs": runs,
         "summary": summary(runs),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    _common.write_results(args.out, results)
     print(f"wrote {args.out}")
     return 0
 

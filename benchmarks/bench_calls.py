@@ -36,6 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import _common
 from _common import environment, scratch_root, servers
 from bench_consumer import create_topic, prefill, unblock_latency
 from confluent_kafka import Consumer
@@ -188,9 +189,7 @@ def expansion(
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print the results, write the JSON."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
-    parser.add_argument("--bootstrap", help="bootstrap.servers of a running Kafka")
-    parser.add_argument("--zookeeper", help="ZooKeeper connect string of a running ZooKeeper")
+    parser = _common.parser(__doc__)
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=5)
@@ -232,8 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         "note": "2 shared cores; other sessions ran at the same time: compare plain and "
         "ordered within a round; CPU per record is less sensitive to load than rates",
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    _common.write_results(args.out, results)
     print(json.dumps(results, indent=2, sort_keys=True))
     return 0
 

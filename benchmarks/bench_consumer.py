@@ -46,6 +46,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import _common
 from _common import environment, scratch_root, servers
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -401,9 +402,7 @@ def wait(condition: Callable[[], bool], errors: list[BaseException], timeout: fl
 
 def main(argv: list[str] | None = None) -> int:
     """Run both benchmarks, print the results, write the JSON."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
-    parser.add_argument("--bootstrap", help="bootstrap.servers of a running Kafka")
-    parser.add_argument("--zookeeper", help="ZooKeeper connect string of a running ZooKeeper")
+    parser = _common.parser(__doc__)
     parser.add_argument("--records", type=int, default=300_000)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=5)
@@ -450,8 +449,7 @@ def main(argv: list[str] | None = None) -> int:
             f"per round {results['default_ratio_vs_plain']['range']}",
             flush=True,
         )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    _common.write_results(args.out, results)
     print(json.dumps(results, indent=2, sort_keys=True))
     return 0
 

@@ -45,6 +45,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import _common
 from _common import environment, scratch_root, servers
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -124,9 +125,7 @@ def _quartiles(values: list[float]) -> tuple[float, float]:
 
 def main() -> None:
     """Run the benchmark, print the results, write the JSON."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
-    parser.add_argument("--bootstrap", help="bootstrap.servers of a running Kafka")
-    parser.add_argument("--zookeeper", help="ZooKeeper connect string of a running ZooKeeper")
+    parser = _common.parser(__doc__)
     parser.add_argument("--records", type=int, default=1_000_000, help="timed records per side")
     parser.add_argument("--warmup", type=int, default=200_000, help="untimed records first")
     parser.add_argument("--keys", type=int, default=1000)
@@ -235,8 +234,7 @@ def main() -> None:
         "load_average_1m": {"start": round(load_start[0], 2), "per_round": loads},
         "cpus": os.cpu_count(),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    _common.write_results(args.out, results)
     med = results["ratio"]
     print(
         f"ordered/plain median {med['median']} (quartiles {med['q1']}-{med['q3']}, "

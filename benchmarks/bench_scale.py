@@ -49,6 +49,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import _common
 from _common import environment, scratch_root, servers
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -521,9 +522,7 @@ def _tree_size(client: Any, base: str) -> tuple[int, int]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the curves, print them, write the JSON."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
-    parser.add_argument("--bootstrap", help="bootstrap.servers of a running Kafka")
-    parser.add_argument("--zookeeper", help="ZooKeeper connect string of a running ZooKeeper")
+    parser = _common.parser(__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer rounds and records")
     parser.add_argument("--only", nargs="+", default=None, help="curves to run")
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -582,8 +581,7 @@ def main(argv: list[str] | None = None) -> int:
         if "partitions" in curves:
             print("partition count ...", flush=True)
             results["partitions"] = partition_curve(bootstrap, zookeeper, root, controller, args)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    _common.write_results(args.out, results)
     print(f"wrote {args.out}")
     return 0
 

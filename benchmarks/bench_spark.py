@@ -46,7 +46,6 @@ to its stop), for a busy machine on demand; the JSON records N and the load aver
 
 from __future__ import annotations
 
-import argparse
 import atexit
 import json
 import os
@@ -58,6 +57,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import _common
 from _common import environment, scratch_root, servers
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -264,9 +264,7 @@ def plan_summary(times: list[float]) -> dict[str, float]:
 
 def main() -> None:
     """Run the benchmark, print the results, write the JSON."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
-    parser.add_argument("--bootstrap", help="bootstrap.servers of a running Kafka")
-    parser.add_argument("--zookeeper", help="ZooKeeper connect string of a running ZooKeeper")
+    parser = _common.parser(__doc__)
     parser.add_argument("--records", type=int, default=400_000)
     parser.add_argument("--sink-records", type=int, default=200_000)
     parser.add_argument("--repeats", type=int, default=5, help="paired rounds")
@@ -518,8 +516,7 @@ def main() -> None:
         },
         "sink_cpu_ratio": spread(cpu_ratios) if cpu_ratios else None,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    _common.write_results(args.out, results)
     print(json.dumps(results, indent=2, sort_keys=True))
 
 

@@ -17,23 +17,17 @@ the order is the wrapped consumer's, the deserializer only changes what ``key()`
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from confluent_kafka import TopicPartition
-from confluent_kafka._serde_builder import (
-    SharedClusterIdResolver,
-    build_serdes,
-    close_serdes,
-    pop_serde_props,
-    propagate_cluster_id_resolver,
-)
+from confluent_kafka._serde_builder import close_serdes
 from confluent_kafka.error import ConsumeError, KeyDeserializationError, ValueDeserializationError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from ordered.consumer import OrderedConsumer
 from ordered.listener import PartitionKeyRebalanceListener
+from ordered.serde_setup import build_with_serdes
 
 __all__ = ["OrderedDeserializingConsumer"]
 
@@ -66,19 +60,10 @@ class OrderedDeserializingConsumer(Generic[K, V]):
     """
 
     def __init__(self, conf: dict[str, Any]) -> None:
-        specs, conf_copy = pop_serde_props(conf, "key.deserializer", "value.deserializer")
-        serdes, self._owned_serdes, conf_copy = build_serdes(specs, conf_copy)
+        serdes, self._owned_serdes, self._consumer = build_with_serdes(
+            conf, "key.deserializer", "value.deserializer", OrderedConsumer
+        )
         self._key_deserializer, self._value_deserializer = serdes
-        try:
-            self._consumer = OrderedConsumer(conf_copy)
-            resolver = SharedClusterIdResolver(self._consumer.cluster_id)
-            propagate_cluster_id_resolver(resolver, serdes)
-        except BaseException:
-            owned, self._owned_serdes = self._owned_serdes, []
-            # The constructor's own error is the one to see.
-            with contextlib.suppress(Exception):
-                close_serdes(owned)
-            raise
 
     @property
     def consumer(self) -> OrderedConsumer:

@@ -22,20 +22,14 @@ own code (``confluent_kafka._serde_builder``), so it stays in step with
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any, Generic, TypeVar
 
-from confluent_kafka._serde_builder import (
-    SharedClusterIdResolver,
-    build_serdes,
-    close_serdes,
-    pop_serde_props,
-    propagate_cluster_id_resolver,
-)
+from confluent_kafka._serde_builder import close_serdes
 from confluent_kafka.error import KeySerializationError, ValueSerializationError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from ordered.producer import DeliveryCallback, OrderedProducer
+from ordered.serde_setup import build_with_serdes
 
 __all__ = ["OrderedSerializingProducer"]
 
@@ -66,20 +60,11 @@ class OrderedSerializingProducer(Generic[K, V]):
     """
 
     def __init__(self, conf: dict[str, Any]) -> None:
-        specs, conf_copy = pop_serde_props(conf, "key.serializer", "value.serializer")
-        serdes, self._owned_serdes, conf_copy = build_serdes(specs, conf_copy)
+        serdes, self._owned_serdes, self._producer = build_with_serdes(
+            conf, "key.serializer", "value.serializer", OrderedProducer
+        )
         self._key_serializer, self._value_serializer = serdes
         self._closed = False
-        try:
-            self._producer = OrderedProducer(conf_copy)
-            resolver = SharedClusterIdResolver(self._producer.cluster_id)
-            propagate_cluster_id_resolver(resolver, serdes)
-        except BaseException:
-            owned, self._owned_serdes = self._owned_serdes, []
-            # The constructor's own error is the one to see.
-            with contextlib.suppress(Exception):
-                close_serdes(owned)
-            raise
 
     @property
     def producer(self) -> OrderedProducer:

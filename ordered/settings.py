@@ -228,25 +228,21 @@ def parse_zookeeper_connect(key: str, value: Any) -> str:
     return text
 
 
-def _policy(key: str, value: Any) -> str:
-    policy = parse_str(key, value).lower()
-    if policy not in VIOLATION_POLICIES:
-        raise ConfigError(f"{key}: expected one of {', '.join(VIOLATION_POLICIES)}, got {value!r}")
-    return policy
+def _one_of(choices: tuple[str, ...]) -> Callable[[str, Any], str]:
+    """A parser for a setting that names one of ``choices`` (any case)."""
+
+    def parse(key: str, value: Any) -> str:
+        choice = parse_str(key, value).lower()
+        if choice not in choices:
+            raise ConfigError(f"{key}: expected one of {', '.join(choices)}, got {value!r}")
+        return choice
+
+    return parse
 
 
-def _commit_mode(key: str, value: Any) -> str:
-    mode = parse_str(key, value).lower()
-    if mode not in COMMIT_MODES:
-        raise ConfigError(f"{key}: expected one of {', '.join(COMMIT_MODES)}, got {value!r}")
-    return mode
-
-
-def _switch_mode(key: str, value: Any) -> str:
-    mode = parse_str(key, value).lower()
-    if mode not in SWITCH_MODES:
-        raise ConfigError(f"{key}: expected one of {', '.join(SWITCH_MODES)}, got {value!r}")
-    return mode
+_policy = _one_of(VIOLATION_POLICIES)
+_commit_mode = _one_of(COMMIT_MODES)
+_switch_mode = _one_of(SWITCH_MODES)
 
 
 def _zk_auth(key: str, value: Any) -> ZkAuth:

@@ -7,6 +7,7 @@ expired in the real ZooKeeper, processes are killed with real signals.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import signal
 import subprocess
@@ -14,6 +15,8 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
 from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
@@ -23,6 +26,7 @@ __all__ = [
     "consume_until",
     "create_topic",
     "kill_process",
+    "load_script",
     "run_cli",
     "transient_error",
     "unique",
@@ -31,6 +35,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
 
 def unique(prefix: str) -> str:
@@ -249,3 +255,14 @@ def read_committing(consumer: Any, count: int, timeout: float = 60.0) -> list[An
         batch=500,
         after_batch=lambda _batch: commit_stored(consumer),
     )
+
+
+def load_script(name: str) -> ModuleType:
+    """Load ``scripts/<name>.py`` afresh as module ``name`` (the scripts are not a
+    package); it is registered in ``sys.modules`` so its dataclasses can resolve it."""
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections import defaultdict
 from pathlib import Path
 from typing import IO, Any
 
@@ -33,6 +34,7 @@ __all__ = [
     "java",
     "ordered_jar",
     "plugin_properties",
+    "read_keyed",
 ]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -192,3 +194,28 @@ class JavaProducer:
         with contextlib.suppress(Exception):
             self.proc.communicate(timeout=10)
         self._log.close()
+
+
+def read_keyed(
+    consumer: Any, total: int, seconds: float
+) -> tuple[dict[str, list[int]], dict[str, set[int]]]:
+    """Read ``total`` records of values ``"key:seq"`` (keyed by ``key``) from a subscribed
+    consumer within ``seconds``: each key's sequence numbers in the order read, and the
+    partitions it was read from. Error events are skipped; a value whose key is not the
+    record's key fails the test."""
+    seqs: dict[str, list[int]] = defaultdict(list)
+    partitions: dict[str, set[int]] = defaultdict(set)
+    deadline = time.monotonic() + seconds
+    count = 0
+    while count < total:
+        assert time.monotonic() < deadline, f"read {count} of {total}"
+        for msg in consumer.consume(1000, timeout=0.5):
+            if msg.error() is not None:
+                continue
+            key, seq = msg.value().decode().split(":")
+            assert msg.key().decode() == key
+            seqs[key].append(int(seq))
+            partitions[key].add(msg.partition())
+            count += 1
+    assert count == total, (count, total)
+    return seqs, partitions

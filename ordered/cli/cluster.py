@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from pathlib import Path
 
 from coordinator import devcluster
 from coordinator.client.errors import ClusterError
 from coordinator.devcluster.cluster import ClusterState
 from ordered.cli import cluster_env
-from ordered.cli.options import IntArg, seconds
+from ordered.cli.options import IntArg, cluster_dir_arguments, seconds
 from ordered.cli.output import emit, progress, warn
 
 __all__ = ["add_parser"]
@@ -20,16 +19,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     """Register the ``cluster`` command and its subcommands on ``sub``."""
     cluster = sub.add_parser("cluster", help="a local Kafka (KRaft) + ZooKeeper for development")
     actions = cluster.add_subparsers(dest="action", required=True, metavar="ACTION")
-
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--dir",
-            type=Path,
-            default=None,
-            help="cluster directory (default: $ORDERED_CLUSTER_DIR, else "
-            "~/.local/state/ordered/cluster)",
-        )
-        p.add_argument("--json", action="store_true", help="print JSON")
 
     fetch = actions.add_parser("fetch", help="resolve the pinned Kafka and ZooKeeper jars")
     fetch.add_argument("--json", action="store_true", help="print JSON")
@@ -41,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="start ZooKeeper and Kafka and print the settings; a stopped cluster restarts "
         "on its previous ports, a partly running one gets its dead processes restarted",
     )
-    common(up)
+    cluster_dir_arguments(up)
     up.add_argument("--brokers", type=int, choices=(1, 3), default=1, help="Kafka nodes")
     up.add_argument(
         "--kafka-port",
@@ -68,14 +57,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "status",
         help="print the settings and which processes run; exit code 0 only when every process runs",
     )
-    common(st)
+    cluster_dir_arguments(st)
     st.set_defaults(func=_files(_status))
 
     down = actions.add_parser(
         "down",
         help="stop exactly the processes `up` started (a stopped cluster: nothing to do, exit 0)",
     )
-    common(down)
+    cluster_dir_arguments(down)
     down.set_defaults(func=_files(_down))
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from pathlib import Path
 
 from coordinator import devcluster
 from coordinator.client.errors import ClusterError
 from ordered.cli.admin import BOOTSTRAP_ENV, ZOOKEEPER_ENV
+from ordered.cli.options import cluster_dir_arguments
 from ordered.cli.output import emit
 
 __all__ = ["add_parser"]
@@ -26,14 +26,7 @@ def add_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         help=f"print shell exports of ${BOOTSTRAP_ENV} and ${ZOOKEEPER_ENV} for the running "
         'cluster: eval "$(ordered cluster env)"',
     )
-    env.add_argument(
-        "--dir",
-        type=Path,
-        default=None,
-        help="cluster directory (default: $ORDERED_CLUSTER_DIR, else "
-        "~/.local/state/ordered/cluster)",
-    )
-    env.add_argument("--json", action="store_true", help="print JSON")
+    cluster_dir_arguments(env)
     env.set_defaults(func=_env)
 
 

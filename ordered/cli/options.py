@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+from pathlib import Path
 from typing import Final
 
 from coordinator.client.errors import CommandLineError, ConfigError
@@ -22,6 +23,7 @@ __all__ = [
     "FloatArg",
     "HelpFormatter",
     "IntArg",
+    "cluster_dir_arguments",
     "interest_arguments",
     "interest_settings",
     "kafka_seconds",
@@ -224,6 +226,19 @@ def zookeeper_connect(text: str) -> str:
         return parse_zookeeper_connect(_ZK, text)
     except ConfigError as exc:
         raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{_ZK}: ")) from None
+
+
+def cluster_dir_arguments(p: argparse.ArgumentParser) -> None:
+    """Add ``--dir`` (the local cluster's directory) and ``--json``, as every ``ordered
+    cluster`` action that looks at a cluster takes them."""
+    p.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        help="cluster directory (default: $ORDERED_CLUSTER_DIR, else "
+        "~/.local/state/ordered/cluster)",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON")
 
 
 def interest_arguments(p: argparse.ArgumentParser) -> None:

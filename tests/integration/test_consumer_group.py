@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,31 @@ class Checker:
                     self.errors.append(
                         f"{who}: {stream} seq {seq} before {due} ({m.partition()}@{m.offset()})"
                     )
+
+    def settle(
+        self,
+        produced: dict[str, int],
+        failures: list[BaseException],
+        members: Mapping[str, object],
+        leave: Callable[[str], None],
+    ) -> None:
+        """Wait for the first delivery of every produced record, let every member leave,
+        then check: no failure, 0 out of order, 0 lost, every stream complete."""
+        assert not failures, failures
+        total = sum(produced.values())
+        try:
+            wait_until(
+                lambda: self.first >= total or bool(failures) or bool(self.errors),
+                timeout=60,
+                what=f"all {total} records",
+            )
+        finally:
+            for name in list(members):
+                leave(name)
+        assert not failures, failures
+        assert self.errors == []  # 0 out of order
+        assert self.first == total  # 0 lost
+        assert self.next_seq == produced
 
 
 class GroupCallbacks(PartitionKeyRebalanceListener):
@@ -211,21 +237,7 @@ def group_through_layout_changes(
         stop_producers.set()
         for thread in producers:
             thread.join(60)
-    assert not failures, failures
-    total = sum(produced.values())
-    try:
-        wait_until(
-            lambda: checker.first >= total or failures or checker.errors,
-            timeout=60,
-            what=f"all {total} records",
-        )
-    finally:
-        for name in list(members):
-            leave(name)
-    assert not failures, failures
-    assert checker.errors == []
-    assert checker.first == total
-    assert checker.next_seq == produced
+    checker.settle(produced, failures, members, leave)
     # The gates were really in the way: boundaries were announced and gates checked.
     assert sum(m["announcements"] for m in metrics) >= 2
     assert sum(m["gate_checks"] for m in metrics) >= 2

@@ -13,13 +13,19 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
-from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from helpers import wait_until
-from jvm_helpers import clients_classpath, java, ordered_jar, plugin_properties, write_properties
+from jvm_helpers import (
+    clients_classpath,
+    java,
+    ordered_jar,
+    plugin_properties,
+    read_keyed,
+    write_properties,
+)
 
 from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
@@ -117,21 +123,8 @@ def test_console_producer_with_a_properties_file_keeps_order_across_expansions(
     total = sum(sent)
     consumer = make_consumer("console-" + topic)
     consumer.subscribe([topic])
-    seqs: dict[str, list[int]] = defaultdict(list)
-    partitions: dict[str, set[int]] = defaultdict(set)
-    deadline = time.monotonic() + 90
-    count = 0
-    while count < total:
-        assert time.monotonic() < deadline, f"read {count} of {total}"
-        for msg in consumer.consume(1000, timeout=0.5):
-            if msg.error() is not None:
-                continue
-            key, seq = msg.value().decode().split(":")
-            assert msg.key().decode() == key
-            seqs[key].append(int(seq))
-            partitions[key].add(msg.partition())
-            count += 1
-    assert count == total and total > 1000, (count, total)
+    seqs, partitions = read_keyed(consumer, total, 90)
+    assert total > 1000, total
     for k in range(KEYS):
         assert seqs[f"k{k}"] == list(range(sent[k])), (k, seqs[f"k{k}"][:20])
     assert any(len(p) > 1 for p in partitions.values()), partitions

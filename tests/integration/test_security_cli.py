@@ -135,23 +135,28 @@ def test_describe_warns_when_the_tree_is_open(secure: Secure) -> None:
     admin.delete(root, recursive=True)
 
 
-def test_a_trim_without_delete_names_the_acl(secure: Secure, secure_root: str) -> None:
-    refused_topic = secure.topic(1, prefix=NO_DELETE)
-    allowed_topic = secure.topic(1)
-    for topic in (refused_topic, allowed_topic):
-        _fill(secure, topic, 10)
-    refused = _cli(
+def _trim_first_five(secure: Secure, topic: str, root: str) -> Any:
+    """``ordered coordinator trim TOPIC --partition 0 --before 5 --json`` as the coordinator."""
+    return _cli(
         secure,
         "coordinator",
         "trim",
-        refused_topic,
+        topic,
         "--partition",
         "0",
         "--before",
         "5",
         "--json",
-        root=secure_root,
+        root=root,
     )
+
+
+def test_a_trim_without_delete_names_the_acl(secure: Secure, secure_root: str) -> None:
+    refused_topic = secure.topic(1, prefix=NO_DELETE)
+    allowed_topic = secure.topic(1)
+    for topic in (refused_topic, allowed_topic):
+        _fill(secure, topic, 10)
+    refused = _trim_first_five(secure, refused_topic, secure_root)
     assert refused.returncode == 1, refused.stdout + refused.stderr
     text = refused.stdout + refused.stderr
     assert "TOPIC_AUTHORIZATION_FAILED" in text
@@ -160,18 +165,7 @@ def test_a_trim_without_delete_names_the_acl(secure: Secure, secure_root: str) -
         f"--topic {refused_topic}" in text
     )
     # The same user trims a topic where it holds DELETE: the authorizer decided.
-    done = _cli(
-        secure,
-        "coordinator",
-        "trim",
-        allowed_topic,
-        "--partition",
-        "0",
-        "--before",
-        "5",
-        "--json",
-        root=secure_root,
-    )
+    done = _trim_first_five(secure, allowed_topic, secure_root)
     assert done.returncode == 0, done.stdout + done.stderr
     assert json.loads(done.stdout)["partitions"][0]["status"] == "trimmed"
 

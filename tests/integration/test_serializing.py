@@ -68,6 +68,33 @@ def closing() -> Iterator[list[Any]]:
             client.close()
 
 
+@pytest.fixture
+def make_deserializing(
+    bootstrap: str,
+    zk_hosts: str,
+    zk_root: str,
+    group_factory: Callable[[], str],
+    closing: list[Any],
+) -> Callable[[Any, Any], OrderedDeserializingConsumer[Any, Any]]:
+    """Make an ``OrderedDeserializingConsumer`` in a new group with the given key and
+    value deserializers: ``make_deserializing(key, value)``; closed at teardown."""
+
+    def make(key: Any, value: Any) -> OrderedDeserializingConsumer[Any, Any]:
+        consumer: OrderedDeserializingConsumer[Any, Any] = OrderedDeserializingConsumer(
+            consumer_config(
+                bootstrap,
+                zk_hosts,
+                zk_root,
+                group_factory(),
+                **{"key.deserializer": key, "value.deserializer": value},
+            )
+        )
+        closing.append(consumer)
+        return consumer
+
+    return make
+
+
 def delivered(producer: Any, produce: Callable[[Callable[..., None]], None]) -> list[Any]:
     """Run ``produce(on_delivery)``, flush, and return the delivered messages."""
     out: list[Any] = []
@@ -82,13 +109,10 @@ def delivered(producer: Any, produce: Callable[[Callable[..., None]], None]) -> 
 
 
 def test_serializers_get_confluent_context_keys_and_errors(
+    make_deserializing: Callable[[Any, Any], OrderedDeserializingConsumer[Any, Any]],
     settings: dict[str, Any],
     topic_factory: Callable[..., str],
-    group_factory: Callable[[], str],
     controller: Controller,
-    zk_hosts: str,
-    zk_root: str,
-    bootstrap: str,
     closing: list[Any],
 ) -> None:
     """The serializer keys are taken out of the config (OrderedProducer refuses them),
@@ -152,16 +176,9 @@ def test_serializers_get_confluent_context_keys_and_errors(
     raw.produce(topic, value=b"not json", key=b"k1", headers=headers)
     raw.produce(topic, value=b"{}", key=b"bad", headers=headers)
     assert raw.flush(30) == 0
-    consumer: OrderedDeserializingConsumer[str, Any] = OrderedDeserializingConsumer(
-        consumer_config(
-            bootstrap,
-            zk_hosts,
-            zk_root,
-            group_factory(),
-            **{"key.deserializer": key_deserializer, "value.deserializer": value_deserializer},
-        )
+    consumer: OrderedDeserializingConsumer[str, Any] = make_deserializing(
+        key_deserializer, value_deserializer
     )
-    closing.append(consumer)
     with pytest.raises(NotImplementedError):
         consumer.consume(10, 1.0)
     consumer.assign([TopicPartition(topic, p, 0) for p in (0, 1)])
@@ -240,14 +257,11 @@ KEYS = 30
 
 
 def test_string_keys_json_values_in_order_across_2_3_4_2(
+    make_deserializing: Callable[[Any, Any], OrderedDeserializingConsumer[Any, Any]],
     settings: dict[str, Any],
     topic_factory: Callable[..., str],
-    group_factory: Callable[[], str],
     controller: Controller,
     store: LayoutStore,
-    bootstrap: str,
-    zk_hosts: str,
-    zk_root: str,
     closing: list[Any],
 ) -> None:
     """The issue's must-show: a serializing producer writes while the topic goes
@@ -307,16 +321,9 @@ def test_string_keys_json_values_in_order_across_2_3_4_2(
     assert [(e.from_active, e.to_active) for e in epochs[1:]] == [(2, 3), (3, 4), (4, 2)]
     assert all(e.sealed for e in epochs)
 
-    consumer: OrderedDeserializingConsumer[str, dict[str, Any]] = OrderedDeserializingConsumer(
-        consumer_config(
-            bootstrap,
-            zk_hosts,
-            zk_root,
-            group_factory(),
-            **{"key.deserializer": StringDeserializer(), "value.deserializer": json_deserializer},
-        )
+    consumer: OrderedDeserializingConsumer[str, dict[str, Any]] = make_deserializing(
+        StringDeserializer(), json_deserializer
     )
-    closing.append(consumer)
     assigned: list[Any] = []
     consumer.subscribe([topic], on_assign=lambda c, partitions: assigned.append(c))
     per_key: dict[str, list[int]] = defaultdict(list)

@@ -123,6 +123,16 @@ def read(consumer: OrderedConsumer, count: int, seconds: float = 60.0) -> list[t
     ]
 
 
+def expanded_topic(cluster3: ClusterState, admin: KafkaAdmin, controller: Controller) -> str:
+    """A new topic of 2 partitions, adopted and expanded to 4, with seq 0 of every key
+    written under 4 active."""
+    topic = new_topic(cluster3, admin, 2)
+    controller.adopt(topic)
+    controller.expand(topic, 4)
+    produce(cluster3.bootstrap_servers, topic, Layout(2, 4, 1), 0)
+    return topic
+
+
 def check_order(delivered: list[tuple[str, int]], seqs: int) -> None:
     """Every key delivered seqs 0..seqs-1, never an older one after a newer one."""
     by_key: dict[str, list[int]] = defaultdict(list)
@@ -138,10 +148,7 @@ def test_shrink_drain_trim_consumed_and_retention(
     kit: Kit, cluster3: ClusterState, admin3: KafkaAdmin
 ) -> None:
     bootstrap = cluster3.bootstrap_servers
-    topic = new_topic(cluster3, admin3, 2)
-    kit.controller.adopt(topic)
-    kit.controller.expand(topic, 4)
-    produce(bootstrap, topic, Layout(2, 4, 1), 0)
+    topic = expanded_topic(cluster3, admin3, kit.controller)
     shrunk = kit.controller.shrink(topic, 2)
     finals = {p: shrunk.boundaries[p] for p in (2, 3)}
     assert all(o > 0 for o in finals.values())
@@ -164,16 +171,19 @@ def test_shrink_drain_trim_consumed_and_retention(
     assert status[2].state == "trimmed" and status[2].holders == ()
     assert status[3].state == "draining"
     assert [(g.group, g.committed[3]) for g in status[3].holders] == [(lagging, finals[3] // 2)]
-    described = run_cli(
-        "describe",
-        topic,
-        "--zookeeper",
-        cluster3.zookeeper_connect,
-        "--bootstrap-servers",
-        bootstrap,
-        "--root",
-        kit.zk_root,
-    )
+
+    def cli(*args: str) -> Any:
+        return run_cli(
+            *args,
+            "--zookeeper",
+            cluster3.zookeeper_connect,
+            "--bootstrap-servers",
+            bootstrap,
+            "--root",
+            kit.zk_root,
+        )
+
+    described = cli("describe", topic)
     assert described.returncode == 0, described.stderr
     assert (
         f"retired partition 3 (epoch 2): draining, final offset {finals[3]}, log 0..{finals[3]}; "
@@ -187,19 +197,7 @@ def test_shrink_drain_trim_consumed_and_retention(
 
     # --consumed: exactly the minimum committed offsets; --dry-run changes nothing.
     def trim_cli(*extra: str) -> dict[str, Any]:
-        done = run_cli(
-            "trim",
-            topic,
-            "--consumed",
-            "--json",
-            *extra,
-            "--zookeeper",
-            cluster3.zookeeper_connect,
-            "--bootstrap-servers",
-            bootstrap,
-            "--root",
-            kit.zk_root,
-        )
+        done = cli("trim", topic, "--consumed", "--json", *extra)
         assert done.returncode == 0, done.stderr
         return dict(json.loads(done.stdout))
 
@@ -314,10 +312,7 @@ def test_shrink_trim_expand_keeps_order(
     kit: Kit, cluster3: ClusterState, admin3: KafkaAdmin
 ) -> None:
     bootstrap = cluster3.bootstrap_servers
-    topic = new_topic(cluster3, admin3, 2)
-    kit.controller.adopt(topic)
-    kit.controller.expand(topic, 4)
-    produce(bootstrap, topic, Layout(2, 4, 1), 0)
+    topic = expanded_topic(cluster3, admin3, kit.controller)
     live_group = unique("live")
     live = kit.make_consumer(live_group)
     live.subscribe([topic])
@@ -369,10 +364,7 @@ def test_expand_while_retired_partitions_hold_unread_records(
     make_consumer: Callable[..., OrderedConsumer],
 ) -> None:
     bootstrap = cluster3.bootstrap_servers
-    topic = new_topic(cluster3, admin3, 2)
-    controller.adopt(topic)
-    controller.expand(topic, 4)
-    produce(bootstrap, topic, Layout(2, 4, 1), 0)
+    topic = expanded_topic(cluster3, admin3, controller)
     live = make_consumer(unique("live"))
     live.subscribe([topic])
     delivered = read(live, 10)  # reading live, far from done

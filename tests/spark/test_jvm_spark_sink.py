@@ -18,7 +18,6 @@ import select
 import subprocess
 import sys
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from typing import Any
 import pytest
 from fixtures import run_in_background
 from helpers import wait_until
-from jvm_helpers import INTERCEPTOR, PARTITIONER, ordered_jar
+from jvm_helpers import INTERCEPTOR, PARTITIONER, ordered_jar, read_keyed
 
 from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
@@ -211,21 +210,7 @@ def test_spark_kafka_sink_keeps_key_order_while_the_topic_expands(
     total = batches * PER_BATCH * KEYS
     consumer = make_consumer("spark-sink-" + topic)
     consumer.subscribe([topic])
-    seqs: dict[str, list[int]] = defaultdict(list)
-    partitions: dict[str, set[int]] = defaultdict(set)
-    count = 0
-    deadline = time.monotonic() + 120
-    while count < total:
-        assert time.monotonic() < deadline, f"read {count} of {total}"
-        for msg in consumer.consume(1000, timeout=0.5):
-            if msg.error() is not None:
-                continue
-            key, seq = msg.value().decode().split(":")
-            assert msg.key().decode() == key
-            seqs[key].append(int(seq))
-            partitions[key].add(msg.partition())
-            count += 1
-    assert count == total
+    seqs, partitions = read_keyed(consumer, total, 120)
     for key, got in seqs.items():
         assert got == list(range(batches * PER_BATCH)), (key, got[:20])
     assert len(seqs) == KEYS

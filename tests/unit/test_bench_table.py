@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
+
+from helpers import load_script
 
 from ordered.cli.bench import render_markdown, summarise
 
@@ -13,13 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _script() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "bench_table", ROOT / "scripts" / "bench_table.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_table")
 
 
 def test_readme_table_matches_the_json() -> None:

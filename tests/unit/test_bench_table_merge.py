@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from helpers import load_script
 
 
 def _script() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "bench_table_merge", ROOT / "scripts" / "bench_table.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_table")
 
 
 def _jvm(median: float) -> dict[str, Any]:

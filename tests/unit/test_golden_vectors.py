@@ -7,9 +7,7 @@ by running the generator again), so a port reading the same file checks the same
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
-import sys
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -18,6 +16,7 @@ from typing import Any
 
 import mmh3
 import pytest
+from helpers import load_script
 
 from linear_hash import (
     ALGORITHMS,
@@ -40,13 +39,7 @@ VECTORS = ROOT / "vectors" / "linear_hash.json"
 
 
 def _generator() -> ModuleType:
-    path = ROOT / "scripts" / "golden_vectors.py"
-    spec = importlib.util.spec_from_file_location("golden_vectors", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("golden_vectors")
 
 
 @cache

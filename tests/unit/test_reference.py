@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from helpers import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _generator() -> ModuleType:
-    path = ROOT / "scripts" / "gen_reference.py"
-    spec = importlib.util.spec_from_file_location("gen_reference", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("gen_reference")
 
 
 def test_readme_tables_are_generated_from_the_code() -> None:

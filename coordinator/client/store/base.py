@@ -134,6 +134,19 @@ class StoreBase:
             return None
         return data, stat
 
+    def _record(self, path: str, kind: Any) -> Any:
+        """Read the record of type ``kind`` at ``path`` (``None``: no node).
+
+        Raises:
+            StoreError: ZooKeeper is unreachable or the record fails its check.
+        """
+
+        def attempt() -> Any:
+            got = self._read(path)
+            return None if got is None else kind.from_json(got[0], path)
+
+        return self._run(f"read {path}", attempt)
+
     def _topic_record(self, path: str, kind: Any, topic: str) -> Any:
         """Read the record of type ``kind`` at ``path`` that must name ``topic`` (or None).
 

@@ -46,14 +46,8 @@ class GroupStore(StoreBase):
             StoreError: ZooKeeper is unreachable or the record fails its check.
         """
         path = paths.group_registration_path(self._root, group, topic)
-
-        def attempt() -> float | None:
-            got = self._read(path)
-            if got is None:
-                return None
-            return GroupRegistration.from_json(got[0], path).registered_at
-
-        return self._run(f"read {path}", attempt)
+        registration: GroupRegistration | None = self._record(path, GroupRegistration)
+        return None if registration is None else registration.registered_at
 
     def mark_rewound(self, group: str, topic: str) -> Any:
         """Write ``group``'s rewind marker of ``topic`` (:func:`paths.rewind_path`).
@@ -112,12 +106,8 @@ class GroupStore(StoreBase):
             StoreError: ZooKeeper is unreachable or the record fails its check.
         """
         path = paths.group_seen_path(self._root, group, topic)
-
-        def attempt() -> GroupSeenRecord | None:
-            got = self._read(path)
-            return None if got is None else GroupSeenRecord.from_json(got[0], path)
-
-        return self._run(f"read {path}", attempt)
+        seen: GroupSeenRecord | None = self._record(path, GroupSeenRecord)
+        return seen
 
     def put_group_seen(self, record: GroupSeenRecord) -> None:
         """Create or overwrite a :class:`GroupSeenRecord`.

@@ -146,25 +146,21 @@ def _waits(value: Any) -> dict[int, int]:
     return offsets
 
 
-def _algorithm(value: Any) -> str:
-    name = _str(value)
-    if name not in ALGORITHMS:
-        raise _Bad(f"unknown algorithm {name!r} (known: {', '.join(sorted(ALGORITHMS))})")
-    return name
+def _one_of(what: str, known: tuple[str, ...]) -> Callable[[Any], str]:
+    """A check that a field names one of ``known`` (a ``what``)."""
+
+    def check(value: Any) -> str:
+        name = _str(value)
+        if name not in known:
+            raise _Bad(f"unknown {what} {name!r} (known: {', '.join(known)})")
+        return name
+
+    return check
 
 
-def _state(value: Any) -> str:
-    name = _str(value)
-    if name not in EPOCH_STATES:
-        raise _Bad(f"unknown epoch state {name!r} (known: {', '.join(EPOCH_STATES)})")
-    return name
-
-
-def _retired_state(value: Any) -> str:
-    name = _str(value)
-    if name not in RETIRED_STATES:
-        raise _Bad(f"unknown retired state {name!r} (known: {', '.join(RETIRED_STATES)})")
-    return name
+_algorithm = _one_of("algorithm", tuple(sorted(ALGORITHMS)))
+_state = _one_of("epoch state", EPOCH_STATES)
+_retired_state = _one_of("retired state", RETIRED_STATES)
 
 
 def _positive(value: Any) -> int:
