@@ -41,9 +41,11 @@ from coordinator.client.errors import (
 if TYPE_CHECKING:
     from ordered.config import OrderedSettings
     from ordered.consumer import OrderedConsumer
+    from ordered.deserializing import OrderedDeserializingConsumer
     from ordered.listener import PartitionKeyRebalanceListener
     from ordered.producer import OrderedProducer, TopicState
     from ordered.producer.config import ProducerConfig, ProducerSettings, split_producer_config
+    from ordered.serializing import OrderedSerializingProducer
 
 __all__ = [
     "ClusterError",
@@ -53,9 +55,11 @@ __all__ = [
     "NotAdoptedError",
     "OrderViolationError",
     "OrderedConsumer",
+    "OrderedDeserializingConsumer",
     "OrderedError",
     "OrderedKafkaError",
     "OrderedProducer",
+    "OrderedSerializingProducer",
     "OrderedSettings",
     "PartitionKeyRebalanceListener",
     "ProducerConfig",
@@ -78,8 +82,10 @@ __all__ = [
 _LAZY = {
     "OrderedSettings": "ordered.config",
     "OrderedConsumer": "ordered.consumer",
+    "OrderedDeserializingConsumer": "ordered.deserializing",
     "PartitionKeyRebalanceListener": "ordered.listener",
     "OrderedProducer": "ordered.producer",
+    "OrderedSerializingProducer": "ordered.serializing",
     "TopicState": "ordered.producer",
     "ProducerConfig": "ordered.producer.config",
     "ProducerSettings": "ordered.producer.config",

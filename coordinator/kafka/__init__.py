@@ -1,1 +1,2 @@
-"""Kafka admin access of the coordinator service: admin helpers and group probes."""
+"""Kafka admin access of the coordinator service: admin helpers, group probes and
+each partition's replicas."""

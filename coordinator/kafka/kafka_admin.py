@@ -39,6 +39,7 @@ from coordinator.client.kafka_retry import (
     kafka_retriable,
 )
 from coordinator.kafka.group_probes import GroupProbes
+from coordinator.kafka.replicas import PartitionReplicas, replicas_of
 
 __all__ = [
     "TRANSIENT_ERRORS",
@@ -76,11 +77,13 @@ class KafkaTopic:
         topic_id: Kafka's topic id (base64, as Kafka's tools print it); a topic
             deleted and created again under the same name gets a new one.
         partitions: The partition count.
+        replicas: Leader, replicas and ISR per partition (``kafka-topics --describe``).
     """
 
     name: str
     topic_id: str
     partitions: int
+    replicas: tuple[PartitionReplicas, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,7 +236,9 @@ class KafkaAdmin:
                 # cause (say, a transport failure) and raises it.
                 self.partition_count(topic)
             raise self._fail(f"cannot describe topic {topic}", exc) from exc
-        return KafkaTopic(topic, str(description.topic_id), len(description.partitions))
+        return KafkaTopic(
+            topic, str(description.topic_id), len(description.partitions), replicas_of(description)
+        )
 
     def topic_id(self, topic: str) -> str:
         """Return Kafka's topic id of ``topic`` (see :meth:`describe_topic`)."""

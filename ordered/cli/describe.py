@@ -113,10 +113,11 @@ def _topic_view(args: argparse.Namespace, conn: Connections) -> tuple[dict[str, 
             topic, None, kafka, kafka_error, [], store.producers(topic), [], [], None
         )
         payload["hint"] = hint
+        payload["partitions"] = _partition_rows(kafka, None, [])
         text = f"{topic}: not adopted; {kafka.partitions} partitions in Kafka" + (
             f"\nhint: {hint}" if hint else ""
         )
-        return payload, text
+        return payload, text + "\n" + _partition_text(payload["partitions"])
     if kafka is not None:
         check_topic_id(record, kafka.topic_id)
     epochs = store.epochs(topic)
@@ -134,7 +135,9 @@ def _topic_view(args: argparse.Namespace, conn: Connections) -> tuple[dict[str, 
     payload["summary"] = summary
     detail = _detail(record, kafka, epochs, producers, acks)
     text = "\n".join(summary) + "\n\n" + detail
+    payload["partitions"] = _partition_rows(kafka, record, retired)
     if kafka is not None:
+        text += "\n" + _partition_text(payload["partitions"])
         text += "\n" + _retired_text(retired, retention_ms)
     autoscale, autoscale_text = autoscale_summary(store, topic)
     payload["autoscale"] = autoscale
@@ -312,6 +315,40 @@ def _detail(
     if record.pending is not None:
         lines.append(f"acks of epoch {record.pending}: {', '.join(acks) or 'none'}")
     return "\n".join(lines)
+
+
+def _partition_rows(
+    kafka: KafkaTopic | None, record: TopicRecord | None, retired: list[RetiredStatus]
+) -> list[dict[str, Any]]:
+    """Per partition in Kafka: its role in the layout, leader, replicas and ISR."""
+    if kafka is None:
+        return []
+    states = {r.partition: r.state for r in retired}
+    rows = []
+    for r in kafka.replicas:
+        if record is None:
+            role = "plain"
+        elif r.partition < record.active:
+            role = "active"
+        else:
+            role = states.get(r.partition, "unused")
+        rows.append({**r.to_dict(), "role": role})
+    return rows
+
+
+def _partition_text(rows: list[dict[str, Any]]) -> str:
+    """The partitions as ``kafka-topics --describe`` lists them, with the layout role."""
+    table = [("PARTITION", "ROLE", "LEADER", "REPLICAS", "ISR")] + [
+        (
+            str(r["partition"]),
+            r["role"],
+            "none" if r["leader"] is None else str(r["leader"]),
+            ",".join(map(str, r["replicas"])),
+            ",".join(map(str, r["isr"])),
+        )
+        for r in rows
+    ]
+    return "\n".join(_table(table))
 
 
 def _retired_text(retired: list[RetiredStatus], retention_ms: int | None) -> str:
