@@ -46,6 +46,7 @@ from ordered.consumer.state import Core
 from ordered.consumer.upkeep import ConsumerUpkeep
 from ordered.consumer_config import ConsumerConfig, split_consumer_config
 from ordered.listener import PartitionKeyRebalanceListener
+from ordered.unbuilt import Unbuilt, require_config
 
 __all__ = ["CLOSE_TIMEOUT", "PASSED_THROUGH", "POLL_BATCH", "WRAPPED", "OrderedConsumer"]
 
@@ -117,7 +118,13 @@ class OrderedConsumer:
         StoreError: ZooKeeper could not be reached.
     """
 
+    # Until __init__ has run (a subclass may never run it) every method raises
+    # confluent's RuntimeError("Consumer closed") (ordered.unbuilt).
+    _closed: bool = True
+    _consumer: Consumer = Unbuilt("Consumer closed")  # type: ignore[assignment]
+
     def __init__(self, config: dict[str, Any] | None = None, /, **kwargs: Any) -> None:
+        require_config(config, kwargs)
         self._closed = True  # until fully built: close() then has nothing to do
         logger = kwargs.pop("logger", None)
         split: ConsumerConfig = split_consumer_config(config, kwargs)

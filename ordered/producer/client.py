@@ -73,10 +73,16 @@ from ordered.producer.tracking import (
     ignore_report,
 )
 from ordered.producer.worker import ProducerWorker
+from ordered.unbuilt import Unbuilt, require_config
 
 __all__ = ["PASSED_THROUGH", "OrderedProducer"]
 
 _log = logging.getLogger(__name__)
+
+_CLOSED: Final = "Producer has been closed"
+"""confluent's message for a closed (or never built) producer."""
+
+_UNBUILT: Final = Unbuilt(_CLOSED)
 
 PASSED_THROUGH: Final[frozenset[str]] = frozenset()
 """Public ``confluent_kafka.Producer`` methods passed through unchanged without a wrapper.
@@ -139,14 +145,22 @@ class OrderedProducer:
         KafkaException: confluent rejected the librdkafka settings.
     """
 
-    def __new__(cls, config: dict[str, Any] | None = None, /, **kwargs: Any) -> OrderedProducer:
+    # The parts every confluent method reaches first, at class level: on a subclass
+    # whose __init__ never ran they raise confluent's RuntimeError (ordered.unbuilt).
+    _routes: dict[str, Route] = _UNBUILT  # type: ignore[assignment]
+    _producer: confluent_kafka.Producer = _UNBUILT  # type: ignore[assignment]
+    _closer: Closer = _UNBUILT  # type: ignore[assignment]
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> OrderedProducer:
         """Make a producer with the send path chosen here, once (the one dispatch point).
 
         With the compiled send path built (:data:`~ordered.producer.send.COMPILED`), an
         ``OrderedProducer(...)`` is an instance of its compiled subclass, whose
         ``produce`` is the C method ``ordered._fastproduce.SendPath.produce``: the
         common call ``produce(topic, value, key)`` is a direct C call, and every other
-        call goes to the Python :meth:`produce` below.
+        call goes to the Python :meth:`produce` below. Any arguments are accepted (and
+        left to ``__init__``), as confluent's ``Producer`` accepts a subclass whose
+        constructor takes more than the configuration.
         """
         if cls is OrderedProducer:
             cls = _send.producer_class(cls)
@@ -154,6 +168,7 @@ class OrderedProducer:
         return producer
 
     def __init__(self, config: dict[str, Any] | None = None, /, **kwargs: Any) -> None:
+        require_config(config, kwargs)
         split: ProducerConfig = split_producer_config(config, kwargs)
         settings = split.ordered
         only_error = split.only_error
@@ -309,6 +324,8 @@ class OrderedProducer:
         """
         route = self._routes.get(topic)
         if route is None:
+            if self._topics.closed:
+                raise RuntimeError(_CLOSED)
             route = self._topics.first_use(topic)
         # confluent lets an explicit ``callback=None`` hide ``on_delivery``: pass the one
         # callback in use as ``callback`` so both spellings behave as documented.
@@ -343,6 +360,8 @@ class OrderedProducer:
                         partition = place(key)
                         if route.compacted and route.copied.first(key):
                             self._send_copies(route, topic, key, partition, timestamp)
+                    elif self._topics.closed:
+                        raise RuntimeError(_CLOSED)
                     else:
                         raise LayoutUnavailableError(
                             f"cannot route a keyed record to {topic}: the ZooKeeper "
@@ -443,6 +462,8 @@ class OrderedProducer:
         """
         route = self._routes.get(topic)
         if route is None:
+            if self._topics.closed:
+                raise RuntimeError(_CLOSED)
             route = self._topics.first_use(topic)
         if route.plain and self._topics.direct:
             count: int = self._producer.produce_batch(
@@ -451,6 +472,8 @@ class OrderedProducer:
             return count
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
             raise TypeError("messages must be a list of dicts")
+        if self._topics.closed:
+            raise RuntimeError(_CLOSED)
         unusable = not self._session.usable or route.state is TopicState.SUSPENDED
         if not route.plain and unusable and any(m.get("key") is not None for m in messages):
             raise LayoutUnavailableError(
