@@ -10,14 +10,32 @@ A subclass of confluent's clients whose ``__init__`` never ran raises ``RuntimeE
 their parts as instance attributes set by ``__init__``; :class:`Unbuilt` is the class
 level default of those parts, so a method reached on an unbuilt instance raises the same
 ``RuntimeError`` instead of an ``AttributeError``.
+
+:func:`quiet_kazoo`: before a client is built, kazoo's connection attempts stay off an
+unconfigured application's stderr.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-__all__ = ["Unbuilt", "require_config"]
+__all__ = ["Unbuilt", "quiet_kazoo", "require_config"]
+
+
+def quiet_kazoo() -> None:
+    """Give kazoo's logger a ``NullHandler``, so an unconfigured application sees no lines.
+
+    A constructor whose ZooKeeper is unreachable would otherwise print each refused
+    connection (about 15 lines) through Python's last-resort handler before its
+    ``StoreUnavailableError``; confluent's clients print nothing of ZooKeeper. An
+    application that configures logging still gets kazoo's records through propagation
+    (the library practice of the ``logging`` documentation). Idempotent.
+    """
+    logger = logging.getLogger("kazoo")
+    if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+        logger.addHandler(logging.NullHandler())
 
 
 def require_config(config: object, kwargs: Mapping[str, Any]) -> None:

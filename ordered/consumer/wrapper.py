@@ -46,7 +46,7 @@ from ordered.consumer.state import Core
 from ordered.consumer.upkeep import ConsumerUpkeep
 from ordered.consumer_config import ConsumerConfig, split_consumer_config
 from ordered.listener import PartitionKeyRebalanceListener
-from ordered.unbuilt import Unbuilt, require_config
+from ordered.unbuilt import Unbuilt, quiet_kazoo, require_config
 
 __all__ = ["CLOSE_TIMEOUT", "PASSED_THROUGH", "POLL_BATCH", "WRAPPED", "OrderedConsumer"]
 
@@ -128,6 +128,7 @@ class OrderedConsumer:
         self._closed = True  # until fully built: close() then has nothing to do
         logger = kwargs.pop("logger", None)
         split: ConsumerConfig = split_consumer_config(config, kwargs)
+        quiet_kazoo()
         settings = split.ordered
         extra = {"logger": logger} if logger is not None else {}
         self._consumer = Consumer(split.kafka, **extra)

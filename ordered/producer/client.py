@@ -73,7 +73,7 @@ from ordered.producer.tracking import (
     ignore_report,
 )
 from ordered.producer.worker import ProducerWorker
-from ordered.unbuilt import Unbuilt, require_config
+from ordered.unbuilt import Unbuilt, quiet_kazoo, require_config
 
 __all__ = ["PASSED_THROUGH", "OrderedProducer"]
 
@@ -170,6 +170,7 @@ class OrderedProducer:
     def __init__(self, config: dict[str, Any] | None = None, /, **kwargs: Any) -> None:
         require_config(config, kwargs)
         split: ProducerConfig = split_producer_config(config, kwargs)
+        quiet_kazoo()
         settings = split.ordered
         only_error = split.only_error
         # Pause mode never tracks a record, so confluent's own only-error filter is

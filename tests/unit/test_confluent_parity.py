@@ -6,6 +6,8 @@ changes its answer as well as if the wrapper stops matching it.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -142,3 +144,30 @@ def test_wrappers_are_not_instances_of_confluents_classes() -> None:
     from ordered.producer import send
 
     assert not issubclass(send.producer_class(OrderedProducer), confluent_kafka.Producer)
+
+
+_UNREACHABLE = """
+import time
+from ordered import OrderedProducer, StoreUnavailableError
+start = time.monotonic()
+try:
+    OrderedProducer({"bootstrap.servers": "127.0.0.1:1",
+                     "ordered.zookeeper.connect": "127.0.0.1:1"})
+except StoreUnavailableError as exc:
+    print("refused after", time.monotonic() - start, exc)
+"""
+
+
+def test_unreachable_zookeeper_prints_nothing_and_is_bounded() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", _UNREACHABLE],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    words = proc.stdout.split()
+    assert words[:2] == ["refused", "after"], proc.stdout + proc.stderr
+    # The documented bound: max(ordered.zookeeper.session.timeout.ms, 10 s).
+    assert float(words[2]) < 12.0
+    assert proc.stderr == "", proc.stderr  # kazoo's ~15 lines went to its NullHandler
