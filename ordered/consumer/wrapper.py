@@ -118,14 +118,12 @@ class OrderedConsumer:
         StoreError: ZooKeeper could not be reached.
     """
 
-    # Until __init__ has run (a subclass may never run it) every method raises
-    # confluent's RuntimeError("Consumer closed") (ordered.unbuilt).
-    _closed: bool = True
+    # Until built (a subclass may never run __init__): RuntimeError, as confluent's.
+    _closed: bool = True  # close() then has nothing to do
     _consumer: Consumer = Unbuilt("Consumer closed")  # type: ignore[assignment]
 
     def __init__(self, config: dict[str, Any] | None = None, /, **kwargs: Any) -> None:
         require_config(config, kwargs)
-        self._closed = True  # until fully built: close() then has nothing to do
         logger = kwargs.pop("logger", None)
         split: ConsumerConfig = split_consumer_config(config, kwargs)
         quiet_kazoo()

@@ -13,8 +13,10 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError
 from kit import Kit
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -98,3 +100,31 @@ def test_unclosed_producers_leave_quietly_at_exit(kit: Kit) -> None:
     assert "Traceback" not in proc.stderr, proc.stderr
     # Bounded: 5 s of exit flush at most (and the unreachable one gives up after 1 s).
     assert time.time() - last < 8.0
+
+
+def test_partition_the_topic_lacks_is_reported_not_raised(kit: Kit) -> None:
+    topic = kit.adopted_topic(2)
+    producer = kit.make_producer()
+    try:
+        producer.produce(topic, b"first", b"k")  # first use: the topic's metadata is known
+        assert producer.flush(10) == 0
+        reports: list[tuple[Any, Any]] = []
+        # As confluent's application sees it: queued, the error in the delivery report.
+        producer.produce(
+            topic, b"v", b"k", partition=99, on_delivery=lambda e, m: reports.append((e, m))
+        )
+        producer.produce(topic, b"v", partition=99)  # no callback: nothing to call
+        assert len(producer) >= 2
+        assert producer.flush(10) == 0
+        assert len(reports) == 1
+        err, msg = reports[0]
+        assert err.code() == KafkaError._UNKNOWN_PARTITION
+        assert (msg.topic(), msg.partition(), msg.key(), msg.value()) == (topic, 99, b"k", b"v")
+        assert msg.error() == err
+        producer.produce(
+            topic, b"v", b"k", partition=99, callback=lambda e, m: reports.append((e, m))
+        )
+        assert producer.poll(5) >= 1
+        assert len(reports) == 2
+    finally:
+        producer.close()
