@@ -118,8 +118,7 @@ class OrderedConsumer:
         StoreError: ZooKeeper could not be reached.
     """
 
-    # Until built (a subclass may never run __init__): RuntimeError, as confluent's.
-    _closed: bool = True  # close() then has nothing to do
+    _closed: bool = True  # until built (if ever: a subclass): RuntimeError, as confluent
     _consumer: Consumer = Unbuilt("Consumer closed")  # type: ignore[assignment]
 
     def __init__(self, config: dict[str, Any] | None = None, /, **kwargs: Any) -> None:
@@ -497,7 +496,8 @@ class OrderedConsumer:
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
         """Request metadata from the cluster, as confluent does."""
-        self._check_open()
+        if self._closed:
+            raise RuntimeError("Handle has been closed")  # confluent's words here
         return self._consumer.list_topics(topic, timeout)
 
     def offsets_for_times(

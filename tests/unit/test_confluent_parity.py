@@ -106,6 +106,11 @@ def test_uninitialized_consumer_methods_raise_runtime_error() -> None:
         for call in _consumer_calls(consumer):
             with pytest.raises(RuntimeError, match="Consumer closed"):
                 call()
+        with pytest.raises(RuntimeError, match="Handle has been closed"):
+            consumer.list_topics()
+        consumer.close()  # succeeds, as confluent's
+        with pytest.raises(RuntimeError, match="Consumer closed"):
+            consumer.consumer_group_metadata()
 
 
 def test_subclass_constructor_may_take_more_than_the_configuration() -> None:
