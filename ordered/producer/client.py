@@ -381,7 +381,7 @@ class OrderedProducer:
             else:
                 self._rd_produce(topic, value, key, partition, user, None, timestamp, headers)
         except confluent_kafka.KafkaException as exc:
-            if exc.args[0].code() != UNKNOWN_PARTITION:  # else reported, as confluent does
+            if exc.args[0].code() != UNKNOWN_PARTITION or route.plain:  # ordered: reported
                 raise
             cb = user or self._default_cb
             self._due.add(cb, exc.args[0], topic, partition, key, value, headers)
