@@ -46,6 +46,7 @@ from ordered.consumer.state import Core
 from ordered.consumer.upkeep import ConsumerUpkeep
 from ordered.consumer_config import ConsumerConfig, split_consumer_config
 from ordered.listener import PartitionKeyRebalanceListener
+from ordered.unbuilt import Unbuilt, quiet_kazoo, require_config
 
 __all__ = ["CLOSE_TIMEOUT", "PASSED_THROUGH", "POLL_BATCH", "WRAPPED", "OrderedConsumer"]
 
@@ -114,11 +115,17 @@ class OrderedConsumer:
         StoreError: ZooKeeper could not be reached.
     """
 
+    _closed: bool = True  # until built (if ever: a subclass): RuntimeError, as confluent
+    _consumer: Consumer = Unbuilt("Consumer closed")  # type: ignore[assignment]
+    _path: CallPath | None = Unbuilt("Consumer closed")  # type: ignore[assignment]
+
     def __init__(self, config: dict[str, Any] | None = None, /, **kwargs: Any) -> None:
+        require_config(config, kwargs)
         self._closed = True  # until fully built: close() then has nothing to do
-        self._path: CallPath | None = None  # the kazoo thread may halt it from the start
+        self._path = None  # the kazoo thread may halt it from the start
         logger = kwargs.pop("logger", None)
         split: ConsumerConfig = split_consumer_config(config, kwargs)
+        quiet_kazoo()
         settings = split.ordered
         extra = {"logger": logger} if logger is not None else {}
         self._consumer = Consumer(split.kafka, **extra)
@@ -473,7 +480,8 @@ class OrderedConsumer:
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
         """Request metadata from the cluster, as confluent does."""
-        self._check_open()
+        if self._closed:
+            raise RuntimeError("Handle has been closed")  # confluent's words here
         return self._consumer.list_topics(topic, timeout)
 
     def offsets_for_times(

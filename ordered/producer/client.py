@@ -7,27 +7,18 @@ moment it is published (no stall), and acks the epoch once every record it route
 an older layout is delivered, so the controller can seal the epoch with safe
 boundaries.
 
-The producer is composed of parts, each handed what it needs (``ordered/producer/``):
-
-- this module: the confluent API surface and the Python send path;
-- :mod:`~ordered.producer.send`: which send path a producer gets (chosen once, in
-  :meth:`OrderedProducer.__new__`);
-- :mod:`~ordered.producer.topics`: the topic registry (first use, layout changes, the
-  barrier's drain and acks, the session listener);
-- :mod:`~ordered.producer.routes`: the route table (routes and topic states, the topic
-  state machine, the compiled path's table);
-- :mod:`~ordered.producer.tracking`: the switch tracker (which records a switch must
-  wait for) and the delivery callbacks;
-- :mod:`~ordered.producer.session`: the ZooKeeper session state machine and the typed
-  worker events;
-- :mod:`~ordered.producer.worker`: the worker thread (re-reads, re-syncs, ack writes
-  through ``LayoutStore.ack``, the idle drain check);
-- :mod:`~ordered.producer.leave`: leaving (close, context manager, interpreter exit);
-- :mod:`~ordered.producer.config`: the configuration;
-- ``ordered._fastproduce`` (optional, compiled): the send path of the common call and
-  the ``delivery.report.only.error`` callback, with pure-Python fallbacks
-  (:data:`~ordered.producer.send.COMPILED` says which one runs;
-  ``ORDERED_PURE_PYTHON=1`` forces them).
+The producer is composed of parts (``ordered/producer/``), each handed what it needs:
+this module (the confluent API surface and the Python send path); ``send`` (which send
+path a producer gets, chosen once in :meth:`OrderedProducer.__new__`); ``topics`` (the
+topic registry: first use, layout changes, the barrier's drain and acks, the session
+listener); ``routes`` (routes, topic states and their state machine, the compiled
+path's table); ``tracking`` (which records a switch waits for, delivery callbacks);
+``session`` (the ZooKeeper session state machine, worker events); ``worker`` (re-reads,
+re-syncs, acks, the idle drain check); ``leave`` (close, context manager, exit);
+``reports`` (delivery reports owed without librdkafka); ``config``; and
+``ordered._fastproduce`` (optional, compiled: the common call's send path and the
+``delivery.report.only.error`` callback; :data:`~ordered.producer.send.COMPILED` says
+which runs, ``ORDERED_PURE_PYTHON=1`` forces the pure-Python fallbacks).
 
 Compacted topics follow KIP-253 section 9 (:mod:`ordered.compaction`).
 """
@@ -58,6 +49,7 @@ from ordered.compaction import TOMBSTONE_HEADER, ancestors
 from ordered.producer import send as _send
 from ordered.producer.config import ProducerConfig, split_producer_config
 from ordered.producer.leave import Closer
+from ordered.producer.reports import UNKNOWN_PARTITION, DueReports
 from ordered.producer.routes import (
     Route,
     RouteTable,
@@ -73,10 +65,14 @@ from ordered.producer.tracking import (
     ignore_report,
 )
 from ordered.producer.worker import ProducerWorker
+from ordered.unbuilt import Unbuilt, quiet_kazoo, require_config
 
 __all__ = ["PASSED_THROUGH", "OrderedProducer"]
 
 _log = logging.getLogger(__name__)
+
+_CLOSED: Final = "Producer has been closed"  # confluent's message
+_UNBUILT: Final = Unbuilt(_CLOSED)
 
 PASSED_THROUGH: Final[frozenset[str]] = frozenset()
 """Public ``confluent_kafka.Producer`` methods passed through unchanged without a wrapper.
@@ -105,48 +101,43 @@ class OrderedProducer:
       partitions, an explicit ``partition=`` is honoured; with
       ``ordered.epoch.header=true`` (off by default) every record carries the epoch.
 
-    When a new epoch is published the route is replaced at once. Records produced
-    before the switch are untracked; later ones carry a counting delivery callback until
-    the ack, which is written by the worker thread once every untracked record is
-    delivered (checked after ``poll``/``flush`` return, and by the worker when the
-    producer is idle). With ``ordered.switch.mode=pause`` nothing is tracked: until the
-    records produced before the switch are delivered, ``produce`` raises
-    :class:`~coordinator.client.errors.SwitchDrainingError` (a ``BufferError``: poll and
-    retry), and ``delivery.report.only.error`` is left to confluent, which then drops
-    each success before building a ``Message`` for it (in track mode the wrapper
-    emulates that setting, since tracked records need their successes). Like any
-    confluent producer it must be polled: delivery reports that are never served keep
-    ``len(producer)`` above zero, so such a producer never acks and the controller waits
-    for it.
+    When a new epoch is published the route is replaced at once; the switch, its
+    tracked records, ``ordered.switch.mode=pause`` (``SwitchDrainingError``) and the
+    emulated ``delivery.report.only.error`` are described in docs/protocol.md. Like any
+    confluent producer it must be polled: unserved reports hold up its epoch acks.
 
-    Leaving: :meth:`close`, ``with``, and a normal interpreter exit (for a producer
-    never closed) flush, ack every pending epoch and unregister, so the barrier never
-    waits for a producer that left cleanly. At exit the flush is bounded (5 s, less when
-    nothing is delivered for 1 s) and nothing waits for an unreachable ZooKeeper.
-
-    While the ZooKeeper session is suspended or lost, ``produce`` of a keyed record to
-    an ordered topic raises :class:`~coordinator.client.errors.LayoutUnavailableError` (a
-    ``BufferError``); after a loss the producer re-registers and re-reads every topic
-    before routing again.
+    Leaving (:meth:`close`, ``with``, interpreter exit) flushes, acks and unregisters,
+    bounded in time (:mod:`ordered.producer.leave`). While the ZooKeeper session is
+    suspended or lost, a keyed record to an ordered topic raises
+    :class:`~coordinator.client.errors.LayoutUnavailableError` (a ``BufferError``).
 
     Args:
         config: The configuration dict (confluent keys plus ``ordered.*``).
         **kwargs: More settings, overriding ``config`` (as confluent's constructor).
 
     Raises:
-        ConfigError: A bad ``ordered.*`` setting, or ``enable.idempotence=false``.
+        TypeError: No configuration dict (as confluent).
+        ConfigError: A bad ``ordered.*`` setting, ``enable.idempotence=false`` or
+            ``acks`` other than ``all``.
         StoreError: ZooKeeper could not be reached within the session timeout.
         KafkaException: confluent rejected the librdkafka settings.
     """
 
-    def __new__(cls, config: dict[str, Any] | None = None, /, **kwargs: Any) -> OrderedProducer:
+    # On a subclass whose __init__ never ran: confluent's RuntimeError (ordered.unbuilt).
+    _routes: dict[str, Route] = _UNBUILT  # type: ignore[assignment]
+    _producer: confluent_kafka.Producer = _UNBUILT  # type: ignore[assignment]
+    _closer: Closer = _UNBUILT  # type: ignore[assignment]
+    _due: DueReports = _UNBUILT  # type: ignore[assignment]
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> OrderedProducer:
         """Make a producer with the send path chosen here, once (the one dispatch point).
 
         With the compiled send path built (:data:`~ordered.producer.send.COMPILED`), an
         ``OrderedProducer(...)`` is an instance of its compiled subclass, whose
         ``produce`` is the C method ``ordered._fastproduce.SendPath.produce``: the
         common call ``produce(topic, value, key)`` is a direct C call, and every other
-        call goes to the Python :meth:`produce` below.
+        call goes to the Python :meth:`produce` below. Any arguments are left to
+        ``__init__`` (a subclass may take more, as confluent's allows).
         """
         if cls is OrderedProducer:
             cls = _send.producer_class(cls)
@@ -154,7 +145,9 @@ class OrderedProducer:
         return producer
 
     def __init__(self, config: dict[str, Any] | None = None, /, **kwargs: Any) -> None:
+        require_config(config, kwargs)
         split: ProducerConfig = split_producer_config(config, kwargs)
+        quiet_kazoo()
         settings = split.ordered
         only_error = split.only_error
         # Pause mode never tracks a record, so confluent's own only-error filter is
@@ -182,6 +175,7 @@ class OrderedProducer:
         self._routes = self._table.routes
         self._session = ProducerSession()
         self._events: queue.SimpleQueue[Event] = queue.SimpleQueue()
+        self._due = DueReports()
 
         session_s = settings.zookeeper_session_timeout_ms / 1000.0
         self._kz = make_client(
@@ -301,14 +295,18 @@ class OrderedProducer:
                 ZooKeeper session is suspended or lost, or the first record to a topic
                 while ZooKeeper is unreachable (a ``BufferError``: poll and retry).
             BufferError: librdkafka's queue is full.
-            KafkaException: Any other librdkafka error (the ``KafkaError`` is kept).
+            KafkaException: Any other librdkafka error (the ``KafkaError`` is kept); not
+                for a ``partition=`` the topic lacks: as confluent, that is reported
+                (``_UNKNOWN_PARTITION``) in the delivery report.
+            RuntimeError: The producer is closed.
             StoreError: The topic's record in the store fails its check.
         """
         route = self._routes.get(topic)
         if route is None:
+            if self._topics.closed:
+                raise RuntimeError(_CLOSED)
             route = self._topics.first_use(topic)
-        # confluent lets an explicit ``callback=None`` hide ``on_delivery``: pass the one
-        # callback in use as ``callback`` so both spellings behave as documented.
+        # confluent lets an explicit ``callback=None`` hide ``on_delivery``: pass the one in use.
         user = callback if callback is not None else on_delivery
         if route.plain and self._topics.direct:
             if user is None and headers is None and not timestamp:
@@ -340,6 +338,8 @@ class OrderedProducer:
                         partition = place(key)
                         if route.compacted and route.copied.first(key):
                             self._send_copies(route, topic, key, partition, timestamp)
+                    elif self._topics.closed:
+                        raise RuntimeError(_CLOSED)
                     else:
                         raise LayoutUnavailableError(
                             f"cannot route a keyed record to {topic}: the ZooKeeper "
@@ -377,6 +377,11 @@ class OrderedProducer:
                 self._rd_produce(topic, value, key, partition)
             else:
                 self._rd_produce(topic, value, key, partition, user, None, timestamp, headers)
+        except confluent_kafka.KafkaException as exc:
+            if exc.args[0].code() != UNKNOWN_PARTITION or route.plain:  # ordered: reported
+                raise
+            cb = user or self._default_cb
+            self._due.add(cb, exc.args[0], topic, partition, key, value, headers)
         finally:
             self._release()
 
@@ -440,6 +445,8 @@ class OrderedProducer:
         """
         route = self._routes.get(topic)
         if route is None:
+            if self._topics.closed:
+                raise RuntimeError(_CLOSED)
             route = self._topics.first_use(topic)
         if route.plain and self._topics.direct:
             count: int = self._producer.produce_batch(
@@ -448,6 +455,8 @@ class OrderedProducer:
             return count
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
             raise TypeError("messages must be a list of dicts")
+        if self._topics.closed:
+            raise RuntimeError(_CLOSED)
         unusable = not self._session.usable or route.state is TopicState.SUSPENDED
         if not route.plain and unusable and any(m.get("key") is not None for m in messages):
             raise LayoutUnavailableError(
@@ -491,7 +500,10 @@ class OrderedProducer:
         Returns:
             The number of events served.
         """
-        served: int = self._producer.poll(timeout)
+        if self._due:  # confluent's poll returns at once when it serves a report
+            served: int = self._due.serve() + self._producer.poll(0)
+        else:
+            served = self._producer.poll(timeout)
         if self._table.switches:
             self._topics.check_drained()
         return served
@@ -502,14 +514,15 @@ class OrderedProducer:
         Returns:
             The number of records still in the queue.
         """
+        self._due.serve()
         left: int = self._producer.flush(timeout)
         if self._table.switches:
             self._topics.check_drained()
         return left
 
     def __len__(self) -> int:
-        """Records and delivery reports still pending in librdkafka."""
-        return len(self._producer)
+        """Records and delivery reports still pending (in librdkafka, or due here)."""
+        return len(self._producer) + len(self._due)
 
     def __bool__(self) -> bool:
         """Always true, as confluent's ``Producer`` (not ``len(self) > 0``)."""

@@ -140,7 +140,7 @@ def split_producer_config(
     Raises:
         ConfigError: ``config`` is not a mapping, a key is not a string, an unknown
             ``ordered.`` key, a malformed ``ordered.`` value, ``enable.idempotence``
-            set to false, or a malformed ``delivery.timeout.ms``/
+            set to false, ``acks`` other than ``all``, or a malformed ``delivery.timeout.ms``/
             ``delivery.report.only.error``.
     """
     kafka, ordered = split_ordered(config, overrides)
@@ -152,6 +152,14 @@ def split_producer_config(
             "enable.idempotence=false is not allowed: per-partition order across retries "
             "needs the idempotent producer (the ordering layer turns it on)"
         )
+    for acks_key in ("acks", "request.required.acks"):
+        if acks_key in kafka and str(kafka[acks_key]).strip().lower() not in ("all", "-1"):
+            raise ConfigError(
+                f"{acks_key}={kafka[acks_key]!r} is not allowed: the ordering layer needs "
+                "the idempotent producer (enable.idempotence, which it turns on) so that "
+                "retries keep each partition in order, and idempotence needs acks=all; "
+                "leave acks unset or set it to all"
+            )
     kafka["enable.idempotence"] = True
     only_error = parse_bool(
         "delivery.report.only.error", kafka.pop("delivery.report.only.error", False)

@@ -114,10 +114,20 @@ class Closer:
             if not drained:
                 # What is left cannot be delivered now; confluent's close would wait.
                 self._producer.purge(True, True, False)
-            result = bool(self._producer.close())
+            result = self._close_kafka(exiting)
             self._session.stop()
             close_client_within(self._kz, 1.0 if exiting else _LEAVE_S)
             return result
+
+    def _close_kafka(self, exiting: bool) -> bool:
+        """confluent's ``close()``; at exit, a callback raising from it is not printed."""
+        if not exiting:
+            return bool(self._producer.close())
+        try:
+            return bool(self._producer.close())
+        except Exception as exc:
+            _log.debug("a callback raised while closing at exit: %r", exc)
+            return False
 
     def _flush_at_exit(self) -> int:
         """Flush at interpreter exit: at most 5 s, and not while nothing is delivered."""
@@ -125,7 +135,15 @@ class Closer:
         progress_at = time.monotonic()
         left = len(self._producer)
         while left and time.monotonic() < deadline:
-            now_left: int = self._producer.flush(0.1)
+            try:
+                now_left: int = self._producer.flush(0.1)
+            except Exception as exc:
+                # An application callback (error_cb, stats_cb, a delivery report) raised
+                # while served here. Nobody can catch it at exit: Python would print it
+                # as "Exception ignored in atexit callback", and confluent a SystemError
+                # when a second callback raises in the same call. Keep flushing.
+                _log.debug("a callback raised while flushing at exit: %r", exc)
+                now_left = len(self._producer)
             if now_left < left:
                 progress_at = time.monotonic()
             elif time.monotonic() - progress_at > _EXIT_STALL_S:

@@ -28,12 +28,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 ROOT = Path(__file__).resolve().parents[2]
 
 DOCUMENTED = {
-    "tests.test_Consumer::test_basic_api",
-    "tests.test_Consumer::test_uninitialized_consumer_methods",
-    "tests.test_Producer::test_basic_api",
     "tests.test_Producer::test_produce_batch_threading_basic",
-    "tests.test_Producer::test_subclassing",
-    "tests.test_Producer::test_uninitialized_producer_methods",
 }
 """The wrapped-only failures of confluent's unit tests, as docs/clients.md explains them."""
 
