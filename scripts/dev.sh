@@ -6,5 +6,6 @@
 # arguments go to `ordered demo` (e.g. --duration 120, --spark, --json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+# The demo needs no JVM jar: skip its Maven build (scripts/test.sh and setup.sh build it).
+ORDERED_SETUP_JVM=0 bash scripts/setup.sh
 exec .venv/bin/ordered demo "$@"

@@ -51,20 +51,27 @@ fi
 .venv/bin/ordered cluster fetch
 # Spark's own Kafka connector, the yardstick of benchmarks/bench_spark.py (same cache).
 .venv/bin/python -c "from coordinator.devcluster import jars; jars.resolve('spark-kafka', progress=print)"
-# Kafka's tools (ConsoleProducer) with kafka-clients 4.x: the JVM tests' classpath
-# (tests/jvm_helpers.py), tests/integration/test_jvm_kafka_tools.py and
-# benchmarks/bench_jvm.py. Fetched here, so that no test resolves it from Maven mid-run.
-.venv/bin/python -c "from coordinator.devcluster import jars; jars.resolve('kafka-tools', progress=print)"
-# The JVM plugins' shaded jar (jvm/target/ordered-kafka-jvm.jar), from Maven Central only,
-# rebuilt only when a jvm/ source is newer than it. One quick Java test (both Surefire runs:
-# kafka-clients 4.1 and 3.9) after a build also fetches the test runner's own artifacts, so
-# that `mvn -o test` (tests/integration/test_jvm_maven.py) then runs offline.
-jar=jvm/target/ordered-kafka-jvm.jar
-if ! command -v mvn >/dev/null; then
-  echo "setup: note: Maven missing; the JVM plugins' jar is not built" >&2
-elif [ ! -f "$jar" ] || [ -n "$(find jvm/pom.xml jvm/src -newer "$jar" -print -quit)" ]; then
-  mvn -B -q -f jvm/pom.xml -DskipTests package
-  mvn -B -q -f jvm/pom.xml surefire:test@default-test surefire:test@kafka-clients-3.9 -Dtest=SettingsTest
-  echo "setup: built $jar"
+# Everything JVM (Kafka's tools and the JVM plugins' jar) is for the tests, the JVM
+# benchmark and JVM users, not for the demo: ORDERED_SETUP_JVM=0 (scripts/dev.sh) skips
+# it, so a newcomer's first demo does not wait for a Maven build.
+if [ "${ORDERED_SETUP_JVM:-1}" = 0 ]; then
+  echo "setup: JVM plugins' jar skipped (ORDERED_SETUP_JVM=0; bash scripts/setup.sh builds it)"
+else
+  # Kafka's tools (ConsoleProducer) with kafka-clients 4.x: the JVM tests' classpath
+  # (tests/jvm_helpers.py), tests/integration/test_jvm_kafka_tools.py and
+  # benchmarks/bench_jvm.py. Fetched here, so that no test resolves it from Maven mid-run.
+  .venv/bin/python -c "from coordinator.devcluster import jars; jars.resolve('kafka-tools', progress=print)"
+  # The JVM plugins' shaded jar (jvm/target/ordered-kafka-jvm.jar), from Maven Central only,
+  # rebuilt only when a jvm/ source is newer than it. One quick Java test (both Surefire runs:
+  # kafka-clients 4.1 and 3.9) after a build also fetches the test runner's own artifacts, so
+  # that `mvn -o test` (tests/integration/test_jvm_maven.py) then runs offline.
+  jar=jvm/target/ordered-kafka-jvm.jar
+  if ! command -v mvn >/dev/null; then
+    echo "setup: note: Maven missing; the JVM plugins' jar is not built" >&2
+  elif [ ! -f "$jar" ] || [ -n "$(find jvm/pom.xml jvm/src -newer "$jar" -print -quit)" ]; then
+    mvn -B -q -f jvm/pom.xml -DskipTests package
+    mvn -B -q -f jvm/pom.xml surefire:test@default-test surefire:test@kafka-clients-3.9 -Dtest=SettingsTest
+    echo "setup: built $jar"
+  fi
 fi
 echo "setup: done in $(( $(date +%s) - start )) s"
