@@ -3,8 +3,8 @@
     .venv/bin/python scripts/confluent_suite.py [--source PATH] [--json OUT] [--unit-only]
 
 1. **The tests** of the installed confluent-kafka version: from its PyPI sdist when that
-   holds ``tests/`` (``pip download --no-deps --no-binary :all:``), else from the GitHub
-   archive of its tag ``v<version>``, else from ``--source`` (a checkout, or a git
+   holds ``tests/`` (``pip download --no-deps --no-binary :all:``: a package registry is
+   all this machine and CI reach), else from ``--source`` (a checkout, or a git
    directory whose ``HEAD`` is exported). Where they came from, and the version they are
    of, go into the JSON. Nothing of confluent's is kept in this repository.
 2. **A venv for them** (``<work>/venv``): this project's ``.venv`` site-packages (so
@@ -46,7 +46,6 @@ import tarfile
 import tempfile
 import time
 import types
-import urllib.request
 import uuid
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -223,19 +222,10 @@ def fetch_tests(version: str, work: Path, source: Path | None) -> tuple[Path, st
     sdist = _sdist(version, download)
     if sdist is not None and _extract_tests(sdist, dest):
         return dest, f"PyPI sdist {sdist.name}", version
-    tag = f"https://github.com/confluentinc/confluent-kafka-python/archive/refs/tags/v{version}.tar.gz"
-    archive = download / f"v{version}.tar.gz"
-    try:
-        with urllib.request.urlopen(tag, timeout=60) as response:
-            archive.write_bytes(response.read())
-        if _extract_tests(archive, dest):
-            return dest, tag, version
-    except OSError as exc:
-        _say(f"no tests from {tag}: {exc}")
     if source is None:
         raise SystemExit(
-            f"confluent-kafka {version}: the PyPI sdist holds no tests/ and GitHub is not "
-            "reachable; pass --source (a checkout or git directory of confluent-kafka-python)"
+            f"confluent-kafka {version}: the PyPI sdist holds no tests/; pass --source (a "
+            "checkout or git directory of confluent-kafka-python at that version)"
         )
     return dest, f"--source {source}", _copy_source(source, dest)
 

@@ -6,8 +6,8 @@ checks that the tests failing only wrapped are exactly those ``docs/clients.md``
 a new difference fails here, and so does one that is fixed (then drop it from the docs
 and from :data:`DOCUMENTED`).
 
-Needs PyPI (the sdist, the test requirements) and confluent's tests: from the sdist or
-GitHub, else from ``ORDERED_CONFLUENT_SOURCE`` (a checkout or git directory of
+Needs PyPI (the sdist, the test requirements) and confluent's tests: from the sdist,
+else from ``ORDERED_CONFLUENT_SOURCE`` (a checkout or git directory of
 confluent-kafka-python). Skipped when none of them can be had.
 """
 
