@@ -5,7 +5,8 @@ sampled audit, or take its partition to a source's boundary) is *served*: ``poll
 pops the next record off :attr:`CallPath.left` (the batch reversed), ``consume(n)``
 takes the next ``n``; nothing else runs per call. What delivery changes (positions,
 the offsets stored for the next commit, the delivered count) is recorded for the
-records handed out so far when the fast path hands over, so once per batch.
+records handed out so far when the fast path hands over, or when the last record of
+the batch is handed out: once per batch.
 
 The fast path hands over at one point, :meth:`CallPath.hand_over` (its records handed
 out recorded, the rest put back among the checked records, to be judged again), and
@@ -154,7 +155,10 @@ class CallPath:
                 fetcher.fetch(POLL_BATCH, upkeep.slice(deadline), single=True)
             served = self._serve(halts)
             if served is not None:
-                return served.pop()
+                message = served.pop()
+                if not served:
+                    self.account()  # all of it handed out: recorded now
+                return message
             while fetcher.ready:
                 out = flt.filter(fetcher.take(1))
                 if out:
@@ -191,7 +195,10 @@ class CallPath:
             if small:
                 served = self._serve(halts)
                 if served is not None:
-                    return take(served, num_messages)
+                    out = take(served, num_messages)
+                    if not served:
+                        self.account()  # all of it handed out: recorded now
+                    return out
             batch = fetcher.take(num_messages)
             if batch:
                 out = flt.filter(batch, last=fetcher.taken_last)

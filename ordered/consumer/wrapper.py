@@ -300,7 +300,10 @@ class OrderedConsumer:
         """
         left = self._path.left  # type: ignore[union-attr]
         if left:
-            return left.pop()
+            message = left.pop()
+            if not left:  # the batch is out: its delivery is recorded now, not at the next call
+                self._path.account()  # type: ignore[union-attr]
+            return message
         return self._path.poll(timeout)  # type: ignore[union-attr]
 
     def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]:
@@ -320,7 +323,10 @@ class OrderedConsumer:
         """
         left = self._path.left  # type: ignore[union-attr]
         if left and type(num_messages) is int and 0 < num_messages <= 1_000_000:
-            return [left.pop()] if num_messages == 1 else take(left, num_messages)
+            out = [left.pop()] if num_messages == 1 else take(left, num_messages)
+            if not left:  # as in poll(): the batch's delivery is recorded when it is out
+                self._path.account()  # type: ignore[union-attr]
+            return out
         return self._path.consume(num_messages, timeout)  # type: ignore[union-attr]
 
     def commit(self, *args: Any, **kwargs: Any) -> Any:
