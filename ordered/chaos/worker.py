@@ -152,7 +152,9 @@ def _run_reader(spec: dict[str, Any], flags: _Flags) -> None:
     try:
         reader.subscribe()
         while not flags.stop:
-            if reader.poll_once(0.5):
+            # A member between a revocation and its next assignment (a rebalance that a
+            # stopped and resumed member waits out) has nothing to read yet: not idle.
+            if reader.poll_once(0.5) or not reader.consumer.assignment():
                 quiet_since = time.monotonic()
             elif flags.drain and time.monotonic() - quiet_since > idle_exit:
                 break
