@@ -212,8 +212,15 @@ def test_a_failing_producer_worker_restarts_and_the_producer_keeps_acking(
         controller.expand(topic, 4, timeout=30)
     producer.produce(topic, value=b"v", key=b"k")
     assert producer.flush(30) == 0
-    record = producer.topic_record(topic)
-    assert record is not None and record.epoch == 2 and record.pending is None
+    # The controller clears ``pending`` once the acks are in; the producer's watch
+    # sees that write a moment later.
+    assert wait_until(
+        lambda: (r := producer.topic_record(topic)) is not None
+        and r.epoch == 2
+        and r.pending is None,
+        timeout=30,
+        what="the producer's view of epoch 2, settled",
+    )
     text = generate_latest(registry).decode()
     assert 'ordered_thread_running{thread="producer-worker"} 1.0' in text, text
 
