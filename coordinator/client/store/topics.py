@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Generic, Protocol, TypeVar
 
 from kazoo.exceptions import (
     BadVersionError,
@@ -36,7 +36,30 @@ from coordinator.client.store.records import (
     TopicRecord,
 )
 
-__all__ = ["TopicStore"]
+__all__ = ["TopicSetting", "TopicStore"]
+
+
+class _SettingRecord(Protocol):
+    @property
+    def topic(self) -> str: ...
+
+    def to_json(self) -> bytes: ...
+
+
+R = TypeVar("R", bound=_SettingRecord)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSetting(Generic[R]):
+    """A per-topic setting record of the store: its znode and its record type.
+
+    Attributes:
+        path: ``path(root, topic)``: the znode of the topic's record.
+        kind: The record type (it names its topic and has ``from_json``/``to_json``).
+    """
+
+    path: Callable[[str, str], str]
+    kind: type[R]
 
 
 class TopicStore(EpochStore):
@@ -151,18 +174,45 @@ class TopicStore(EpochStore):
 
         return self._run("read every topic node", attempt)
 
-    def _put_setting(self, topic: str, path: str, data: bytes) -> None:
-        """Write a per-topic setting record at ``path``; the topic must be adopted.
+    # --- per-topic setting records (autoscaling, retention) -------------------------
+
+    def _get_setting(self, setting: TopicSetting[R], topic: str) -> R | None:
+        """Read the topic's ``setting`` record (``None``: not set).
 
         Raises:
-            NotAdoptedError: The topic is not adopted.
+            StoreError: ZooKeeper is unreachable or the record fails its check.
+        """
+        path = setting.path(self._root, topic)
+        record: R | None = self._topic_record(path, setting.kind, topic)
+        return record
+
+    def _set_setting(self, setting: TopicSetting[R], record: R, *, adopted: bool = True) -> None:
+        """Write ``record`` at its topic's ``setting`` znode (idempotent).
+
+        ``adopted``: the topic must be adopted (a policy or a retention the user sets);
+        off for what a service writes about a topic it already works on.
+
+        Raises:
+            NotAdoptedError: ``adopted`` and the topic is not adopted.
             StoreError: ZooKeeper is unreachable.
         """
-        if self.get_topic(topic) is None:
+        topic = record.topic
+        path = setting.path(self._root, topic)
+        if adopted and self.get_topic(topic) is None:
             raise NotAdoptedError(
                 f"topic {topic} is not adopted (adopt it first: ordered adopt {topic})"
             )
-        self._run(f"write {path}", self._put, path, data)
+        self._run(f"write {path}", self._put, path, record.to_json())
+
+    def _clear_setting(self, setting: TopicSetting[R], topic: str) -> bool:
+        """Remove the topic's ``setting`` record; return whether there was one.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        path = setting.path(self._root, topic)
+        removed: bool = self._run(f"delete {path}", self._delete, path)
+        return removed
 
     def first_epoch(self, topic: str) -> int:
         """The number a new adoption of ``topic`` starts at: 0, or after an un-adopted layout.
