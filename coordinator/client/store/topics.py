@@ -358,31 +358,24 @@ class TopicStore(EpochStore):
         epochs = paths.epochs_path(self._root, topic)
         epath = paths.epoch_path(self._root, topic, epoch.epoch)
 
+        def build(txn: Any) -> bool:
+            self._delete_epochs(txn, topic)
+            if self._client.exists(epochs) is None:
+                txn.create(epochs, b"")
+            txn.set_data(tpath, record.to_json(), version=expected_version)
+            txn.create(epath, epoch.to_json())
+            txn.create(paths.acks_path(self._root, topic, epoch.epoch), b"")
+            return True
+
         def attempt() -> None:
             if self._state_is(topic, record, epoch):
                 return
-            for _ in range(5):
-                txn = self._client.transaction()
-                self._delete_epochs(txn, topic)
-                if self._client.exists(epochs) is None:
-                    txn.create(epochs, b"")
-                txn.set_data(tpath, record.to_json(), version=expected_version)
-                txn.create(epath, epoch.to_json())
-                txn.create(paths.acks_path(self._root, topic, epoch.epoch), b"")
-                try:
-                    _commit(txn)
-                    return
-                except (NotEmptyError, NoNodeError):
-                    continue  # an ack or epoch came or went while listing: list again
-                except (NodeExistsError, BadVersionError):
-                    if self._state_is(topic, record, epoch):
-                        return
-                    raise TransitionInProgressError(
-                        f"topic {topic} changed while re-adopting it: another change is in "
-                        "progress; try again"
-                    ) from None
-            raise TransitionInProgressError(
-                f"the epochs of topic {topic} kept changing while re-adopting it; try again"
+            self._commit_relisting(
+                topic,
+                "re-adopting",
+                build,
+                (NodeExistsError, BadVersionError),
+                lambda: self._state_is(topic, record, epoch),
             )
 
         self._run(f"re-adopt topic {topic}", attempt)
@@ -402,34 +395,62 @@ class TopicStore(EpochStore):
         tpath = paths.topic_path(self._root, topic)
         epochs = paths.epochs_path(self._root, topic)
 
-        def attempt() -> None:
-            for _ in range(5):
-                current, _version = self._get_topic(topic)
-                if current is None:
-                    return  # not adopted (any more)
-                counter = EpochsRecord(topic=topic, last_epoch=current.epoch)
-                txn = self._client.transaction()
-                self._delete_epochs(txn, topic)
-                if self._client.exists(epochs) is None:
-                    txn.create(epochs, counter.to_json())
-                else:
-                    txn.set_data(epochs, counter.to_json())
-                txn.set_data(tpath, b"", version=expected_version)
-                try:
-                    _commit(txn)
-                    return
-                except (NotEmptyError, NoNodeError):
-                    continue  # an ack or epoch came or went while listing: list again
-                except BadVersionError:
-                    raise TransitionInProgressError(
-                        f"topic {topic} changed while un-adopting it: another change is in "
-                        "progress; try again"
-                    ) from None
-            raise TransitionInProgressError(
-                f"the epochs of topic {topic} kept changing while un-adopting it; try again"
-            )
+        def build(txn: Any) -> bool:
+            current, _version = self._get_topic(topic)
+            if current is None:
+                return False  # not adopted (any more)
+            counter = EpochsRecord(topic=topic, last_epoch=current.epoch)
+            self._delete_epochs(txn, topic)
+            if self._client.exists(epochs) is None:
+                txn.create(epochs, counter.to_json())
+            else:
+                txn.set_data(epochs, counter.to_json())
+            txn.set_data(tpath, b"", version=expected_version)
+            return True
 
-        self._run(f"un-adopt topic {topic}", attempt)
+        self._run(
+            f"un-adopt topic {topic}",
+            lambda: self._commit_relisting(topic, "un-adopting", build, (BadVersionError,)),
+        )
+
+    def _commit_relisting(
+        self,
+        topic: str,
+        doing: str,
+        build: Callable[[Any], bool],
+        conflicts: tuple[type[Exception], ...],
+        settled: Callable[[], bool] = lambda: False,
+    ) -> None:
+        """Commit a transaction over the topic's epochs, listing them again if they moved.
+
+        ``build(txn)`` fills a new transaction (it lists the epochs to delete) and returns
+        ``False`` when there is nothing to do. An epoch or ack that comes or goes between
+        the listing and the commit fails it: it is built again, up to 5 times. An error in
+        ``conflicts`` means another change won, unless ``settled()`` finds the wanted
+        state already written (an idempotent retry).
+
+        Raises:
+            TransitionInProgressError: Another change won, or the epochs kept changing.
+        """
+        for _ in range(5):
+            txn = self._client.transaction()
+            if not build(txn):
+                return
+            try:
+                _commit(txn)
+                return
+            except (NotEmptyError, NoNodeError):
+                continue  # an ack or epoch came or went while listing: list again
+            except conflicts:
+                if settled():
+                    return
+                raise TransitionInProgressError(
+                    f"topic {topic} changed while {doing} it: another change is in "
+                    "progress; try again"
+                ) from None
+        raise TransitionInProgressError(
+            f"the epochs of topic {topic} kept changing while {doing} it; try again"
+        )
 
     def _delete_epochs(self, txn: Any, topic: str) -> None:
         """Add to ``txn`` the deletion of every epoch node, acks first."""
