@@ -137,13 +137,16 @@ class SparkReader:
         return False
 
     def log_problems(self) -> dict[str, Any]:
-        """``StackOverflowError`` lines and dead stream threads' stacks in every log of Spark."""
+        """``StackOverflowError`` lines and dead stream threads' stacks in every log of Spark,
+        and the executors the drivers lost."""
         logs = [self.workdir / "logs" / f"{SLOT}.log", *self.cluster.logs()]
         overflow = find_in_logs(logs, "StackOverflowError")
         dead = find_in_logs(logs, _DEAD_THREAD)
         return {
             "stack_overflow_errors": len(overflow),
             "dead_stream_threads": len(dead),
+            # The drivers' scheduler logs each executor it lost (at ERROR, which it keeps).
+            "lost_executors": len(find_in_logs(logs[:1], "Lost executor")),
             "samples": [line[:300] for line in (overflow + dead)[:5]],
         }
 
