@@ -95,7 +95,7 @@ def _session(master: str) -> Any:
             .config("spark.cores.max", "2")
         )
     return (
-        builder.appName("ordered-verifiable-spark")
+        builder.appName("ordered-demo-spark")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
@@ -105,7 +105,7 @@ def _session(master: str) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the query until SIGTERM; return 0, or 1 when the query failed."""
+    """Run the query until SIGTERM (or, after SIGHUP, a quiet spell); 0, or 1 if it failed."""
     args = _parser().parse_args(argv)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _on_signal)
@@ -155,7 +155,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         stats["delivered"] = stats["rows"]
         if ends:
             last_row[0] = time.monotonic()
-        if ends:
             parts = [TopicPartition(args.topic, p, o) for p, o in sorted(ends.items())]
             _commit(admin, args.commit_group, parts)
         stats["batches"] += 1
