@@ -73,6 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--commit-group", required=True, help="Kafka group its progress goes to")
     p.add_argument("--reader", default="spark", help="the reader id in the history")
     p.add_argument("--trigger-ms", type=int, default=500)
+    p.add_argument("--max-offsets", type=int, default=0, help="maxOffsetsPerTrigger (0: none)")
     p.add_argument("--master", default="local[2]", help="Spark master URL")
     p.add_argument("--checkpoint", default=None, help="checkpoint folder (default: a temp one)")
     p.add_argument(
@@ -167,8 +168,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         .option("ordered.zookeeper.root", args.root)
         .option("subscribe", args.topic)
         .option("startingOffsets", "earliest")
-        .load()
     )
+    if args.max_offsets > 0:
+        reader = reader.option("maxOffsetsPerTrigger", str(args.max_offsets))
+    reader = reader.load()
     query = (
         # stoppable: the stop at SIGTERM may land in a batch (spark_source.stopping).
         reader.writeStream.foreachBatch(spark_source.stoppable(record))

@@ -41,6 +41,10 @@ SLOT = "spark-0"
 COMMIT_GROUP = "chaos-spark"
 """The Kafka group the driver commits its progress to (trims respect it)."""
 
+MAX_OFFSETS = 5000
+"""Records per micro-batch at most: a driver that starts behind (or replaces a killed
+one) completes batches soon, so a kill meets a query with a checkpointed batch."""
+
 _DEAD_THREAD = 'Exception in thread "stream execution thread'
 
 
@@ -56,6 +60,7 @@ def driver_argv(spec: dict[str, Any]) -> list[str]:
         *["--group", str(spec["group"]), "--reader", str(spec["id"])],
         *["--commit-group", str(spec["commit_group"]), "--master", str(spec["master"])],
         *["--checkpoint", str(spec["checkpoint"]), "--idle-exit", str(spec.get("idle_exit", 20))],
+        *["--max-offsets", str(spec.get("max_offsets", MAX_OFFSETS))],
     ]
 
 
@@ -122,7 +127,7 @@ class SparkReader:
         stats = slots.stats().get(slot.ident, {})
         return int(stats.get("batches", 0))
 
-    def wait_ready(self, slots: Slots, stop: threading.Event, timeout: float = 240.0) -> bool:
+    def wait_ready(self, slots: Slots, stop: threading.Event, timeout: float = 150.0) -> bool:
         """Wait until the driver's query has completed a batch, so faults meet a running query."""
         began = time.monotonic()
         while time.monotonic() - began < timeout and not stop.is_set():

@@ -29,17 +29,17 @@ def _leftovers(directory: Path) -> list[str]:
     return [line for line in found.stdout.splitlines() if "pgrep" not in line]
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1200)
 def test_a_ci_sized_chaos_run_with_spark_holds(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     argv = [sys.executable, "-m", "ordered.cli", "chaos", "--duration", "90"]
     argv += ["--seed", str(SEED), "--spark", "--json", "--keep", "--dir", str(run_dir)]
-    argv += ["--rate", "200", "--drain-timeout", "240"]
+    argv += ["--rate", "100", "--drain-timeout", "240"]
     proc = subprocess.Popen(
         argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
-        out, err = proc.communicate(timeout=880)
+        out, err = proc.communicate(timeout=1180)
     finally:
         proc.kill()
     sys.stderr.write(err[-8000:])  # the fault log, shown when the test fails
@@ -52,7 +52,7 @@ def test_a_ci_sized_chaos_run_with_spark_holds(tmp_path: Path) -> None:
     kinds = result["fault_kinds"]
     assert kinds.get("kill-spark-executor", 0) >= 1 and kinds.get("kill-spark-driver", 0) >= 1
     spark = result["groups"]["spark"]
-    assert spark["lost"] == 0 and spark["delivered"] >= result["records"] > 5_000
+    assert spark["lost"] == 0 and spark["delivered"] >= result["records"] > 3_000
     # A driver replaced after a kill went on from the checkpoint: two incarnations read.
     drivers = result["spark_drivers"]
     assert len(drivers) >= 2 and all("error" not in s for s in drivers.values()), drivers
