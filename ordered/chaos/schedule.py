@@ -43,6 +43,8 @@ class FaultKind(Enum):
     SEEK_BACK = "seek-back"
     OFFSET_RESET = "offset-reset"
     KILL_PIPELINE = "kill-pipeline"
+    KILL_SPARK_EXECUTOR = "kill-spark-executor"
+    KILL_SPARK_DRIVER = "kill-spark-driver"
 
     @property
     def describe(self) -> str:
@@ -93,6 +95,10 @@ _DESCRIPTIONS = {
     "start (AdminClient), start it again (a replay pass)",
     FaultKind.KILL_PIPELINE: "SIGKILL the exactly-once stage (mid-transaction as a rule); a new "
     "process with the same transactional.id replaces it 1-5 s later",
+    FaultKind.KILL_SPARK_EXECUTOR: "SIGKILL an executor JVM on a Spark worker: Spark runs its "
+    "tasks again; the master starts a new executor",
+    FaultKind.KILL_SPARK_DRIVER: "SIGKILL the Spark driver; a new driver restarts the query "
+    "from its checkpoint 2-10 s later",
 }
 
 
@@ -110,6 +116,7 @@ class ScheduleShape:
         coordinators: Coordinator daemons.
         initial: The topic's initial partition count.
         max_partitions: The largest partition count an expansion may reach.
+        spark: Whether a Spark query reads the topic (its executors and driver are killed).
     """
 
     duration: float
@@ -121,6 +128,7 @@ class ScheduleShape:
     coordinators: int = 2
     initial: int = 2
     max_partitions: int = 8
+    spark: bool = False
 
 
 @dataclass(frozen=True)
@@ -168,6 +176,8 @@ _WEIGHTS = {
     FaultKind.SEEK_BACK: 2,
     FaultKind.OFFSET_RESET: 1,
     FaultKind.KILL_PIPELINE: 3,
+    FaultKind.KILL_SPARK_EXECUTOR: 2,
+    FaultKind.KILL_SPARK_DRIVER: 2,
 }
 
 
@@ -181,6 +191,9 @@ def kinds_for(shape: ScheduleShape) -> list[FaultKind]:
         kinds.remove(FaultKind.OFFSET_RESET)
     if not shape.eos:
         kinds.remove(FaultKind.KILL_PIPELINE)
+    if not shape.spark:
+        kinds.remove(FaultKind.KILL_SPARK_EXECUTOR)
+        kinds.remove(FaultKind.KILL_SPARK_DRIVER)
     return kinds
 
 
@@ -220,6 +233,10 @@ def _params(
         return "replay", {}
     if kind is FaultKind.KILL_PIPELINE:
         return "eos-0", {"down_s": round(rnd.uniform(1, 5), 1)}
+    if kind is FaultKind.KILL_SPARK_EXECUTOR:
+        return f"worker-{rnd.randrange(2)}", {}
+    if kind is FaultKind.KILL_SPARK_DRIVER:
+        return "spark-0", {"down_s": round(rnd.uniform(2, 10), 1)}
     return "", {}
 
 

@@ -45,6 +45,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="also run an exactly-once stage (transactional copy to a second topic), killed "
         "mid-transaction",
     )
+    p.add_argument(
+        "--spark",
+        action="store_true",
+        help="also read the topic with a Spark query (group spark) on a standalone master "
+        "and two workers it starts; kill executors and the driver (restarted from its "
+        "checkpoint)",
+    )
     p.add_argument("--dir", type=Path, default=None, help="run directory (default: a temp dir)")
     p.add_argument("--keep", action="store_true", help="keep the run directory")
     p.add_argument(
@@ -75,6 +82,12 @@ def _text(r: dict[str, Any]) -> str:
         lines.append("violation: " + json.dumps(v, sort_keys=True))
     for lost in r["lost_samples"][:10]:
         lines.append("lost: " + json.dumps(lost, sort_keys=True))
+    if "spark_logs" in r:
+        logs = r["spark_logs"]
+        lines.append(
+            f"Spark logs: {logs['stack_overflow_errors']} StackOverflowError lines, "
+            f"{logs['dead_stream_threads']} dead stream threads"
+        )
     for crash in r["crashes"]:
         lines.append(f"crash (not injected): {crash['ident']} exit code {crash['code']}")
     if r["missing_fault_kinds"]:
@@ -91,6 +104,7 @@ def _chaos(args: argparse.Namespace) -> int:
         rate=args.rate,
         replays=args.replays,
         eos=args.eos,
+        spark=args.spark,
         directory=args.dir,
         keep=args.keep,
         drain_timeout=args.drain_timeout,
