@@ -116,7 +116,7 @@ class OrderedProducer:
         KafkaException: confluent rejected the librdkafka settings.
     """
 
-    # On a subclass whose __init__ never ran: confluent's RuntimeError (ordered.unbuilt).
+    # A subclass whose __init__ never ran: confluent's RuntimeError (ordered.unbuilt).
     _routes: dict[str, Route] = _UNBUILT  # type: ignore[assignment]
     _producer: confluent_kafka.Producer = _UNBUILT  # type: ignore[assignment]
     _closer: Closer = _UNBUILT  # type: ignore[assignment]
@@ -321,8 +321,7 @@ class OrderedProducer:
                 self._rd_produce(topic, value, key, partition, user, None, timestamp, headers)
             return
         if self._pause and self._tracker.tracking:
-            # Served here too, not only by poll(): a caller retrying after the error
-            # may poll on another thread (or the reports may all be served already).
+            # Here too, not only in poll(): a caller retrying may poll on another thread.
             self._topics.check_drained(idle_only=True)
         # The lock fences the route switch (docs/protocol.md); bound acquire/release:
         # a ``with`` block costs ~100 ns more per record.
@@ -465,10 +464,9 @@ class OrderedProducer:
         """
         route = self._routes.get(topic)
         if route is not None and route.plain and self._topics.direct:
-            count: int = self._producer.produce_batch(
-                topic, messages, partition, callback, on_delivery
+            return int(
+                self._producer.produce_batch(topic, messages, partition, callback, on_delivery)
             )
-            return count
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
             raise TypeError("messages must be a list of dicts")
         if self._topics.closed:
@@ -532,6 +530,7 @@ class OrderedProducer:
 
     def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
         """Purge records, as confluent's ``purge`` (their reports come with ``poll``)."""
+        self._held.purge(in_queue)
         self._producer.purge(in_queue, in_flight, blocking)
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
@@ -557,12 +556,14 @@ class OrderedProducer:
 
     def commit_transaction(self, timeout: float = -1) -> None:
         """Commit the transaction, as confluent's ``commit_transaction``."""
+        self._held.wait(timeout)  # confluent's commit flushes: the held records go first
         self._producer.commit_transaction(timeout)
         if self._table.switches:
             self._topics.check_drained()
 
     def abort_transaction(self, timeout: float = -1) -> None:
         """Abort the transaction, as confluent's ``abort_transaction``."""
+        self._held.purge(True)  # confluent's abort purges the queue (_PURGE_QUEUE reports)
         self._producer.abort_transaction(timeout)
         if self._table.switches:
             self._topics.check_drained()

@@ -233,6 +233,18 @@ class HeldRecords:
         served += self._due.serve()
         return served, -1.0 if deadline is None else max(0.0, deadline - time.monotonic())
 
+    def wait(self, timeout: float) -> None:
+        """Wait until no record is held (released or expired), at most ``timeout`` s."""
+        deadline = None if timeout < 0 else time.monotonic() + timeout
+        while self.count and (deadline is None or time.monotonic() < deadline):
+            self.expire()
+            time.sleep(0.01)
+
+    def purge(self, in_queue: bool) -> None:
+        """Fail every held record with ``_PURGE_QUEUE`` (``in_queue``: as librdkafka's purge)."""
+        if in_queue and self.count:
+            self.fail_all(_KafkaError(_KafkaError._PURGE_QUEUE))
+
     def drain(self, poll: Callable[[float], int], timeout: float) -> None:
         """At close: wait for the held records (as confluent's close flushes), fail the rest.
 
