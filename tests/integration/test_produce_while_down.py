@@ -186,24 +186,39 @@ def test_held_records_time_out_when_kafka_never_answers(kit: Kit) -> None:
 
 def test_first_records_of_a_checked_topic_are_held_then_sent_in_order(kit: Kit) -> None:
     # Kafka up: the first produce() still returns before the check (which runs in the
-    # background) and the records produced meanwhile keep their order per key.
+    # background). The application keeps producing as fast as it can while the held
+    # records are handed over (many are held by then, so the hand-over takes a while and
+    # the GIL switches to this thread during it): none of its later records may overtake
+    # a held one of the same key.
     topic = kit.adopted_topic(4)
-    producer = kit.make_producer()
+    producer = kit.make_producer(**{"queue.buffering.max.messages": 1000000})
     keys = [f"k{i}" for i in range(16)]
     sent: dict[str, int] = {}
-    started = time.monotonic()
-    producer.produce(topic, key=keys[0], value="1")
-    assert time.monotonic() - started < FIRST_CALL_S
-    sent[keys[0]] = 1
-    for i in range(1, 4000):
+
+    def send(i: int) -> None:
         key = keys[i % len(keys)]
         sent[key] = sent.get(key, 0) + 1
         producer.produce(topic, key=key, value=str(sent[key]))
-        if i % 500 == 0:
-            producer.poll(0)
-    assert producer.flush(60) == 0
-    got = read_all(kit.bootstrap, topic, 4000)
-    assert len(got) == 4000
+        for _ in range(100):  # the application's own work: mostly outside produce()
+            pass
+
+    started = time.monotonic()
+    send(0)
+    assert time.monotonic() - started < FIRST_CALL_S
+    total = 1
+    # layout() reads the route without the producer's lock (topic_state() would wait for
+    # the hand-over, which holds it): the loop sees the route as soon as it is applied.
+    while producer.layout(topic) is None and total < 300000:
+        send(total)
+        total += 1
+    held_at_release = total
+    for _ in range(20000):
+        send(total)
+        total += 1
+    assert held_at_release > 1000, held_at_release  # the hand-over overlapped the sends
+    assert producer.flush(120) == 0
+    got = read_all(kit.bootstrap, topic, total)
+    assert len(got) == total
     for key in keys:
         assert [v for k, v in got if k == key] == list(range(1, sent[key] + 1)), key
     layout = producer.layout(topic)
