@@ -165,10 +165,10 @@ class TopicIds:
 
         Args:
             kafka_config: The client's librdkafka settings.
-            timeout_s: How long one request may take. It runs on the caller's thread
-                (a producer's first record to a topic, a consumer's first load of it),
-                so it is short; a Kafka that does not answer is an
-                ``OrderedKafkaError`` the caller retries.
+            timeout_s: How long one request may take (a consumer's first load of a
+                topic waits for it; a producer's first records are held meanwhile and
+                the request runs on a background thread); a Kafka that does not answer
+                is an ``OrderedKafkaError`` the caller retries.
         """
         bootstrap = kafka_config.get("bootstrap.servers") or kafka_config.get(
             "metadata.broker.list"

@@ -234,9 +234,9 @@ class TopicRegistry:
     def check(self, topic: str) -> tuple[TopicRecord | None, int]:
         """The first use's reads and checks of a held topic (a background thread).
 
-        Checks the record's topic id with Kafka before registering, registers, asks
-        librdkafka for the topic's metadata (a layout's partitions must be known before
-        records are routed to them), then reads and watches the record (checked again).
+        Checks the record's topic id with Kafka before registering, asks librdkafka for
+        the topic's metadata (a layout's partitions must be known before records are
+        routed to them), registers, then reads and watches the record (checked again).
 
         Returns:
             The record, and the partition count librdkafka knows (0: not asked).
@@ -251,10 +251,12 @@ class TopicRegistry:
             raise LayoutUnavailableError(f"{topic}: ZooKeeper is unreachable")
         try:
             first = self.topic_ids.verify(self.store.get_topic(topic))
-            self.register(topic)
             known = 0
             if first is not None and first.ordered:
                 known = self._refresh_metadata(topic, _METADATA_TIMEOUT_S)
+            # Registered last, just before the record is read and applied: a session
+            # lost in between leaves the same short window as the first use's.
+            self.register(topic)
             record = self.topic_ids.verify(
                 self.store.get_topic_and_watch(topic, self.watcher(topic))
             )
