@@ -148,6 +148,7 @@ class HeldRecords:
                     return route
             if self.count + self._kafka_len() >= self._max:
                 raise BufferError("Local: Queue full")  # confluent's words
+            new = held is None
             if held is None:
                 held = self._held[topic] = collections.deque()
                 self._start()
@@ -163,7 +164,8 @@ class HeldRecords:
                 )
             )
             self.count += 1
-        self._wake.set()
+        if new:
+            self._wake.set()  # a new topic to check (later records need no wake-up)
         return None
 
     # --- reports -----------------------------------------------------------------------
