@@ -186,8 +186,7 @@ class OrderedProducer:
         except BaseException:
             close_client(self._kz)
             raise
-        # Bound once: the send path saves attribute lookups per record.
-        self._rd_produce = self._producer.produce
+        self._rd_produce = self._producer.produce  # bound once: fewer lookups per record
         self._acquire = self._lock.acquire
         self._release = self._lock.release
         self._topics = TopicRegistry(
@@ -209,6 +208,7 @@ class OrderedProducer:
             lock=self._lock,
             due=self._due,
             send=self._send_locked,
+            paused=lambda: self._pause and self._tracker.tracking,
             kafka_len=self._producer.__len__,
             default_callback=self._default_cb,
             timeout_ms=split.delivery_timeout_ms,

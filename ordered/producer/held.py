@@ -77,6 +77,8 @@ class HeldRecords:
         lock: The producer's lock (fences the send path).
         due: Its owed delivery reports (expired and refused records go there).
         send: Its send path, called under ``lock``.
+        paused: Whether ``ordered.switch.mode=pause`` refuses records now (a switch
+            drains): the hand-over waits (it is tried again) rather than fail them.
         kafka_len: ``len()`` of its librdkafka queue.
         default_callback: Its configured ``on_delivery`` (for a record without one).
         timeout_ms: ``message.timeout.ms``: how long a record may stay held.
@@ -92,6 +94,7 @@ class HeldRecords:
         lock: threading.Lock,
         due: DueReports,
         send: Send,
+        paused: Callable[[], bool],
         kafka_len: Callable[[], int],
         default_callback: DeliveryCallback | None,
         timeout_ms: int,
@@ -103,6 +106,7 @@ class HeldRecords:
         self._send_lock = lock
         self._due = due
         self._send = send
+        self._paused = paused
         self._kafka_len = kafka_len
         self._default = default_callback
         self._timeout_s = timeout_ms / 1000.0
@@ -306,30 +310,34 @@ class HeldRecords:
                 for record_ in self._held.pop(topic, ()):
                     self._fail(topic, record_, _KafkaError(_KafkaError._UNKNOWN_TOPIC, str(exc)))
             return True
-        self._release(topic, record, known)
-        return True
+        return self._release(topic, record, known)
 
-    def _release(self, topic: str, record: Any, known: int) -> None:
-        """Apply ``topic``'s route and hand its held records to librdkafka, in order."""
+    def _release(self, topic: str, record: Any, known: int) -> bool:
+        """Apply ``topic``'s route and hand its held records to librdkafka, in order.
+
+        Returns:
+            ``False`` if it must be tried again (pause mode refuses records now).
+        """
         topics = self._topics
-        with self.lock:
+        with self.lock, self._send_lock:
+            if topics.closed:
+                return True  # close() fails them
+            if self._paused():
+                return False  # the topic is checked again, then handed over
             held = self._held.pop(topic, collections.deque())
-            with self._send_lock:
-                if topics.closed:
-                    self._held[topic] = held  # close() fails them
-                    return
-                # Nothing may reach the topic but the held records until they are sent:
-                # the compiled table and the lock-free plain path stay off meanwhile.
-                topics.direct = False
-                topics.fast_off_locked()
-                acks = topics.install_locked(topic, record, known)
-                try:
-                    for one in held:
-                        self.count -= 1
-                        self._hand_over(topic, one)
-                finally:
-                    topics.update_tracking()
+            # Nothing may reach the topic but the held records until they are sent:
+            # the compiled table and the lock-free plain path stay off meanwhile.
+            topics.direct = False
+            topics.fast_off_locked()
+            acks = topics.install_locked(topic, record, known)
+            try:
+                for one in held:
+                    self.count -= 1
+                    self._hand_over(topic, one)
+            finally:
+                topics.update_tracking()
         topics.installed(topic, record, acks)
+        return True
 
     def _hand_over(self, topic: str, one: HeldRecord) -> None:
         # Under both locks.
