@@ -165,10 +165,10 @@ class TopicIds:
 
         Args:
             kafka_config: The client's librdkafka settings.
-            timeout_s: How long one request may take. It runs on the caller's thread
-                (a producer's first record to a topic, a consumer's first load of it),
-                so it is short; a Kafka that does not answer is an
-                ``OrderedKafkaError`` the caller retries.
+            timeout_s: How long one request may take (a consumer's first load of a
+                topic waits for it; a producer's first records are held meanwhile and
+                the request runs on a background thread); a Kafka that does not answer
+                is an ``OrderedKafkaError`` the caller retries.
         """
         bootstrap = kafka_config.get("bootstrap.servers") or kafka_config.get(
             "metadata.broker.list"
@@ -201,6 +201,23 @@ class TopicIds:
         with self._lock:
             self._known[topic] = (topic_id, self._clock())
         return topic_id
+
+    def answers_now(self, record: TopicRecord | None) -> bool:
+        """Whether :meth:`verify` of ``record`` would answer without asking Kafka.
+
+        True for a record that is not bound to a topic id (or none), for one whose id
+        Kafka was last seen to give the topic, and for a mismatch found less than
+        :data:`RECHECK_S` ago. A producer holds a topic's first records while a check
+        that must ask Kafka runs in the background (Kafka may be down: the request
+        could take its whole timeout).
+        """
+        if record is None or record.topic_id is None:
+            return True
+        with self._lock:
+            known = self._known.get(record.topic)
+        if known is None:
+            return False
+        return known[0] == record.topic_id or self._clock() - known[1] < RECHECK_S
 
     def verify(self, record: TopicRecord | None) -> TopicRecord | None:
         """Return ``record`` if its layout applies to Kafka's topic now.

@@ -8,16 +8,12 @@ an older layout is delivered, so the controller can seal the epoch with safe
 boundaries.
 
 The producer is composed of parts (``ordered/producer/``), each handed what it needs:
-this module (the confluent API surface and the Python send path); ``send`` (which send
-path a producer gets, chosen once in :meth:`OrderedProducer.__new__`); ``topics`` (the
-topic registry: first use, layout changes, the barrier's drain and acks, the session
-listener); ``routes`` (routes, topic states and their state machine, the compiled
-path's table); ``tracking`` (which records a switch waits for, delivery callbacks);
-``session`` (the ZooKeeper session state machine, worker events); ``worker`` (re-reads,
-re-syncs, acks, the idle drain check); ``leave`` (close, context manager, exit);
-``reports`` (delivery reports owed without librdkafka); ``config``; and
-``ordered._fastproduce`` (optional, compiled: the common call's send path and the
-``delivery.report.only.error`` callback; :data:`~ordered.producer.send.COMPILED` says
+this module (the confluent API surface and the Python send path), ``send`` (the send
+path, chosen once in :meth:`OrderedProducer.__new__`), ``topics`` (first use, layout
+changes, the barrier's drain and acks, the session listener), ``held`` (a topic's first
+records while its topic id is checked), ``routes``, ``tracking``, ``session``,
+``worker``, ``leave``, ``reports``, ``batch``, ``config`` and ``ordered._fastproduce``
+(compiled: the common call's send path; :data:`~ordered.producer.send.COMPILED` says
 which runs, ``ORDERED_PURE_PYTHON=1`` forces the pure-Python fallbacks).
 
 Compacted topics follow KIP-253 section 9 (:mod:`ordered.compaction`).
@@ -46,8 +42,10 @@ from coordinator.client.zk import (
 )
 from linear_hash import Layout
 from ordered.compaction import TOMBSTONE_HEADER, ancestors
+from ordered.producer import batch as _batch
 from ordered.producer import send as _send
 from ordered.producer.config import ProducerConfig, split_producer_config
+from ordered.producer.held import HeldRecords
 from ordered.producer.leave import Closer
 from ordered.producer.reports import UNKNOWN_PARTITION, DueReports
 from ordered.producer.routes import (
@@ -75,12 +73,9 @@ _CLOSED: Final = "Producer has been closed"  # confluent's message
 _UNBUILT: Final = Unbuilt(_CLOSED)
 
 PASSED_THROUGH: Final[frozenset[str]] = frozenset()
-"""Public ``confluent_kafka.Producer`` methods passed through unchanged without a wrapper.
-
-Empty: every public method is wrapped explicitly below, and there is no ``__getattr__``
-fall-through, so a method added by a later confluent-kafka cannot bypass the routing;
-``tests/unit/test_producer_surface.py`` fails until it is wrapped or listed here.
-"""
+"""Public ``confluent_kafka.Producer`` methods passed through without a wrapper: none (no
+``__getattr__`` either, so a method of a later confluent-kafka cannot bypass the routing;
+``tests/unit/test_producer_surface.py`` fails until it is wrapped or listed here)."""
 
 
 class OrderedProducer:
@@ -93,18 +88,15 @@ class OrderedProducer:
     on and ``delivery.timeout.ms`` defaults to 60 s (:mod:`ordered.producer.config`).
 
     Per topic, on first use the producer registers itself in the layout store, then
-    reads and watches the topic's record:
-
-    - not adopted, or ``ordered: false``: every call is passed to confluent unchanged;
-    - adopted and ordered: a keyed record without an explicit partition goes to
-      ``Layout.partition_for(key)``, an unkeyed one round-robin over the active
-      partitions, an explicit ``partition=`` is honoured; with
-      ``ordered.epoch.header=true`` (off by default) every record carries the epoch.
-
-    When a new epoch is published the route is replaced at once; the switch, its
-    tracked records, ``ordered.switch.mode=pause`` (``SwitchDrainingError``) and the
-    emulated ``delivery.report.only.error`` are described in docs/protocol.md. Like any
-    confluent producer it must be polled: unserved reports hold up its epoch acks.
+    reads and watches the topic's record. Not adopted, or ``ordered: false``: calls go
+    to confluent unchanged. Adopted and ordered: a keyed record without a partition
+    goes to ``Layout.partition_for(key)``, an unkeyed one round-robin over the active
+    partitions, ``partition=`` is honoured, and with ``ordered.epoch.header=true`` every
+    record carries the epoch. A topic whose topic id Kafka must be asked first has its
+    first records held meanwhile (:mod:`ordered.producer.held`): ``produce`` returns at
+    once. A new epoch replaces the route at once (the switch, its tracked records,
+    ``ordered.switch.mode=pause`` and the emulated ``delivery.report.only.error``:
+    docs/protocol.md); like any confluent producer it must be polled.
 
     Leaving (:meth:`close`, ``with``, interpreter exit) flushes, acks and unregisters,
     bounded in time (:mod:`ordered.producer.leave`). While the ZooKeeper session is
@@ -119,15 +111,17 @@ class OrderedProducer:
         TypeError: No configuration dict (as confluent).
         ConfigError: A bad ``ordered.*`` setting, ``enable.idempotence=false`` or
             ``acks`` other than ``all``.
-        StoreError: ZooKeeper could not be reached within the session timeout.
+        StoreError: ZooKeeper could not be reached within the session timeout (at
+            least 10 s: docs/clients.md says why the constructor waits for it).
         KafkaException: confluent rejected the librdkafka settings.
     """
 
-    # On a subclass whose __init__ never ran: confluent's RuntimeError (ordered.unbuilt).
+    # A subclass whose __init__ never ran: confluent's RuntimeError (ordered.unbuilt).
     _routes: dict[str, Route] = _UNBUILT  # type: ignore[assignment]
     _producer: confluent_kafka.Producer = _UNBUILT  # type: ignore[assignment]
     _closer: Closer = _UNBUILT  # type: ignore[assignment]
     _due: DueReports = _UNBUILT  # type: ignore[assignment]
+    _held: HeldRecords = _UNBUILT  # type: ignore[assignment]
 
     def __new__(cls, *args: Any, **kwargs: Any) -> OrderedProducer:
         """Make a producer with the send path chosen here, once (the one dispatch point).
@@ -192,8 +186,7 @@ class OrderedProducer:
         except BaseException:
             close_client(self._kz)
             raise
-        # Bound once: the send path saves attribute lookups per record.
-        self._rd_produce = self._producer.produce
+        self._rd_produce = self._producer.produce  # bound once: fewer lookups per record
         self._acquire = self._lock.acquire
         self._release = self._lock.release
         self._topics = TopicRegistry(
@@ -208,6 +201,19 @@ class OrderedProducer:
             events=self._events,
             hooks=self._hooks,
             emulate=self._emulate,
+        )
+        self._held = HeldRecords(
+            topics=self._topics,
+            routes=self._routes,
+            lock=self._lock,
+            due=self._due,
+            send=self._send_locked,
+            paused=lambda: self._pause and self._tracker.tracking,
+            kafka_len=self._producer.__len__,
+            default_callback=self._default_cb,
+            timeout_ms=split.delivery_timeout_ms,
+            max_messages=int(kafka.get("queue.buffering.max.messages", 100000)),
+            hooks=settings.hooks,
         )
         self._kz.add_listener(self._topics.on_session)
         worker = ProducerWorker(
@@ -228,6 +234,7 @@ class OrderedProducer:
             events=self._events,
             worker=thread,
             exit_hook=exit_hook(self, _close_at_exit),
+            held=self._held,
         )
 
     # --- introspection (not in confluent) -------------------------------------------
@@ -254,11 +261,7 @@ class OrderedProducer:
         return None if route is None else route.layout
 
     def topic_record(self, topic: str) -> TopicRecord | None:
-        """Return the layout store's record of ``topic`` as this producer last applied it.
-
-        ``None`` if the topic was never used or is not adopted. Its ``pending`` tells
-        whether the producer has seen the newest epoch sealed.
-        """
+        """The store's record of ``topic`` as last applied here (``None``: unused, not adopted)."""
         with self._lock:
             info = self._table.infos.get(topic)
             return None if info is None else info.record
@@ -292,22 +295,25 @@ class OrderedProducer:
 
         Raises:
             LayoutUnavailableError: A keyed record to an ordered topic while the
-                ZooKeeper session is suspended or lost, or the first record to a topic
-                while ZooKeeper is unreachable (a ``BufferError``: poll and retry).
-            BufferError: librdkafka's queue is full.
+                ZooKeeper session is not usable, or a first record while ZooKeeper is
+                unreachable (a ``BufferError``: poll and retry).
+            BufferError: librdkafka's queue (with the held records) is full.
             KafkaException: Any other librdkafka error (the ``KafkaError`` is kept); not
                 for a ``partition=`` the topic lacks: as confluent, that is reported
                 (``_UNKNOWN_PARTITION``) in the delivery report.
             RuntimeError: The producer is closed.
             StoreError: The topic's record in the store fails its check.
         """
+        # confluent lets an explicit ``callback=None`` hide ``on_delivery``: pass the one in use.
+        user = callback if callback is not None else on_delivery
         route = self._routes.get(topic)
         if route is None:
             if self._topics.closed:
                 raise RuntimeError(_CLOSED)
-            route = self._topics.first_use(topic)
-        # confluent lets an explicit ``callback=None`` hide ``on_delivery``: pass the one in use.
-        user = callback if callback is not None else on_delivery
+            # Held (None) while the topic-id check asks Kafka: ordered.producer.held.
+            route = self._held.route(topic, value, key, partition, user, timestamp, headers)
+            if route is None:
+                return
         if route.plain and self._topics.direct:
             if user is None and headers is None and not timestamp:
                 self._rd_produce(topic, value, key, partition)
@@ -315,12 +321,28 @@ class OrderedProducer:
                 self._rd_produce(topic, value, key, partition, user, None, timestamp, headers)
             return
         if self._pause and self._tracker.tracking:
-            # Served here too, not only by poll(): a caller retrying after the error
-            # may poll on another thread (or the reports may all be served already).
+            # Here too, not only in poll(): a caller retrying may poll on another thread.
             self._topics.check_drained(idle_only=True)
-        # The lock fences the route switch (docs/protocol.md); acquire/release bound
-        # once: a ``with`` block costs ~100 ns more per record.
+        # The lock fences the route switch (docs/protocol.md); bound acquire/release:
+        # a ``with`` block costs ~100 ns more per record.
         self._acquire()
+        try:
+            self._send_locked(topic, value, key, partition, user, timestamp, headers)
+        finally:
+            self._release()
+
+    def _send_locked(
+        self,
+        topic: str,
+        value: Any,
+        key: Any,
+        partition: int,
+        user: DeliveryCallback | None,
+        timestamp: int,
+        headers: Any,
+    ) -> None:
+        """Route and send one record of a topic with a route (under the lock)."""
+        route = self._routes[topic]
         try:
             if self._pause and self._tracker.tracking:
                 raise SwitchDrainingError(
@@ -328,7 +350,6 @@ class OrderedProducer:
                     "producer's older records to be delivered (ordered.switch.mode="
                     "pause); poll() and retry"
                 )
-            route = self._routes[topic]
             if partition == -1:
                 place = route.place
                 if place is not None:
@@ -382,8 +403,6 @@ class OrderedProducer:
                 raise
             cb = user or self._default_cb
             self._due.add(cb, exc.args[0], topic, partition, key, value, headers)
-        finally:
-            self._release()
 
     def _tracked(self, generation: int, user: DeliveryCallback | None) -> Tracked:
         return Tracked(self._topics.on_tracked, generation, user, self._emulate)
@@ -444,53 +463,25 @@ class OrderedProducer:
             TypeError: ``messages`` is not a list of dicts.
         """
         route = self._routes.get(topic)
-        if route is None:
-            if self._topics.closed:
-                raise RuntimeError(_CLOSED)
-            route = self._topics.first_use(topic)
-        if route.plain and self._topics.direct:
-            count: int = self._producer.produce_batch(
-                topic, messages, partition, callback, on_delivery
+        if route is not None and route.plain and self._topics.direct:
+            return int(
+                self._producer.produce_batch(topic, messages, partition, callback, on_delivery)
             )
-            return count
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
             raise TypeError("messages must be a list of dicts")
         if self._topics.closed:
             raise RuntimeError(_CLOSED)
-        unusable = not self._session.usable or route.state is TopicState.SUSPENDED
-        if not route.plain and unusable and any(m.get("key") is not None for m in messages):
+        # A topic without a route yet: each record's produce() uses it first (or holds it).
+        suspended = route is not None and route.state is TopicState.SUSPENDED
+        unusable = not self._session.usable or suspended
+        routed = route is not None and not route.plain
+        if routed and unusable and any(m.get("key") is not None for m in messages):
             raise LayoutUnavailableError(
                 f"cannot route keyed records to {topic}: the ZooKeeper session is "
                 "not usable; poll() and retry"
             )
         default = callback if callback is not None else on_delivery
-        produce = self.produce
-        queued = 0
-        for message in messages:
-            own = message.get("callback")
-            try:
-                produce(
-                    topic,
-                    message.get("value"),
-                    message.get("key"),
-                    message.get("partition", partition),
-                    own if own is not None else default,
-                    None,
-                    message.get("timestamp", 0),
-                    message.get("headers"),
-                )
-            except confluent_kafka.KafkaException as exc:
-                message["_error"] = exc.args[0]
-                continue
-            except LayoutUnavailableError:
-                raise
-            except BufferError:
-                message["_error"] = confluent_kafka.KafkaError(
-                    confluent_kafka.KafkaError._QUEUE_FULL
-                )
-                continue
-            queued += 1
-        return queued
+        return _batch.send_each(self.produce, topic, messages, partition, default)
 
     # --- the rest of confluent's API (explicit: no __getattr__ fall-through) ---------
 
@@ -500,8 +491,15 @@ class OrderedProducer:
         Returns:
             The number of events served.
         """
+        held = self._held
+        if held.count:
+            held.expire()
         if self._due:  # confluent's poll returns at once when it serves a report
             served: int = self._due.serve() + self._producer.poll(0)
+        elif held.count:
+            served, left = held.poll_while_held(self._producer.poll, timeout, True)
+            if not served and left:
+                served = self._producer.poll(left)
         else:
             served = self._producer.poll(timeout)
         if self._table.switches:
@@ -514,15 +512,17 @@ class OrderedProducer:
         Returns:
             The number of records still in the queue.
         """
+        if self._held.count:  # held records are flushed too (released or expired)
+            timeout = self._held.poll_while_held(self._producer.poll, timeout, False)[1]
         self._due.serve()
         left: int = self._producer.flush(timeout)
         if self._table.switches:
             self._topics.check_drained()
-        return left
+        return left + self._held.count
 
     def __len__(self) -> int:
-        """Records and delivery reports still pending (in librdkafka, or due here)."""
-        return len(self._producer) + len(self._due)
+        """Records and reports still pending (in librdkafka, held or due here)."""
+        return len(self._producer) + len(self._due) + len(self._held)
 
     def __bool__(self) -> bool:
         """Always true, as confluent's ``Producer`` (not ``len(self) > 0``)."""
@@ -530,6 +530,7 @@ class OrderedProducer:
 
     def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
         """Purge records, as confluent's ``purge`` (their reports come with ``poll``)."""
+        self._held.purge(in_queue)
         self._producer.purge(in_queue, in_flight, blocking)
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
@@ -555,12 +556,14 @@ class OrderedProducer:
 
     def commit_transaction(self, timeout: float = -1) -> None:
         """Commit the transaction, as confluent's ``commit_transaction``."""
+        self._held.wait(timeout)  # confluent's commit flushes: the held records go first
         self._producer.commit_transaction(timeout)
         if self._table.switches:
             self._topics.check_drained()
 
     def abort_transaction(self, timeout: float = -1) -> None:
         """Abort the transaction, as confluent's ``abort_transaction``."""
+        self._held.purge(True)  # confluent's abort purges the queue (_PURGE_QUEUE reports)
         self._producer.abort_transaction(timeout)
         if self._table.switches:
             self._topics.check_drained()

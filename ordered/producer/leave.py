@@ -21,6 +21,7 @@ from kazoo.client import KazooClient, KazooState
 from coordinator.client.errors import StoreError
 from coordinator.client.store import LayoutStore
 from coordinator.client.zk import close_client_within, run_bounded
+from ordered.producer.held import HeldRecords
 from ordered.producer.routes import AckDue, RouteTable
 from ordered.producer.session import Event, EventKind, ProducerSession
 from ordered.producer.topics import TopicRegistry
@@ -51,6 +52,7 @@ class Closer:
         events: The worker's event queue.
         worker: The worker thread.
         exit_hook: The producer's interpreter-exit hook (unregistered on close).
+        held: Its held records (waited for, as the flush waits for the queue).
     """
 
     def __init__(
@@ -66,6 +68,7 @@ class Closer:
         events: queue.SimpleQueue[Event],
         worker: threading.Thread,
         exit_hook: Callable[[], None],
+        held: HeldRecords,
     ) -> None:
         self._topics = topics
         self._producer = kafka
@@ -77,6 +80,7 @@ class Closer:
         self._events = events
         self._worker = worker
         self._exit_hook = exit_hook
+        self._held = held
         self._close_lock = threading.Lock()
 
     def close(self, exiting: bool) -> bool:
@@ -92,6 +96,7 @@ class Closer:
             if self._topics.closed:
                 return True
             atexit.unregister(self._exit_hook)
+            self._held.drain(self._producer.poll, _EXIT_FLUSH_S if exiting else -1.0)
             left = self._flush_at_exit() if exiting else self._producer.flush()
             with self._lock:
                 self._topics.closed = True

@@ -44,8 +44,14 @@ class DueReports:
         headers: Any,
     ) -> None:
         """Owe ``callback`` a report of ``error`` for the record described."""
+        # As librdkafka's reports: the key and value as bytes (a str was sent as UTF-8).
         message = confluent_kafka.Message(
-            topic=topic, partition=partition, key=key, value=value, headers=headers, error=error
+            topic=topic,
+            partition=partition,
+            key=key.encode() if isinstance(key, str) else key,
+            value=value.encode() if isinstance(value, str) else value,
+            headers=headers,
+            error=error,
         )
         self._due.append((callback, message))
 

@@ -174,12 +174,19 @@ class TopicRegistry:
         self.unregistered.discard(topic)
         return True
 
-    def first_use(self, topic: str) -> Route:
+    def first_use(self, topic: str) -> Route | None:
         """Register for ``topic``, read and watch its record, apply it; return its route.
 
+        Returns ``None`` when the topic-id check must ask Kafka (the record is bound to
+        an id Kafka was not asked about yet): nothing is registered then, and the
+        caller holds the topic's records while :meth:`check` runs in the background
+        (:mod:`ordered.producer.held`).
+
         Raises:
-            LayoutUnavailableError: ZooKeeper is unreachable, or Kafka did not answer
-                the topic-id check (a ``BufferError``: poll and retry).
+            LayoutUnavailableError: ZooKeeper is unreachable (a ``BufferError``: poll
+                and retry).
+            StoreError: The record fails its check (a topic-id mismatch found less
+                than a second ago, say).
         """
         with self._first_use_lock:
             route = self._table.routes.get(topic)
@@ -198,10 +205,13 @@ class TopicRegistry:
                     f"cannot read the layout of {topic}: ZooKeeper is unreachable; poll() and retry"
                 )
             try:
+                first = self.store.get_topic(topic)
+                if not self.topic_ids.answers_now(first):
+                    return None
                 # A layout of another topic id (the topic was deleted and created again)
                 # is refused before registering: a refused producer must not hold up
                 # that topic's barrier.
-                self.topic_ids.verify(self.store.get_topic(topic))
+                self.topic_ids.verify(first)
                 self.register(topic)
                 record = self.topic_ids.verify(
                     self.store.get_topic_and_watch(topic, self.watcher(topic))
@@ -210,7 +220,7 @@ class TopicRegistry:
                 raise LayoutUnavailableError(
                     f"cannot read the layout of {topic}: {exc}; poll() and retry"
                 ) from exc
-            except OrderedKafkaError as exc:  # Kafka did not answer the topic-id check
+            except OrderedKafkaError as exc:  # a re-read named another id: Kafka was asked
                 raise LayoutUnavailableError(
                     f"cannot check the topic id of {topic}: {exc}; poll() and retry"
                 ) from exc
@@ -220,6 +230,60 @@ class TopicRegistry:
             if record is None:
                 self._warn_plain(topic)
             return self._table.routes[topic]
+
+    def check(self, topic: str) -> tuple[TopicRecord | None, int]:
+        """The first use's reads and checks of a held topic (a background thread).
+
+        Checks the record's topic id with Kafka before registering, asks librdkafka for
+        the topic's metadata (a layout's partitions must be known before records are
+        routed to them), registers, then reads and watches the record (checked again).
+
+        Returns:
+            The record, and the partition count librdkafka knows (0: not asked).
+
+        Raises:
+            LayoutUnavailableError: ZooKeeper or Kafka did not answer (retry).
+            StoreError: The record fails its check (another topic id, topic deleted).
+        """
+        # Not under the first-use lock: a Kafka that does not answer must not hold up
+        # the first use of another topic (the held topics are the caller's to guard).
+        if not self._session.usable:
+            raise LayoutUnavailableError(f"{topic}: ZooKeeper is unreachable")
+        try:
+            first = self.topic_ids.verify(self.store.get_topic(topic))
+            known = 0
+            if first is not None and first.ordered:
+                known = self._refresh_metadata(topic, _METADATA_TIMEOUT_S)
+            # Registered last, just before the record is read and applied: a session
+            # lost in between leaves the same short window as the first use's.
+            self.register(topic)
+            record = self.topic_ids.verify(
+                self.store.get_topic_and_watch(topic, self.watcher(topic))
+            )
+        except StoreUnavailableError as exc:
+            raise LayoutUnavailableError(f"{topic}: {exc}") from exc
+        except OrderedKafkaError as exc:  # Kafka did not answer the topic-id check
+            raise LayoutUnavailableError(f"{topic}: {exc}") from exc
+        return record, known
+
+    def install_locked(self, topic: str, record: TopicRecord | None, known: int) -> list[AckDue]:
+        """Apply a held topic's checked record (under ``lock``); return the acks due.
+
+        The caller hands the held records to librdkafka under the same lock, before
+        anything else can be sent to the topic, then calls :meth:`installed`.
+        """
+        info = self._table.info(topic)
+        info.known_partitions = max(info.known_partitions, known)
+        if record is not None and record.pending is not None:
+            self._pending_seen.setdefault((topic, record.pending), time.monotonic())
+        return self._table.apply(info, record, self._session.usable)
+
+    def installed(self, topic: str, record: TopicRecord | None, acks: list[AckDue]) -> None:
+        """After :meth:`install_locked` (the lock released): queue the acks, warn if plain."""
+        for ack in acks:
+            self.queue_ack(ack)
+        if record is None:
+            self._warn_plain(topic)
 
     def _warn_plain(self, topic: str) -> None:
         """Say once per topic that it has no layout here: keyed records route plain.
@@ -340,6 +404,10 @@ class TopicRegistry:
         seen = self._pending_seen.pop((topic, epoch), None)
         latency = 0.0 if seen is None else time.monotonic() - seen
         self._hooks.barrier_ack(topic, epoch, latency)
+
+    def fast_off_locked(self) -> None:
+        """Turn the compiled send path off until the next :meth:`update_tracking`."""
+        self._table.enable_fast(False)
 
     def update_tracking_locked(self) -> None:
         """:meth:`update_tracking`, taking the lock."""

@@ -137,3 +137,25 @@ def test_for_client_keeps_only_connection_settings() -> None:
     ]
     with pytest.raises(ConfigError, match=r"bootstrap\.servers"):
         TopicIds.for_client({}).verify(record("A"))
+
+
+def test_answers_now_says_whether_verify_would_ask_kafka() -> None:
+    # The producer holds a topic's first records exactly when this is False.
+    now = [100.0]
+    kafka = FakeKafka({"t": "A"})
+    ids = TopicIds(kafka, clock=lambda: now[0])
+    assert ids.answers_now(None) and ids.answers_now(record(None))  # nothing to ask
+    assert not ids.answers_now(record("A"))  # never asked
+    ids.verify(record("A"))
+    assert ids.answers_now(record("A"))  # known and the same
+    assert ids.answers_now(record("B"))  # another id within RECHECK_S: refused from memory
+    now[0] += RECHECK_S
+    assert not ids.answers_now(record("B"))  # a re-adopted id: asked again...
+    kafka.ids["t"] = "B"
+    ids.verify(record("B"))
+    assert ids.answers_now(record("A"))  # ...a mismatch found just now is answered...
+    with pytest.raises(TopicIdMismatchError):
+        ids.verify(record("A"))
+    now[0] += RECHECK_S
+    assert not ids.answers_now(record("A"))  # ...until RECHECK_S has passed
+    assert kafka.asked == ["t", "t"]  # answers_now itself never asks
