@@ -23,17 +23,20 @@ from typing import Final
 from coordinator.client.errors import ClusterError, UsageError
 from coordinator.devcluster.process import HOST, ProcessRecord, is_alive
 from coordinator.devcluster.servers import _four_letter, tail
+from coordinator.devcluster.state import ClusterState, load_state
 
 __all__ = [
     "SIZES",
     "MemberPorts",
     "check_size",
     "is_zookeeper",
+    "leader",
     "member_roles",
     "modes",
     "previous_ports",
     "quorum_lines",
     "serving_mode",
+    "wait_cluster_quorum",
     "wait_quorum",
 ]
 
@@ -182,3 +185,33 @@ def wait_quorum(
 def _log_tail(record: ProcessRecord, lines: int = 15) -> str:
     log = Path(record.log).parent / "zookeeper.log"
     return f"{record.role}: " + tail(str(log if log.is_file() else record.log), lines)
+
+
+def _members(state: ClusterState) -> list[tuple[str, int]]:
+    ports = [int(part.rsplit(":", 1)[1]) for part in state.zookeeper_connect.split(",")]
+    return list(zip(member_roles(state.zookeepers), ports, strict=True))
+
+
+def wait_cluster_quorum(
+    directory: Path, timeout: float, say: Callable[[str], None] | None = None
+) -> tuple[str, str]:
+    """:func:`wait_quorum` for the ensemble of the cluster in ``directory``, as its state
+    file records it now (after a restart of some members, say).
+
+    Raises:
+        ClusterError: No cluster there, it has a single ZooKeeper, or no quorum in time.
+    """
+    state = load_state(directory)
+    if state is None or state.zookeepers == 1:
+        raise ClusterError(f"no ZooKeeper ensemble in {directory}")
+    records = [p for p in state.processes if is_zookeeper(p.role)]
+    return wait_quorum(_members(state), records, time.monotonic() + timeout, say)
+
+
+def leader(directory: Path) -> str | None:
+    """The role of the member that leads the ensemble in ``directory`` now, if any."""
+    state = load_state(directory)
+    if state is None:
+        return None
+    found = [role for role, port in _members(state) if serving_mode(port) == "leader"]
+    return found[0] if found else None

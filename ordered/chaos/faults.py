@@ -23,6 +23,7 @@ from coordinator.client.errors import OrderedError
 from coordinator.devcluster.restart import restart_node
 from ordered.chaos.processes import Slot, Slots
 from ordered.chaos.schedule import FaultKind, ScheduledFault, ScheduleShape
+from ordered.chaos.zk_faults import ZOOKEEPER_KINDS, ZookeeperFaults
 from ordered.verify import HistoryWriter
 
 __all__ = ["FaultRunner"]
@@ -83,6 +84,7 @@ class FaultRunner:
         ]
         self._sampling = threading.Event()
         self._next_main = shape.consumers
+        self.zk = ZookeeperFaults(cluster_dir, shape, self._fault, self.say)
 
     # --- the log ---------------------------------------------------------------------
 
@@ -169,6 +171,7 @@ class FaultRunner:
             FaultKind.TRIM,
             FaultKind.RETENTION_SWEEP,
             FaultKind.OFFSET_RESET,
+            *ZOOKEEPER_KINDS,
         ):
             self._cluster_q.put(fault)
         else:
@@ -413,7 +416,9 @@ class FaultRunner:
 
     def _cluster_fault(self, fault: ScheduledFault) -> None:
         kind, params = fault.kind, fault.params
-        if kind is FaultKind.BROKER_RESTART:
+        if kind in self.zk.kinds:
+            self.zk.inject(fault)
+        elif kind is FaultKind.BROKER_RESTART:
             self._fault(kind, fault.target, f"stopping; down for {params['down_s']} s")
             restart_node(self.cluster_dir, fault.target, down_s=float(params["down_s"]))
             self._wait_brokers()

@@ -59,6 +59,8 @@ class ChaosOptions:
             removed after a run that holds unless ``keep``).
         keep: Keep the directory.
         drain_timeout: Seconds the groups get to read to the end after the faults.
+        zookeepers: ZooKeeper servers: 1, or an ensemble of 3 or 5 (its members are
+            killed, and its quorum lost, by faults of their own).
     """
 
     duration: float
@@ -71,6 +73,7 @@ class ChaosOptions:
     directory: Path | None = None
     keep: bool = False
     drain_timeout: float = 300.0
+    zookeepers: int = 1
 
 
 def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, Any]:
@@ -85,6 +88,7 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
         brokers=options.brokers,
         replays=options.replays,
         eos=options.eos,
+        zookeepers=options.zookeepers,
     )
     schedule = make_schedule(options.seed, shape)
     workdir = options.directory or Path(tempfile.mkdtemp(prefix="ordered-chaos-"))
@@ -97,7 +101,8 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     say(
         f"seed {options.seed}: {len(schedule)} faults over {options.duration:g} s "
-        f"(schedule {digest(schedule)}), {options.brokers} broker(s), {options.rate:g} records/s, "
+        f"(schedule {digest(schedule)}), {options.brokers} broker(s), "
+        f"{options.zookeepers} ZooKeeper server(s), {options.rate:g} records/s, "
         f"directory {workdir}"
     )
     cluster_dir = workdir / "cluster"
@@ -105,7 +110,9 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
     slots: Slots | None = None
     started = time.monotonic()
     try:
-        state = devcluster.up(cluster_dir, brokers=options.brokers, progress=say)
+        state = devcluster.up(
+            cluster_dir, brokers=options.brokers, progress=say, zookeepers=options.zookeepers
+        )
         if stop.is_set():
             raise RunInterruptedError("interrupted while the cluster started")
         conn = _Connection(state.bootstrap_servers, state.zookeeper_connect, ROOT)
@@ -155,7 +162,9 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
             fault_kinds=dict(sorted(kinds.items())),
             missing_fault_kinds=sorted(k.value for k in kinds_for(shape) if k.value not in kinds),
             layout_changes=layout_changes,
-            process_kills=runner.kills,
+            process_kills=runner.kills + runner.zk.kills,
+            zookeepers=options.zookeepers,
+            zookeeper_outages=runner.zk.outages,
             crashes=runner.crashes,
             drained=drained,
             directory=str(workdir),

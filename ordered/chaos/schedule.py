@@ -43,6 +43,8 @@ class FaultKind(Enum):
     SEEK_BACK = "seek-back"
     OFFSET_RESET = "offset-reset"
     KILL_PIPELINE = "kill-pipeline"
+    KILL_ZOOKEEPER_MEMBER = "kill-zookeeper-member"
+    ZOOKEEPER_QUORUM_LOSS = "zookeeper-quorum-loss"
 
     @property
     def describe(self) -> str:
@@ -80,7 +82,8 @@ _DESCRIPTIONS = {
     FaultKind.STOP_COORDINATOR: "SIGSTOP a coordinator daemon, SIGCONT it 2-15 s later",
     FaultKind.BROKER_RESTART: "stop one Kafka broker (SIGTERM, SIGKILL after 10 s), start it "
     "again 2-10 s later (three brokers, replication factor 3)",
-    FaultKind.ZOOKEEPER_RESTART: "SIGKILL ZooKeeper, start it again 1-4 s later",
+    FaultKind.ZOOKEEPER_RESTART: "SIGKILL ZooKeeper (every member of an ensemble), start it "
+    "again 1-4 s later",
     FaultKind.EXPIRE_PRODUCER_SESSION: "expire a producer's ZooKeeper session (a second "
     "connection with its session id and password, closed)",
     FaultKind.EXPIRE_CONSUMER_SESSION: "expire a consumer's ZooKeeper session the same way",
@@ -93,6 +96,10 @@ _DESCRIPTIONS = {
     "start (AdminClient), start it again (a replay pass)",
     FaultKind.KILL_PIPELINE: "SIGKILL the exactly-once stage (mid-transaction as a rule); a new "
     "process with the same transactional.id replaces it 1-5 s later",
+    FaultKind.KILL_ZOOKEEPER_MEMBER: "SIGKILL one member of the ZooKeeper ensemble (the leader "
+    "half the time), start it again 2-15 s later: the others keep the quorum",
+    FaultKind.ZOOKEEPER_QUORUM_LOSS: "SIGKILL a majority of the ZooKeeper ensemble (2 of 3), "
+    "start them again 5-20 s later: no quorum, every ZooKeeper session suspended meanwhile",
 }
 
 
@@ -110,6 +117,8 @@ class ScheduleShape:
         coordinators: Coordinator daemons.
         initial: The topic's initial partition count.
         max_partitions: The largest partition count an expansion may reach.
+        zookeepers: ZooKeeper servers (1, or an ensemble of 3 or 5); member kills and
+            quorum losses only with an ensemble.
     """
 
     duration: float
@@ -121,6 +130,7 @@ class ScheduleShape:
     coordinators: int = 2
     initial: int = 2
     max_partitions: int = 8
+    zookeepers: int = 1
 
 
 @dataclass(frozen=True)
@@ -168,6 +178,8 @@ _WEIGHTS = {
     FaultKind.SEEK_BACK: 2,
     FaultKind.OFFSET_RESET: 1,
     FaultKind.KILL_PIPELINE: 3,
+    FaultKind.KILL_ZOOKEEPER_MEMBER: 2,
+    FaultKind.ZOOKEEPER_QUORUM_LOSS: 1,
 }
 
 
@@ -181,6 +193,9 @@ def kinds_for(shape: ScheduleShape) -> list[FaultKind]:
         kinds.remove(FaultKind.OFFSET_RESET)
     if not shape.eos:
         kinds.remove(FaultKind.KILL_PIPELINE)
+    if shape.zookeepers < 3:
+        kinds.remove(FaultKind.KILL_ZOOKEEPER_MEMBER)
+        kinds.remove(FaultKind.ZOOKEEPER_QUORUM_LOSS)
     return kinds
 
 
@@ -220,6 +235,12 @@ def _params(
         return "replay", {}
     if kind is FaultKind.KILL_PIPELINE:
         return "eos-0", {"down_s": round(rnd.uniform(1, 5), 1)}
+    if kind is FaultKind.KILL_ZOOKEEPER_MEMBER:
+        member = "leader" if rnd.random() < 0.5 else f"zookeeper-{rnd.randint(1, shape.zookeepers)}"
+        return member, {"down_s": round(rnd.uniform(2, 15), 1)}
+    if kind is FaultKind.ZOOKEEPER_QUORUM_LOSS:
+        members = sorted(rnd.sample(range(1, shape.zookeepers + 1), shape.zookeepers // 2 + 1))
+        return ",".join(f"zookeeper-{m}" for m in members), {"down_s": round(rnd.uniform(5, 20), 1)}
     return "", {}
 
 

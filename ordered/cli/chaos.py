@@ -45,6 +45,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="also run an exactly-once stage (transactional copy to a second topic), killed "
         "mid-transaction",
     )
+    p.add_argument(
+        "--zookeepers",
+        type=int,
+        choices=(1, 3, 5),
+        default=1,
+        help="ZooKeeper servers; an ensemble (3 or 5) also gets kill-zookeeper-member and "
+        "zookeeper-quorum-loss faults, and zookeeper-restart kills every member",
+    )
     p.add_argument("--dir", type=Path, default=None, help="run directory (default: a temp dir)")
     p.add_argument("--keep", action="store_true", help="keep the run directory")
     p.add_argument(
@@ -75,6 +83,11 @@ def _text(r: dict[str, Any]) -> str:
         lines.append("violation: " + json.dumps(v, sort_keys=True))
     for lost in r["lost_samples"][:10]:
         lines.append("lost: " + json.dumps(lost, sort_keys=True))
+    for outage in r.get("zookeeper_outages", []):
+        lines.append(
+            f"{outage['kind']} {','.join(outage['members'])}: down {outage['down_s']} s, "
+            f"quorum with every member back after {outage['back_s']} s"
+        )
     for crash in r["crashes"]:
         lines.append(f"crash (not injected): {crash['ident']} exit code {crash['code']}")
     if r["missing_fault_kinds"]:
@@ -94,6 +107,7 @@ def _chaos(args: argparse.Namespace) -> int:
         directory=args.dir,
         keep=args.keep,
         drain_timeout=args.drain_timeout,
+        zookeepers=args.zookeepers,
     )
     try:
         result = run_chaos(options, progress)
