@@ -249,7 +249,8 @@ def up(
         if role not in alive:
             for port, what in ((zp.client, "client"), (zp.peer, "peer"), (zp.election, "election")):
                 if port:
-                    check_port_free(port, f"{role} {what} port")
+                    name = "ZooKeeper" if zookeepers == 1 else f"ZooKeeper {role}"
+                    check_port_free(port, f"{name} {what} port")
     for i, (bp, cp) in enumerate(ports):
         if f"broker-{i + 1}" not in alive:
             check_port_free(bp, f"Kafka broker {i + 1}")
