@@ -240,6 +240,10 @@ class Cluster:
         client = make_client(
             options.zookeeper_connect,
             session_timeout_s=options.zookeeper_session_timeout_ms / 1000.0,
+            # A layout read rides out a ZooKeeper restart as a Kafka call rides out a
+            # broker's: bounded by the same timeout, not the store's 5 s default, after
+            # which the query would fail (seen in `ordered chaos --spark`).
+            command_deadline_s=self._timeout,
             auth=options.zookeeper_auth,
             acl_root=options.zookeeper_root,
         )

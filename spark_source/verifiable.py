@@ -1,13 +1,16 @@
 """A verifiable reader over the ``ordered-kafka`` source: a Spark query that records every row.
 
 ``python -m spark_source.verifiable --topic T --history FILE --stats FILE ...`` runs a
-streaming query (``local[2]``) on the topic from its start. Every micro-batch is ordered
+streaming query (``local[2]``, or ``--master spark://...``: a standalone cluster) on the
+topic from its start, with its checkpoint in ``--checkpoint`` (a restart with the same
+folder goes on from there) or a fresh temporary folder. Every micro-batch is ordered
 by ``(partition, offset)`` (within a batch all records of a key come from one
 partition, so that is key order) and each row is appended to the history as a
-delivery of group ``--group`` (the event format of :mod:`ordered.verify.history`), for
-the same checker as the ``OrderedConsumer`` readers. After each batch the stats file
-holds ``{"rows", "batches"}``; a failed query writes ``{"error"}`` there and exits 1.
-SIGTERM stops the query and Spark.
+delivery of group ``--group`` by reader ``--reader`` (the event format of
+:mod:`ordered.verify.history`), for the same checker as the ``OrderedConsumer`` readers.
+After each batch the stats file holds ``{"rows", "delivered", "batches"}``; a failed
+query writes ``{"error"}`` there and exits 1. SIGTERM stops the query and Spark; SIGHUP
+drains: the query runs on and stops once no row came for ``--idle-exit`` seconds.
 
 A Spark query keeps its offsets in its checkpoint, not in Kafka, so the drain monitor
 and ``ordered trim --consumed`` cannot see how far it has read. This reader therefore
@@ -25,6 +28,7 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from types import FrameType
 from typing import Any
@@ -38,10 +42,11 @@ from ordered.verify.producer import decode_value
 __all__ = ["main"]
 
 _stop = threading.Event()
+_drain = threading.Event()
 
 
-def _on_signal(_signum: int, _frame: FrameType | None) -> None:
-    _stop.set()
+def _on_signal(signum: int, _frame: FrameType | None) -> None:
+    (_drain if signum == signal.SIGHUP else _stop).set()
 
 
 def _write_stats(path: str, stats: dict[str, Any]) -> None:
@@ -66,14 +71,44 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--stats", required=True)
     p.add_argument("--group", default="spark", help="the group name in the history")
     p.add_argument("--commit-group", required=True, help="Kafka group its progress goes to")
+    p.add_argument("--reader", default="spark", help="the reader id in the history")
     p.add_argument("--trigger-ms", type=int, default=500)
+    p.add_argument("--max-offsets", type=int, default=0, help="maxOffsetsPerTrigger (0: none)")
+    p.add_argument("--master", default="local[2]", help="Spark master URL")
+    p.add_argument("--checkpoint", default=None, help="checkpoint folder (default: a temp one)")
+    p.add_argument(
+        "--idle-exit", type=float, default=20.0, help="after SIGHUP: stop after this quiet time"
+    )
     return p
 
 
+def _session(master: str) -> Any:
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(master)
+    if master.startswith("spark://"):
+        # Sized for two one-core workers on loopback.
+        builder = (
+            builder.config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.executor.memory", "512m")
+            .config("spark.executor.cores", "1")
+            .config("spark.cores.max", "2")
+        )
+    return (
+        builder.appName("ordered-demo-spark")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.streaming.stopTimeout", "30s")
+        .getOrCreate()
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the query until SIGTERM; return 0, or 1 when the query failed."""
+    """Run the query until SIGTERM (or, after SIGHUP, a quiet spell); 0, or 1 if it failed."""
     args = _parser().parse_args(argv)
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _on_signal)
     # Spark's Python workers must import this environment's packages.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -81,22 +116,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Hold trims back from the start: a group without commits would hold nothing back.
     known = admin.list_topics(args.topic, timeout=30).topics[args.topic].partitions
     _commit(admin, args.commit_group, [TopicPartition(args.topic, p, 0) for p in sorted(known)])
-    _write_stats(args.stats, {"rows": 0, "batches": 0})
-    from pyspark.sql import SparkSession
-
+    _write_stats(args.stats, {"rows": 0, "delivered": 0, "batches": 0})
     import spark_source
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("ordered-demo-spark")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
+    spark = _session(args.master)
     spark.sparkContext.setLogLevel("ERROR")
     spark_source.register(spark)
     history = HistoryWriter(args.history)
-    stats = {"rows": 0, "batches": 0}
+    stats = {"rows": 0, "delivered": 0, "batches": 0}
+    last_row = [time.monotonic()]
 
     def record(batch: Any, _batch_id: int) -> None:
         rows = batch.select("key", "value", "partition", "offset").orderBy("partition", "offset")
@@ -112,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 {
                     "ev": "dlv",
                     "g": args.group,
-                    "r": "spark",
+                    "r": args.reader,
                     "n": 0,
                     "p": found[0],
                     "k": key,
@@ -125,7 +153,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             stats["rows"] += 1
         history.flush()
+        stats["delivered"] = stats["rows"]
         if ends:
+            last_row[0] = time.monotonic()
             parts = [TopicPartition(args.topic, p, o) for p, o in sorted(ends.items())]
             _commit(admin, args.commit_group, parts)
         stats["batches"] += 1
@@ -138,12 +168,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         .option("ordered.zookeeper.root", args.root)
         .option("subscribe", args.topic)
         .option("startingOffsets", "earliest")
-        .load()
     )
+    if args.max_offsets > 0:
+        reader = reader.option("maxOffsetsPerTrigger", str(args.max_offsets))
+    reader = reader.load()
     query = (
         # stoppable: the stop at SIGTERM may land in a batch (spark_source.stopping).
         reader.writeStream.foreachBatch(spark_source.stoppable(record))
-        .option("checkpointLocation", tempfile.mkdtemp(prefix="ordered-demo-spark-"))
+        .option(
+            "checkpointLocation", args.checkpoint or tempfile.mkdtemp(prefix="ordered-demo-spark-")
+        )
         .trigger(processingTime=f"{args.trigger_ms} milliseconds")
         .start()
     )
@@ -152,6 +186,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         while not _stop.is_set():
             if query.awaitTermination(1):
                 break  # the query ended on its own: it failed
+            # Draining: quiet for long enough once the query has run (asked its source).
+            started = query.lastProgress is not None
+            if _drain.is_set() and started and time.monotonic() - last_row[0] > args.idle_exit:
+                break
         exc = query.exception()
         if exc is not None:
             _write_stats(args.stats, {**stats, "error": str(exc)[:2000]})

@@ -23,6 +23,7 @@ from coordinator.client.errors import OrderedError
 from coordinator.devcluster.restart import restart_node
 from ordered.chaos.processes import Slot, Slots
 from ordered.chaos.schedule import FaultKind, ScheduledFault, ScheduleShape
+from ordered.chaos.spark_faults import SPARK_KINDS, SparkFaults
 from ordered.chaos.zk_faults import ZOOKEEPER_KINDS, ZookeeperFaults
 from ordered.verify import HistoryWriter
 
@@ -84,6 +85,7 @@ class FaultRunner:
         ]
         self._sampling = threading.Event()
         self._next_main = shape.consumers
+        self.spark: SparkFaults | None = None  # run.py sets it with --spark
         self.zk = ZookeeperFaults(cluster_dir, shape, self._fault, self.say)
 
     # --- the log ---------------------------------------------------------------------
@@ -153,7 +155,7 @@ class FaultRunner:
         groups: dict[str, int] = {}
         for name, s in stats.items():
             group = name.split("-")[0]
-            if group in ("main", "lag", "replay", "eosout"):
+            if group in ("main", "lag", "replay", "eosout", "spark"):
                 groups[group] = groups.get(group, 0) + int(s.get("delivered", 0))
         delivered = ", ".join(f"{g} {n}" for g, n in sorted(groups.items()))
         self.say(
@@ -174,6 +176,8 @@ class FaultRunner:
             *ZOOKEEPER_KINDS,
         ):
             self._cluster_q.put(fault)
+        elif kind in SPARK_KINDS and self.spark is not None:
+            self.spark.inject(fault)
         else:
             self._process_fault(fault)
 

@@ -5,7 +5,9 @@ coordinator daemons, verifiable producers and verifiable readers as separate pro
 (:mod:`ordered.chaos.worker`), in three groups: ``main`` (several members: kills,
 stops, rebalances, session expiries), ``lag`` (one member, stopped for long stretches
 so that layout changes pile up behind it and trims must wait for it) and ``replay``
-(one member: seeks backwards and offset resets, when on). While traffic flows it
+(one member: seeks backwards and offset resets, when on), and with ``--spark`` a
+Spark query on a standalone cluster (group ``spark``, :mod:`ordered.chaos.spark_reader`).
+While traffic flows it
 injects the faults of :mod:`ordered.chaos.schedule`. When the faults are over it
 continues everything stopped, lets the producers finish, lets every group read to the
 end, stops everything it started, and checks the histories
@@ -34,6 +36,8 @@ from coordinator.client.errors import OrderedError, RunInterruptedError
 from ordered.chaos.faults import FaultRunner
 from ordered.chaos.processes import Slots
 from ordered.chaos.schedule import ScheduleShape, digest, kinds_for, make_schedule
+from ordered.chaos.spark_faults import SparkFaults
+from ordered.chaos.spark_reader import SparkReader
 from ordered.verify import HistoryWriter, check, read_events
 
 __all__ = ["ChaosOptions", "remove_workdir", "run_chaos"]
@@ -59,6 +63,8 @@ class ChaosOptions:
             removed after a run that holds unless ``keep``).
         keep: Keep the directory.
         drain_timeout: Seconds the groups get to read to the end after the faults.
+        spark: Also read the topic with a Spark query on a standalone cluster, and kill
+            its executors and its driver.
         zookeepers: ZooKeeper servers: 1, or an ensemble of 3 or 5 (its members are
             killed, and its quorum lost, by faults of their own).
     """
@@ -73,6 +79,7 @@ class ChaosOptions:
     directory: Path | None = None
     keep: bool = False
     drain_timeout: float = 300.0
+    spark: bool = False
     zookeepers: int = 1
 
 
@@ -88,6 +95,7 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
         brokers=options.brokers,
         replays=options.replays,
         eos=options.eos,
+        spark=options.spark,
         zookeepers=options.zookeepers,
     )
     schedule = make_schedule(options.seed, shape)
@@ -108,6 +116,7 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
     cluster_dir = workdir / "cluster"
     state = None
     slots: Slots | None = None
+    spark = SparkReader(workdir, say) if options.spark else None
     started = time.monotonic()
     try:
         state = devcluster.up(
@@ -119,7 +128,11 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
         _create_and_adopt(conn, TOPIC, shape, options.brokers)
         if options.eos:
             _create_and_adopt(conn, OUTPUT, shape, options.brokers)
+        if spark is not None:
+            spark.start()
         slots = _slots(workdir, conn, options, shape)
+        if spark is not None:
+            spark.add_slot(slots)
         runner = FaultRunner(
             conn,
             slots,
@@ -132,6 +145,9 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
         for slot in slots.slots.values():
             slots.start(slot)
         say(f"started {len(slots.slots)} processes; traffic flows")
+        if spark is not None:
+            runner.spark = SparkFaults(runner, spark, options.duration)
+            spark.wait_ready(slots, stop)
         runner.run(schedule, options.duration)
         if stop.is_set():
             raise RunInterruptedError("interrupted")
@@ -143,6 +159,8 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
         slots.kill_all()
         devcluster.down(cluster_dir)
         state = None
+        if spark is not None:
+            spark.stop()
         say("cluster stopped; checking the histories")
         groups = sorted({s.group for s in slots.slots.values() if s.kind == "reader"})
         histories = sorted((workdir / "history").glob("*.jsonl"))
@@ -157,6 +175,7 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
             rate=options.rate,
             replays=options.replays,
             eos=options.eos,
+            spark=options.spark,
             schedule_digest=digest(schedule),
             faults=sum(kinds.values()),
             fault_kinds=dict(sorted(kinds.items())),
@@ -170,6 +189,9 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
             directory=str(workdir),
         )
         result["trim_proof"] = result.pop("pauses")
+        if spark is not None:
+            result["spark_logs"] = spark.log_problems()
+            result["spark_drivers"] = spark.driver_stats()
         return result
     except OrderedError:
         raise
@@ -178,6 +200,8 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
     finally:
         if slots is not None:
             slots.kill_all()
+        if spark is not None:
+            spark.stop()
         if state is not None:
             with contextlib.suppress(OrderedError):
                 devcluster.down(cluster_dir)

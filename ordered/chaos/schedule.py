@@ -43,6 +43,8 @@ class FaultKind(Enum):
     SEEK_BACK = "seek-back"
     OFFSET_RESET = "offset-reset"
     KILL_PIPELINE = "kill-pipeline"
+    KILL_SPARK_EXECUTOR = "kill-spark-executor"
+    KILL_SPARK_DRIVER = "kill-spark-driver"
     KILL_ZOOKEEPER_MEMBER = "kill-zookeeper-member"
     ZOOKEEPER_QUORUM_LOSS = "zookeeper-quorum-loss"
 
@@ -96,6 +98,10 @@ _DESCRIPTIONS = {
     "start (AdminClient), start it again (a replay pass)",
     FaultKind.KILL_PIPELINE: "SIGKILL the exactly-once stage (mid-transaction as a rule); a new "
     "process with the same transactional.id replaces it 1-5 s later",
+    FaultKind.KILL_SPARK_EXECUTOR: "SIGKILL an executor JVM on a Spark worker: Spark runs its "
+    "tasks again; the master starts a new executor",
+    FaultKind.KILL_SPARK_DRIVER: "SIGKILL the Spark driver; a new driver restarts the query "
+    "from its checkpoint 2-10 s later",
     FaultKind.KILL_ZOOKEEPER_MEMBER: "SIGKILL one member of the ZooKeeper ensemble (the leader "
     "half the time), start it again 2-15 s later: the others keep the quorum",
     FaultKind.ZOOKEEPER_QUORUM_LOSS: "SIGKILL a majority of the ZooKeeper ensemble (2 of 3), "
@@ -117,6 +123,7 @@ class ScheduleShape:
         coordinators: Coordinator daemons.
         initial: The topic's initial partition count.
         max_partitions: The largest partition count an expansion may reach.
+        spark: Whether a Spark query reads the topic (its executors and driver are killed).
         zookeepers: ZooKeeper servers (1, or an ensemble of 3 or 5); member kills and
             quorum losses only with an ensemble.
     """
@@ -130,6 +137,7 @@ class ScheduleShape:
     coordinators: int = 2
     initial: int = 2
     max_partitions: int = 8
+    spark: bool = False
     zookeepers: int = 1
 
 
@@ -178,6 +186,8 @@ _WEIGHTS = {
     FaultKind.SEEK_BACK: 2,
     FaultKind.OFFSET_RESET: 1,
     FaultKind.KILL_PIPELINE: 3,
+    FaultKind.KILL_SPARK_EXECUTOR: 2,
+    FaultKind.KILL_SPARK_DRIVER: 2,
     FaultKind.KILL_ZOOKEEPER_MEMBER: 2,
     FaultKind.ZOOKEEPER_QUORUM_LOSS: 1,
 }
@@ -193,6 +203,9 @@ def kinds_for(shape: ScheduleShape) -> list[FaultKind]:
         kinds.remove(FaultKind.OFFSET_RESET)
     if not shape.eos:
         kinds.remove(FaultKind.KILL_PIPELINE)
+    if not shape.spark:
+        kinds.remove(FaultKind.KILL_SPARK_EXECUTOR)
+        kinds.remove(FaultKind.KILL_SPARK_DRIVER)
     if shape.zookeepers < 3:
         kinds.remove(FaultKind.KILL_ZOOKEEPER_MEMBER)
         kinds.remove(FaultKind.ZOOKEEPER_QUORUM_LOSS)
@@ -235,6 +248,10 @@ def _params(
         return "replay", {}
     if kind is FaultKind.KILL_PIPELINE:
         return "eos-0", {"down_s": round(rnd.uniform(1, 5), 1)}
+    if kind is FaultKind.KILL_SPARK_EXECUTOR:
+        return f"worker-{rnd.randrange(2)}", {}
+    if kind is FaultKind.KILL_SPARK_DRIVER:
+        return "spark-0", {"down_s": round(rnd.uniform(2, 10), 1)}
     if kind is FaultKind.KILL_ZOOKEEPER_MEMBER:
         member = "leader" if rnd.random() < 0.5 else f"zookeeper-{rnd.randint(1, shape.zookeepers)}"
         return member, {"down_s": round(rnd.uniform(2, 15), 1)}

@@ -29,6 +29,7 @@ from typing import Any
 from coordinator.client.errors import OrderedError
 from coordinator.client.zk import KAZOO_LOGGER, expire_session
 from ordered.chaos.pipeline import run_pipeline
+from ordered.chaos.spark_reader import exec_driver
 from ordered.verify import HistoryWriter, VerifiableProducer, VerifiableReader
 
 __all__ = ["main"]
@@ -216,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the worker described by the JSON spec in ``argv[0]``."""
     args = sys.argv[1:] if argv is None else argv
     spec = json.loads(args[0])
+    if spec.get("spark"):
+        exec_driver(spec)  # the Spark driver (--spark): this process becomes it
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     # kazoo logs every refused connection while ZooKeeper restarts; the faults are logged.
     logging.getLogger(KAZOO_LOGGER).setLevel(logging.CRITICAL)

@@ -46,6 +46,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "mid-transaction",
     )
     p.add_argument(
+        "--spark",
+        action="store_true",
+        help="also read the topic with a Spark query (group spark) on a standalone master "
+        "and two workers it starts; kill executors and the driver (restarted from its "
+        "checkpoint)",
+    )
+    p.add_argument(
         "--zookeepers",
         type=int,
         choices=(1, 3, 5),
@@ -83,6 +90,12 @@ def _text(r: dict[str, Any]) -> str:
         lines.append("violation: " + json.dumps(v, sort_keys=True))
     for lost in r["lost_samples"][:10]:
         lines.append("lost: " + json.dumps(lost, sort_keys=True))
+    if "spark_logs" in r:
+        logs = r["spark_logs"]
+        lines.append(
+            f"Spark logs: {logs['stack_overflow_errors']} StackOverflowError lines, "
+            f"{logs['dead_stream_threads']} dead stream threads"
+        )
     for outage in r.get("zookeeper_outages", []):
         lines.append(
             f"{outage['kind']} {','.join(outage['members'])}: down {outage['down_s']} s, "
@@ -104,6 +117,7 @@ def _chaos(args: argparse.Namespace) -> int:
         rate=args.rate,
         replays=args.replays,
         eos=args.eos,
+        spark=args.spark,
         directory=args.dir,
         keep=args.keep,
         drain_timeout=args.drain_timeout,

@@ -22,6 +22,7 @@ from typing import Any, Final
 from coordinator.client.errors import ConfigError
 from coordinator.client.store import DEFAULT_DELIVERY_TIMEOUT_MS
 from coordinator.client.zk_auth import ZkAuth
+from ordered.client_config import split_client_config
 from ordered.settings import (
     ORDERED_PREFIX,
     Role,
@@ -31,7 +32,6 @@ from ordered.settings import (
     parse_settings,
     setting_field,
     settings_view,
-    split_ordered,
 )
 
 __all__ = [
@@ -143,8 +143,7 @@ def split_producer_config(
             set to false, ``acks`` other than ``all``, or a malformed ``delivery.timeout.ms``/
             ``delivery.report.only.error``.
     """
-    kafka, ordered = split_ordered(config, overrides)
-    settings = ProducerSettings.from_mapping(ordered)
+    kafka, settings = split_client_config(config, overrides, Role.PRODUCER, ProducerSettings)
     if "enable.idempotence" in kafka and not parse_bool(
         "enable.idempotence", kafka["enable.idempotence"]
     ):

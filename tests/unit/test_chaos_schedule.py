@@ -15,7 +15,7 @@ def test_the_same_seed_gives_the_same_schedule() -> None:
 
 
 def test_every_kind_comes_at_least_once_and_in_time() -> None:
-    shape = ScheduleShape(duration=150, brokers=3, replays=True, eos=True, zookeepers=3)
+    shape = ScheduleShape(duration=150, brokers=3, replays=True, eos=True, spark=True, zookeepers=3)
     schedule = make_schedule(1, shape)
     assert {f.kind for f in schedule} == set(FaultKind)
     times = [f.at for f in schedule]
@@ -28,6 +28,7 @@ def test_broker_restarts_need_three_brokers_replays_and_eos_their_flags() -> Non
     assert FaultKind.BROKER_RESTART not in kinds
     assert FaultKind.SEEK_BACK not in kinds and FaultKind.OFFSET_RESET not in kinds
     assert FaultKind.KILL_PIPELINE not in kinds
+    assert FaultKind.KILL_SPARK_EXECUTOR not in kinds and FaultKind.KILL_SPARK_DRIVER not in kinds
     schedule = make_schedule(5, ScheduleShape(duration=150))
     assert {f.kind for f in schedule} == set(kinds)
 
