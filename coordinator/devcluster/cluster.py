@@ -1,8 +1,10 @@
-"""The local development cluster: one ZooKeeper and one or three Kafka KRaft nodes.
+"""The local development cluster: ZooKeeper (one server or an ensemble) and Kafka KRaft.
 
-``up`` starts ZooKeeper and Kafka (one combined broker+controller, or three combined
-nodes forming the controller quorum) on loopback, waits until Kafka's metadata and
-ZooKeeper answer, and records everything in ``<dir>/cluster.json``. ``down`` stops the
+``up`` starts ZooKeeper (one server, or an ensemble of 3 or 5 in quorum mode:
+:mod:`coordinator.devcluster.ensemble`) and Kafka (one combined broker+controller, or
+three combined nodes forming the controller quorum) on loopback, waits until Kafka's
+metadata and ZooKeeper answer (an ensemble: a leader elected, every member serving),
+and records everything in ``<dir>/cluster.json``. ``down`` stops the
 processes that file names, by pid and start time. A failed ``up`` stops whatever it
 had started before it raises, so nothing is left running.
 
@@ -23,7 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from coordinator.client.errors import ClusterError, UsageError
-from coordinator.devcluster import jars, secure
+from coordinator.devcluster import ensemble, jars, secure
+from coordinator.devcluster.ensemble import MemberPorts, is_zookeeper, member_roles
 from coordinator.devcluster.process import (
     HOST,
     ProcessRecord,
@@ -80,7 +83,9 @@ def fetch(progress: Progress | None = None) -> list[jars.ResolvedJars]:
     return [jars.resolve("kafka", progress=progress), jars.resolve("zookeeper", progress=progress)]
 
 
-def _validate_dir(directory: Path, brokers: int, secured: bool = False) -> ClusterState | None:
+def _validate_dir(
+    directory: Path, brokers: int, secured: bool = False, zookeepers: int = 1
+) -> ClusterState | None:
     """Check that ``directory`` is empty or a cluster of the same shape, not all running."""
     if directory.exists() and not directory.is_dir():
         raise UsageError(f"{directory} exists and is not a directory")
@@ -97,6 +102,11 @@ def _validate_dir(directory: Path, brokers: int, secured: bool = False) -> Clust
             raise ClusterError(
                 f"{directory} holds a {previous.brokers}-broker cluster; start it with "
                 f"--brokers {previous.brokers} or use another --dir"
+            )
+        if previous.zookeepers != zookeepers:
+            raise ClusterError(
+                f"{directory} holds a cluster with {previous.zookeepers} ZooKeeper server(s); "
+                f"start it with --zookeepers {previous.zookeepers} or use another --dir"
             )
         if previous.secure != secured:
             kind = "secure" if previous.secure else "plain"
@@ -136,16 +146,32 @@ def _ports(
     brokers: int,
     kafka_port: int | None,
     zookeeper_port: int | None,
-) -> tuple[int, list[tuple[int, int]]]:
-    """The ZooKeeper port and each node's ``(broker, controller)`` ports.
+    zookeepers: int = 1,
+) -> tuple[list[MemberPorts], list[tuple[int, int]]]:
+    """Each ZooKeeper server's ports and each Kafka node's ``(broker, controller)`` ports.
 
     A restart keeps the previous ports (clients still point at them) unless new ones
     are asked for; a fresh cluster takes free ports.
     """
-    picked = iter(free_ports(2 * brokers + 1))
-    old_zk = _port_of(previous.zookeeper_connect) if previous else None
+    picked = iter(free_ports(2 * brokers + 3 * zookeepers))
+    old_zk = [_port_of(a) for a in previous.zookeeper_connect.split(",")] if previous else []
+    old_peers = ensemble.previous_ports(directory, zookeepers) if previous else []
     old_brokers = [_port_of(a) for a in previous.bootstrap_servers.split(",")] if previous else []
-    zk_port = zookeeper_port or old_zk or next(picked)
+    zk_ports = []
+    for i in range(zookeepers):
+        if zookeeper_port is not None:
+            client = zookeeper_port + i
+        elif i < len(old_zk):
+            client = old_zk[i]
+        else:
+            client = next(picked)
+        old = old_peers[i] if i < len(old_peers) else None
+        if zookeepers == 1:
+            zk_ports.append(MemberPorts(client))
+        elif old is not None and old.peer:
+            zk_ports.append(MemberPorts(client, old.peer, old.election))
+        else:
+            zk_ports.append(MemberPorts(client, next(picked), next(picked)))
     ports = []
     for i in range(brokers):
         if kafka_port is not None:
@@ -158,7 +184,7 @@ def _ports(
         if controller is None:
             controller = next(picked)
         ports.append((broker, controller))
-    return zk_port, ports
+    return zk_ports, ports
 
 
 def up(
@@ -170,6 +196,7 @@ def up(
     timeout: float = 120.0,
     progress: Progress | None = None,
     secured: bool = False,
+    zookeepers: int | None = None,
 ) -> ClusterState:
     """Start ZooKeeper and Kafka and return their state (also written to the state file).
 
@@ -183,12 +210,16 @@ def up(
         brokers: 1 (combined broker+controller) or 3 (three combined nodes, a quorum).
         kafka_port: First broker port (the others follow); default: the previous ports,
             else free ports.
-        zookeeper_port: ZooKeeper client port; default: the previous port, else a free one.
+        zookeeper_port: ZooKeeper client port (of an ensemble: the first member's, the
+            others follow); default: the previous ports, else free ones.
         timeout: Seconds to wait for the servers to answer.
         progress: Called with a line of text per step.
         secured: Start the secure variant (SASL/SCRAM-SHA-512 with ACLs, ZooKeeper
             authentication) and write the client property files
             (:mod:`coordinator.devcluster.secure`).
+        zookeepers: 1 (a standalone ZooKeeper), or 3 or 5 (an ensemble in quorum mode,
+            members ``zookeeper-1``...; ``up`` returns once a leader is elected and every
+            member serves). Default: as many as the directory's cluster has, else 1.
 
     Raises:
         UsageError: bad arguments.
@@ -201,16 +232,25 @@ def up(
     if brokers not in (1, 3):
         raise UsageError(f"--brokers must be 1 or 3, not {brokers}")
     directory = (directory or default_dir()).resolve()
-    previous = _validate_dir(directory, brokers, secured)
+    if zookeepers is None:
+        known = load_state(directory) if (directory / STATE_FILE).is_file() else None
+        zookeepers = known.zookeepers if known is not None else 1
+    ensemble.check_size(zookeepers)
+    previous = _validate_dir(directory, brokers, secured, zookeepers)
     alive = {p.role: p for p in previous.running()} if previous else {}
     if alive and (kafka_port is not None or zookeeper_port is not None):
         raise ClusterError(
             f"the cluster in {directory} is partly running ({', '.join(sorted(alive))}); "
             "new ports need `ordered cluster down` first"
         )
-    zk_port, ports = _ports(directory, previous, brokers, kafka_port, zookeeper_port)
-    if "zookeeper" not in alive:
-        check_port_free(zk_port, "ZooKeeper client port")
+    zk_ports, ports = _ports(directory, previous, brokers, kafka_port, zookeeper_port, zookeepers)
+    zk_roles = member_roles(zookeepers)
+    for role, zp in zip(zk_roles, zk_ports, strict=True):
+        if role not in alive:
+            for port, what in ((zp.client, "client"), (zp.peer, "peer"), (zp.election, "election")):
+                if port:
+                    name = "ZooKeeper" if zookeepers == 1 else f"ZooKeeper {role}"
+                    check_port_free(port, f"{name} {what} port")
     for i, (bp, cp) in enumerate(ports):
         if f"broker-{i + 1}" not in alive:
             check_port_free(bp, f"Kafka broker {i + 1}")
@@ -227,6 +267,7 @@ def up(
     directory.mkdir(parents=True, exist_ok=True)
     cluster_id = previous.cluster_id if previous else _new_cluster_id()
     bootstrap = ",".join(f"{HOST}:{bp}" for bp, _ in ports)
+    zk_connect = ",".join(f"{HOST}:{zp.client}" for zp in zk_ports)
     creds = secure.make_credentials(directory) if secured else None
     auth: dict[str, str] = {}
     if creds is not None:
@@ -236,18 +277,19 @@ def up(
             "sasl.username": secure.ADMIN,
             "sasl.password": creds.password(secure.ADMIN),
         }
-        secure.write_properties(directory, creds, bootstrap, f"{HOST}:{zk_port}")
+        secure.write_properties(directory, creds, bootstrap, zk_connect)
     state = ClusterState(
         directory=str(directory),
         cluster_id=cluster_id,
         brokers=brokers,
         bootstrap_servers=bootstrap,
-        zookeeper_connect=f"{HOST}:{zk_port}",
+        zookeeper_connect=zk_connect,
         kafka_version=kafka_jars.version,
         zookeeper_version=previous.zookeeper_version if previous else zk_jars.version,
         processes=tuple(alive.values()),
         secure=secured,
         client_properties=str(secure.properties_path(directory, secure.ADMIN)) if creds else "",
+        zookeepers=zookeepers,
     )
     # Claim the directory before anything starts: a failed start leaves a stopped
     # cluster of ours that the next `up` resumes, never an unrecognised directory.
@@ -256,12 +298,33 @@ def up(
     records: list[ProcessRecord] = []
     zk_version = state.zookeeper_version
     try:
-        if "zookeeper" in alive:
-            say(f"ZooKeeper on {HOST}:{zk_port} is running (pid {alive['zookeeper'].pid})")
-        else:
-            say(f"starting ZooKeeper {zk_jars.version} on {HOST}:{zk_port}")
-            zk_version = start_zookeeper(
-                directory, zk_port, zk_jars.classpath, java, deadline, records, creds
+        quorum = ensemble.quorum_lines(zk_ports)
+        for member, (role, zp) in enumerate(zip(zk_roles, zk_ports, strict=True), start=1):
+            name = "ZooKeeper" if zookeepers == 1 else f"ZooKeeper {role}"
+            if role in alive:
+                say(f"{name} on {HOST}:{zp.client} is running (pid {alive[role].pid})")
+                continue
+            say(f"starting {name} {zk_jars.version} on {HOST}:{zp.client}")
+            found = start_zookeeper(
+                directory,
+                zp.client,
+                zk_jars.classpath,
+                java,
+                deadline,
+                records,
+                creds,
+                member=member if zookeepers > 1 else 0,
+                quorum=quorum,
+            )
+            zk_version = found or zk_version
+        if zookeepers > 1:
+            say(f"waiting for a ZooKeeper quorum ({zookeepers} members)")
+            members = [r for r in [*alive.values(), *records] if is_zookeeper(r.role)]
+            zk_version, _leader = ensemble.wait_quorum(
+                [(role, zp.client) for role, zp in zip(zk_roles, zk_ports, strict=True)],
+                members,
+                deadline,
+                say,
             )
         to_format = []
         for node in range(1, brokers + 1):
@@ -294,12 +357,13 @@ def up(
             argv = kafka_argv(java, kafka_jars.classpath, node_dir)
             records.append(spawn(role, argv, node_dir / "kafka.out", directory))
         say("waiting for Kafka metadata")
-        brokers_now = [r for r in [*alive.values(), *records] if r.role != "zookeeper"]
+        brokers_now = [r for r in [*alive.values(), *records] if not is_zookeeper(r.role)]
         wait_kafka(bootstrap, brokers, brokers_now, deadline, auth)
     except BaseException:
         terminate(records, timeout=10)
         raise
-    order = {"zookeeper": 0, **{f"broker-{n}": n for n in range(1, brokers + 1)}}
+    roles = [*zk_roles, *(f"broker-{n}" for n in range(1, brokers + 1))]
+    order = {role: i for i, role in enumerate(roles)}
     state = dataclasses.replace(
         state,
         zookeeper_version=zk_version,
@@ -339,6 +403,6 @@ def down(directory: Path | None = None, timeout: float = 15.0) -> tuple[ClusterS
     alive = state.running()
     # Brokers first, ZooKeeper last: nothing of Kafka needs ZooKeeper, but clients of the
     # layer may be connected to both and see a cleaner shutdown this way.
-    killed = terminate([p for p in alive if p.role != "zookeeper"], timeout=timeout)
-    killed += terminate([p for p in alive if p.role == "zookeeper"], timeout=timeout)
+    killed = terminate([p for p in alive if not is_zookeeper(p.role)], timeout=timeout)
+    killed += terminate([p for p in alive if is_zookeeper(p.role)], timeout=timeout)
     return state, killed

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
@@ -86,13 +87,20 @@ def start_zookeeper(
     deadline: float,
     records: list[ProcessRecord],
     creds: secure.Credentials | None = None,
+    member: int = 0,
+    quorum: Sequence[str] = (),
 ) -> str:
     """Start ZooKeeper, append its record to ``records`` at once, return its version.
 
     With ``creds`` (``up --secure``) it requires authentication (digest or SASL).
+    A ``member`` (1...N) of an ensemble runs in ``zookeeper-<member>/`` with its
+    ``myid`` and the ``quorum`` lines (``server.i=...``); it is not waited for beyond
+    its client port (it serves once the ensemble elects a leader), and "" is returned.
     """
-    zk_dir = directory / "zookeeper"
+    zk_dir = directory / (f"zookeeper-{member}" if member else "zookeeper")
     (zk_dir / "data").mkdir(parents=True, exist_ok=True)
+    if member:
+        (zk_dir / "data" / "myid").write_text(f"{member}\n")
     cfg = zk_dir / "zoo.cfg"
     # tickTime 500 ms lets tests ask for 1 s sessions (the minimum is 2 ticks); the
     # maximum stays at 60 s for producers that declare long timeouts.
@@ -111,6 +119,7 @@ def start_zookeeper(
                 "admin.enableServer=false",
                 "4lw.commands.whitelist=srvr,ruok,stat,mntr,cons",
                 *(secure.zookeeper_lines() if creds else []),
+                *quorum,
                 "",
             ]
         )
@@ -128,9 +137,11 @@ def start_zookeeper(
         "org.apache.zookeeper.server.quorum.QuorumPeerMain",
         str(cfg),
     ]
-    record = spawn("zookeeper", argv, zk_dir / "zookeeper.out", directory)
+    record = spawn(zk_dir.name, argv, zk_dir / "zookeeper.out", directory)
     records.append(record)
     wait_port(port, record, deadline)
+    if member:
+        return ""
     while time.monotonic() < deadline:
         try:
             reply = _four_letter(port, b"srvr")

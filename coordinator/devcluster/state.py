@@ -44,7 +44,8 @@ class ClusterState:
         cluster_id: The Kafka cluster id its storage was formatted with.
         brokers: Number of Kafka nodes (1 or 3).
         bootstrap_servers: Kafka's ``bootstrap.servers``.
-        zookeeper_connect: ZooKeeper's connect string (``host:port``).
+        zookeeper_connect: ZooKeeper's connect string (``host:port``, or every member's
+            ``host:port`` of an ensemble, comma-separated).
         kafka_version: The Kafka version the nodes run.
         zookeeper_version: The ZooKeeper version, as the server reports it.
         processes: Every process started.
@@ -53,6 +54,9 @@ class ClusterState:
         secure: Whether Kafka asks for SASL/SCRAM with ACLs and ZooKeeper for
             authentication (``up --secure``; :mod:`coordinator.devcluster.secure`).
         client_properties: The admin's Java client properties file (secure only).
+        zookeepers: Number of ZooKeeper servers: 1 (role ``zookeeper``) or an ensemble
+            of 3 or 5 (roles ``zookeeper-1``...; :mod:`coordinator.devcluster.ensemble`).
+            A state file written before ensembles existed has 1.
     """
 
     directory: str
@@ -67,6 +71,7 @@ class ClusterState:
     start_seconds: float = 0.0
     secure: bool = False
     client_properties: str = ""
+    zookeepers: int = 1
 
     def to_json(self) -> str:
         """Serialise to JSON with sorted keys, with the schema version."""
@@ -84,6 +89,7 @@ class ClusterState:
             "start_seconds": self.start_seconds,
             "secure": self.secure,
             "client_properties": self.client_properties,
+            "zookeepers": self.zookeepers,
         }
         return json.dumps(data, sort_keys=True, indent=2)
 
@@ -114,6 +120,7 @@ class ClusterState:
                 start_seconds=float(data["start_seconds"]),
                 secure=bool(data.get("secure", False)),
                 client_properties=str(data.get("client_properties", "")),
+                zookeepers=int(data.get("zookeepers", 1)),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ClusterError(f"{source} is not a valid cluster state file: {exc}") from exc
@@ -131,6 +138,7 @@ class ClusterState:
             "kafka.version": self.kafka_version,
             "zookeeper.version": self.zookeeper_version,
             "brokers": self.brokers,
+            "zookeepers": self.zookeepers,
             "cluster.id": self.cluster_id,
             "directory": self.directory,
             "start.seconds": round(self.start_seconds, 2),

@@ -24,6 +24,7 @@ from coordinator.devcluster.restart import restart_node
 from ordered.chaos.processes import Slot, Slots
 from ordered.chaos.schedule import FaultKind, ScheduledFault, ScheduleShape
 from ordered.chaos.spark_faults import SPARK_KINDS, SparkFaults
+from ordered.chaos.zk_faults import ZOOKEEPER_KINDS, ZookeeperFaults
 from ordered.verify import HistoryWriter
 
 __all__ = ["FaultRunner"]
@@ -85,6 +86,7 @@ class FaultRunner:
         self._sampling = threading.Event()
         self._next_main = shape.consumers
         self.spark: SparkFaults | None = None  # run.py sets it with --spark
+        self.zk = ZookeeperFaults(cluster_dir, shape, self._fault, self.say)
 
     # --- the log ---------------------------------------------------------------------
 
@@ -171,6 +173,7 @@ class FaultRunner:
             FaultKind.TRIM,
             FaultKind.RETENTION_SWEEP,
             FaultKind.OFFSET_RESET,
+            *ZOOKEEPER_KINDS,
         ):
             self._cluster_q.put(fault)
         elif kind in SPARK_KINDS and self.spark is not None:
@@ -417,7 +420,9 @@ class FaultRunner:
 
     def _cluster_fault(self, fault: ScheduledFault) -> None:
         kind, params = fault.kind, fault.params
-        if kind is FaultKind.BROKER_RESTART:
+        if kind in self.zk.kinds:
+            self.zk.inject(fault)
+        elif kind is FaultKind.BROKER_RESTART:
             self._fault(kind, fault.target, f"stopping; down for {params['down_s']} s")
             restart_node(self.cluster_dir, fault.target, down_s=float(params["down_s"]))
             self._wait_brokers()

@@ -65,6 +65,8 @@ class ChaosOptions:
         drain_timeout: Seconds the groups get to read to the end after the faults.
         spark: Also read the topic with a Spark query on a standalone cluster, and kill
             its executors and its driver.
+        zookeepers: ZooKeeper servers: 1, or an ensemble of 3 or 5 (its members are
+            killed, and its quorum lost, by faults of their own).
     """
 
     duration: float
@@ -78,6 +80,7 @@ class ChaosOptions:
     keep: bool = False
     drain_timeout: float = 300.0
     spark: bool = False
+    zookeepers: int = 1
 
 
 def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, Any]:
@@ -93,6 +96,7 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
         replays=options.replays,
         eos=options.eos,
         spark=options.spark,
+        zookeepers=options.zookeepers,
     )
     schedule = make_schedule(options.seed, shape)
     workdir = options.directory or Path(tempfile.mkdtemp(prefix="ordered-chaos-"))
@@ -105,7 +109,8 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     say(
         f"seed {options.seed}: {len(schedule)} faults over {options.duration:g} s "
-        f"(schedule {digest(schedule)}), {options.brokers} broker(s), {options.rate:g} records/s, "
+        f"(schedule {digest(schedule)}), {options.brokers} broker(s), "
+        f"{options.zookeepers} ZooKeeper server(s), {options.rate:g} records/s, "
         f"directory {workdir}"
     )
     cluster_dir = workdir / "cluster"
@@ -114,7 +119,9 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
     spark = SparkReader(workdir, say) if options.spark else None
     started = time.monotonic()
     try:
-        state = devcluster.up(cluster_dir, brokers=options.brokers, progress=say)
+        state = devcluster.up(
+            cluster_dir, brokers=options.brokers, progress=say, zookeepers=options.zookeepers
+        )
         if stop.is_set():
             raise RunInterruptedError("interrupted while the cluster started")
         conn = _Connection(state.bootstrap_servers, state.zookeeper_connect, ROOT)
@@ -174,7 +181,9 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
             fault_kinds=dict(sorted(kinds.items())),
             missing_fault_kinds=sorted(k.value for k in kinds_for(shape) if k.value not in kinds),
             layout_changes=layout_changes,
-            process_kills=runner.kills,
+            process_kills=runner.kills + runner.zk.kills,
+            zookeepers=options.zookeepers,
+            zookeeper_outages=runner.zk.outages,
             crashes=runner.crashes,
             drained=drained,
             directory=str(workdir),

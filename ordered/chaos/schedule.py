@@ -45,6 +45,8 @@ class FaultKind(Enum):
     KILL_PIPELINE = "kill-pipeline"
     KILL_SPARK_EXECUTOR = "kill-spark-executor"
     KILL_SPARK_DRIVER = "kill-spark-driver"
+    KILL_ZOOKEEPER_MEMBER = "kill-zookeeper-member"
+    ZOOKEEPER_QUORUM_LOSS = "zookeeper-quorum-loss"
 
     @property
     def describe(self) -> str:
@@ -82,7 +84,8 @@ _DESCRIPTIONS = {
     FaultKind.STOP_COORDINATOR: "SIGSTOP a coordinator daemon, SIGCONT it 2-15 s later",
     FaultKind.BROKER_RESTART: "stop one Kafka broker (SIGTERM, SIGKILL after 10 s), start it "
     "again 2-10 s later (three brokers, replication factor 3)",
-    FaultKind.ZOOKEEPER_RESTART: "SIGKILL ZooKeeper, start it again 1-4 s later",
+    FaultKind.ZOOKEEPER_RESTART: "SIGKILL ZooKeeper (every member of an ensemble), start it "
+    "again 1-4 s later",
     FaultKind.EXPIRE_PRODUCER_SESSION: "expire a producer's ZooKeeper session (a second "
     "connection with its session id and password, closed)",
     FaultKind.EXPIRE_CONSUMER_SESSION: "expire a consumer's ZooKeeper session the same way",
@@ -99,6 +102,10 @@ _DESCRIPTIONS = {
     "tasks again; the master starts a new executor",
     FaultKind.KILL_SPARK_DRIVER: "SIGKILL the Spark driver; a new driver restarts the query "
     "from its checkpoint 2-10 s later",
+    FaultKind.KILL_ZOOKEEPER_MEMBER: "SIGKILL one member of the ZooKeeper ensemble (the leader "
+    "half the time), start it again 2-15 s later: the others keep the quorum",
+    FaultKind.ZOOKEEPER_QUORUM_LOSS: "SIGKILL a majority of the ZooKeeper ensemble (2 of 3), "
+    "start them again 5-20 s later: no quorum, every ZooKeeper session suspended meanwhile",
 }
 
 
@@ -117,6 +124,8 @@ class ScheduleShape:
         initial: The topic's initial partition count.
         max_partitions: The largest partition count an expansion may reach.
         spark: Whether a Spark query reads the topic (its executors and driver are killed).
+        zookeepers: ZooKeeper servers (1, or an ensemble of 3 or 5); member kills and
+            quorum losses only with an ensemble.
     """
 
     duration: float
@@ -129,6 +138,7 @@ class ScheduleShape:
     initial: int = 2
     max_partitions: int = 8
     spark: bool = False
+    zookeepers: int = 1
 
 
 @dataclass(frozen=True)
@@ -178,6 +188,8 @@ _WEIGHTS = {
     FaultKind.KILL_PIPELINE: 3,
     FaultKind.KILL_SPARK_EXECUTOR: 2,
     FaultKind.KILL_SPARK_DRIVER: 2,
+    FaultKind.KILL_ZOOKEEPER_MEMBER: 2,
+    FaultKind.ZOOKEEPER_QUORUM_LOSS: 1,
 }
 
 
@@ -194,6 +206,9 @@ def kinds_for(shape: ScheduleShape) -> list[FaultKind]:
     if not shape.spark:
         kinds.remove(FaultKind.KILL_SPARK_EXECUTOR)
         kinds.remove(FaultKind.KILL_SPARK_DRIVER)
+    if shape.zookeepers < 3:
+        kinds.remove(FaultKind.KILL_ZOOKEEPER_MEMBER)
+        kinds.remove(FaultKind.ZOOKEEPER_QUORUM_LOSS)
     return kinds
 
 
@@ -237,6 +252,12 @@ def _params(
         return f"worker-{rnd.randrange(2)}", {}
     if kind is FaultKind.KILL_SPARK_DRIVER:
         return "spark-0", {"down_s": round(rnd.uniform(2, 10), 1)}
+    if kind is FaultKind.KILL_ZOOKEEPER_MEMBER:
+        member = "leader" if rnd.random() < 0.5 else f"zookeeper-{rnd.randint(1, shape.zookeepers)}"
+        return member, {"down_s": round(rnd.uniform(2, 15), 1)}
+    if kind is FaultKind.ZOOKEEPER_QUORUM_LOSS:
+        members = sorted(rnd.sample(range(1, shape.zookeepers + 1), shape.zookeepers // 2 + 1))
+        return ",".join(f"zookeeper-{m}" for m in members), {"down_s": round(rnd.uniform(5, 20), 1)}
     return "", {}
 
 

@@ -52,6 +52,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "and two workers it starts; kill executors and the driver (restarted from its "
         "checkpoint)",
     )
+    p.add_argument(
+        "--zookeepers",
+        type=int,
+        choices=(1, 3, 5),
+        default=1,
+        help="ZooKeeper servers; an ensemble (3 or 5) also gets kill-zookeeper-member and "
+        "zookeeper-quorum-loss faults, and zookeeper-restart kills every member",
+    )
     p.add_argument("--dir", type=Path, default=None, help="run directory (default: a temp dir)")
     p.add_argument("--keep", action="store_true", help="keep the run directory")
     p.add_argument(
@@ -88,6 +96,11 @@ def _text(r: dict[str, Any]) -> str:
             f"Spark logs: {logs['stack_overflow_errors']} StackOverflowError lines, "
             f"{logs['dead_stream_threads']} dead stream threads"
         )
+    for outage in r.get("zookeeper_outages", []):
+        lines.append(
+            f"{outage['kind']} {','.join(outage['members'])}: down {outage['down_s']} s, "
+            f"quorum with every member back after {outage['back_s']} s"
+        )
     for crash in r["crashes"]:
         lines.append(f"crash (not injected): {crash['ident']} exit code {crash['code']}")
     if r["missing_fault_kinds"]:
@@ -108,6 +121,7 @@ def _chaos(args: argparse.Namespace) -> int:
         directory=args.dir,
         keep=args.keep,
         drain_timeout=args.drain_timeout,
+        zookeepers=args.zookeepers,
     )
     try:
         result = run_chaos(options, progress)

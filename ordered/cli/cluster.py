@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from coordinator import devcluster
 from coordinator.client.errors import ClusterError
+from coordinator.devcluster import ensemble
 from coordinator.devcluster.cluster import ClusterState
 from ordered.cli import cluster_env
 from ordered.cli.options import IntArg, cluster_dir_arguments, seconds
@@ -33,6 +34,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     cluster_dir_arguments(up)
     up.add_argument("--brokers", type=int, choices=(1, 3), default=1, help="Kafka nodes")
     up.add_argument(
+        "--zookeepers",
+        type=_zookeepers,
+        default=None,
+        metavar="{1,3,5}",
+        help="ZooKeeper servers: 1, or an ensemble of 3 or 5 in quorum mode (members "
+        "zookeeper-1...; up waits for a leader); default: as many as the --dir's cluster "
+        "has, else 1",
+    )
+    up.add_argument(
         "--kafka-port",
         type=_port,
         default=None,
@@ -42,7 +52,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--zookeeper-port",
         type=_port,
         default=None,
-        help="ZooKeeper client port (default: the previous port, else a free one)",
+        help="ZooKeeper client port, the first member's of an ensemble (the others follow; "
+        "default: the previous ports, else free ones)",
     )
     up.add_argument("--timeout", type=seconds, default=120.0, help="seconds to wait for start")
     up.add_argument(
@@ -84,7 +95,27 @@ def _files(action: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Na
 _port = IntArg(1, 65535, "a port")
 
 
-def _settings_text(state: ClusterState) -> str:
+def _zookeepers(text: str) -> int:
+    """``--zookeepers``: 1, 3 or 5 (argparse turns the ValueError into a usage error)."""
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 1, 3 or 5, got {text!r}") from None
+    if count not in ensemble.SIZES:
+        raise argparse.ArgumentTypeError(
+            f"expected 1, 3 or 5, got {count}: an ensemble needs an odd number of servers "
+            "(a majority must survive the loss of a minority)"
+        )
+    return count
+
+
+def _zookeeper_modes(state: ClusterState) -> dict[str, str]:
+    """Each ZooKeeper server's mode (leader, follower, standalone, not serving, down)."""
+    roles = ensemble.member_roles(state.zookeepers)
+    return ensemble.modes(state.zookeeper_connect, roles)
+
+
+def _settings_text(state: ClusterState, zk_modes: dict[str, str]) -> str:
     alive = {p.role for p in state.running()}
     lines = [
         f"bootstrap.servers={state.bootstrap_servers}",
@@ -92,13 +123,20 @@ def _settings_text(state: ClusterState) -> str:
         f"kafka.version={state.kafka_version}",
         f"zookeeper.version={state.zookeeper_version}",
         f"brokers={state.brokers}",
+        f"zookeepers={state.zookeepers}",
         f"directory={state.directory}",
     ]
     if state.secure:
         lines.append(f"command.config={state.client_properties}")
     for p in state.processes:
-        lines.append(f"process {p.role} pid {p.pid} {'running' if p.role in alive else 'stopped'}")
+        mode = f" ({zk_modes[p.role]})" if p.role in zk_modes and p.role in alive else ""
+        state_word = "running" if p.role in alive else "stopped"
+        lines.append(f"process {p.role} pid {p.pid} {state_word}{mode}")
     return "\n".join(lines)
+
+
+def _payload(state: ClusterState, zk_modes: dict[str, str]) -> dict[str, object]:
+    return {**state.to_settings(), "zookeeper.modes": zk_modes}
 
 
 def _fetch(args: argparse.Namespace) -> int:
@@ -130,12 +168,15 @@ def _up(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         progress=progress,
         secured=args.secure,
+        zookeepers=args.zookeepers,
     )
+    zk = "ZooKeeper" if state.zookeepers == 1 else f"a {state.zookeepers}-server ZooKeeper ensemble"
     progress(
-        f"Kafka {state.kafka_version} ({state.brokers} broker(s)) and ZooKeeper "
+        f"Kafka {state.kafka_version} ({state.brokers} broker(s)) and {zk} "
         f"{state.zookeeper_version} up in {state.start_seconds:.1f} s"
     )
-    emit(state.to_settings(), _settings_text(state), args.json)
+    zk_modes = _zookeeper_modes(state)
+    emit(_payload(state, zk_modes), _settings_text(state, zk_modes), args.json)
     return 0
 
 
@@ -144,10 +185,11 @@ def _status(args: argparse.Namespace) -> int:
     alive = {p.role for p in state.running()}
     stopped = [p.role for p in state.processes if p.role not in alive]
     healthy = bool(state.processes) and not stopped
-    payload = state.to_settings()
+    zk_modes = _zookeeper_modes(state)
+    payload = _payload(state, zk_modes)
     payload["running"] = healthy
     payload["stopped"] = stopped
-    emit(payload, _settings_text(state), args.json)
+    emit(payload, _settings_text(state, zk_modes), args.json)
     if not healthy:
         what = ", ".join(stopped) if alive else "every process"
         warn(
