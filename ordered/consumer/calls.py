@@ -176,10 +176,11 @@ class CallPath:
 
         As confluent's: returns once ``num_messages`` records are deliverable or the
         timeout ends, whichever comes first (records held at a gate are not
-        deliverable). The wait is in slices (:meth:`ConsumerUpkeep.slice`), each
-        starting with the service step, so a hand-over (a halt from kazoo's thread, a
-        re-check slot) is taken within a slice, and what it makes deliverable joins
-        the batch.
+        deliverable), or when the records it holds reach a source's boundary (the
+        announcement runs at the next call, after the application has them). The wait
+        is in slices (:meth:`ConsumerUpkeep.slice`), each starting with the service
+        step, so a hand-over (a halt from kazoo's thread, a re-check slot) is taken
+        within a slice, and what it makes deliverable joins the batch.
         """
         self._check_open()
         if not 0 <= num_messages <= 1_000_000:
@@ -211,6 +212,11 @@ class CallPath:
         fetcher = self._fetcher
         small = num_messages < POLL_BATCH
         while True:
+            if out and upkeep.announcing():
+                # Records of this call reached a source's boundary: its announcement
+                # (maybe_revoked, the boundary's commit) runs at the next call, once the
+                # application has them, never before (KIP-253's order).
+                return
             need = num_messages - len(out)
             halts = self._halts
             upkeep.service()

@@ -174,6 +174,10 @@ class ConsumerUpkeep:
                 core.fire(part, GateEvent.LAYOUT_LOST)
         self.filter.update_single()
 
+    def announcing(self) -> bool:
+        """Whether a boundary announcement is due (delivery reached a source's boundary)."""
+        return self._announcer.due()
+
     def service(self) -> None:
         """The step at the start of every poll/consume: layouts, announcements, gates."""
         layouts = self._layouts
