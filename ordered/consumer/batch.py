@@ -19,7 +19,7 @@ from confluent_kafka import Message, TopicPartition
 from ordered.compaction import is_tombstone_copy
 from ordered.consumer.audit import KEY_MEMO, RecordAudit, audit_span
 from ordered.consumer.gate import PAUSED, GateEvent, GateState
-from ordered.consumer.scan import SCAN
+from ordered.consumer.scan import SCAN, SCAN_MOST
 
 if TYPE_CHECKING:
     from ordered.consumer.announce import Announcer
@@ -130,7 +130,7 @@ class BatchFilter:
         view = core.layouts.topics[topic]
         if view.compacted or not batch:
             return None  # every record is looked at: tombstone copies are dropped
-        if SCAN is not None:
+        if SCAN is not None and len(batch) <= SCAN_MOST:
             last = self._scan(batch, topic, view)
             if last is not None:
                 return self._started(batch, topic, last)

@@ -18,7 +18,7 @@ from confluent_kafka import Message
 
 from ordered.compiled import compiled_consume_module
 
-__all__ = ["SCAN", "Scan", "scan_batch"]
+__all__ = ["SCAN", "SCAN_MOST", "Scan", "scan_batch"]
 
 Scan = Callable[
     [list[Any], int, dict[int, Any], dict[int, tuple[Any, Any]], Any, Any],
@@ -104,3 +104,12 @@ def _compiled() -> Scan | None:
 
 SCAN: Scan | None = _compiled()
 """The compiled :func:`scan_batch` when built and bound, else ``None``."""
+
+SCAN_MOST = 2000
+"""The largest batch the filter scans in C.
+
+A larger one is judged by the pure-Python path, which reads only the audit's sample and
+each partition's last offset from the fetch: touching every record of a batch of
+10,000 (1.4 MB of ``Message`` objects, past the caches) cost more than the sample's
+Python saved (``consume(10000)``: CPU ratio 1.15 with the scan against 1.03 without).
+"""
