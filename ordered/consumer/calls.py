@@ -3,7 +3,8 @@
 A judged batch (:meth:`BatchFilter.judge`: no record of it can reach a gate, fail the
 sampled audit, or take its partition to a source's boundary) is *served*: ``poll()``
 pops the next record off :attr:`CallPath.left` (the batch reversed), ``consume(n)``
-takes the next ``n``; nothing else runs per call. What delivery changes (positions,
+takes the next ``n`` when the batch still holds ``n`` (else the slow call fills the
+batch, as confluent's ``consume`` does); nothing else runs per call. What delivery changes (positions,
 the offsets stored for the next commit, the delivered count) is recorded for the
 records handed out so far when the fast path hands over, or when the last record of
 the batch is handed out: once per batch.
