@@ -4,9 +4,9 @@ A judged batch (:meth:`BatchFilter.judge`: no record of it can reach a gate, fai
 sampled audit, or take its partition to a source's boundary) is *served*: ``poll()``
 pops the next record off :attr:`CallPath.left` (the batch reversed), ``consume(n)``
 takes the next ``n`` when the batch still holds ``n`` (else the slow call fills the
-batch, as confluent's ``consume`` does); nothing else runs per call. What delivery changes (positions,
-the offsets stored for the next commit, the delivered count) is recorded for the
-records handed out so far when the fast path hands over, or when the last record of
+batch, as confluent's ``consume`` does); nothing else runs per call. What delivery
+changes (positions, the offsets stored for the next commit, the delivered count) is
+recorded for the records handed out so far when the fast path hands over, or when the last record of
 the batch is handed out: once per batch.
 
 The fast path hands over at one point, :meth:`CallPath.hand_over` (its records handed
