@@ -6,8 +6,8 @@ pops the next record off :attr:`CallPath.left` (the batch reversed), ``consume(n
 takes the next ``n`` when the batch still holds ``n`` (else the slow call fills the
 batch, as confluent's ``consume`` does); nothing else runs per call. What delivery
 changes (positions, the offsets stored for the next commit, the delivered count) is
-recorded for the records handed out so far when the fast path hands over, or when the last record of
-the batch is handed out: once per batch.
+recorded for the records handed out so far when the fast path hands over, or when
+the last record of the batch is handed out: once per batch.
 
 The fast path hands over at one point, :meth:`CallPath.hand_over` (its records handed
 out recorded, the rest put back among the checked records, to be judged again), and
