@@ -158,7 +158,8 @@ class CallPath:
                 continue
             if not fetcher.ready:
                 self._rejected = False
-                fetcher.fetch(POLL_BATCH, upkeep.slice(deadline), single=True)
+                wait = upkeep.slice(deadline) if fetcher.waits else 0.0
+                fetcher.fetch(POLL_BATCH, wait, single=True)
             served = self._serve(halts)
             if served is not None:
                 message = served.pop()
@@ -230,7 +231,8 @@ class CallPath:
             if not fetcher.ready:
                 self._rejected = False
                 ahead = POLL_BATCH if small else num_messages
-                fetcher.fetch(need, upkeep.slice(deadline), single=False, ahead=ahead)
+                wait = upkeep.slice(deadline) if fetcher.waits else 0.0
+                fetcher.fetch(need, wait, single=False, ahead=ahead)
             if small:
                 served = self._serve(halts)
                 if served is not None:

@@ -132,6 +132,8 @@ class ConsumerUpkeep:
 
     def take_stash(self, limit: int) -> list[Any]:
         """Stashed records of partitions whose gate is open, oldest first, up to ``limit``."""
+        if not self._core.draining:
+            return []  # nearly always: no gate is handing out a stash
         out: list[Any] = []
         for part in self._core.parts.values():
             if len(out) >= limit:

@@ -22,6 +22,7 @@ class _Fetcher:
         self.batches = batches
         self.ready = _Ready()
         self.taken_last = None
+        self.waits = True  # nothing fetched ahead: every fetch may wait
 
     def fetch(self, num: int, timeout: float, single: bool, ahead: int | None = None) -> None:
         if self.batches:
