@@ -13,6 +13,13 @@ setup(
             ["ordered/_fastproduce.c"],
             optional=True,
             extra_compile_args=["-O2"],
-        )
+        ),
+        # The consumer's batch scan (ordered/consumer/scan.py has its reference).
+        Extension(
+            "ordered._fastconsume",
+            ["ordered/_fastconsume.c"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        ),
     ]
 )

@@ -1,4 +1,4 @@
-"""The compiled helpers (``ordered._fastproduce``) when they were built, else ``None``.
+"""The compiled helpers (``ordered._fastproduce``, ``_fastconsume``) when built, else ``None``.
 
 Built by ``setup.py`` when a C compiler and the Python headers are there; every user
 has a pure-Python path for a checkout without them.
@@ -12,7 +12,7 @@ from typing import Any
 
 from linear_hash import DEFAULT_ALGORITHM, KeyRouter, Router
 
-__all__ = ["compiled_module", "compiled_router"]
+__all__ = ["compiled_consume_module", "compiled_module", "compiled_router"]
 
 
 def compiled_module() -> Any | None:
@@ -24,6 +24,16 @@ def compiled_module() -> Any | None:
         # would count this import as one of the whole ``ordered`` package.
         return importlib.import_module("ordered._fastproduce")
     except ImportError:  # built without a compiler: the pure-Python paths
+        return None
+
+
+def compiled_consume_module() -> Any | None:
+    """``ordered._fastconsume`` (the consumer's batch scan), or ``None`` as above."""
+    if os.environ.get("ORDERED_PURE_PYTHON"):
+        return None
+    try:
+        return importlib.import_module("ordered._fastconsume")
+    except ImportError:
         return None
 
 

@@ -40,7 +40,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=.venv/.ordered-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
-  || [ ordered/_fastproduce.c -nt "$stamp" ]; then
+  || [ ordered/_fastproduce.c -nt "$stamp" ] || [ ordered/_fastconsume.c -nt "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
   .venv/bin/python -m pip install --quiet -e '.[dev,spark]'
   touch "$stamp"

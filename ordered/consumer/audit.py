@@ -91,6 +91,9 @@ def route_sample(layout: Layout, algorithm: str, keys: Sequence[Any]) -> list[in
 
 # --- spans --------------------------------------------------------------------------
 
+_Bounds = dict[int, tuple[int, float]]
+_Plan = tuple[_Bounds, list[tuple[str, bytes]], Callable[[Any], int], TopicView]
+
 
 class _FastSpan(NamedTuple):
     """Offsets of one partition with one layout in force, for the fast audit."""
@@ -134,12 +137,47 @@ class RecordAudit:
         self.reload = reload
         self._fast_spans: dict[int, _FastSpan] = {}
         self._key_memos: dict[tuple[str, Layout], dict[Any, int]] = {}
+        self._routers: dict[Layout, Callable[[Any], int]] = {}  # compiled, per layout
+        self._plan: _Plan | None = None  # fast_plan()'s, until the spans change
 
     def forget_spans(self) -> None:
         """Drop the fast audit's spans (a new history, another topic)."""
         self._fast_spans.clear()
+        self._plan = None
 
     # --- the fast audit -------------------------------------------------------------
+
+    def fast_plan(
+        self, view: TopicView
+    ) -> tuple[_Bounds, list[tuple[str, bytes]], Callable[[Any], int]] | None:
+        """What the compiled scan audits a sample by: spans, the header, the router.
+
+        The cached spans of the partitions with the first cached span's layout and
+        header and no other layout that may have placed their offsets (what
+        :meth:`sample` confirms by whole lists); a sampled record of another partition
+        ends the scan, and :meth:`sample` judges the batch. ``None`` when there is no
+        span yet or the compiled router does not serve the topic's algorithm.
+        """
+        plan = self._plan
+        if plan is not None and plan[3] is view:
+            return plan[:3]
+        spans = self._fast_spans
+        if not spans or _ROUTE is None or view.algorithm != _ROUTED_IN_C:
+            return None
+        first = next(iter(spans.values()))
+        if first.more:
+            return None
+        layout, header = first.layout, first.header
+        bounds = {
+            partition: (span.first, span.end)
+            for partition, span in spans.items()
+            if span.layout == layout and span.header == header and not span.more
+        }
+        route = self._routers.get(layout)
+        if route is None:
+            route = self._routers[layout] = _ROUTE(layout)
+        self._plan = (bounds, header, route, view)
+        return bounds, header, route
 
     def sample(self, view: TopicView, sample: Sequence[Any]) -> bool:
         """The fast audit of a batch's sample: ``True`` when it confirms every record.
@@ -175,6 +213,7 @@ class RecordAudit:
                 if span is None:
                     return False
                 spans[partition] = span
+                self._plan = None
                 if not high < span.end:
                     return self._sample_records(view, sample)
             if shared is None:
@@ -254,6 +293,7 @@ class RecordAudit:
                 if span is None:
                     return False
                 spans[partition] = span
+                self._plan = None
             if header_audit:
                 headers = m.headers()
                 if headers is not None and headers != span.header:

@@ -19,10 +19,12 @@ from confluent_kafka import Message, TopicPartition
 from ordered.compaction import is_tombstone_copy
 from ordered.consumer.audit import KEY_MEMO, RecordAudit, audit_span
 from ordered.consumer.gate import PAUSED, GateEvent, GateState
+from ordered.consumer.scan import SCAN, SCAN_MOST
 
 if TYPE_CHECKING:
     from ordered.consumer.announce import Announcer
     from ordered.consumer.decide import GateDecider
+    from ordered.consumer.layouts import TopicView
     from ordered.consumer.state import Core, PartState
 
 __all__ = ["KEY_MEMO", "BatchFilter", "audit_span"]
@@ -128,6 +130,10 @@ class BatchFilter:
         view = core.layouts.topics[topic]
         if view.compacted or not batch:
             return None  # every record is looked at: tombstone copies are dropped
+        if SCAN is not None and len(batch) <= SCAN_MOST:
+            last = self._scan(batch, topic, view)
+            if last is not None:
+                return self._started(batch, topic, last)
         if known is None or any(key[0] != topic for key in known):
             last = self._last_offsets(batch, topic)
             if last is None:
@@ -144,6 +150,52 @@ class BatchFilter:
             part = parts.get(key)
             if part is None or offset >= part.gate.limit or part.gate.state in PAUSED:
                 return None
+        return self._started(batch, topic, last)
+
+    def _scan(
+        self, batch: Sequence[Any], topic: str, view: TopicView
+    ) -> dict[tuple[str, int], int] | None:
+        """:meth:`judge` by the compiled scan (:mod:`~ordered.consumer.scan`): in one C pass.
+
+        ``None`` when it does not pass the whole batch: :meth:`judge`'s own path decides
+        then (it reads the audit's spans afresh, or hands the batch to the checked path).
+        """
+        settings = self._core.config.ordered
+        spans: dict[int, tuple[int, float]] = {}
+        header: Any = None
+        route: Any = None
+        if view.ordered and (settings.header_audit or settings.key_audit):
+            plan = self.audit.fast_plan(view)
+            if plan is None:
+                return None
+            spans, header, route = plan
+            if not settings.header_audit:
+                header = None
+            if not settings.key_audit:
+                route = None
+        limits: dict[int, Any] = {}
+        for (name, partition), part in self._core.parts.items():
+            if name == topic:
+                gate = part.gate
+                limits[partition] = -1 if gate.state in PAUSED else gate.limit
+        assert SCAN is not None
+        scanned = SCAN(
+            batch if type(batch) is list else list(batch),
+            settings.audit_every,
+            limits,
+            spans,
+            header,
+            route,
+        )
+        if scanned is None or scanned[0] != len(batch):
+            return None
+        return {(topic, partition): offset for partition, offset in scanned[1].items()}
+
+    def _started(
+        self, batch: Sequence[Any], topic: str, last: dict[tuple[str, int], int]
+    ) -> dict[tuple[str, int], int]:
+        """``last``, once each partition starting its assignment in ``batch`` noted its start."""
+        parts = self._core.parts
         starting = {key[1] for key in last if parts[key].start is None}
         if starting:
             # First batch of an assignment: where it starts decides which boundaries

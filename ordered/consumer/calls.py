@@ -3,10 +3,11 @@
 A judged batch (:meth:`BatchFilter.judge`: no record of it can reach a gate, fail the
 sampled audit, or take its partition to a source's boundary) is *served*: ``poll()``
 pops the next record off :attr:`CallPath.left` (the batch reversed), ``consume(n)``
-takes the next ``n``; nothing else runs per call. What delivery changes (positions,
-the offsets stored for the next commit, the delivered count) is recorded for the
-records handed out so far when the fast path hands over, or when the last record of
-the batch is handed out: once per batch.
+takes the next ``n`` when the batch still holds ``n`` (else the slow call fills the
+batch, as confluent's ``consume`` does); nothing else runs per call. What delivery
+changes (positions, the offsets stored for the next commit, the delivered count) is
+recorded for the records handed out so far when the fast path hands over, or when
+the last record of the batch is handed out: once per batch.
 
 The fast path hands over at one point, :meth:`CallPath.hand_over` (its records handed
 out recorded, the rest put back among the checked records, to be judged again), and
@@ -73,6 +74,7 @@ class CallPath:
         # The checked records failed the judgement: judged record by record until
         # they are all gone (judging what is left again at every call cost O(batch)).
         self._rejected = False
+        self._failed: Exception | None = None  # raised by the next consume() (see there)
 
     # --- the hand-over ----------------------------------------------------------------
 
@@ -136,6 +138,10 @@ class CallPath:
     def poll(self, timeout: float | None) -> Any:
         """``poll()`` when the fast path has nothing to hand out (see the wrapper)."""
         self._check_open()
+        failed = self._failed
+        if failed is not None:
+            self._failed = None
+            raise failed
         self.hand_over()
         deadline = _deadline(timeout)
         upkeep = self._upkeep
@@ -152,7 +158,8 @@ class CallPath:
                 continue
             if not fetcher.ready:
                 self._rejected = False
-                fetcher.fetch(POLL_BATCH, upkeep.slice(deadline), single=True)
+                wait = upkeep.slice(deadline) if fetcher.waits else 0.0
+                fetcher.fetch(POLL_BATCH, wait, single=True)
             served = self._serve(halts)
             if served is not None:
                 message = served.pop()
@@ -167,45 +174,81 @@ class CallPath:
                 return None
 
     def consume(self, num_messages: int, timeout: float) -> list[Any]:
-        """``consume()`` when the fast path has nothing to hand out (see the wrapper)."""
+        """``consume()`` when the fast path cannot fill the call (see the wrapper).
+
+        As confluent's: returns once ``num_messages`` records are deliverable or the
+        timeout ends, whichever comes first (records held at a gate are not
+        deliverable), or when the records it holds reach a source's boundary (the
+        announcement runs at the next call, after the application has them). The wait
+        is in slices (:meth:`ConsumerUpkeep.slice`), each starting with the service
+        step, so a hand-over (a halt from kazoo's thread, a re-check slot) is taken
+        within a slice, and what it makes deliverable joins the batch.
+        """
         self._check_open()
         if not 0 <= num_messages <= 1_000_000:
             raise ValueError("num_messages must be between 0 and 1000000 (1M)")
         if num_messages == 0:
             return []  # as confluent: at once, whatever the timeout
+        failed = self._failed
+        if failed is not None:
+            self._failed = None
+            raise failed
         self.hand_over()
         deadline = _deadline(timeout)
+        out: list[Any] = []
+        try:
+            self._fill(out, num_messages, deadline)
+        except Exception as exc:
+            if not out:
+                raise
+            # Records of this call are delivered (positions, stored offsets): they are
+            # returned, and the error is raised by the next call, as if it came there.
+            self._failed = exc
+            self.left = _EMPTY  # the next call is a slow one: it raises
+        return out
+
+    def _fill(self, out: list[Any], num_messages: int, deadline: float | None) -> None:
+        """Append deliverable records to ``out`` until it holds ``num_messages`` or time is up."""
         upkeep = self._upkeep
         flt = self._filter
         fetcher = self._fetcher
         small = num_messages < POLL_BATCH
         while True:
+            if out and upkeep.announcing():
+                # Records of this call reached a source's boundary: its announcement
+                # (maybe_revoked, the boundary's commit) runs at the next call, once the
+                # application has them, never before (KIP-253's order).
+                return
+            need = num_messages - len(out)
             halts = self._halts
             upkeep.service()
-            stashed = upkeep.take_stash(num_messages)
+            stashed = upkeep.take_stash(need)
             if stashed:
-                out = flt.filter(stashed, from_stash=True)
-                if out:
-                    return out
+                out += flt.filter(stashed, from_stash=True)
+                if len(out) >= num_messages:
+                    return
                 continue
             if not fetcher.ready:
                 self._rejected = False
                 ahead = POLL_BATCH if small else num_messages
-                fetcher.fetch(num_messages, upkeep.slice(deadline), single=False, ahead=ahead)
+                wait = upkeep.slice(deadline) if fetcher.waits else 0.0
+                fetcher.fetch(need, wait, single=False, ahead=ahead)
             if small:
                 served = self._serve(halts)
                 if served is not None:
-                    out = take(served, num_messages)
+                    out += take(served, need)
                     if not served:
                         self.account()  # all of it handed out: recorded now
-                    return out
-            batch = fetcher.take(num_messages)
+                    if len(out) >= num_messages:
+                        return
+                    continue
+            batch = fetcher.take(need)
             if batch:
-                out = flt.filter(batch, last=fetcher.taken_last)
-                if out:
-                    return out
+                out += flt.filter(batch, last=fetcher.taken_last)
+                if len(out) >= num_messages:
+                    return
             if _expired(deadline):
-                return []
+                return
 
 
 def take(stack: list[Any], num: int) -> list[Any]:

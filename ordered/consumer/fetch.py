@@ -163,6 +163,17 @@ class Fetcher:
         if more:
             self._pending = self._begin(more, moved != self._moved)
 
+    @property
+    def waits(self) -> bool:
+        """Whether the next :meth:`fetch` may wait (else its ``timeout`` is not read).
+
+        Nothing pending (librdkafka is asked with the timeout) or a check waiting for its
+        slot. A batch fetched ahead, its check sent or not needed, is settled at once:
+        the caller then skips working out how long it may wait.
+        """
+        pending = self._pending
+        return pending is None or pending.deferred
+
     def _gather(self, pending: _Pending, num: int, seconds: float) -> bool:
         """Wait ``seconds`` for the slot of the deferred ``pending``, taking records meanwhile.
 

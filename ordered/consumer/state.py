@@ -73,6 +73,10 @@ class Core:
         self.listener: PartitionKeyRebalanceListener | None = None
         self.known_commits: dict[tuple[str, int], int] = {}
         self.next_check = 0.0
+        # Partitions whose gate went DRAINING (kept by fire, the one gate applier): only
+        # they can hold stashed records to hand out. A part dropped while draining stays
+        # listed, which only costs the look-up it would have cost anyway.
+        self.draining: set[tuple[str, int]] = set()
         self.request_timeout = 10.0
         # The replay rules (ordered.consumer.replay). False exists only for the tests
         # that show the rules are what keeps a replay in order.
@@ -93,6 +97,10 @@ class Core:
     def fire(self, part: PartState, event: GateEvent, **kwargs: Any) -> Change:
         """Apply a gate event and its pause or resume (the only caller of ``gate.fire``)."""
         change = part.gate.fire(event, self.open_limit(part.topic, part.partition), **kwargs)
+        if change.new is GateState.DRAINING:
+            self.draining.add((part.topic, part.partition))
+        elif change.old is GateState.DRAINING:
+            self.draining.discard((part.topic, part.partition))
         if change.pause is not None:
             tp = [TopicPartition(part.topic, part.partition)]
             if change.pause:

@@ -132,6 +132,8 @@ class ConsumerUpkeep:
 
     def take_stash(self, limit: int) -> list[Any]:
         """Stashed records of partitions whose gate is open, oldest first, up to ``limit``."""
+        if not self._core.draining:
+            return []  # nearly always: no gate is handing out a stash
         out: list[Any] = []
         for part in self._core.parts.values():
             if len(out) >= limit:
@@ -173,6 +175,10 @@ class ConsumerUpkeep:
             if view is not None and view.ordered and part.gate.state is not GateState.BLOCKED:
                 core.fire(part, GateEvent.LAYOUT_LOST)
         self.filter.update_single()
+
+    def announcing(self) -> bool:
+        """Whether a boundary announcement is due (delivery reached a source's boundary)."""
+        return self._announcer.due()
 
     def service(self) -> None:
         """The step at the start of every poll/consume: layouts, announcements, gates."""

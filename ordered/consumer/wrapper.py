@@ -309,7 +309,9 @@ class OrderedConsumer:
     def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]:
         """Return up to ``num_messages`` deliverable messages (possibly empty on timeout).
 
-        Below :data:`POLL_BATCH`, they come from a judged batch, as ``poll()``'s do.
+        As confluent's, it returns once ``num_messages`` are deliverable or the timeout
+        ends (records held at a gate are not deliverable). Below :data:`POLL_BATCH`,
+        they come from a judged batch, as ``poll()``'s do.
 
         Args:
             num_messages: The maximum number of messages (confluent's limits apply).
@@ -322,7 +324,7 @@ class OrderedConsumer:
             Exception: Whatever a callback raised.
         """
         left = self._path.left  # type: ignore[union-attr]
-        if left and type(num_messages) is int and 0 < num_messages <= 1_000_000:
+        if left and type(num_messages) is int and 0 < num_messages <= len(left):
             out = [left.pop()] if num_messages == 1 else take(left, num_messages)
             if not left:  # as in poll(): the batch's delivery is recorded when it is out
                 self._path.account()  # type: ignore[union-attr]

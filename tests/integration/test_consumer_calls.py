@@ -302,3 +302,75 @@ def test_poll_and_consume_interleaved_through_expansions_and_rebalances(
         stop_producing.set()
         producer.join(60)
     checker.settle(produced, failures, members, leave)
+
+
+def _one_partition_topic(
+    topic_factory: Callable[..., str],
+    controller: Controller,
+    make_producer: Callable[..., OrderedProducer],
+    queued: int,
+) -> tuple[str, OrderedProducer]:
+    topic = topic_factory(1)
+    controller.adopt(topic)
+    producer = make_producer()
+    _fill(producer, topic, queued, "q")
+    return topic, producer
+
+
+def test_consume_fills_the_batch_until_the_timeout(
+    topic_factory: Callable[..., str],
+    controller: Controller,
+    make_producer: Callable[..., OrderedProducer],
+    make_consumer: Callable[..., OrderedConsumer],
+    group_factory: Callable[[], str],
+) -> None:
+    """As confluent's: 50 queued and 100 arriving over a second fill ``consume(100, 10.0)``.
+
+    confluent returns 100 records after about 0.5 s; a consumer that returns what is
+    ready (the old behaviour) returns the 50 it holds at once.
+    """
+    topic, producer = _one_partition_topic(topic_factory, controller, make_producer, 51)
+    consumer = make_consumer(group_factory())
+    consumer.assign([TopicPartition(topic, 0)])
+    _first(consumer)  # offset 0; the 50 after it are taken from librdkafka, judged, served
+
+    def trickle() -> None:
+        for i in range(100):
+            producer.produce(topic, value=f"a{i}".encode(), key=f"k{i % 64}")
+            producer.poll(0)
+            time.sleep(0.01)
+        producer.flush(10)
+
+    thread = threading.Thread(target=trickle, daemon=True)
+    started = time.monotonic()
+    thread.start()
+    try:
+        batch = consumer.consume(100, 10.0)
+        elapsed = time.monotonic() - started
+    finally:
+        thread.join(30)
+    assert len(batch) == 100, (len(batch), elapsed)
+    assert [m.offset() for m in batch] == list(range(1, 101))
+    assert 0.2 < elapsed < 5.0, elapsed
+    rest = consumer.consume(100, 5.0)
+    assert [m.offset() for m in rest] == list(range(101, 151))
+    assert consumer.metrics["delivered"] == 151
+
+
+def test_consume_returns_a_short_batch_at_the_timeout(
+    topic_factory: Callable[..., str],
+    controller: Controller,
+    make_producer: Callable[..., OrderedProducer],
+    make_consumer: Callable[..., OrderedConsumer],
+    group_factory: Callable[[], str],
+) -> None:
+    """Fewer records than asked for: all of them, when the timeout ends (not at once)."""
+    topic, _producer = _one_partition_topic(topic_factory, controller, make_producer, 50)
+    consumer = make_consumer(group_factory())
+    consumer.assign([TopicPartition(topic, 0)])
+    _first(consumer)  # the first fetch (and its layout check) is behind us
+    started = time.monotonic()
+    batch = consumer.consume(100, 1.5)
+    elapsed = time.monotonic() - started
+    assert [m.offset() for m in batch] == list(range(1, 50))
+    assert elapsed >= 1.4, elapsed

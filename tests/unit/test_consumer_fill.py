@@ -1,0 +1,97 @@
+"""``consume(n, timeout)``'s fill loop (``CallPath.consume``) on fakes of its parts: pure logic.
+
+The real-cluster behaviour (a batch filled until ``n`` or the timeout, as confluent's) is
+in ``tests/integration/test_consumer_calls.py``; here, the two reasons a call ends early.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ordered.consumer.calls import CallPath
+
+
+class _Ready(list[Any]):
+    """The fetcher's checked records (a list is enough for the loop)."""
+
+
+class _Fetcher:
+    def __init__(self, batches: list[list[str]]) -> None:
+        self.batches = batches
+        self.ready = _Ready()
+        self.taken_last = None
+        self.waits = True  # nothing fetched ahead: every fetch may wait
+
+    def fetch(self, num: int, timeout: float, single: bool, ahead: int | None = None) -> None:
+        if self.batches:
+            self.ready.extend(self.batches.pop(0))
+
+    def take(self, num: int) -> list[str]:
+        out = self.ready[:num]
+        del self.ready[:num]
+        return out
+
+
+class _Filter:
+    single = None  # no served batches: every record goes through filter()
+
+    def filter(self, batch: list[str], from_stash: bool = False, last: Any = None) -> list[str]:
+        return list(batch)
+
+
+class _Upkeep:
+    def __init__(self, fetcher: _Fetcher, fail_at: int = 0, announce_after: int = 0) -> None:
+        self.fetcher = fetcher
+        self.filter = _Filter()
+        self.services = 0
+        self.fail_at = fail_at  # the service step raises at this call (1-based; 0: never)
+        self.announce_after = announce_after  # an announcement is due from this call on
+
+    def announcing(self) -> bool:
+        return bool(self.announce_after) and self.services >= self.announce_after
+
+    def service(self) -> None:
+        self.services += 1
+        if self.services == self.fail_at:
+            raise RuntimeError("a callback raised")
+
+    def take_stash(self, limit: int) -> list[str]:
+        return []
+
+    def slice(self, deadline: float | None) -> float:
+        return 0.0
+
+
+def _path(upkeep: _Upkeep) -> CallPath:
+    return CallPath(None, upkeep, lambda: None)  # type: ignore[arg-type]
+
+
+def test_records_fill_the_call_across_fetches() -> None:
+    upkeep = _Upkeep(_Fetcher([["a", "b"], ["c"], ["d", "e", "f"]]))
+    assert _path(upkeep).consume(5, 1.0) == ["a", "b", "c", "d", "e"]
+
+
+def test_a_callback_error_after_delivery_returns_the_records_then_raises() -> None:
+    """The records delivered before the error are returned; the next call raises it."""
+    upkeep = _Upkeep(_Fetcher([["a", "b"], ["c"]]), fail_at=2)
+    path = _path(upkeep)
+    assert path.consume(5, 1.0) == ["a", "b"]
+    with pytest.raises(RuntimeError, match="a callback raised"):
+        path.consume(5, 1.0)
+    assert path.consume(5, 0.0) == ["c"]
+
+
+def test_an_error_before_any_delivery_is_raised_at_once() -> None:
+    upkeep = _Upkeep(_Fetcher([["a"]]), fail_at=1)
+    with pytest.raises(RuntimeError):
+        _path(upkeep).consume(5, 1.0)
+
+
+def test_a_due_announcement_ends_the_call() -> None:
+    """Records that reached a source's boundary go out before its announcement runs."""
+    upkeep = _Upkeep(_Fetcher([["a", "b"], ["c"]]), announce_after=1)
+    path = _path(upkeep)
+    assert path.consume(5, 1.0) == ["a", "b"]
+    assert upkeep.services == 1  # the service step (which runs the announcement) waited

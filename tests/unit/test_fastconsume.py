@@ -1,0 +1,130 @@
+"""The compiled batch scan (``ordered._fastconsume.scan``) against its reference, ``scan_batch``.
+
+Both run on the same generated batches (hypothesis): records of a few partitions with
+growing offsets, keys, headers and error events; limits (gates, paused partitions),
+audit spans, the sampling step, the header and key audits on and off. Their results
+(how many records pass, each partition's last offset among them) must be equal.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, Message
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from linear_hash import Layout
+from ordered.compiled import compiled_router
+from ordered.consumer.scan import SCAN, scan_batch
+
+pytestmark = pytest.mark.skipif(SCAN is None, reason="ordered._fastconsume not built")
+
+HEADER = [("ordered.epoch", b"\x00\x00\x00\x03")]
+OTHER_HEADER = [("ordered.epoch", b"\x00\x00\x00\x04")]
+LAYOUT = Layout(4, 4, 0)
+ROUTE = compiled_router(LAYOUT).partition  # type: ignore[attr-defined]
+
+
+def _keys() -> st.SearchStrategy[Any]:
+    return st.one_of(
+        st.binary(min_size=0, max_size=6),
+        st.text(alphabet="abcxyz", max_size=4),
+        st.none(),
+    )
+
+
+@st.composite
+def batches(draw: st.DrawFn) -> list[Any]:
+    partitions = draw(st.integers(1, 5))
+    next_offset = {p: draw(st.integers(0, 50)) for p in range(partitions)}
+    out = []
+    for _ in range(draw(st.integers(0, 60))):
+        kind = draw(st.integers(0, 40))
+        if kind == 0:
+            out.append(Message(topic="t", error=KafkaError(KafkaError._PARTITION_EOF)))
+            continue
+        p = draw(st.integers(0, partitions - 1))
+        offset = next_offset[p]
+        next_offset[p] += draw(st.integers(1, 3))
+        key = draw(_keys())
+        if draw(st.booleans()) and isinstance(key, bytes):
+            p_routed = ROUTE(key)  # mostly keys where they route, as a layer producer puts them
+            if p_routed < partitions:
+                p = p_routed
+                offset = next_offset.setdefault(p, 0)
+                next_offset[p] += 1
+        headers = draw(st.sampled_from([None, HEADER, HEADER, OTHER_HEADER]))
+        if kind == 1:
+            offset = -1  # no offset: what the method reads as None
+        out.append(Message(topic="t", partition=p, offset=offset, key=key, headers=headers))
+    return out
+
+
+bounds = st.one_of(st.integers(-1, 200), st.just(math.inf), st.floats(0, 200))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    batch=batches(),
+    every=st.integers(1, 5),
+    limits=st.dictionaries(st.integers(-1, 6), bounds, max_size=6),
+    spans=st.dictionaries(st.integers(0, 6), st.tuples(st.integers(0, 60), bounds), max_size=6),
+    header=st.sampled_from([None, HEADER]),
+    keyed=st.booleans(),
+)
+def test_compiled_scan_equals_the_reference(
+    batch: list[Any],
+    every: int,
+    limits: dict[int, Any],
+    spans: dict[int, tuple[Any, Any]],
+    header: Any,
+    keyed: bool,
+) -> None:
+    route = ROUTE if keyed else None
+    assert SCAN is not None
+    assert SCAN(batch, every, limits, spans, header, route) == scan_batch(
+        batch, every, limits, spans, header, route
+    )
+
+
+def test_a_clean_batch_is_served_whole() -> None:
+    """No gate, every key where it routes, the header in force: all of it, its last offsets."""
+    batch = []
+    for i in range(40):
+        key = f"k{i}".encode()
+        p = ROUTE(key)
+        batch.append(Message(topic="t", partition=p, offset=100 + i, key=key, headers=HEADER))
+    limits = {p: math.inf for p in range(4)}
+    spans = {p: (0, math.inf) for p in range(4)}
+    expected = {}
+    for m in batch:
+        expected[m.partition()] = m.offset()
+    assert SCAN is not None
+    assert SCAN(batch, 3, limits, spans, HEADER, ROUTE) == (40, expected)
+    # A gate at the 11th record's offset: the scan ends there.
+    gated = dict(limits)
+    gated[batch[10].partition()] = batch[10].offset()
+    n, _last = SCAN(batch, 3, gated, spans, HEADER, ROUTE)
+    assert n == 10
+
+
+def test_a_misrouted_sampled_key_ends_the_scan() -> None:
+    key = b"k1"
+    wrong = (ROUTE(key) + 1) % 4
+    batch = [Message(topic="t", partition=wrong, offset=7, key=key, headers=HEADER)]
+    assert SCAN is not None
+    assert SCAN(batch, 1, {wrong: math.inf}, {wrong: (0, math.inf)}, HEADER, ROUTE) == (0, {})
+    # Without the key audit it passes.
+    assert SCAN(batch, 1, {wrong: math.inf}, {wrong: (0, math.inf)}, HEADER, None) == (
+        1,
+        {wrong: 7},
+    )
+
+
+def test_other_objects_are_left_to_the_reference() -> None:
+    assert SCAN is not None
+    assert SCAN([object()], 1, {}, {}, None, None) is None
+    assert SCAN((), 1, {}, {}, None, None) is None  # not a list
