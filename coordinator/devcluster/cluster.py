@@ -170,6 +170,7 @@ def up(
     timeout: float = 120.0,
     progress: Progress | None = None,
     secured: bool = False,
+    client_listeners: list[tuple[int, int]] | None = None,
 ) -> ClusterState:
     """Start ZooKeeper and Kafka and return their state (also written to the state file).
 
@@ -189,6 +190,10 @@ def up(
         secured: Start the secure variant (SASL/SCRAM-SHA-512 with ACLs, ZooKeeper
             authentication) and write the client property files
             (:mod:`coordinator.devcluster.secure`).
+        client_listeners: Per node, ``(port, advertised_port)`` of an extra plaintext
+            listener for clients advertised at another port (``ordered chaos
+            --network-faults`` puts its fault proxies there). Written to this start's
+            ``server.properties`` only; not with ``secured``.
 
     Raises:
         UsageError: bad arguments.
@@ -200,6 +205,8 @@ def up(
     started = time.monotonic()
     if brokers not in (1, 3):
         raise UsageError(f"--brokers must be 1 or 3, not {brokers}")
+    if client_listeners is not None and (secured or len(client_listeners) != brokers):
+        raise UsageError("client listeners: one per broker, and not with a secure cluster")
     directory = (directory or default_dir()).resolve()
     previous = _validate_dir(directory, brokers, secured)
     alive = {p.role: p for p in previous.running()} if previous else {}
@@ -270,7 +277,8 @@ def up(
             node_dir = directory / f"kafka-{node}"
             (node_dir / "data").mkdir(parents=True, exist_ok=True)
             props = node_dir / "server.properties"
-            props.write_text(kafka_properties(node, directory, ports, brokers, creds))
+            client = client_listeners[node - 1] if client_listeners else None
+            props.write_text(kafka_properties(node, directory, ports, brokers, creds, client))
             (node_dir / "log4j2.properties").write_text(log4j_config(node_dir / "server.log"))
             if not check_meta(node_dir / "data", cluster_id, directory):
                 to_format.append((node, props))

@@ -32,6 +32,7 @@ from typing import Any
 from coordinator import devcluster
 from coordinator.client.errors import OrderedError, RunInterruptedError
 from ordered.chaos.faults import FaultRunner
+from ordered.chaos.net_faults import NetFaults, NetProxies, totals
 from ordered.chaos.processes import Slots
 from ordered.chaos.schedule import ScheduleShape, digest, kinds_for, make_schedule
 from ordered.verify import HistoryWriter, check, read_events
@@ -59,6 +60,9 @@ class ChaosOptions:
             removed after a run that holds unless ``keep``).
         keep: Keep the directory.
         drain_timeout: Seconds the groups get to read to the end after the faults.
+        network_faults: Route every process of the run through fault proxies (Kafka:
+            one per broker; ZooKeeper: one per process) and inject cuts, blackholes
+            and latency (:mod:`ordered.chaos.net_faults`).
     """
 
     duration: float
@@ -71,6 +75,7 @@ class ChaosOptions:
     directory: Path | None = None
     keep: bool = False
     drain_timeout: float = 300.0
+    network_faults: bool = False
 
 
 def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, Any]:
@@ -85,6 +90,7 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
         brokers=options.brokers,
         replays=options.replays,
         eos=options.eos,
+        network=options.network_faults,
     )
     schedule = make_schedule(options.seed, shape)
     workdir = options.directory or Path(tempfile.mkdtemp(prefix="ordered-chaos-"))
@@ -103,16 +109,27 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
     cluster_dir = workdir / "cluster"
     state = None
     slots: Slots | None = None
+    net: NetProxies | None = None
     started = time.monotonic()
     try:
-        state = devcluster.up(cluster_dir, brokers=options.brokers, progress=say)
+        if options.network_faults:
+            net = NetProxies(options.brokers)
+        state = devcluster.up(
+            cluster_dir,
+            brokers=options.brokers,
+            progress=say,
+            client_listeners=net.client_listeners if net else None,
+        )
         if stop.is_set():
             raise RunInterruptedError("interrupted while the cluster started")
         conn = _Connection(state.bootstrap_servers, state.zookeeper_connect, ROOT)
         _create_and_adopt(conn, TOPIC, shape, options.brokers)
         if options.eos:
             _create_and_adopt(conn, OUTPUT, shape, options.brokers)
-        slots = _slots(workdir, conn, options, shape)
+        if net is not None:
+            net.set_zookeeper(state.zookeeper_connect)
+            say(f"network faults on: clients reach Kafka at {net.bootstrap} (proxies)")
+        slots = _slots(workdir, conn, options, shape, net)
         runner = FaultRunner(
             conn,
             slots,
@@ -121,6 +138,7 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
             HistoryWriter(workdir / "history" / "run.jsonl"),
             say,
             stop,
+            NetFaults(net) if net else None,
         )
         for slot in slots.slots.values():
             slots.start(slot)
@@ -160,6 +178,9 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
             drained=drained,
             directory=str(workdir),
         )
+        if net is not None:
+            result["network_faults"] = True
+            result["proxies"] = totals(net.stats())
         result["trim_proof"] = result.pop("pauses")
         return result
     except OrderedError:
@@ -169,6 +190,8 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
     finally:
         if slots is not None:
             slots.kill_all()
+        if net is not None:
+            net.close()
         if state is not None:
             with contextlib.suppress(OrderedError):
                 devcluster.down(cluster_dir)
@@ -211,9 +234,18 @@ def _create_and_adopt(conn: _Connection, topic: str, shape: ScheduleShape, broke
         raise OrderedError(f"adopting {topic} failed: {err.strip()}")
 
 
-def _slots(workdir: Path, conn: _Connection, options: ChaosOptions, shape: ScheduleShape) -> Slots:
+def _slots(
+    workdir: Path,
+    conn: _Connection,
+    options: ChaosOptions,
+    shape: ScheduleShape,
+    net: NetProxies | None,
+) -> Slots:
+    # With network faults every process of the run goes through the proxies; the run's
+    # own commands and probes (conn) stay direct.
+    bootstrap = net.bootstrap if net else conn.bootstrap
     base = {
-        "bootstrap": conn.bootstrap,
+        "bootstrap": bootstrap,
         "zookeeper": conn.zookeeper,
         "root": conn.root,
         "topic": TOPIC,
@@ -227,9 +259,9 @@ def _slots(workdir: Path, conn: _Connection, options: ChaosOptions, shape: Sched
         "--zookeeper",
         conn.zookeeper,
     ]
-    coordinator += ["--bootstrap-servers", conn.bootstrap, "--root", conn.root]
+    coordinator += ["--bootstrap-servers", bootstrap, "--root", conn.root]
     coordinator += ["--sweep-interval", "3", "--trim-timeout", "20"]
-    slots = Slots(workdir, base, coordinator)
+    slots = Slots(workdir, base, coordinator, net.zookeeper_for if net else None)
     for i in range(shape.coordinators):
         slots.add(f"coordinator-{i}", "coordinator")
     rate = options.rate / shape.producers

@@ -43,6 +43,12 @@ class FaultKind(Enum):
     SEEK_BACK = "seek-back"
     OFFSET_RESET = "offset-reset"
     KILL_PIPELINE = "kill-pipeline"
+    KAFKA_CUT = "kafka-cut"
+    KAFKA_BLACKHOLE = "kafka-blackhole"
+    KAFKA_LATENCY = "kafka-latency"
+    ZOOKEEPER_CUT = "zookeeper-cut"
+    ZOOKEEPER_BLACKHOLE = "zookeeper-blackhole"
+    ZOOKEEPER_LATENCY = "zookeeper-latency"
 
     @property
     def describe(self) -> str:
@@ -93,6 +99,18 @@ _DESCRIPTIONS = {
     "start (AdminClient), start it again (a replay pass)",
     FaultKind.KILL_PIPELINE: "SIGKILL the exactly-once stage (mid-transaction as a rule); a new "
     "process with the same transactional.id replaces it 1-5 s later",
+    FaultKind.KAFKA_CUT: "(network) reset every client connection to one broker and refuse "
+    "new ones for 2-20 s (its proxy; inter-broker traffic stays)",
+    FaultKind.KAFKA_BLACKHOLE: "(network) hold every client connection to one broker, moving no "
+    "byte either way, for 2-20 s",
+    FaultKind.KAFKA_LATENCY: "(network) 50-500 ms more each way between the clients and one "
+    "broker for 2-20 s",
+    FaultKind.ZOOKEEPER_CUT: "(network) reset one process's ZooKeeper connections and refuse new "
+    "ones for 2-20 s (its own proxy: the others keep theirs)",
+    FaultKind.ZOOKEEPER_BLACKHOLE: "(network) hold one process's ZooKeeper connections, moving no "
+    "byte, for 2-20 s",
+    FaultKind.ZOOKEEPER_LATENCY: "(network) 50-500 ms more each way between one process and "
+    "ZooKeeper for 2-20 s",
 }
 
 
@@ -110,6 +128,8 @@ class ScheduleShape:
         coordinators: Coordinator daemons.
         initial: The topic's initial partition count.
         max_partitions: The largest partition count an expansion may reach.
+        network: Whether the network fault kinds (proxies between the clients and
+            Kafka, and between each process and ZooKeeper) are scheduled.
     """
 
     duration: float
@@ -121,6 +141,7 @@ class ScheduleShape:
     coordinators: int = 2
     initial: int = 2
     max_partitions: int = 8
+    network: bool = False
 
 
 @dataclass(frozen=True)
@@ -168,7 +189,22 @@ _WEIGHTS = {
     FaultKind.SEEK_BACK: 2,
     FaultKind.OFFSET_RESET: 1,
     FaultKind.KILL_PIPELINE: 3,
+    FaultKind.KAFKA_CUT: 1,
+    FaultKind.KAFKA_BLACKHOLE: 1,
+    FaultKind.KAFKA_LATENCY: 1,
+    FaultKind.ZOOKEEPER_CUT: 2,
+    FaultKind.ZOOKEEPER_BLACKHOLE: 1,
+    FaultKind.ZOOKEEPER_LATENCY: 1,
 }
+
+_NETWORK = (
+    FaultKind.KAFKA_CUT,
+    FaultKind.KAFKA_BLACKHOLE,
+    FaultKind.KAFKA_LATENCY,
+    FaultKind.ZOOKEEPER_CUT,
+    FaultKind.ZOOKEEPER_BLACKHOLE,
+    FaultKind.ZOOKEEPER_LATENCY,
+)
 
 
 def kinds_for(shape: ScheduleShape) -> list[FaultKind]:
@@ -181,6 +217,8 @@ def kinds_for(shape: ScheduleShape) -> list[FaultKind]:
         kinds.remove(FaultKind.OFFSET_RESET)
     if not shape.eos:
         kinds.remove(FaultKind.KILL_PIPELINE)
+    if not shape.network:
+        kinds = [k for k in kinds if k not in _NETWORK]
     return kinds
 
 
@@ -220,7 +258,23 @@ def _params(
         return "replay", {}
     if kind is FaultKind.KILL_PIPELINE:
         return "eos-0", {"down_s": round(rnd.uniform(1, 5), 1)}
+    if kind in _NETWORK:
+        return _network_params(kind, rnd, shape)
     return "", {}
+
+
+def _network_params(
+    kind: FaultKind, rnd: random.Random, shape: ScheduleShape
+) -> tuple[str, dict[str, Any]]:
+    params: dict[str, Any] = {"down_s": round(rnd.uniform(2, 20), 1)}
+    if kind in (FaultKind.KAFKA_LATENCY, FaultKind.ZOOKEEPER_LATENCY):
+        params["latency_ms"] = rnd.randint(50, 500)
+    if kind.value.startswith("kafka-"):
+        return f"broker-{rnd.randint(1, shape.brokers)}", params
+    # A ZooKeeper fault hits one process: a coordinator most often (leadership moves).
+    role = rnd.choice(["coordinator", "coordinator", "producer", "main"])
+    count = {"coordinator": shape.coordinators, "producer": shape.producers}
+    return f"{role}-{rnd.randrange(count.get(role, shape.consumers))}", params
 
 
 def make_schedule(seed: int, shape: ScheduleShape) -> list[ScheduledFault]:

@@ -45,6 +45,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="also run an exactly-once stage (transactional copy to a second topic), killed "
         "mid-transaction",
     )
+    p.add_argument(
+        "--network-faults",
+        action="store_true",
+        help="also cut, blackhole and slow the network between the processes and Kafka "
+        "(a proxy per broker) and ZooKeeper (a proxy per process)",
+    )
     p.add_argument("--dir", type=Path, default=None, help="run directory (default: a temp dir)")
     p.add_argument("--keep", action="store_true", help="keep the run directory")
     p.add_argument(
@@ -94,6 +100,7 @@ def _chaos(args: argparse.Namespace) -> int:
         directory=args.dir,
         keep=args.keep,
         drain_timeout=args.drain_timeout,
+        network_faults=args.network_faults,
     )
     try:
         result = run_chaos(options, progress)
