@@ -122,10 +122,12 @@ class NetFaults:
 
     Args:
         proxies: The run's proxies.
+        say: Prints a line of the fault log (a fault that finds no proxy is skipped).
     """
 
-    def __init__(self, proxies: NetProxies) -> None:
+    def __init__(self, proxies: NetProxies, say: Callable[[str], None]) -> None:
         self.proxies = proxies
+        self.say = say
         self._generation: dict[str, int] = {}
         self._lock = threading.Lock()
 
@@ -144,7 +146,7 @@ class NetFaults:
         """
         targets = self.proxies.targets(fault)
         if not targets:
-            record(fault.kind, fault.target, "skipped: no proxy (the slot never started)")
+            self.say(f"{fault.kind.value}: no proxy for {fault.target} (never started), skipped")
             return
         mode = _MODES[fault.kind]
         latency = float(fault.params.get("latency_ms", 0.0))

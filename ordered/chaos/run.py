@@ -138,7 +138,7 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
             HistoryWriter(workdir / "history" / "run.jsonl"),
             say,
             stop,
-            NetFaults(net) if net else None,
+            NetFaults(net, say) if net else None,
         )
         for slot in slots.slots.values():
             slots.start(slot)
