@@ -286,6 +286,16 @@ class ProxyHost:
                 proxy.set_mode(Mode.PASS)
             with contextlib.suppress(StateTransitionError):
                 proxy.set_mode(Mode.CLOSED)
+
+        async def cancel_links() -> None:
+            # Every link's task ends here, not as "destroyed but pending" at exit.
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        with contextlib.suppress(Exception):
+            self.call(cancel_links())
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
         if not self._thread.is_alive():
