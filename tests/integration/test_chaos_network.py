@@ -58,6 +58,8 @@ def test_a_ci_sized_run_with_network_faults_holds(tmp_path: Path) -> None:
     sys.stderr.write(err[-8000:])  # the fault log, shown when the test fails
     assert proc.returncode == 0, err[-3000:]
     result = json.loads(out.strip().splitlines()[-1])
+    keys = ("holds", "violations", "lost", "records", "faults", "fault_kinds", "elapsed_s")
+    sys.stderr.write(json.dumps({k: result[k] for k in (*keys, "proxies")}) + "\n")  # -rP
     assert result["holds"] is True
     assert result["violations"] == 0 and result["lost"] == 0
     assert result["missing_fault_kinds"] == []
