@@ -197,6 +197,7 @@ def up(
     progress: Progress | None = None,
     secured: bool = False,
     zookeepers: int | None = None,
+    client_listeners: list[tuple[int, int]] | None = None,
 ) -> ClusterState:
     """Start ZooKeeper and Kafka and return their state (also written to the state file).
 
@@ -220,6 +221,10 @@ def up(
         zookeepers: 1 (a standalone ZooKeeper), or 3 or 5 (an ensemble in quorum mode,
             members ``zookeeper-1``...; ``up`` returns once a leader is elected and every
             member serves). Default: as many as the directory's cluster has, else 1.
+        client_listeners: Per node, ``(port, advertised_port)`` of an extra plaintext
+            listener for clients advertised at another port (``ordered chaos
+            --network-faults`` puts its fault proxies there). Written to this start's
+            ``server.properties`` only; not with ``secured``.
 
     Raises:
         UsageError: bad arguments.
@@ -231,6 +236,8 @@ def up(
     started = time.monotonic()
     if brokers not in (1, 3):
         raise UsageError(f"--brokers must be 1 or 3, not {brokers}")
+    if client_listeners is not None and (secured or len(client_listeners) != brokers):
+        raise UsageError("client listeners: one per broker, and not with a secure cluster")
     directory = (directory or default_dir()).resolve()
     if zookeepers is None:
         known = load_state(directory) if (directory / STATE_FILE).is_file() else None
@@ -333,7 +340,8 @@ def up(
             node_dir = directory / f"kafka-{node}"
             (node_dir / "data").mkdir(parents=True, exist_ok=True)
             props = node_dir / "server.properties"
-            props.write_text(kafka_properties(node, directory, ports, brokers, creds))
+            client = client_listeners[node - 1] if client_listeners else None
+            props.write_text(kafka_properties(node, directory, ports, brokers, creds, client))
             (node_dir / "log4j2.properties").write_text(log4j_config(node_dir / "server.log"))
             if not check_meta(node_dir / "data", cluster_id, directory):
                 to_format.append((node, props))

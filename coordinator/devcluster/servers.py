@@ -163,7 +163,14 @@ def kafka_properties(
     ports: list[tuple[int, int]],
     brokers: int,
     creds: secure.Credentials | None = None,
+    client_listener: tuple[int, int] | None = None,
 ) -> str:
+    """One node's ``server.properties``.
+
+    ``client_listener`` ``(port, advertised_port)`` adds a plaintext listener ``CLIENT``
+    for clients whose advertised port is another's (a fault proxy in front of it);
+    inter-broker and controller traffic stay on the direct listeners.
+    """
     broker_port, controller_port = ports[node - 1]
     voters = ",".join(f"{i + 1}@{HOST}:{c}" for i, (_, c) in enumerate(ports))
     rf = min(brokers, 3)
@@ -177,6 +184,13 @@ def kafka_properties(
             "inter.broker.listener.name=PLAINTEXT",
         ]
     )
+    if client_listener is not None:
+        extra = {
+            "listeners=": f",CLIENT://{HOST}:{client_listener[0]}",
+            "advertised.listeners=": f",CLIENT://{HOST}:{client_listener[1]}",
+            "listener.security.protocol.map=": ",CLIENT:PLAINTEXT",
+        }
+        listeners = [line + extra.get(line.split("=")[0] + "=", "") for line in listeners]
     return "\n".join(
         [
             "process.roles=broker,controller",

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from coordinator.client.errors import OrderedError
 from coordinator.devcluster.restart import restart_node
+from ordered.chaos.net_faults import NET_KINDS, NetFaults
 from ordered.chaos.processes import Slot, Slots
 from ordered.chaos.schedule import FaultKind, ScheduledFault, ScheduleShape
 from ordered.chaos.spark_faults import SPARK_KINDS, SparkFaults
@@ -52,6 +53,7 @@ class FaultRunner:
         log: The run's own history file.
         say: Prints one line of the fault log.
         stop: Set when the run is interrupted.
+        net: The network faults (``--network-faults``), else ``None``.
     """
 
     def __init__(
@@ -63,9 +65,10 @@ class FaultRunner:
         log: HistoryWriter,
         say: Callable[[str], None],
         stop: threading.Event,
+        net: NetFaults | None = None,
     ) -> None:
         self.conn, self.slots, self.cluster_dir, self.shape = conn, slots, cluster_dir, shape
-        self.log, self._say, self.stop = log, say, stop
+        self.log, self._say, self.stop, self.net = log, say, stop, net
         self.fault_kinds: list[str] = []
         self.kills = 0
         self.crashes: list[dict[str, Any]] = []
@@ -178,6 +181,8 @@ class FaultRunner:
             self._cluster_q.put(fault)
         elif kind in SPARK_KINDS and self.spark is not None:
             self.spark.inject(fault)
+        elif kind in NET_KINDS and self.net is not None:
+            self.net.inject(fault, self._fault, self._later)
         else:
             self._process_fault(fault)
 

@@ -84,10 +84,19 @@ class Slots:
         workdir: Where histories (``history/``), stats (``stats/``) and logs go.
         base: The spec every worker gets (cluster, topic, store root).
         coordinator_argv: The command line of a coordinator daemon.
+        zookeeper_for: A slot's own ZooKeeper connect string (its network-fault
+            proxies), else every process gets the base one.
     """
 
-    def __init__(self, workdir: Path, base: dict[str, Any], coordinator_argv: list[str]) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        base: dict[str, Any],
+        coordinator_argv: list[str],
+        zookeeper_for: Callable[[str], str] | None = None,
+    ) -> None:
         self.workdir = workdir
+        self.zookeeper_for = zookeeper_for
         self.base = base
         self.coordinator_argv = coordinator_argv
         self.slots: dict[str, Slot] = {}
@@ -114,11 +123,14 @@ class Slots:
         slot.wanted = True
         slot.signalled = False
         log = open(self.workdir / "logs" / f"{slot.name}.log", "ab")  # noqa: SIM115
+        own = {"zookeeper": self.zookeeper_for(slot.name)} if self.zookeeper_for else {}
         if slot.kind == "coordinator":
-            argv = self.coordinator_argv
+            # The last --zookeeper counts: the slot's own proxies.
+            argv = self.coordinator_argv + [f"--zookeeper={z}" for z in own.values()]
         else:
             spec = {
                 **self.base,
+                **own,
                 **slot.extra,
                 "role": slot.kind,
                 "id": slot.ident,

@@ -34,6 +34,7 @@ from typing import Any
 from coordinator import devcluster
 from coordinator.client.errors import OrderedError, RunInterruptedError
 from ordered.chaos.faults import FaultRunner
+from ordered.chaos.net_faults import NetFaults, NetProxies, totals
 from ordered.chaos.processes import Slots
 from ordered.chaos.schedule import ScheduleShape, digest, kinds_for, make_schedule
 from ordered.chaos.spark_faults import SparkFaults
@@ -67,6 +68,9 @@ class ChaosOptions:
             its executors and its driver.
         zookeepers: ZooKeeper servers: 1, or an ensemble of 3 or 5 (its members are
             killed, and its quorum lost, by faults of their own).
+        network_faults: Route every process of the run through fault proxies (Kafka:
+            one per broker; ZooKeeper: one per process) and inject cuts, blackholes
+            and latency (:mod:`ordered.chaos.net_faults`).
     """
 
     duration: float
@@ -81,6 +85,7 @@ class ChaosOptions:
     drain_timeout: float = 300.0
     spark: bool = False
     zookeepers: int = 1
+    network_faults: bool = False
 
 
 def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, Any]:
@@ -97,6 +102,7 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
         eos=options.eos,
         spark=options.spark,
         zookeepers=options.zookeepers,
+        network=options.network_faults,
     )
     schedule = make_schedule(options.seed, shape)
     workdir = options.directory or Path(tempfile.mkdtemp(prefix="ordered-chaos-"))
@@ -117,10 +123,17 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
     state = None
     slots: Slots | None = None
     spark = SparkReader(workdir, say) if options.spark else None
+    net: NetProxies | None = None
     started = time.monotonic()
     try:
+        if options.network_faults:
+            net = NetProxies(options.brokers)
         state = devcluster.up(
-            cluster_dir, brokers=options.brokers, progress=say, zookeepers=options.zookeepers
+            cluster_dir,
+            brokers=options.brokers,
+            progress=say,
+            zookeepers=options.zookeepers,
+            client_listeners=net.client_listeners if net else None,
         )
         if stop.is_set():
             raise RunInterruptedError("interrupted while the cluster started")
@@ -130,7 +143,10 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
             _create_and_adopt(conn, OUTPUT, shape, options.brokers)
         if spark is not None:
             spark.start()
-        slots = _slots(workdir, conn, options, shape)
+        if net is not None:
+            net.set_zookeeper(state.zookeeper_connect)
+            say(f"network faults on: clients reach Kafka at {net.bootstrap} (proxies)")
+        slots = _slots(workdir, conn, options, shape, net)
         if spark is not None:
             spark.add_slot(slots)
         runner = FaultRunner(
@@ -141,6 +157,7 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
             HistoryWriter(workdir / "history" / "run.jsonl"),
             say,
             stop,
+            NetFaults(net, say) if net else None,
         )
         for slot in slots.slots.values():
             slots.start(slot)
@@ -188,6 +205,9 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
             drained=drained,
             directory=str(workdir),
         )
+        if net is not None:
+            result["network_faults"] = True
+            result["proxies"] = totals(net.stats())
         result["trim_proof"] = result.pop("pauses")
         if spark is not None:
             result["spark_logs"] = spark.log_problems()
@@ -202,6 +222,8 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
             slots.kill_all()
         if spark is not None:
             spark.stop()
+        if net is not None:
+            net.close()
         if state is not None:
             with contextlib.suppress(OrderedError):
                 devcluster.down(cluster_dir)
@@ -244,9 +266,18 @@ def _create_and_adopt(conn: _Connection, topic: str, shape: ScheduleShape, broke
         raise OrderedError(f"adopting {topic} failed: {err.strip()}")
 
 
-def _slots(workdir: Path, conn: _Connection, options: ChaosOptions, shape: ScheduleShape) -> Slots:
+def _slots(
+    workdir: Path,
+    conn: _Connection,
+    options: ChaosOptions,
+    shape: ScheduleShape,
+    net: NetProxies | None,
+) -> Slots:
+    # With network faults every process of the run goes through the proxies; the run's
+    # own commands and probes (conn) stay direct.
+    bootstrap = net.bootstrap if net else conn.bootstrap
     base = {
-        "bootstrap": conn.bootstrap,
+        "bootstrap": bootstrap,
         "zookeeper": conn.zookeeper,
         "root": conn.root,
         "topic": TOPIC,
@@ -260,9 +291,9 @@ def _slots(workdir: Path, conn: _Connection, options: ChaosOptions, shape: Sched
         "--zookeeper",
         conn.zookeeper,
     ]
-    coordinator += ["--bootstrap-servers", conn.bootstrap, "--root", conn.root]
+    coordinator += ["--bootstrap-servers", bootstrap, "--root", conn.root]
     coordinator += ["--sweep-interval", "3", "--trim-timeout", "20"]
-    slots = Slots(workdir, base, coordinator)
+    slots = Slots(workdir, base, coordinator, net.zookeeper_for if net else None)
     for i in range(shape.coordinators):
         slots.add(f"coordinator-{i}", "coordinator")
     rate = options.rate / shape.producers

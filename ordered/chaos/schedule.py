@@ -47,6 +47,12 @@ class FaultKind(Enum):
     KILL_SPARK_DRIVER = "kill-spark-driver"
     KILL_ZOOKEEPER_MEMBER = "kill-zookeeper-member"
     ZOOKEEPER_QUORUM_LOSS = "zookeeper-quorum-loss"
+    KAFKA_CUT = "kafka-cut"
+    KAFKA_BLACKHOLE = "kafka-blackhole"
+    KAFKA_LATENCY = "kafka-latency"
+    ZOOKEEPER_CUT = "zookeeper-cut"
+    ZOOKEEPER_BLACKHOLE = "zookeeper-blackhole"
+    ZOOKEEPER_LATENCY = "zookeeper-latency"
 
     @property
     def describe(self) -> str:
@@ -106,6 +112,18 @@ _DESCRIPTIONS = {
     "half the time), start it again 2-15 s later: the others keep the quorum",
     FaultKind.ZOOKEEPER_QUORUM_LOSS: "SIGKILL a majority of the ZooKeeper ensemble (2 of 3), "
     "start them again 5-20 s later: no quorum, every ZooKeeper session suspended meanwhile",
+    FaultKind.KAFKA_CUT: "(network) reset every client connection to one broker and refuse "
+    "new ones for 2-20 s (its proxy; inter-broker traffic stays)",
+    FaultKind.KAFKA_BLACKHOLE: "(network) hold every client connection to one broker, moving no "
+    "byte either way, for 2-20 s",
+    FaultKind.KAFKA_LATENCY: "(network) 50-500 ms more each way between the clients and one "
+    "broker for 2-20 s",
+    FaultKind.ZOOKEEPER_CUT: "(network) reset one process's ZooKeeper connections and refuse new "
+    "ones for 2-20 s (its own proxy: the others keep theirs)",
+    FaultKind.ZOOKEEPER_BLACKHOLE: "(network) hold one process's ZooKeeper connections, moving no "
+    "byte, for 2-20 s",
+    FaultKind.ZOOKEEPER_LATENCY: "(network) 50-500 ms more each way between one process and "
+    "ZooKeeper for 2-20 s",
 }
 
 
@@ -126,6 +144,8 @@ class ScheduleShape:
         spark: Whether a Spark query reads the topic (its executors and driver are killed).
         zookeepers: ZooKeeper servers (1, or an ensemble of 3 or 5); member kills and
             quorum losses only with an ensemble.
+        network: Whether the network fault kinds (proxies between the clients and
+            Kafka, and between each process and ZooKeeper) are scheduled.
     """
 
     duration: float
@@ -139,6 +159,7 @@ class ScheduleShape:
     max_partitions: int = 8
     spark: bool = False
     zookeepers: int = 1
+    network: bool = False
 
 
 @dataclass(frozen=True)
@@ -190,7 +211,22 @@ _WEIGHTS = {
     FaultKind.KILL_SPARK_DRIVER: 2,
     FaultKind.KILL_ZOOKEEPER_MEMBER: 2,
     FaultKind.ZOOKEEPER_QUORUM_LOSS: 1,
+    FaultKind.KAFKA_CUT: 1,
+    FaultKind.KAFKA_BLACKHOLE: 1,
+    FaultKind.KAFKA_LATENCY: 1,
+    FaultKind.ZOOKEEPER_CUT: 2,
+    FaultKind.ZOOKEEPER_BLACKHOLE: 1,
+    FaultKind.ZOOKEEPER_LATENCY: 1,
 }
+
+_NETWORK = (
+    FaultKind.KAFKA_CUT,
+    FaultKind.KAFKA_BLACKHOLE,
+    FaultKind.KAFKA_LATENCY,
+    FaultKind.ZOOKEEPER_CUT,
+    FaultKind.ZOOKEEPER_BLACKHOLE,
+    FaultKind.ZOOKEEPER_LATENCY,
+)
 
 
 def kinds_for(shape: ScheduleShape) -> list[FaultKind]:
@@ -209,6 +245,8 @@ def kinds_for(shape: ScheduleShape) -> list[FaultKind]:
     if shape.zookeepers < 3:
         kinds.remove(FaultKind.KILL_ZOOKEEPER_MEMBER)
         kinds.remove(FaultKind.ZOOKEEPER_QUORUM_LOSS)
+    if not shape.network:
+        kinds = [k for k in kinds if k not in _NETWORK]
     return kinds
 
 
@@ -258,7 +296,23 @@ def _params(
     if kind is FaultKind.ZOOKEEPER_QUORUM_LOSS:
         members = sorted(rnd.sample(range(1, shape.zookeepers + 1), shape.zookeepers // 2 + 1))
         return ",".join(f"zookeeper-{m}" for m in members), {"down_s": round(rnd.uniform(5, 20), 1)}
+    if kind in _NETWORK:
+        return _network_params(kind, rnd, shape)
     return "", {}
+
+
+def _network_params(
+    kind: FaultKind, rnd: random.Random, shape: ScheduleShape
+) -> tuple[str, dict[str, Any]]:
+    params: dict[str, Any] = {"down_s": round(rnd.uniform(2, 20), 1)}
+    if kind in (FaultKind.KAFKA_LATENCY, FaultKind.ZOOKEEPER_LATENCY):
+        params["latency_ms"] = rnd.randint(50, 500)
+    if kind.value.startswith("kafka-"):
+        return f"broker-{rnd.randint(1, shape.brokers)}", params
+    # A ZooKeeper fault hits one process: a coordinator most often (leadership moves).
+    role = rnd.choice(["coordinator", "coordinator", "producer", "main"])
+    count = {"coordinator": shape.coordinators, "producer": shape.producers}
+    return f"{role}-{rnd.randrange(count.get(role, shape.consumers))}", params
 
 
 def make_schedule(seed: int, shape: ScheduleShape) -> list[ScheduledFault]:

@@ -60,6 +60,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="ZooKeeper servers; an ensemble (3 or 5) also gets kill-zookeeper-member and "
         "zookeeper-quorum-loss faults, and zookeeper-restart kills every member",
     )
+    p.add_argument(
+        "--network-faults",
+        action="store_true",
+        help="also cut, blackhole and slow the network between the processes and Kafka "
+        "(a proxy per broker) and ZooKeeper (a proxy per process)",
+    )
     p.add_argument("--dir", type=Path, default=None, help="run directory (default: a temp dir)")
     p.add_argument("--keep", action="store_true", help="keep the run directory")
     p.add_argument(
@@ -122,6 +128,7 @@ def _chaos(args: argparse.Namespace) -> int:
         keep=args.keep,
         drain_timeout=args.drain_timeout,
         zookeepers=args.zookeepers,
+        network_faults=args.network_faults,
     )
     try:
         result = run_chaos(options, progress)
