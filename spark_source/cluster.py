@@ -242,6 +242,7 @@ class Cluster:
             session_timeout_s=options.zookeeper_session_timeout_ms / 1000.0,
             auth=options.zookeeper_auth,
             acl_root=options.zookeeper_root,
+            tls=options.zookeeper_tls,
         )
         start_client(
             client,

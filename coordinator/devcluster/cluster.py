@@ -228,6 +228,7 @@ def up(
     cluster_id = previous.cluster_id if previous else _new_cluster_id()
     bootstrap = ",".join(f"{HOST}:{bp}" for bp, _ in ports)
     creds = secure.make_credentials(directory) if secured else None
+    tls = secure.make_tls(directory, java, HOST) if secured else None
     auth: dict[str, str] = {}
     if creds is not None:
         auth = {
@@ -236,7 +237,9 @@ def up(
             "sasl.username": secure.ADMIN,
             "sasl.password": creds.password(secure.ADMIN),
         }
-        secure.write_properties(directory, creds, bootstrap, f"{HOST}:{zk_port}")
+        secure.write_properties(
+            directory, creds, bootstrap, f"{HOST}:{zk_port}", tls.ca if tls else None
+        )
     state = ClusterState(
         directory=str(directory),
         cluster_id=cluster_id,
@@ -261,7 +264,7 @@ def up(
         else:
             say(f"starting ZooKeeper {zk_jars.version} on {HOST}:{zk_port}")
             zk_version = start_zookeeper(
-                directory, zk_port, zk_jars.classpath, java, deadline, records, creds
+                directory, zk_port, zk_jars.classpath, java, deadline, records, creds, tls
             )
         to_format = []
         for node in range(1, brokers + 1):

@@ -113,7 +113,10 @@ def _connect(args: argparse.Namespace) -> Iterator[KazooClient]:
             "the dev cluster (ordered cluster up)"
         )
     client = make_client(
-        hosts, command_deadline_s=args.connect_timeout, auth=security.zookeeper_auth
+        hosts,
+        command_deadline_s=args.connect_timeout,
+        auth=security.zookeeper_auth,
+        tls=security.zookeeper_tls,
     )
     try:
         start_client(client, args.connect_timeout, "--zookeeper")

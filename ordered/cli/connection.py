@@ -167,6 +167,7 @@ def connect(args: argparse.Namespace, daemon: bool = False) -> Iterator[Connecti
         command_deadline_s=30.0 if daemon else args.connect_timeout,
         auth=security.zookeeper_auth,
         acl_root=args.root,
+        tls=security.zookeeper_tls,
     )
     try:
         start_client(client, args.connect_timeout)
