@@ -50,6 +50,7 @@ __all__ = [
     "ROLES",
     "Credentials",
     "TlsFiles",
+    "ca_path",
     "client_properties",
     "format_scram_args",
     "kafka_security_lines",
@@ -204,6 +205,11 @@ def _keytool(keytool: Path, *args: str, stdin: bytes | None = None) -> bytes:
     return done.stdout
 
 
+def ca_path(directory: Path) -> Path:
+    """Where the PEM CA certificate of the secure cluster in ``directory`` is."""
+    return _secure_dir(directory) / "tls" / "ca.pem"
+
+
 def make_tls(directory: Path, java: str, host: str) -> TlsFiles:
     """Return ZooKeeper's TLS files, made on first use with the JDK's ``keytool``.
 
@@ -214,8 +220,9 @@ def make_tls(directory: Path, java: str, host: str) -> TlsFiles:
     Raises:
         ClusterError: ``keytool`` is missing next to ``java`` or failed.
     """
-    tls_dir = _secure_dir(directory) / "tls"
-    ca_pem, keystore, pw_file = tls_dir / "ca.pem", tls_dir / "server.p12", tls_dir / "password"
+    ca_pem = ca_path(directory)
+    tls_dir = ca_pem.parent
+    keystore, pw_file = tls_dir / "server.p12", tls_dir / "password"
     if ca_pem.is_file() and keystore.is_file() and pw_file.is_file():
         return TlsFiles(ca_pem, keystore, pw_file.read_text().strip())
     keytool = Path(java).resolve().parent / "keytool"

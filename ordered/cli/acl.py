@@ -118,12 +118,7 @@ def _connect(args: argparse.Namespace) -> Iterator[KazooClient]:
         auth=security.zookeeper_auth,
         tls=security.zookeeper_tls,
     )
-    try:
-        start_client(client, args.connect_timeout, "--zookeeper")
-    except StoreUnavailableError:
-        raise StoreUnavailableError(
-            f"cannot connect to ZooKeeper at {hosts} within {args.connect_timeout:g} s"
-        ) from None
+    start_client(client, args.connect_timeout)  # the error says why, when TLS tells
     try:
         yield client
     except NoAuthError as exc:

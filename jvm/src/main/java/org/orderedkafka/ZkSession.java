@@ -16,7 +16,10 @@ import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.BoundedExponentialBackoffRetry;
 import org.apache.kafka.common.KafkaException;
+import org.apache.zookeeper.ClientCnxnSocketNetty;
 import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.client.ZKClientConfig;
+import org.apache.zookeeper.common.ClientX509Util;
 import org.apache.zookeeper.data.Stat;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -32,7 +35,8 @@ import org.slf4j.LoggerFactory;
  * session of their own.
  *
  * <p>It is a Curator client (relocated in the jar) with bounded retries (3 tries, 100 ms to
- * 1 s apart) for every call, ZooKeeper digest authentication ({@code ordered.zookeeper.auth})
+ * 1 s apart) for every call, ZooKeeper digest authentication ({@code ordered.zookeeper.auth}),
+ * TLS when {@code ordered.zookeeper.ssl.client.enable} is true ({@link #tlsConfig})
  * and the ACL rules of the roots' policies ({@link AclRules}). Its one worker thread does
  * every ZooKeeper call that is not a first use: re-reads after a watch fires (one-shot
  * {@code exists} watches re-armed by every re-read, as Python's producer), acks, and the
@@ -56,6 +60,7 @@ final class ZkSession {
   final AclRules acl = new AclRules();
   final ScheduledExecutorService worker;
   final String principal;
+  private final boolean tls;
   private final Set<ProducerState> producers = ConcurrentHashMap.newKeySet();
   private final Set<String> roots = ConcurrentHashMap.newKeySet();
   private final AtomicLong generation = new AtomicLong();
@@ -81,6 +86,10 @@ final class ZkSession {
     if (auth != null) {
       builder.authorization("digest", auth);
     }
+    if (s.tls) {
+      builder.zkClientConfig(tlsConfig(s));
+    }
+    tls = s.tls;
     client = builder.build();
     worker =
         Executors.newSingleThreadScheduledExecutor(
@@ -132,7 +141,12 @@ final class ZkSession {
       worker.shutdownNow();
       throw new KafkaException(
           "ordered.zookeeper.connect: ZooKeeper could not be reached within " + timeoutMs / 1000
-              + " s");
+              + " s"
+              + (tls
+                  ? " over TLS (check that this is ZooKeeper's secureClientPort and that "
+                      + OrderedSettings.SSL_CA + " signed its certificate)"
+                  : " (a ZooKeeper that takes TLS only drops plain clients: then set "
+                      + OrderedSettings.SSL_ENABLE + "=true and " + OrderedSettings.SSL_CA + ")"));
     }
     usable = true;
     lastSession = sessionId();
@@ -162,6 +176,26 @@ final class ZkSession {
 
   long generation() {
     return generation.get();
+  }
+
+  /**
+   * ZooKeeper's client TLS ({@code ordered.zookeeper.ssl.*}): the Netty socket (the NIO one
+   * has no TLS), the PEM CA as its trust store (ZooKeeper 3.5.7+), host name verification.
+   */
+  static ZKClientConfig tlsConfig(OrderedSettings s) {
+    ZKClientConfig config = new ZKClientConfig();
+    config.setProperty(ZKClientConfig.SECURE_CLIENT, "true");
+    // The relocated class name in the jar: the name is looked up by reflection.
+    config.setProperty(ZKClientConfig.ZOOKEEPER_CLIENT_CNXN_SOCKET, ClientCnxnSocketNetty.class.getName());
+    try (ClientX509Util x509 = new ClientX509Util()) {
+      if (!s.tlsCa.isEmpty()) {
+        config.setProperty(x509.getSslTruststoreLocationProperty(), s.tlsCa);
+        config.setProperty(x509.getSslTruststoreTypeProperty(), "PEM");
+      }
+      config.setProperty(
+          x509.getSslHostnameVerificationEnabledProperty(), String.valueOf(s.tlsHostnameCheck));
+    }
+    return config;
   }
 
   /** This session's id (what the ephemeral registrations belong to), or 0 while not connected. */
