@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from pathlib import Path
 
 from coordinator import devcluster
 from coordinator.client.errors import ClusterError
+from coordinator.devcluster import secure
 from coordinator.devcluster.cluster import ClusterState
 from ordered.cli import cluster_env
 from ordered.cli.options import IntArg, cluster_dir_arguments, seconds
@@ -48,8 +50,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     up.add_argument(
         "--secure",
         action="store_true",
-        help="Kafka with SASL/SCRAM-SHA-512 and ACLs, ZooKeeper with digest auth; writes "
-        "<dir>/client.properties for --command-config",
+        help="Kafka with SASL/SCRAM-SHA-512 and ACLs, ZooKeeper with digest auth over TLS "
+        "only; writes <dir>/client.properties for --command-config",
     )
     up.set_defaults(func=_files(_up))
 
@@ -96,6 +98,7 @@ def _settings_text(state: ClusterState) -> str:
     ]
     if state.secure:
         lines.append(f"command.config={state.client_properties}")
+        lines.append(f"zookeeper.ssl.ca.location={secure.ca_path(Path(state.directory))}")
     for p in state.processes:
         lines.append(f"process {p.role} pid {p.pid} {'running' if p.role in alive else 'stopped'}")
     return "\n".join(lines)

@@ -102,3 +102,24 @@ def test_kazoo_gets_the_settings() -> None:
     assert client.use_ssl and client.verify_certs and client.check_hostname and client.ca == ca
     plain = make_client("127.0.0.1:2181")
     assert not plain.use_ssl
+
+
+def test_the_spark_source_and_sink_take_them_as_options() -> None:
+    from spark_source.options import parse_sink_options, parse_source_options
+
+    ca = _system_ca()
+    base = {
+        "kafka.bootstrap.servers": "127.0.0.1:9092",
+        "subscribe": "t",
+        "ordered.zookeeper.connect": "127.0.0.1:2181",
+    }
+    read = parse_source_options({**base, ENABLE: "true", CA: ca}, streaming=False)
+    assert read.zookeeper_tls == ZkTls(True, ca, "", "", "https")
+    assert parse_source_options(base, streaming=False).zookeeper_tls == NO_TLS
+    with pytest.raises(ConfigError, match=f"{CA}: no such file"):
+        parse_source_options({**base, ENABLE: "true", CA: "/nonexistent"}, streaming=False)
+    # The sink: refused when the write is defined, not in a task.
+    sink = {"kafka.bootstrap.servers": "127.0.0.1:9092", "topic": "t"}
+    sink["ordered.zookeeper.connect"] = "127.0.0.1:2181"
+    with pytest.raises(ConfigError, match=f"{CA} set but {ENABLE} is false"):
+        parse_sink_options({**sink, CA: ca})
