@@ -23,6 +23,7 @@ made) and turns them into kazoo's arguments (``use_ssl``, ``ca``, ``certfile``,
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import ssl
@@ -231,8 +232,9 @@ def diagnose(tls: ZkTls, host: str, port: int, timeout_s: float = 2.0) -> str:
     """Why a client with ``tls`` may not get a session at ``host:port``, in a few words.
 
     Called after a connection failed: one TLS handshake tells a TLS-only server that a
-    plain client reached (it completes) and a certificate the client does not trust
-    (the handshake's own error) from a server that is simply away (``""``).
+    plain client reached (it completes), and a certificate either side does not trust
+    (the handshake's error, or the server's alert) from a server that is simply away
+    (``""``).
     """
     ctx = tls.context()
     if not tls or tls.identification != "https":
@@ -243,9 +245,14 @@ def diagnose(tls: ZkTls, host: str, port: int, timeout_s: float = 2.0) -> str:
     try:
         with (
             socket.create_connection((host, port), timeout=timeout_s) as raw,
-            ctx.wrap_socket(raw, server_hostname=host),
+            ctx.wrap_socket(raw, server_hostname=host) as sock,
         ):
-            pass
+            if tls:
+                # TLS 1.3: the server checks the client's certificate after the client
+                # finished; its refusal is an alert on the first read.
+                sock.settimeout(0.5)
+                with contextlib.suppress(TimeoutError):
+                    sock.recv(1)
     except ssl.SSLError as exc:
         why = getattr(exc, "verify_message", None) or exc.reason or str(exc)
         return f"the TLS handshake failed: {why}" if tls else ""

@@ -20,8 +20,8 @@ ZooKeeper serves TLS only (``secureClientPort``, Netty): no plain client port is
 open, so no digest travels in clear. The cluster makes its own CA with the JDK's
 ``keytool`` (``<dir>/secure/tls``): ``ca.pem`` (what clients trust) and the server's
 PKCS12 key store, whose certificate names ``127.0.0.1`` and ``localhost``. The server
-asks for no client certificate (``ssl.clientAuth=none``): clients authenticate with
-digest or SASL, inside TLS.
+asks for a client certificate but needs none (``ssl.clientAuth=want``): one it is shown
+must be signed by the cluster's CA; clients authenticate with digest or SASL, inside TLS.
 
 The property files are Java client properties, as Kafka's tools read them with
 ``--command-config``, plus ``ordered.zookeeper.connect``, ``ordered.zookeeper.auth``
@@ -172,7 +172,7 @@ def zookeeper_lines(tls: TlsFiles, port: int, host: str) -> list[str]:
         "ssl.keyStore.type=PKCS12",
         f"ssl.trustStore.location={tls.ca}",
         "ssl.trustStore.type=PEM",
-        "ssl.clientAuth=none",
+        "ssl.clientAuth=want",
         "authProvider.1=org.apache.zookeeper.server.auth.DigestAuthenticationProvider",
         "authProvider.2=org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
         "enforce.auth.enabled=true",

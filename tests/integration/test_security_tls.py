@@ -10,6 +10,7 @@ failing with a message that says why (within its connect timeout, not a hang).
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import ssl
@@ -182,6 +183,58 @@ def test_producer_and_consumer_over_tls(secure: Secure, secure_root: str) -> Non
     finally:
         consumer.close()
     assert sorted(got) == sorted(f"v{i}".encode() for i in range(20))
+
+
+def _client_certificate(secure: Secure, tmp: Path, signed: bool) -> tuple[str, str]:
+    """A PEM client key and certificate: signed by the cluster's CA, or self-signed."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl makes the client key here (keytool cannot export one)")
+    key, cert = tmp / "client.key", tmp / "client.pem"
+    subject = ["-subj", "/CN=ordered-test-client", "-nodes", "-keyout", str(key)]
+    new_key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"]
+    if not signed:
+        subprocess.run(
+            ["openssl", "req", "-x509", *new_key, *subject, "-out", str(cert), "-days", "2"],
+            check=True, capture_output=True,
+        )  # fmt: skip
+        return str(cert), str(key)
+    request = subprocess.run(
+        ["openssl", "req", "-new", *new_key, *subject], check=True, capture_output=True
+    ).stdout
+    tls_dir = devsecure.ca_path(Path(secure.state.directory)).parent
+    password = (tls_dir / "password").read_text().strip()
+    keytool = Path(os.path.realpath(shutil.which("java") or "java")).parent / "keytool"
+    signed_pem = subprocess.run(
+        [str(keytool), "-gencert", "-alias", "ca", "-keystore", str(tls_dir / "ca.p12"),
+         "-storetype", "PKCS12", "-storepass", password, "-rfc", "-validity", "2",
+         "-ext", "eku=clientAuth"],
+        input=request, check=True, capture_output=True,
+    ).stdout  # fmt: skip
+    cert.write_bytes(signed_pem)
+    return str(cert), str(key)
+
+
+def test_a_client_certificate(secure: Secure, secure_root: str, tmp_path: Path) -> None:
+    """The server asks for a certificate (``ssl.clientAuth=want``): one signed by the
+    cluster's CA is taken, a self-signed one is refused in the handshake."""
+    for signed in (True, False):
+        where = tmp_path / str(signed)
+        where.mkdir()
+        cert, key = _client_certificate(secure, where, signed)
+        config = secure.producer_config(
+            secure_root, **{"ordered.zookeeper.ssl.certificate.location": cert,
+                            "ordered.zookeeper.ssl.key.location": key},
+        )  # fmt: skip
+        if signed:
+            producer = OrderedProducer(config)
+            try:
+                assert producer.zookeeper.certfile == cert and producer.zookeeper.keyfile == key
+                assert producer.zookeeper.exists("/") is not None
+            finally:
+                producer.close()
+        else:
+            with pytest.raises(StoreUnavailableError, match="TLS handshake failed"):
+                OrderedProducer(config)
 
 
 def test_cli_and_daemon_over_tls(secure: Secure, secure_root: str) -> None:
