@@ -9,7 +9,15 @@ partition count changes (:func:`key_flow`, :func:`sources`, :func:`blockers`,
 """
 
 from linear_hash.flow import blockers, key_flow, sources
-from linear_hash.gating import EpochInfo, GateEvaluator, OffsetView, Wait, epoch_range, gate_plan
+from linear_hash.gating import (
+    EpochInfo,
+    GateEvaluator,
+    OffsetMaps,
+    OffsetView,
+    Wait,
+    epoch_range,
+    gate_plan,
+)
 from linear_hash.hashing import ALGORITHMS, DEFAULT_ALGORITHM, Key, hash_key, murmur2
 from linear_hash.layout import LAYOUT_VERSION, Layout
 from linear_hash.router import KeyRouter, Router
@@ -24,6 +32,7 @@ __all__ = [
     "Key",
     "KeyRouter",
     "Layout",
+    "OffsetMaps",
     "OffsetView",
     "Router",
     "Wait",

@@ -43,6 +43,7 @@ from linear_hash.routing import _check_partition
 __all__ = [
     "EpochInfo",
     "GateEvaluator",
+    "OffsetMaps",
     "OffsetView",
     "Wait",
     "epoch_range",
@@ -106,6 +107,27 @@ class OffsetView(Protocol):
 
     def log_start(self, partition: int) -> int:
         """Return the log start offset (low watermark) of ``partition``."""
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetMaps:
+    """An :class:`OffsetView` held in two mappings (a snapshot, the vectors, tests).
+
+    Attributes:
+        committed_offsets: Partition -> committed offset; an absent partition has none.
+        log_starts: Partition -> log start offset; an absent partition starts at 0.
+    """
+
+    committed_offsets: Mapping[int, int] = field(default_factory=dict)
+    log_starts: Mapping[int, int] = field(default_factory=dict)
+
+    def committed(self, partition: int) -> int | None:
+        """Return the committed offset on ``partition``, ``None`` if none."""
+        return self.committed_offsets.get(partition)
+
+    def log_start(self, partition: int) -> int:
+        """Return the log start offset of ``partition`` (0 if not given)."""
+        return self.log_starts.get(partition, 0)
 
 
 @dataclass(frozen=True, slots=True, order=True)

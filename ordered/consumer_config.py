@@ -35,6 +35,7 @@ from typing import Any, Final
 from coordinator.client.errors import ConfigError
 from coordinator.client.zk_auth import ZkAuth
 from coordinator.client.zk_tls import ZkTls
+from ordered.client_config import split_client_config
 from ordered.settings import (
     ORDERED_PREFIX,
     VIOLATION_POLICIES,
@@ -44,7 +45,6 @@ from ordered.settings import (
     parse_settings,
     setting_field,
     settings_view,
-    split_ordered,
 )
 
 __all__ = [
@@ -77,10 +77,8 @@ of idle reading each time a fast reader empties its queue.
 @settings_view(Role.CONSUMER)
 @dataclass(frozen=True, slots=True)
 class ConsumerSettings:
-    """The parsed ``ordered.*`` settings of a consumer.
-
-    Keys and defaults come from :data:`ordered.settings.SETTINGS` (a field the table
-    does not give the consumer fails at import).
+    """The parsed ``ordered.*`` settings of a consumer (a checked view of the table:
+    :func:`~ordered.settings.settings_view`).
 
     Attributes:
         zookeeper_connect: ``ordered.zookeeper.connect``; may end in a chroot path.
@@ -158,6 +156,10 @@ class ConsumerSettings:
         """The old name of :attr:`epoch_header_name` (kept for existing callers)."""
         return self.epoch_header_name
 
+    def __post_init__(self) -> None:
+        # The TLS settings as a whole, however the view is made: refused at the door.
+        ZkTls.from_parsed(self)
+
     @property
     def zookeeper_tls(self) -> ZkTls:
         """The ``ordered.zookeeper.ssl.*`` settings together (checked as a whole)."""
@@ -171,9 +173,7 @@ class ConsumerSettings:
             ConfigError: An unknown key, a missing ``ordered.zookeeper.connect`` or a
                 malformed value.
         """
-        values = parse_settings(settings, Role.CONSUMER)
-        ZkTls.from_parsed(values)  # the TLS settings as a whole, at the door
-        return cls(**values)
+        return cls(**parse_settings(settings, Role.CONSUMER))
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,8 +217,7 @@ def split_consumer_config(
             ``enable.auto.commit``, or ``ordered.commit.mode=application`` with
             ``enable.auto.commit`` not ``false``.
     """
-    kafka, ordered = split_ordered(config, overrides)
-    settings = ConsumerSettings.from_mapping(ordered)
+    kafka, settings = split_client_config(config, overrides, Role.CONSUMER, ConsumerSettings)
     store = parse_bool("enable.auto.offset.store", kafka.get("enable.auto.offset.store", True))
     auto_commit = parse_bool("enable.auto.commit", kafka.get("enable.auto.commit", True))
     if settings.commit_mode == "application" and auto_commit:

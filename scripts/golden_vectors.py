@@ -48,7 +48,6 @@ import json
 import random
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +61,7 @@ from linear_hash import (  # noqa: E402 (the checkout first on the path)
     ALGORITHMS,
     EpochInfo,
     GateEvaluator,
+    OffsetMaps,
     blockers,
     children,
     hash_key,
@@ -219,18 +219,6 @@ def _flows() -> list[dict[str, Any]]:
 # --- gates ------------------------------------------------------------------------------------
 
 
-@dataclass
-class _View:
-    committed_: dict[int, int] = field(default_factory=dict)
-    starts: dict[int, int] = field(default_factory=dict)
-
-    def committed(self, partition: int) -> int | None:
-        return self.committed_.get(partition)
-
-    def log_start(self, partition: int) -> int:
-        return self.starts.get(partition, 0)
-
-
 def _epoch_json(info: EpochInfo) -> dict[str, Any]:
     return {
         "epoch": info.epoch,
@@ -241,8 +229,27 @@ def _epoch_json(info: EpochInfo) -> dict[str, Any]:
     }
 
 
+def load() -> dict[str, Any]:
+    """The vectors as the file holds them (the one reader of the file: the test uses it)."""
+    loaded: dict[str, Any] = json.loads(load_text())
+    return loaded
+
+
+def load_text() -> str:
+    """The text of :data:`VECTORS`."""
+    return VECTORS.read_text(encoding="utf-8")
+
+
+def view_from_json(entry: dict[str, Any]) -> OffsetMaps:
+    """The group's progress of a ``gates`` entry (its ``committed`` and ``log_start``)."""
+    return OffsetMaps(
+        {int(p): o for p, o in entry["committed"].items()},
+        {int(p): o for p, o in entry["log_start"].items()},
+    )
+
+
 def epochs_from_json(epochs: list[dict[str, Any]]) -> list[EpochInfo]:
-    """The ``EpochInfo`` history of a ``gates`` entry (used by the test too)."""
+    """The ``EpochInfo`` history of a ``gates`` entry (the test reads it with this too)."""
     return [
         EpochInfo(
             e["epoch"],
@@ -259,7 +266,7 @@ def decide(
     history: list[EpochInfo], committed: dict[int, int], starts: dict[int, int], p: int, o: int
 ) -> dict[str, Any]:
     """One check of a ``gates`` entry, each part by a fresh evaluator."""
-    view = _View(dict(committed), dict(starts))
+    view = OffsetMaps(dict(committed), dict(starts))
     return {
         "partition": p,
         "offset": o,
@@ -515,7 +522,7 @@ def main(argv: list[str] | None = None) -> int:
         if not VECTORS.exists():
             print(f"{VECTORS.relative_to(ROOT)} is missing", file=sys.stderr)
             return 1
-        text = VECTORS.read_text(encoding="utf-8")
+        text = load_text()
         found = first_difference(vectors, json.loads(text))
         if found is None and text != render(vectors):
             found = "same values, different formatting (run scripts/golden_vectors.py)"

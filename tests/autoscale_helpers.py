@@ -156,19 +156,21 @@ def daemon_running(
     bootstrap: str,
     zk_root: str,
     hooks: tuple[object, ...] = (),
+    tick: float | None = 0.5,
 ) -> Iterator[list[str]]:
-    """A coordinator daemon ticking the autoscaler every 0.5 s; yields its log lines."""
+    """A coordinator daemon ticking the autoscaler every ``tick`` s (``None``: the daemon's
+    own default scan and autoscale intervals); yields its log lines."""
     lines: list[str] = []
+    ticks = {} if tick is None else {"scan_interval": tick, "autoscale_interval": tick}
     daemon = CoordinatorDaemon(
         kazoo_factory(command_deadline_s=10.0),
         KafkaAdmin(bootstrap, timeout=10.0),
         root=zk_root,
         progress=lines.append,
-        scan_interval=0.5,
         relay_interval=0,
         sweep_interval=0,
-        autoscale_interval=0.5,
         hooks=hooks,
+        **ticks,
     )
     runner = threading.Thread(target=daemon.run, daemon=True)
     runner.start()

@@ -22,9 +22,18 @@ from coordinator.control.transition import (
 from coordinator.kafka.kafka_admin import KafkaAdmin, KafkaTopic, UnknownTopicError
 from linear_hash import ALGORITHMS
 
-__all__ = ["Adoption"]
+__all__ = ["Adoption", "adopted_topic_deleted"]
 
 Progress = Callable[[str], None]
+
+
+def adopted_topic_deleted(topic: str) -> UnknownTopicError:
+    """The error for an adopted ``topic`` that Kafka no longer has: it says what to do."""
+    return UnknownTopicError(
+        f"topic {topic} does not exist in Kafka, but a layout of it is adopted (the "
+        f"topic was deleted?): remove the layout with `ordered unadopt {topic}`, or "
+        f"create the topic again and run `ordered adopt {topic} --replace`"
+    )
 
 
 class Adoption:
@@ -136,11 +145,7 @@ class Adoption:
         except UnknownTopicError:
             if self._store.get_topic(topic) is None:
                 raise
-            raise UnknownTopicError(
-                f"topic {topic} does not exist in Kafka, but a layout of it is adopted (the "
-                f"topic was deleted?): remove the layout with `ordered unadopt {topic}`, or "
-                f"create the topic again and run `ordered adopt {topic} --replace`"
-            ) from None
+            raise adopted_topic_deleted(topic) from None
 
     def _adopt_again(
         self, existing: TopicRecord, version: int, kafka: KafkaTopic, same: bool

@@ -149,14 +149,9 @@ class Controller(Adoption):
 
         Raises:
             LayoutError: ``to`` is not below the active count, or below ``initial``.
-            NotAdoptedError: The topic is not adopted.
-            TopicIdMismatchError: The layout was adopted for another topic id.
-            UnknownTopicError: The topic does not exist in Kafka.
-            TransitionInProgressError: Another transition is pending or running.
-            BarrierTimeoutError: The barrier did not pass within ``timeout``; the epoch
-                stays pending.
-            OrderedKafkaError: Kafka failed.
-            StoreError: ZooKeeper failed or holds a bad record.
+            NotAdoptedError, TopicIdMismatchError, UnknownTopicError,
+            TransitionInProgressError, BarrierTimeoutError, OrderedKafkaError,
+            StoreError: As :meth:`expand`.
         """
         return self._transition(topic, to, "shrink", timeout)
 

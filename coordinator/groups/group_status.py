@@ -37,7 +37,7 @@ from coordinator.client.positions import Interest, PositionService
 from coordinator.client.store import EpochRecord, LayoutStore
 from coordinator.client.topic_ids import check_topic_id
 from coordinator.kafka.kafka_admin import GroupDescription, GroupMember, KafkaAdmin
-from linear_hash.gating import GateEvaluator, Wait
+from linear_hash.gating import GateEvaluator, OffsetMaps, Wait
 
 __all__ = [
     "GateWait",
@@ -190,20 +190,6 @@ class GroupStatus:
         }
 
 
-class _View:
-    """The group's committed offsets and the log starts, as the gate rule reads them."""
-
-    def __init__(self, committed: Mapping[int, int], starts: Mapping[int, int]) -> None:
-        self._committed = committed
-        self._starts = starts
-
-    def committed(self, partition: int) -> int | None:
-        return self._committed.get(partition)
-
-    def log_start(self, partition: int) -> int:
-        return self._starts.get(partition, 0)
-
-
 def group_status(store: LayoutStore, admin: KafkaAdmin, topic: str, group: str) -> GroupStatus:
     """Describe where ``group`` stands at the gates of ``topic``.
 
@@ -231,7 +217,7 @@ def group_status(store: LayoutStore, admin: KafkaAdmin, topic: str, group: str) 
     starts = admin.start_offsets(topic, partitions)
     ends = admin.end_offsets(topic, partitions)
     interest = PositionService(store.client, store.root, group).interest(topic)
-    view = _View(committed, starts)
+    view = OffsetMaps(committed, starts)
     out = []
     for p in partitions:
         position = max(committed.get(p, starts[p]), starts[p])
@@ -285,7 +271,7 @@ def topic_groups(admin: KafkaAdmin, topic: str, partitions: int) -> list[str]:
 
 
 def _first_closed_gate(
-    gates: GateEvaluator, partition: int, position: int, view: _View
+    gates: GateEvaluator, partition: int, position: int, view: OffsetMaps
 ) -> tuple[int | None, int | None, list[Wait]]:
     """The lowest gate boundary at or past ``position`` that is closed, and its waits."""
     for boundary in sorted({b for b, _e in gates.gates_of(partition) if b >= position}):

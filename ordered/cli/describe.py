@@ -25,6 +25,7 @@ from coordinator.autoscale.report import autoscale_summary
 from coordinator.client.errors import OrderedKafkaError
 from coordinator.client.store import EpochRecord, ProducerRecord, TopicRecord
 from coordinator.client.topic_ids import check_topic_id
+from coordinator.control.adoption import adopted_topic_deleted
 from coordinator.control.controller import (
     DEFAULT_DELIVERY_TIMEOUT_MS,
     EXPIRY_GRACE_S,
@@ -101,11 +102,7 @@ def _topic_view(args: argparse.Namespace, conn: Connections) -> tuple[dict[str, 
     except UnknownTopicError:
         if record is None:
             raise
-        raise UnknownTopicError(
-            f"topic {topic} does not exist in Kafka, but a layout of it is adopted (the "
-            f"topic was deleted?): remove the layout with `ordered unadopt {topic}`, or "
-            f"create the topic again and run `ordered adopt {topic} --replace`"
-        ) from None
+        raise adopted_topic_deleted(topic) from None
     except OrderedKafkaError as exc:
         kafka_error = f"Kafka is unreachable: {exc}"
     if record is None:

@@ -23,6 +23,7 @@ from coordinator.client.errors import ConfigError
 from coordinator.client.store import DEFAULT_DELIVERY_TIMEOUT_MS
 from coordinator.client.zk_auth import ZkAuth
 from coordinator.client.zk_tls import ZkTls
+from ordered.client_config import split_client_config
 from ordered.settings import (
     ORDERED_PREFIX,
     Role,
@@ -32,7 +33,6 @@ from ordered.settings import (
     parse_settings,
     setting_field,
     settings_view,
-    split_ordered,
 )
 
 __all__ = [
@@ -90,6 +90,10 @@ class ProducerSettings:
     )
     switch_mode: str = setting_field("switch_mode")
 
+    def __post_init__(self) -> None:
+        # The TLS settings as a whole, however the view is made: refused at the door.
+        ZkTls.from_parsed(self)
+
     @property
     def zookeeper_tls(self) -> ZkTls:
         """The ``ordered.zookeeper.ssl.*`` settings together (checked as a whole)."""
@@ -103,9 +107,7 @@ class ProducerSettings:
             ConfigError: An unknown ``ordered.`` key, a missing
                 ``ordered.zookeeper.connect``, or a malformed value.
         """
-        values = parse_settings(settings, Role.PRODUCER)
-        ZkTls.from_parsed(values)  # the TLS settings as a whole, at the door
-        return cls(**values)
+        return cls(**parse_settings(settings, Role.PRODUCER))
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,8 +164,7 @@ def split_producer_config(
             set to false, ``acks`` other than ``all``, or a malformed ``delivery.timeout.ms``/
             ``delivery.report.only.error``.
     """
-    kafka, ordered = split_ordered(config, overrides)
-    settings = ProducerSettings.from_mapping(ordered)
+    kafka, settings = split_client_config(config, overrides, Role.PRODUCER, ProducerSettings)
     if "enable.idempotence" in kafka and not parse_bool(
         "enable.idempotence", kafka["enable.idempotence"]
     ):

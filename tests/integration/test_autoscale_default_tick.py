@@ -8,19 +8,16 @@ samples. The decision rule now uses the samples that span a slice that short.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from autoscale_helpers import Traffic
+from autoscale_helpers import Traffic, daemon_running
 from helpers import wait_until
 from kazoo.client import KazooClient
 
 from coordinator.autoscale import DEFAULT_AUTOSCALE_INTERVAL_S
 from coordinator.client.store import LayoutStore
-from coordinator.daemon import CoordinatorDaemon
-from coordinator.kafka.kafka_admin import KafkaAdmin
 from ordered import OrderedProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
@@ -46,28 +43,17 @@ def test_ten_second_windows_grow_at_the_default_tick(
         *("--down-window", "30", "--cooldown", "10"),
     )
     assert out.returncode == 0, out.stderr
-    lines: list[str] = []
-    daemon = CoordinatorDaemon(  # the daemon's own autoscale tick: 10 s
-        kazoo_factory(command_deadline_s=10.0),
-        KafkaAdmin(bootstrap, timeout=10.0),
-        root=zk_root,
-        progress=lines.append,
-        relay_interval=0,
-        sweep_interval=0,
-    )
-    runner = threading.Thread(target=daemon.run, daemon=True)
-    runner.start()
-    try:
-        with Traffic(make_producer(), topic) as traffic:
-            traffic.rate = 800.0  # 400/s per partition at 2: four times the target
-            wait_until(
-                lambda: (r := store.get_topic(topic)) is not None and r.active >= 4,
-                timeout=90,
-                what=f"a growth from 2 (daemon log: {lines})",
-            )
-    finally:
-        daemon.stop()
-        runner.join(30)
+    # The daemon's own autoscale tick: 10 s.
+    with (
+        daemon_running(kazoo_factory, bootstrap, zk_root, tick=None) as lines,
+        Traffic(make_producer(), topic) as traffic,
+    ):
+        traffic.rate = 800.0  # 400/s per partition at 2: four times the target
+        wait_until(
+            lambda: (r := store.get_topic(topic)) is not None and r.active >= 4,
+            timeout=90,
+            what=f"a growth from 2 (daemon log: {lines})",
+        )
     decisions = store.autoscale_status(topic).decisions  # type: ignore[union-attr]
     assert any(d["action"] == "grow" and d["acted"] for d in decisions), decisions
     assert not any(d["rule"] == "band" for d in decisions), decisions

@@ -6,12 +6,13 @@ loop raises at its heartbeat, as a bug in it would); Kafka and ZooKeeper are rea
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -62,6 +63,49 @@ class Faults:
             raise OverflowError("int too big to convert (injected)")
 
 
+@contextlib.contextmanager
+def failing_daemon(
+    store: LayoutStore, admin: KafkaAdmin, thread: str, relay_interval: float, sweep_interval: float
+) -> Iterator[tuple[CoordinatorDaemon, str, Faults]]:
+    """A running daemon (quick supervision) whose ``thread`` fails at its heartbeat.
+
+    Yields the daemon, the base URL of its metrics server and the faults (on; clear
+    ``faults.on`` to end them); the daemon is stopped on exit.
+    """
+    faults = Faults(thread)
+    faults.on.set()
+    metrics = DaemonMetrics(("127.0.0.1", 0))
+    daemon = CoordinatorDaemon(
+        store.client,
+        admin,
+        root=store.root,
+        relay_interval=relay_interval,
+        sweep_interval=sweep_interval,
+        autoscale_interval=0,
+        metrics=metrics,
+        supervision=QUICK,
+    )
+    with inject_faults(faults):
+        running = run_in_background(daemon.run)
+        try:
+            yield daemon, metrics.url.rsplit("/", 1)[0], faults
+        finally:
+            daemon.stop()
+            running.join(30)
+
+
+def wait_unhealthy(base: str) -> str:
+    """Wait for ``/healthz`` to answer 503; return its body."""
+    _status, body = wait_until(
+        lambda: (got := get(f"{base}/healthz"))[0] == 503 and got,
+        timeout=30,
+        interval=0.2,
+        what="/healthz 503",
+    )
+    text: str = body
+    return text
+
+
 def test_a_failing_sweeper_restarts_shows_in_healthz_and_metrics_and_trims_after(
     topic_factory: Callable[..., str],
     group_factory: Callable[[], str],
@@ -81,106 +125,64 @@ def test_a_failing_sweeper_restarts_shows_in_healthz_and_metrics_and_trims_after
     store.set_retention(RetentionRecord(topic=topic, consumed_ms=1, updated_at=time.time()))
     admin = KafkaAdmin(bootstrap, timeout=10.0)
 
-    faults = Faults("sweeper")
-    faults.on.set()
-    metrics = DaemonMetrics(("127.0.0.1", 0))
-    base = metrics.url.rsplit("/", 1)[0]
-    daemon = CoordinatorDaemon(
-        store.client,
-        admin,
-        root=store.root,
-        relay_interval=0,
-        sweep_interval=0.3,
-        autoscale_interval=0,
-        metrics=metrics,
-        supervision=QUICK,
-    )
-    with inject_faults(faults):
-        running = run_in_background(daemon.run)
-        try:
-            wait_until(lambda: daemon.role is Role.LEADER, what="leadership")
-            # While the fault lasts: restarted again and again, unhealthy, no trim.
-            _status, body = wait_until(
-                lambda: (got := get(f"{base}/healthz"))[0] == 503 and got,
-                timeout=30,
-                interval=0.2,
-                what="/healthz 503",
-            )
-            assert "sweeper" in body and "failing: " in body, body
-            assert "OverflowError: int too big to convert (injected)" in body, body
-            scraped = get(f"{base}/metrics")[1]
-            assert restarts(scraped, "sweeper") >= 3, scraped
-            assert 'ordered_thread_healthy{thread="sweeper"} 0.0' in scraped
-            assert admin.start_offsets(topic, [0]) == {0: 0}
+    with failing_daemon(store, admin, "sweeper", relay_interval=0, sweep_interval=0.3) as (
+        daemon,
+        base,
+        faults,
+    ):
+        wait_until(lambda: daemon.role is Role.LEADER, what="leadership")
+        # While the fault lasts: restarted again and again, unhealthy, no trim.
+        body = wait_unhealthy(base)
+        assert "sweeper" in body and "failing: " in body, body
+        assert "OverflowError: int too big to convert (injected)" in body, body
+        scraped = get(f"{base}/metrics")[1]
+        assert restarts(scraped, "sweeper") >= 3, scraped
+        assert 'ordered_thread_healthy{thread="sweeper"} 0.0' in scraped
+        assert admin.start_offsets(topic, [0]) == {0: 0}
 
-            faults.on.clear()
-            # Once the fault stops: the same thread trims, and health comes back.
-            wait_until(
-                lambda: admin.start_offsets(topic, [0]) == {0: 6},
-                timeout=30,
-                interval=0.2,
-                what="the consumed-retention trim after the fault",
-            )
-            assert wait_until(
-                lambda: get(f"{base}/healthz") == (200, "ok\n"),
-                timeout=30,
-                interval=0.2,
-                what="/healthz 200 after the window",
-            )
-            scraped = get(f"{base}/metrics")[1]
-            assert 'ordered_thread_healthy{thread="sweeper"} 1.0' in scraped
-            assert 'ordered_thread_healthy{thread="scanner"} 1.0' in scraped
-            assert restarts(scraped, "sweeper") >= 3
-            # The metrics are at /metrics only.
-            assert get(f"{base}/")[0] == 404
-            assert "ordered_thread_restarts_total" not in get(f"{base}/")[1]
-        finally:
-            daemon.stop()
-            running.join(30)
+        faults.on.clear()
+        # Once the fault stops: the same thread trims, and health comes back.
+        wait_until(
+            lambda: admin.start_offsets(topic, [0]) == {0: 6},
+            timeout=30,
+            interval=0.2,
+            what="the consumed-retention trim after the fault",
+        )
+        assert wait_until(
+            lambda: get(f"{base}/healthz") == (200, "ok\n"),
+            timeout=30,
+            interval=0.2,
+            what="/healthz 200 after the window",
+        )
+        scraped = get(f"{base}/metrics")[1]
+        assert 'ordered_thread_healthy{thread="sweeper"} 1.0' in scraped
+        assert 'ordered_thread_healthy{thread="scanner"} 1.0' in scraped
+        assert restarts(scraped, "sweeper") >= 3
+        # The metrics are at /metrics only.
+        assert get(f"{base}/")[0] == 404
+        assert "ordered_thread_restarts_total" not in get(f"{base}/")[1]
 
 
 def test_a_failing_commit_tail_is_restarted_within_the_term(
     store: LayoutStore, bootstrap: str
 ) -> None:
     admin = KafkaAdmin(bootstrap, timeout=10.0)
-    faults = Faults("commit-tail")
-    faults.on.set()
-    metrics = DaemonMetrics(("127.0.0.1", 0))
-    base = metrics.url.rsplit("/", 1)[0]
-    daemon = CoordinatorDaemon(
-        store.client,
-        admin,
-        root=store.root,
-        relay_interval=0.1,
-        sweep_interval=0,
-        autoscale_interval=0,
-        metrics=metrics,
-        supervision=QUICK,
-    )
-    with inject_faults(faults):
-        running = run_in_background(daemon.run)
-        try:
-            _status, body = wait_until(
-                lambda: (got := get(f"{base}/healthz"))[0] == 503 and got,
-                timeout=30,
-                interval=0.2,
-                what="/healthz 503",
-            )
-            assert body.startswith("unhealthy\ncommit-tail: "), body
-            assert restarts(get(f"{base}/metrics")[1], "commit-tail") >= 3
-            faults.on.clear()
-            wait_until(
-                lambda: (
-                    'ordered_thread_running{thread="commit-tail"} 1.0' in get(f"{base}/metrics")[1]
-                ),
-                timeout=30,
-                interval=0.2,
-                what="the tail running again",
-            )
-            assert wait_until(lambda: get(f"{base}/healthz") == (200, "ok\n"), timeout=30)
-        finally:
-            daemon.stop()
-            running.join(30)
+    with failing_daemon(store, admin, "commit-tail", relay_interval=0.1, sweep_interval=0) as (
+        _daemon,
+        base,
+        faults,
+    ):
+        body = wait_unhealthy(base)
+        assert body.startswith("unhealthy\ncommit-tail: "), body
+        assert restarts(get(f"{base}/metrics")[1], "commit-tail") >= 3
+        faults.on.clear()
+        wait_until(
+            lambda: 'ordered_thread_running{thread="commit-tail"} 1.0' in get(f"{base}/metrics")[1],
+            timeout=30,
+            interval=0.2,
+            what="the tail running again",
+        )
+        assert wait_until(lambda: get(f"{base}/healthz") == (200, "ok\n"), timeout=30)
 
 
 def test_a_failing_producer_worker_restarts_and_the_producer_keeps_acking(
@@ -215,9 +217,9 @@ def test_a_failing_producer_worker_restarts_and_the_producer_keeps_acking(
     # The controller clears ``pending`` once the acks are in; the producer's watch
     # sees that write a moment later.
     assert wait_until(
-        lambda: (r := producer.topic_record(topic)) is not None
-        and r.epoch == 2
-        and r.pending is None,
+        lambda: (
+            (r := producer.topic_record(topic)) is not None and r.epoch == 2 and r.pending is None
+        ),
         timeout=30,
         what="the producer's view of epoch 2, settled",
     )

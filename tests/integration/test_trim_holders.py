@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -81,14 +82,21 @@ def _assert_named(kit: Kit, topic: str, holder: str, partitions: int) -> None:
     assert f"minimum committed 0, held by {holder}" in plain.stderr
 
 
-def test_a_consumer_that_never_commits_is_named(kit: Kit) -> None:
+def _holder_setup(kit: Kit, prefix: str) -> tuple[str, str, Any]:
+    """A 2-partition topic of 40 records all committed by another group, and a consumer
+    of a new group (``prefix``...) that never commits."""
     topic = kit.adopted_topic(2)
     _fill(kit, topic, 40)
     _commit_all(kit, topic, 2)
-    group = unique("never")
+    group = unique(prefix)
     consumer = kit.make_consumer(
         group, **{"enable.auto.commit": False, "auto.offset.reset": "earliest"}
     )
+    return topic, group, consumer
+
+
+def test_a_consumer_that_never_commits_is_named(kit: Kit) -> None:
+    topic, group, consumer = _holder_setup(kit, "never")
     consumer.subscribe([topic])
     assert _read_some(consumer, 5) == 5  # reads, never commits: interest is registered
     _assert_named(kit, topic, group, 2)
@@ -107,13 +115,7 @@ def test_a_consumer_that_never_commits_is_named(kit: Kit) -> None:
 
 
 def test_a_throwaway_assign_consumer_is_named(kit: Kit) -> None:
-    topic = kit.adopted_topic(2)
-    _fill(kit, topic, 40)
-    _commit_all(kit, topic, 2)
-    group = unique("peek")
-    consumer = kit.make_consumer(
-        group, **{"enable.auto.commit": False, "auto.offset.reset": "earliest"}
-    )
+    topic, group, consumer = _holder_setup(kit, "peek")
     consumer.assign([TopicPartition(topic, 0, 0), TopicPartition(topic, 1, 0)])
     assert _read_some(consumer, 3) == 3
     consumer.close()  # gone: no member, no commit; registered just now, so it holds

@@ -7,10 +7,8 @@ by running the generator again), so a port reading the same file checks the same
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable
 from functools import cache
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -34,21 +32,20 @@ from linear_hash import (
     sources,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
-VECTORS = ROOT / "vectors" / "linear_hash.json"
 
-
+@cache
 def _generator() -> ModuleType:
     return load_script("golden_vectors")
 
 
 @cache
 def _text() -> str:
-    return VECTORS.read_text(encoding="utf-8")
+    text: str = _generator().load_text()
+    return text
 
 
 def _vectors() -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads(_text())
+    loaded: dict[str, Any] = _generator().load()
     return loaded
 
 
@@ -111,36 +108,15 @@ def check_flows(entries: list[dict[str, Any]]) -> None:
             assert got == want, f"flows[{i}] ({n}, {a} -> {b}) partition {p}: {got} != {want}"
 
 
-class _View:
-    def __init__(self, committed: dict[str, int], starts: dict[str, int]) -> None:
-        self._committed = {int(p): o for p, o in committed.items()}
-        self._starts = {int(p): o for p, o in starts.items()}
-
-    def committed(self, partition: int) -> int | None:
-        return self._committed.get(partition)
-
-    def log_start(self, partition: int) -> int:
-        return self._starts.get(partition, 0)
-
-
 def check_gates(entries: list[dict[str, Any]]) -> None:
     for i, e in enumerate(entries):
-        history = [
-            EpochInfo(
-                x["epoch"],
-                x["sealed"],
-                tuple((a, b) for a, b in x["edges"]),
-                {int(p): o for p, o in x["boundaries"].items()},
-                x["to_active"],
-            )
-            for x in e["epochs"]
-        ]
+        history: list[EpochInfo] = _generator().epochs_from_json(e["epochs"])
         assert [x.to_active for x in history] == e["actives"], f"gates[{i}] actives"
         if e["name"].startswith("simulated"):
             for x in history[1:]:
                 want_edges = key_flow(e["initial"], e["actives"][x.epoch - 1], x.to_active)
                 assert list(x.edges) == want_edges, f"gates[{i}] epoch {x.epoch} edges"
-        view = _View(e["committed"], e["log_start"])
+        view = _generator().view_from_json(e)
         for c in e["checks"]:
             p, o = c["partition"], c["offset"]
             got = {

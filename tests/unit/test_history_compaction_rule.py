@@ -10,7 +10,7 @@ placement check (some epoch in the record's epoch range puts its key where it is
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,24 +18,10 @@ from hypothesis import strategies as st
 
 from linear_hash import Layout, key_flow
 from linear_hash.compact import compactable, hold_of
-from linear_hash.gating import EpochInfo, GateEvaluator, epoch_range
+from linear_hash.gating import EpochInfo, GateEvaluator, OffsetMaps, epoch_range
 from spark_source.planner import available_now_target, gate_caps
 
 MAX_PARTITIONS = 8
-
-
-@dataclass
-class View:
-    """Committed offsets and log starts held in dicts."""
-
-    committed_: dict[int, int] = field(default_factory=dict)
-    starts: dict[int, int] = field(default_factory=dict)
-
-    def committed(self, partition: int) -> int | None:
-        return self.committed_.get(partition)
-
-    def log_start(self, partition: int) -> int:
-        return self.starts.get(partition, 0)
 
 
 def epoch(
@@ -123,7 +109,7 @@ def test_a_passed_epoch_after_one_that_is_not_stays() -> None:
     starts = {0: 0, 1: 5, 2: 0, 3: 0, 4: 0}
     assert hold_of(history[3], starts) is None
     assert compactable(history, starts).drop == ()
-    view = View({}, starts)
+    view = OffsetMaps({}, starts)
     without = [e for e in history if e.epoch != 3]
     assert not GateEvaluator(history).may_deliver(3, 0, view)
     assert GateEvaluator(without).may_deliver(3, 0, view)
@@ -202,7 +188,7 @@ def test_compaction_changes_no_gate_decision(
     made, starts, committed = case
     kept = _compacted(made.history, starts)
     assert kept[-1] == made.history[-1]
-    view = View(dict(committed), dict(starts))
+    view = OffsetMaps(dict(committed), dict(starts))
     full, short = GateEvaluator(made.history), GateEvaluator(kept)
     for p, end in made.ends.items():
         for o in range(starts[p], end + 2):

@@ -68,15 +68,20 @@ def _working(setting_parse: Any, value: Any, unset: Any = None) -> None:
         assert math.isfinite(value)
 
 
-def test_the_settings_table_takes_extremes() -> None:
-    counts: Counter[str] = Counter()
-
-    @settings(
-        max_examples=3000,
+def _many(examples: int) -> Any:
+    """Hypothesis settings of these sweeps: many examples, no deadline, no saved database."""
+    return settings(
+        max_examples=examples,
         deadline=None,
         database=None,
         suppress_health_check=list(HealthCheck),
     )
+
+
+def test_the_settings_table_takes_extremes() -> None:
+    counts: Counter[str] = Counter()
+
+    @_many(3000)
     @given(index=st.integers(0, len(SETTINGS) - 1), value=values)
     def one(index: int, value: Any) -> None:
         s = SETTINGS[index]
@@ -168,12 +173,7 @@ def test_every_cli_option_takes_extremes() -> None:
     counts: Counter[str] = Counter()
     parser = build_parser()
 
-    @settings(
-        max_examples=4000,
-        deadline=None,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    )
+    @_many(4000)
     @given(index=st.integers(0, len(OPTIONS) - 1), text=cli_text)
     def one(index: int, text: str) -> None:
         path, flag, sub = OPTIONS[index]

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from coordinator.client.store import paths
 from coordinator.client.store.autoscale_records import AutoscalePolicy, AutoscaleStatus
-from coordinator.client.store.topics import TopicStore
+from coordinator.client.store.topics import TopicSetting, TopicStore
 
 __all__ = ["AutoscaleStore"]
+
+_POLICY: Final = TopicSetting(paths.autoscale_path, AutoscalePolicy)
+_STATUS: Final = TopicSetting(paths.autoscale_status_path, AutoscaleStatus)
 
 
 class AutoscaleStore(TopicStore):
@@ -18,9 +23,7 @@ class AutoscaleStore(TopicStore):
         Raises:
             StoreError: ZooKeeper is unreachable or the record fails its check.
         """
-        path = paths.autoscale_path(self._root, topic)
-        policy: AutoscalePolicy | None = self._topic_record(path, AutoscalePolicy, topic)
-        return policy
+        return self._get_setting(_POLICY, topic)
 
     def set_autoscale_policy(self, policy: AutoscalePolicy) -> None:
         """Store the policy (idempotent; the topic must be adopted).
@@ -29,8 +32,7 @@ class AutoscaleStore(TopicStore):
             NotAdoptedError: The topic is not adopted.
             StoreError: ZooKeeper is unreachable.
         """
-        path = paths.autoscale_path(self._root, policy.topic)
-        self._put_setting(policy.topic, path, policy.to_json())
+        self._set_setting(_POLICY, policy)
 
     def clear_autoscale_policy(self, topic: str) -> bool:
         """Remove the topic's policy and its status; return whether a policy was set.
@@ -38,11 +40,8 @@ class AutoscaleStore(TopicStore):
         Raises:
             StoreError: ZooKeeper is unreachable.
         """
-        status = paths.autoscale_status_path(self._root, topic)
-        self._run(f"delete {status}", self._delete, status)
-        path = paths.autoscale_path(self._root, topic)
-        removed: bool = self._run(f"delete {path}", self._delete, path)
-        return removed
+        self._clear_setting(_STATUS, topic)
+        return self._clear_setting(_POLICY, topic)
 
     def autoscale_status(self, topic: str) -> AutoscaleStatus | None:
         """Return the autoscaler's status of the topic, ``None`` before its first decision.
@@ -50,15 +49,12 @@ class AutoscaleStore(TopicStore):
         Raises:
             StoreError: ZooKeeper is unreachable or the record fails its check.
         """
-        path = paths.autoscale_status_path(self._root, topic)
-        status: AutoscaleStatus | None = self._topic_record(path, AutoscaleStatus, topic)
-        return status
+        return self._get_setting(_STATUS, topic)
 
     def put_autoscale_status(self, status: AutoscaleStatus) -> None:
-        """Write the autoscaler's status of a topic (idempotent).
+        """Write the autoscaler's status of a topic (idempotent; no adoption check).
 
         Raises:
             StoreError: ZooKeeper is unreachable.
         """
-        path = paths.autoscale_status_path(self._root, status.topic)
-        self._run(f"write {path}", self._put, path, status.to_json())
+        self._set_setting(_STATUS, status, adopted=False)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from kazoo.exceptions import (
     NoNodeError,
 )
@@ -14,9 +16,11 @@ from coordinator.client.store.records import (
     RetentionRecord,
     RetiredRecord,
 )
-from coordinator.client.store.topics import TopicStore
+from coordinator.client.store.topics import TopicSetting, TopicStore
 
 __all__ = ["RetiredStore"]
+
+_RETENTION: Final = TopicSetting(paths.retention_path, RetentionRecord)
 
 
 class RetiredStore(TopicStore):
@@ -79,9 +83,7 @@ class RetiredStore(TopicStore):
         Raises:
             StoreError: ZooKeeper is unreachable or the record fails its check.
         """
-        path = paths.retention_path(self._root, topic)
-        record: RetentionRecord | None = self._topic_record(path, RetentionRecord, topic)
-        return record
+        return self._get_setting(_RETENTION, topic)
 
     def set_retention(self, record: RetentionRecord) -> None:
         """Set the topic's consumed retention (idempotent; the topic must be adopted).
@@ -90,8 +92,7 @@ class RetiredStore(TopicStore):
             NotAdoptedError: The topic is not adopted.
             StoreError: ZooKeeper is unreachable.
         """
-        path = paths.retention_path(self._root, record.topic)
-        self._put_setting(record.topic, path, record.to_json())
+        self._set_setting(_RETENTION, record)
 
     def clear_retention(self, topic: str) -> bool:
         """Turn the topic's consumed retention off; return whether it was on.
@@ -99,5 +100,4 @@ class RetiredStore(TopicStore):
         Raises:
             StoreError: ZooKeeper is unreachable.
         """
-        path = paths.retention_path(self._root, topic)
-        return self._run(f"delete {path}", self._delete, path)
+        return self._clear_setting(_RETENTION, topic)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Generic, Protocol, TypeVar
 
 from kazoo.exceptions import (
     BadVersionError,
@@ -36,7 +36,30 @@ from coordinator.client.store.records import (
     TopicRecord,
 )
 
-__all__ = ["TopicStore"]
+__all__ = ["TopicSetting", "TopicStore"]
+
+
+class _SettingRecord(Protocol):
+    @property
+    def topic(self) -> str: ...
+
+    def to_json(self) -> bytes: ...
+
+
+R = TypeVar("R", bound=_SettingRecord)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSetting(Generic[R]):
+    """A per-topic setting record of the store: its znode and its record type.
+
+    Attributes:
+        path: ``path(root, topic)``: the znode of the topic's record.
+        kind: The record type (it names its topic and has ``from_json``/``to_json``).
+    """
+
+    path: Callable[[str, str], str]
+    kind: type[R]
 
 
 class TopicStore(EpochStore):
@@ -151,18 +174,45 @@ class TopicStore(EpochStore):
 
         return self._run("read every topic node", attempt)
 
-    def _put_setting(self, topic: str, path: str, data: bytes) -> None:
-        """Write a per-topic setting record at ``path``; the topic must be adopted.
+    # --- per-topic setting records (autoscaling, retention) -------------------------
+
+    def _get_setting(self, setting: TopicSetting[R], topic: str) -> R | None:
+        """Read the topic's ``setting`` record (``None``: not set).
 
         Raises:
-            NotAdoptedError: The topic is not adopted.
+            StoreError: ZooKeeper is unreachable or the record fails its check.
+        """
+        path = setting.path(self._root, topic)
+        record: R | None = self._topic_record(path, setting.kind, topic)
+        return record
+
+    def _set_setting(self, setting: TopicSetting[R], record: R, *, adopted: bool = True) -> None:
+        """Write ``record`` at its topic's ``setting`` znode (idempotent).
+
+        ``adopted``: the topic must be adopted (a policy or a retention the user sets);
+        off for what a service writes about a topic it already works on.
+
+        Raises:
+            NotAdoptedError: ``adopted`` and the topic is not adopted.
             StoreError: ZooKeeper is unreachable.
         """
-        if self.get_topic(topic) is None:
+        topic = record.topic
+        path = setting.path(self._root, topic)
+        if adopted and self.get_topic(topic) is None:
             raise NotAdoptedError(
                 f"topic {topic} is not adopted (adopt it first: ordered adopt {topic})"
             )
-        self._run(f"write {path}", self._put, path, data)
+        self._run(f"write {path}", self._put, path, record.to_json())
+
+    def _clear_setting(self, setting: TopicSetting[R], topic: str) -> bool:
+        """Remove the topic's ``setting`` record; return whether there was one.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        path = setting.path(self._root, topic)
+        removed: bool = self._run(f"delete {path}", self._delete, path)
+        return removed
 
     def first_epoch(self, topic: str) -> int:
         """The number a new adoption of ``topic`` starts at: 0, or after an un-adopted layout.
@@ -308,31 +358,24 @@ class TopicStore(EpochStore):
         epochs = paths.epochs_path(self._root, topic)
         epath = paths.epoch_path(self._root, topic, epoch.epoch)
 
+        def build(txn: Any) -> bool:
+            self._delete_epochs(txn, topic)
+            if self._client.exists(epochs) is None:
+                txn.create(epochs, b"")
+            txn.set_data(tpath, record.to_json(), version=expected_version)
+            txn.create(epath, epoch.to_json())
+            txn.create(paths.acks_path(self._root, topic, epoch.epoch), b"")
+            return True
+
         def attempt() -> None:
             if self._state_is(topic, record, epoch):
                 return
-            for _ in range(5):
-                txn = self._client.transaction()
-                self._delete_epochs(txn, topic)
-                if self._client.exists(epochs) is None:
-                    txn.create(epochs, b"")
-                txn.set_data(tpath, record.to_json(), version=expected_version)
-                txn.create(epath, epoch.to_json())
-                txn.create(paths.acks_path(self._root, topic, epoch.epoch), b"")
-                try:
-                    _commit(txn)
-                    return
-                except (NotEmptyError, NoNodeError):
-                    continue  # an ack or epoch came or went while listing: list again
-                except (NodeExistsError, BadVersionError):
-                    if self._state_is(topic, record, epoch):
-                        return
-                    raise TransitionInProgressError(
-                        f"topic {topic} changed while re-adopting it: another change is in "
-                        "progress; try again"
-                    ) from None
-            raise TransitionInProgressError(
-                f"the epochs of topic {topic} kept changing while re-adopting it; try again"
+            self._commit_relisting(
+                topic,
+                "re-adopting",
+                build,
+                (NodeExistsError, BadVersionError),
+                lambda: self._state_is(topic, record, epoch),
             )
 
         self._run(f"re-adopt topic {topic}", attempt)
@@ -352,34 +395,62 @@ class TopicStore(EpochStore):
         tpath = paths.topic_path(self._root, topic)
         epochs = paths.epochs_path(self._root, topic)
 
-        def attempt() -> None:
-            for _ in range(5):
-                current, _version = self._get_topic(topic)
-                if current is None:
-                    return  # not adopted (any more)
-                counter = EpochsRecord(topic=topic, last_epoch=current.epoch)
-                txn = self._client.transaction()
-                self._delete_epochs(txn, topic)
-                if self._client.exists(epochs) is None:
-                    txn.create(epochs, counter.to_json())
-                else:
-                    txn.set_data(epochs, counter.to_json())
-                txn.set_data(tpath, b"", version=expected_version)
-                try:
-                    _commit(txn)
-                    return
-                except (NotEmptyError, NoNodeError):
-                    continue  # an ack or epoch came or went while listing: list again
-                except BadVersionError:
-                    raise TransitionInProgressError(
-                        f"topic {topic} changed while un-adopting it: another change is in "
-                        "progress; try again"
-                    ) from None
-            raise TransitionInProgressError(
-                f"the epochs of topic {topic} kept changing while un-adopting it; try again"
-            )
+        def build(txn: Any) -> bool:
+            current, _version = self._get_topic(topic)
+            if current is None:
+                return False  # not adopted (any more)
+            counter = EpochsRecord(topic=topic, last_epoch=current.epoch)
+            self._delete_epochs(txn, topic)
+            if self._client.exists(epochs) is None:
+                txn.create(epochs, counter.to_json())
+            else:
+                txn.set_data(epochs, counter.to_json())
+            txn.set_data(tpath, b"", version=expected_version)
+            return True
 
-        self._run(f"un-adopt topic {topic}", attempt)
+        self._run(
+            f"un-adopt topic {topic}",
+            lambda: self._commit_relisting(topic, "un-adopting", build, (BadVersionError,)),
+        )
+
+    def _commit_relisting(
+        self,
+        topic: str,
+        doing: str,
+        build: Callable[[Any], bool],
+        conflicts: tuple[type[Exception], ...],
+        settled: Callable[[], bool] = lambda: False,
+    ) -> None:
+        """Commit a transaction over the topic's epochs, listing them again if they moved.
+
+        ``build(txn)`` fills a new transaction (it lists the epochs to delete) and returns
+        ``False`` when there is nothing to do. An epoch or ack that comes or goes between
+        the listing and the commit fails it: it is built again, up to 5 times. An error in
+        ``conflicts`` means another change won, unless ``settled()`` finds the wanted
+        state already written (an idempotent retry).
+
+        Raises:
+            TransitionInProgressError: Another change won, or the epochs kept changing.
+        """
+        for _ in range(5):
+            txn = self._client.transaction()
+            if not build(txn):
+                return
+            try:
+                _commit(txn)
+                return
+            except (NotEmptyError, NoNodeError):
+                continue  # an ack or epoch came or went while listing: list again
+            except conflicts:
+                if settled():
+                    return
+                raise TransitionInProgressError(
+                    f"topic {topic} changed while {doing} it: another change is in "
+                    "progress; try again"
+                ) from None
+        raise TransitionInProgressError(
+            f"the epochs of topic {topic} kept changing while {doing} it; try again"
+        )
 
     def _delete_epochs(self, txn: Any, topic: str) -> None:
         """Add to ``txn`` the deletion of every epoch node, acks first."""
