@@ -61,6 +61,7 @@ final class ZkSession {
   final ScheduledExecutorService worker;
   final String principal;
   private final boolean tls;
+  private final String connectString;
   private final Set<ProducerState> producers = ConcurrentHashMap.newKeySet();
   private final Set<String> roots = ConcurrentHashMap.newKeySet();
   private final AtomicLong generation = new AtomicLong();
@@ -90,6 +91,7 @@ final class ZkSession {
       builder.zkClientConfig(tlsConfig(s));
     }
     tls = s.tls;
+    connectString = s.zookeeperConnect;
     client = builder.build();
     worker =
         Executors.newSingleThreadScheduledExecutor(
@@ -145,8 +147,7 @@ final class ZkSession {
               + (tls
                   ? " over TLS (check that this is ZooKeeper's secureClientPort and that "
                       + OrderedSettings.SSL_CA + " signed its certificate)"
-                  : " (a ZooKeeper that takes TLS only drops plain clients: then set "
-                      + OrderedSettings.SSL_ENABLE + "=true and " + OrderedSettings.SSL_CA + ")"));
+                  : plainHint(connectString)));
     }
     usable = true;
     lastSession = sessionId();
@@ -176,6 +177,34 @@ final class ZkSession {
 
   long generation() {
     return generation.get();
+  }
+
+  /**
+   * Why a plain client got no session from a server that took its connection: it may take
+   * TLS only and drop plain clients. Empty when the first host refuses connections (away).
+   */
+  static String plainHint(String connect) {
+    String first = connect.split("/", 2)[0].split(",")[0].trim();
+    int colon = first.lastIndexOf(':');
+    String host = first;
+    int port = 2181;
+    if (colon > first.lastIndexOf(']')) {
+      host = first.substring(0, colon);
+      try {
+        port = Integer.parseInt(first.substring(colon + 1));
+      } catch (NumberFormatException exc) {
+        return "";
+      }
+    }
+    host = host.replace("[", "").replace("]", "");
+    try (java.net.Socket probe = new java.net.Socket()) {
+      probe.connect(new java.net.InetSocketAddress(host, port), 2_000);
+    } catch (java.io.IOException exc) {
+      return "";
+    }
+    return " (" + first + " takes connections but gave no session: a ZooKeeper that takes TLS"
+        + " only drops plain clients; then set " + OrderedSettings.SSL_ENABLE + "=true and "
+        + OrderedSettings.SSL_CA + ")";
   }
 
   /**
