@@ -26,9 +26,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
+from coordinator.client import zk_tls
 from coordinator.client.errors import ConfigError
 from coordinator.client.hooks import check_hooks
 from coordinator.client.zk_auth import NO_AUTH, ZkAuth
+from ordered.setting_values import parse_root as _root
+from ordered.setting_values import parse_str, parse_zookeeper_connect
 
 __all__ = [
     "COMMIT_MODES",
@@ -152,82 +155,6 @@ def _short(number: int) -> str:
     return text if len(text) <= 24 else f"{text[:12]}...({len(text)} digits)"
 
 
-def parse_str(key: str, value: Any) -> str:
-    """Parse a non-empty string setting (stripped).
-
-    Raises:
-        ConfigError: Not a string, empty, or not encodable as UTF-8 (a lone surrogate:
-            ZooKeeper, Kafka headers and librdkafka take UTF-8 only).
-    """
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{key}: expected a non-empty string, got {value!r}")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ConfigError(f"{key}: expected UTF-8 text, got {value!r}") from None
-    return value.strip()
-
-
-def _znode_chars_ok(text: str) -> bool:
-    """ZooKeeper's ``PathUtils.validatePath`` character rule."""
-    for ch in text:
-        c = ord(ch)
-        if c == 0 or 0x01 <= c <= 0x1F or 0x7F <= c <= 0x9F:
-            return False
-        if 0xD800 <= c <= 0xF8FF or 0xFFF0 <= c <= 0xFFFF:
-            return False
-    return True
-
-
-def _root(key: str, value: Any) -> str:
-    root = parse_str(key, value)
-    if not root.startswith("/") or (len(root) > 1 and root.endswith("/")):
-        raise ConfigError(f"{key}: expected an absolute znode path like /ordered, got {root!r}")
-    parts = root.split("/")[1:]
-    if root != "/" and any(part in ("", ".", "..") for part in parts):
-        raise ConfigError(f"{key}: a znode path has no empty, '.' or '..' component, got {root!r}")
-    if not _znode_chars_ok(root):
-        raise ConfigError(
-            f"{key}: {root!r} holds a character ZooKeeper refuses in a path (control "
-            "characters, U+D800-U+F8FF, U+FFF0-U+FFFF)"
-        )
-    return root
-
-
-def parse_zookeeper_connect(key: str, value: Any) -> str:
-    """Parse a ZooKeeper connect string: ``host[:port][,host[:port]...][/chroot]``.
-
-    Ports are 1 to 65535 (an IPv6 host is bracketed: ``[::1]:2181``); a chroot is a
-    znode path. The same rule checks ``--zookeeper`` on the command line.
-
-    Raises:
-        ConfigError: The string is malformed; the message names the key and the part.
-    """
-    text = parse_str(key, value)
-    hosts, slash, chroot = text.partition("/")
-    if not hosts:
-        raise ConfigError(f"{key}: expected host:port[,host:port...][/chroot], got {text!r}")
-    for part in hosts.split(","):
-        host, port = part, "2181"
-        if part.startswith("["):
-            close = part.find("]")
-            if close < 0 or (part[close + 1 :] and not part[close + 1 :].startswith(":")):
-                raise ConfigError(f"{key}: bad ZooKeeper host {part!r} in {text!r}")
-            host, port = part[: close + 1], part[close + 2 :] or "2181"
-        elif ":" in part:
-            host, port = part.rsplit(":", 1)
-        host = host.strip()
-        if not host or (not host.startswith("[") and ":" in host):
-            raise ConfigError(
-                f"{key}: bad ZooKeeper host {part!r} in {text!r} (expected host:port)"
-            )
-        if not (port.isascii() and port.isdigit()) or not 1 <= int(port) <= 65535:
-            raise ConfigError(f"{key}: bad ZooKeeper port {port!r} in {text!r} (expected 1-65535)")
-    if slash:
-        _root(f"{key} (chroot)", "/" + chroot)
-    return text
-
-
 def _one_of(choices: tuple[str, ...]) -> Callable[[str, Any], str]:
     """A parser for a setting that names one of ``choices`` (any case)."""
 
@@ -324,6 +251,47 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "of it for the connect handshake, so under a second it can time out before the "
         "server answers; the server negotiates it into its own minimum and maximum, "
         "2 and 20 ticks by default)",
+        Role.ALL,
+    ),
+    Setting(
+        zk_tls.ENABLE,
+        "zookeeper_ssl_client_enable",
+        False,
+        parse_bool,
+        "connect to ZooKeeper over TLS (its secureClientPort; as Kafka's "
+        "zookeeper.ssl.client.enable)",
+        Role.ALL,
+    ),
+    Setting(
+        zk_tls.CA,
+        "zookeeper_ssl_ca_location",
+        "",
+        zk_tls.parse_pem_file,
+        "PEM file of the CA certificate(s) that signed ZooKeeper's (empty: the system's)",
+        Role.ALL,
+    ),
+    Setting(
+        zk_tls.CERTIFICATE,
+        "zookeeper_ssl_certificate_location",
+        "",
+        zk_tls.parse_pem_file,
+        "PEM client certificate for ZooKeeper, for a server that asks for one (with the key)",
+        Role.ALL,
+    ),
+    Setting(
+        zk_tls.KEY,
+        "zookeeper_ssl_key_location",
+        "",
+        zk_tls.parse_pem_file,
+        "unencrypted PEM key of that client certificate",
+        Role.ALL,
+    ),
+    Setting(
+        zk_tls.IDENTIFICATION,
+        "zookeeper_ssl_endpoint_identification_algorithm",
+        "https",
+        zk_tls.parse_identification,
+        "https: ZooKeeper's certificate must name the host connected to; none: not checked",
         Role.ALL,
     ),
     Setting(
@@ -467,7 +435,7 @@ def keys_for(role: Role) -> dict[str, str]:
 def _show(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    if value == ():
+    if value in ((), ""):
         return "none"
     return str(value)
 

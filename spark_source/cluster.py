@@ -246,6 +246,7 @@ class Cluster:
             command_deadline_s=self._timeout,
             auth=options.zookeeper_auth,
             acl_root=options.zookeeper_root,
+            tls=options.zookeeper_tls,
         )
         start_client(
             client,

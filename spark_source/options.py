@@ -18,6 +18,7 @@ from typing import Any, Final
 from coordinator.client.errors import ConfigError
 from coordinator.client.kafka_security import translate
 from coordinator.client.zk_auth import ZkAuth
+from coordinator.client.zk_tls import NO_TLS, ZkTls
 from ordered.settings import ORDERED_PREFIX, Role, default, parse_settings
 
 __all__ = [
@@ -103,6 +104,7 @@ class SourceOptions:
         zookeeper_root: ``ordered.zookeeper.root``.
         zookeeper_session_timeout_ms: ``ordered.zookeeper.session.timeout.ms``.
         zookeeper_auth: ``ordered.zookeeper.auth`` (its ``repr`` hides the password).
+        zookeeper_tls: ``ordered.zookeeper.ssl.*``: ZooKeeper over TLS, checked as a whole.
         poll_timeout_ms: ``kafkaConsumer.pollTimeoutMs``: how long a task waits for a
             record it knows exists (120 s, Spark's ``spark.network.timeout``).
         group_id_prefix: ``groupIdPrefix`` of the generated consumer group ids.
@@ -125,6 +127,7 @@ class SourceOptions:
     zookeeper_root: str = default("zookeeper_root")
     zookeeper_session_timeout_ms: int = default("zookeeper_session_timeout_ms")
     zookeeper_auth: ZkAuth = default("zookeeper_auth")
+    zookeeper_tls: ZkTls = NO_TLS
     poll_timeout_ms: int = 120_000
     group_id_prefix: str = "spark-kafka-source"
 
@@ -416,6 +419,7 @@ def parse_source_options(options: Mapping[str, Any], *, streaming: bool | None) 
         zookeeper_root=settings["zookeeper_root"],
         zookeeper_session_timeout_ms=settings["zookeeper_session_timeout_ms"],
         zookeeper_auth=settings["zookeeper_auth"],
+        zookeeper_tls=ZkTls.from_parsed(settings),
     )
 
 
@@ -442,7 +446,8 @@ def parse_sink_options(options: Mapping[str, Any]) -> SinkOptions:
         raise ConfigError(
             "Option 'ordered.zookeeper.connect' must be specified for writing to ordered-kafka"
         )
-    _ordered(low, Role.PRODUCER, require=True)  # refused at definition, not in a task
+    # Refused at definition, not in a task.
+    ZkTls.from_parsed(_ordered(low, Role.PRODUCER, require=True))
     producer: dict[str, str] = _client_settings(low, options)
     for key, value in options.items():
         if str(key).lower().startswith("ordered."):

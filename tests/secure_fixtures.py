@@ -31,6 +31,7 @@ from coordinator.client.store.records import AclPolicyRecord
 from coordinator.client.zk import close_client, make_client, start_client
 from coordinator.client.zk_auth import ZkAuth
 from coordinator.client.zk_client import AuthClient
+from coordinator.client.zk_tls import CA, ENABLE, ZkTls
 from coordinator.devcluster import secure as devsecure
 from coordinator.devcluster.cluster import ClusterState
 from coordinator.kafka.kafka_admin import KafkaAdmin
@@ -79,6 +80,15 @@ class Secure:
             "sasl.password": self.password(user),
         }
 
+    @property
+    def zk_tls(self) -> ZkTls:
+        """ZooKeeper over TLS, trusting the cluster's CA (the only way in)."""
+        return ZkTls.of(True, str(devsecure.ca_path(Path(self.state.directory))))
+
+    def zk_tls_settings(self) -> dict[str, str]:
+        """The ``ordered.zookeeper.ssl.*`` settings of a client of this cluster."""
+        return {ENABLE: "true", CA: self.zk_tls.ca_location}
+
     def zk_auth(self, user: str) -> str:
         """``ordered.zookeeper.auth`` of ``user``."""
         return f"digest:{user}:{self.password(user)}"
@@ -101,6 +111,7 @@ class Secure:
             command_deadline_s=10.0,
             auth=self.zk_auth(user) if user else None,
             acl_root=root,
+            tls=self.zk_tls,
         )
         start_client(client, 15.0)
         self.clients.append(client)
@@ -128,6 +139,7 @@ class Secure:
             "ordered.zookeeper.connect": self.zk_hosts,
             "ordered.zookeeper.root": root,
             "ordered.zookeeper.auth": self.zk_auth(user),
+            **self.zk_tls_settings(),
             **extra,
         }
 

@@ -40,6 +40,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from coordinator.client.errors import StoreUnavailableError
 from coordinator.client.zk_auth import NO_AUTH, ZkAuth
 from coordinator.client.zk_client import AuthClient, check_sasl, install_quiet_hook
+from coordinator.client.zk_tls import NO_TLS, ZkTls, diagnose
 
 __all__ = [
     "COMMAND_RETRY",
@@ -73,6 +74,7 @@ def make_client(
     client_id: tuple[int, bytes] | None = None,
     auth: ZkAuth | str | None = None,
     acl_root: str | None = None,
+    tls: ZkTls | None = None,
 ) -> AuthClient:
     """Create (not start) a ``KazooClient`` with the project's retry bounds.
 
@@ -87,6 +89,8 @@ def make_client(
         auth: ZooKeeper credentials (:class:`ZkAuth` or ``SCHEME:USER:PASSWORD``).
         acl_root: The store root whose ACL policy applies to the nodes this client
             creates; read when the client starts and kept current.
+        tls: Reach ZooKeeper over TLS (:class:`~coordinator.client.zk_tls.ZkTls`, the
+            ``ordered.zookeeper.ssl.*`` settings); default plain.
 
     Returns:
         The client, not yet started.
@@ -107,6 +111,7 @@ def make_client(
     return AuthClient(
         auth=parsed,
         acl_root=acl_root,
+        tls=tls or NO_TLS,
         hosts=hosts,
         timeout=session_timeout_s,
         command_retry=command,
@@ -139,6 +144,7 @@ def start_client(client: KazooClient, timeout_s: float, what: str = "") -> Kazoo
         hosts = ",".join(f"{host}:{port}" for host, port in client.hosts) + (client.chroot or "")
         raise StoreUnavailableError(
             f"cannot connect to ZooKeeper at {hosts}{source} within {timeout_s:g} s"
+            + _tls_hint(client)
         ) from exc
     if isinstance(client, AuthClient):
         try:
@@ -149,6 +155,17 @@ def start_client(client: KazooClient, timeout_s: float, what: str = "") -> Kazoo
             close_client(client)
             raise
     return client
+
+
+def _tls_hint(client: KazooClient) -> str:
+    """Why a connection failed, as far as TLS tells (appended to the error): a plain
+    client at a TLS-only port, or a handshake the client refused."""
+    tls = getattr(client, "ordered_tls", NO_TLS)
+    for host, port in client.hosts:
+        why = diagnose(tls, host, port)
+        if why:
+            return f" ({why})"
+    return f" over {tls}" if tls else ""
 
 
 def close_client(client: KazooClient) -> None:
@@ -230,7 +247,9 @@ def expire_session(client: KazooClient, timeout_s: float = 15.0) -> None:
     if not session or not session[0]:
         return
     hosts = ",".join(f"{host}:{port}" for host, port in client.hosts) + (client.chroot or "")
-    other = make_client(hosts, client_id=session, reconnect=False)
+    other = make_client(
+        hosts, client_id=session, reconnect=False, tls=getattr(client, "ordered_tls", None)
+    )
     try:
         start_client(other, timeout_s, "session expiry")
     finally:

@@ -2,7 +2,8 @@
 
 :func:`coordinator.client.zk.make_client` makes every client as an :class:`AuthClient`:
 
-- it authenticates with the given :class:`~coordinator.client.zk_auth.ZkAuth` (digest or SASL);
+- it authenticates with the given :class:`~coordinator.client.zk_auth.ZkAuth` (digest or SASL),
+  over TLS when given a :class:`~coordinator.client.zk_tls.ZkTls` that enables it;
 - every node it creates under ``acl_root`` gets the ACL that root's policy
   (``{root}/acl``, :mod:`coordinator.client.zk_acl`) gives its path; the policy is read when
   the client starts and followed with a watch that never blocks kazoo's thread;
@@ -35,6 +36,7 @@ from coordinator.client.errors import RecordCorruptError, StoreAuthError
 from coordinator.client.store.records import AclPolicyRecord
 from coordinator.client.zk_acl import acl_for_new, policy_path
 from coordinator.client.zk_auth import ZkAuth
+from coordinator.client.zk_tls import NO_TLS, ZkTls
 
 __all__ = ["AuthClient", "check_sasl", "install_quiet_hook"]
 
@@ -110,8 +112,11 @@ class AuthClient(KazooClient):  # type: ignore[misc]
     policy) nodes are created with kazoo's default (open) ACL, as before.
     """
 
-    def __init__(self, *, auth: ZkAuth, acl_root: str | None, **kwargs: Any) -> None:
-        super().__init__(**auth.kazoo_arguments(), **kwargs)
+    def __init__(
+        self, *, auth: ZkAuth, acl_root: str | None, tls: ZkTls = NO_TLS, **kwargs: Any
+    ) -> None:
+        super().__init__(**auth.kazoo_arguments(), **tls.kazoo_arguments(), **kwargs)
+        self.ordered_tls = tls
         if auth:
             # kazoo logs every request it sends at DEBUG, the Auth packet included.
             _install_redaction(self.logger)

@@ -243,6 +243,10 @@ def up(
         known = load_state(directory) if (directory / STATE_FILE).is_file() else None
         zookeepers = known.zookeepers if known is not None else 1
     ensemble.check_size(zookeepers)
+    if secured and zookeepers > 1:
+        # The ensemble's readiness checks and its members' quorum traffic are plain;
+        # a secure cluster's one ZooKeeper serves TLS only.
+        raise UsageError("--secure runs one ZooKeeper server (TLS only); not with --zookeepers")
     previous = _validate_dir(directory, brokers, secured, zookeepers)
     alive = {p.role: p for p in previous.running()} if previous else {}
     if alive and (kafka_port is not None or zookeeper_port is not None):
@@ -276,6 +280,7 @@ def up(
     bootstrap = ",".join(f"{HOST}:{bp}" for bp, _ in ports)
     zk_connect = ",".join(f"{HOST}:{zp.client}" for zp in zk_ports)
     creds = secure.make_credentials(directory) if secured else None
+    tls = secure.make_tls(directory, java, HOST) if secured else None
     auth: dict[str, str] = {}
     if creds is not None:
         auth = {
@@ -284,7 +289,7 @@ def up(
             "sasl.username": secure.ADMIN,
             "sasl.password": creds.password(secure.ADMIN),
         }
-        secure.write_properties(directory, creds, bootstrap, zk_connect)
+        secure.write_properties(directory, creds, bootstrap, zk_connect, tls.ca if tls else None)
     state = ClusterState(
         directory=str(directory),
         cluster_id=cluster_id,
@@ -320,6 +325,7 @@ def up(
                 deadline,
                 records,
                 creds,
+                tls,
                 member=member if zookeepers > 1 else 0,
                 quorum=quorum,
             )

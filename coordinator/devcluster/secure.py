@@ -16,9 +16,17 @@ controllers serve). ZooKeeper refuses every request of an unauthenticated sessio
 (``enforce.auth.enabled``, 3.9); it takes digest and SASL (DIGEST-MD5, a JAAS
 ``Server`` section with every user).
 
+ZooKeeper serves TLS only (``secureClientPort``, Netty): no plain client port is
+open, so no digest travels in clear. The cluster makes its own CA with the JDK's
+``keytool`` (``<dir>/secure/tls``): ``ca.pem`` (what clients trust) and the server's
+PKCS12 key store, whose certificate names ``127.0.0.1`` and ``localhost``. The server
+asks for a client certificate but needs none (``ssl.clientAuth=want``): one it is shown
+must be signed by the cluster's CA; clients authenticate with digest or SASL, inside TLS.
+
 The property files are Java client properties, as Kafka's tools read them with
-``--command-config``, plus ``ordered.zookeeper.connect`` and ``ordered.zookeeper.auth``.
-They and ``credentials.json`` are readable by their owner only.
+``--command-config``, plus ``ordered.zookeeper.connect``, ``ordered.zookeeper.auth``
+and the ``ordered.zookeeper.ssl.*`` settings (TLS, the CA). They and
+``credentials.json`` are readable by their owner only.
 """
 
 from __future__ import annotations
@@ -28,19 +36,27 @@ import hashlib
 import json
 import os
 import secrets
-from dataclasses import dataclass
+import subprocess
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
+
+from coordinator.client.errors import ClusterError
+from coordinator.client.zk_tls import CA as ZK_TLS_CA
+from coordinator.client.zk_tls import ENABLE as ZK_TLS_ENABLE
 
 __all__ = [
     "ADMIN",
     "ROLES",
     "Credentials",
+    "TlsFiles",
+    "ca_path",
     "client_properties",
     "format_scram_args",
     "kafka_security_lines",
     "load_credentials",
     "make_credentials",
+    "make_tls",
     "properties_path",
     "write_properties",
     "zookeeper_jvm_flags",
@@ -144,14 +160,98 @@ def format_scram_args(creds: Credentials) -> list[str]:
     return out
 
 
-def zookeeper_lines() -> list[str]:
-    """Return the ``zoo.cfg`` lines that require authentication, digest or SASL (3.9)."""
+def zookeeper_lines(tls: TlsFiles, port: int, host: str) -> list[str]:
+    """Return the ``zoo.cfg`` lines of a secure ZooKeeper: TLS only on ``port`` (no plain
+    ``clientPort``), and authentication required, digest or SASL (3.9)."""
     return [
+        f"secureClientPort={port}",
+        f"secureClientPortAddress={host}",
+        "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+        f"ssl.keyStore.location={tls.keystore}",
+        f"ssl.keyStore.password={tls.password}",
+        "ssl.keyStore.type=PKCS12",
+        f"ssl.trustStore.location={tls.ca}",
+        "ssl.trustStore.type=PEM",
+        "ssl.clientAuth=want",
         "authProvider.1=org.apache.zookeeper.server.auth.DigestAuthenticationProvider",
         "authProvider.2=org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
         "enforce.auth.enabled=true",
         "enforce.auth.schemes=digest,sasl",
     ]
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """ZooKeeper's TLS files in a secure dev cluster.
+
+    Attributes:
+        ca: The PEM certificate of the cluster's CA (what clients trust).
+        keystore: The server's PKCS12 key store (its key and certificate, CA-signed).
+        password: The key store's password.
+    """
+
+    ca: Path
+    keystore: Path
+    password: str = field(repr=False)
+
+
+def _keytool(keytool: Path, *args: str, stdin: bytes | None = None) -> bytes:
+    done = subprocess.run(
+        [str(keytool), *args], input=stdin, capture_output=True, timeout=120, check=False
+    )
+    if done.returncode != 0:
+        out = (done.stdout + done.stderr).decode(errors="replace")[-800:]
+        raise ClusterError(f"keytool {args[0]} failed (making ZooKeeper's TLS files):\n{out}")
+    return done.stdout
+
+
+def ca_path(directory: Path) -> Path:
+    """Where the PEM CA certificate of the secure cluster in ``directory`` is."""
+    return _secure_dir(directory) / "tls" / "ca.pem"
+
+
+def make_tls(directory: Path, java: str, host: str) -> TlsFiles:
+    """Return ZooKeeper's TLS files, made on first use with the JDK's ``keytool``.
+
+    A CA (its key stays in ``ca.p12``), and a server key whose certificate the CA signs
+    for ``host`` and ``localhost`` (valid ten years). A restarted cluster keeps them, so
+    the ``ca.pem`` its clients were given stays good.
+
+    Raises:
+        ClusterError: ``keytool`` is missing next to ``java`` or failed.
+    """
+    ca_pem = ca_path(directory)
+    tls_dir = ca_pem.parent
+    keystore, pw_file = tls_dir / "server.p12", tls_dir / "password"
+    if ca_pem.is_file() and keystore.is_file() and pw_file.is_file():
+        return TlsFiles(ca_pem, keystore, pw_file.read_text().strip())
+    keytool = Path(java).resolve().parent / "keytool"
+    if not keytool.is_file():
+        raise ClusterError(f"no keytool next to {java}: it makes ZooKeeper's TLS certificates")
+    tls_dir.mkdir(parents=True, exist_ok=True)
+    for old in tls_dir.iterdir():
+        old.unlink()
+    password = secrets.token_urlsafe(18)
+    _write_private(pw_file, password)
+    ca_store = str(tls_dir / "ca.p12")
+    common = ["-storetype", "PKCS12", "-storepass", password, "-keypass", password]
+    _keytool(keytool, "-genkeypair", "-alias", "ca", "-keyalg", "EC", "-groupname", "secp256r1",
+             "-dname", "CN=ordered dev cluster CA", "-ext", "bc:c", "-validity", "3650",
+             "-keystore", ca_store, *common)  # fmt: skip
+    ca_pem.write_bytes(
+        _keytool(keytool, "-exportcert", "-rfc", "-alias", "ca", "-keystore", ca_store, *common)
+    )
+    server = ["-alias", "zookeeper", "-keystore", str(keystore), *common]
+    _keytool(keytool, "-genkeypair", "-keyalg", "EC", "-groupname", "secp256r1",
+             "-dname", f"CN={host}", "-validity", "3650", *server)  # fmt: skip
+    request = _keytool(keytool, "-certreq", *server)
+    signed = _keytool(keytool, "-gencert", "-alias", "ca", "-keystore", ca_store, *common,
+                      "-rfc", "-validity", "3650", "-ext", f"san=ip:{host},dns:localhost",
+                      "-ext", "eku=serverAuth", stdin=request)  # fmt: skip
+    _keytool(keytool, "-importcert", "-noprompt", "-alias", "ca", "-file", str(ca_pem),
+             "-keystore", str(keystore), *common)  # fmt: skip
+    _keytool(keytool, "-importcert", "-noprompt", *server, stdin=signed)
+    return TlsFiles(ca_pem, keystore, password)
 
 
 def zookeeper_jvm_flags(creds: Credentials, directory: Path) -> list[str]:
@@ -175,9 +275,15 @@ def zookeeper_jvm_flags(creds: Credentials, directory: Path) -> list[str]:
 
 
 def client_properties(
-    user: str, password: str, bootstrap: str, zookeeper: str, mechanism: str = _SCRAM
+    user: str,
+    password: str,
+    bootstrap: str,
+    zookeeper: str,
+    mechanism: str = _SCRAM,
+    ca: Path | None = None,
 ) -> str:
-    """Return Java client properties for ``user`` (``--command-config`` reads them)."""
+    """Return Java client properties for ``user`` (``--command-config`` reads them);
+    with ``ca``, ZooKeeper is reached over TLS trusting that PEM CA."""
     scram = "org.apache.kafka.common.security.scram.ScramLoginModule"
     return "\n".join(
         [
@@ -188,6 +294,7 @@ def client_properties(
             "sasl.jaas.config=" + _jaas(scram, user, password),
             f"ordered.zookeeper.connect={zookeeper}",
             f"ordered.zookeeper.auth=digest:{user}:{password}",
+            *([f"{ZK_TLS_ENABLE}=true", f"{ZK_TLS_CA}={ca}"] if ca is not None else []),
             "",
         ]
     )
@@ -201,12 +308,14 @@ def properties_path(directory: Path, user: str) -> Path:
 
 
 def write_properties(
-    directory: Path, creds: Credentials, bootstrap: str, zookeeper: str
+    directory: Path, creds: Credentials, bootstrap: str, zookeeper: str, ca: Path | None = None
 ) -> dict[str, str]:
-    """Write every user's property file; return user -> path."""
+    """Write every user's property file (with ``ca``: ZooKeeper over TLS); return
+    user -> path."""
     out: dict[str, str] = {}
     for user, password in sorted(creds.passwords.items()):
         path = properties_path(directory, user)
-        _write_private(path, client_properties(user, password, bootstrap, zookeeper))
+        text = client_properties(user, password, bootstrap, zookeeper, ca=ca)
+        _write_private(path, text)
         out[user] = str(path)
     return out

@@ -9,6 +9,7 @@ with the tail of the server's log in the error.
 from __future__ import annotations
 
 import socket
+import ssl
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -70,8 +71,12 @@ def tail(log: str, lines: int = 15) -> str:
     return "\n".join(content[-lines:])
 
 
-def _four_letter(port: int, word: bytes) -> str:
-    with socket.create_connection((HOST, port), timeout=2) as sock:
+def _four_letter(port: int, word: bytes, ca: Path | None = None) -> str:
+    """Send a 4-letter word; over TLS (trusting ``ca``) to a secure-only ZooKeeper."""
+    with socket.create_connection((HOST, port), timeout=2) as raw:
+        sock = raw
+        if ca is not None:
+            sock = ssl.create_default_context(cafile=str(ca)).wrap_socket(raw, server_hostname=HOST)
         sock.sendall(word)
         chunks = []
         while chunk := sock.recv(4096):
@@ -87,16 +92,20 @@ def start_zookeeper(
     deadline: float,
     records: list[ProcessRecord],
     creds: secure.Credentials | None = None,
+    tls: secure.TlsFiles | None = None,
     member: int = 0,
     quorum: Sequence[str] = (),
 ) -> str:
     """Start ZooKeeper, append its record to ``records`` at once, return its version.
 
-    With ``creds`` (``up --secure``) it requires authentication (digest or SASL).
-    A ``member`` (1...N) of an ensemble runs in ``zookeeper-<member>/`` with its
-    ``myid`` and the ``quorum`` lines (``server.i=...``); it is not waited for beyond
-    its client port (it serves once the ensemble elects a leader), and "" is returned.
+    With ``creds`` and ``tls`` (``up --secure``) it serves TLS only on ``port`` and
+    requires authentication (digest or SASL). A ``member`` (1...N) of an ensemble runs
+    in ``zookeeper-<member>/`` with its ``myid`` and the ``quorum`` lines
+    (``server.i=...``); it is not waited for beyond its client port (it serves once the
+    ensemble elects a leader), and "" is returned.
     """
+    if (creds is None) != (tls is None):
+        raise ClusterError("a secure ZooKeeper needs both its credentials and its TLS files")
     zk_dir = directory / (f"zookeeper-{member}" if member else "zookeeper")
     (zk_dir / "data").mkdir(parents=True, exist_ok=True)
     if member:
@@ -111,19 +120,19 @@ def start_zookeeper(
                 "initLimit=10",
                 "syncLimit=5",
                 f"dataDir={zk_dir / 'data'}",
-                f"clientPort={port}",
-                f"clientPortAddress={HOST}",
+                *([] if tls else [f"clientPort={port}", f"clientPortAddress={HOST}"]),
                 "maxClientCnxns=0",
                 "minSessionTimeout=1000",
                 "maxSessionTimeout=60000",
                 "admin.enableServer=false",
                 "4lw.commands.whitelist=srvr,ruok,stat,mntr,cons",
-                *(secure.zookeeper_lines() if creds else []),
+                *(secure.zookeeper_lines(tls, port, HOST) if tls else []),
                 *quorum,
                 "",
             ]
         )
     )
+    cfg.chmod(0o600)  # a secure one holds its key store's password
     argv = [
         java,
         "-Xms64m",
@@ -144,7 +153,7 @@ def start_zookeeper(
         return ""
     while time.monotonic() < deadline:
         try:
-            reply = _four_letter(port, b"srvr")
+            reply = _four_letter(port, b"srvr", tls.ca if tls else None)
         except OSError:
             reply = ""
         if "Zookeeper version:" in reply:

@@ -113,14 +113,12 @@ def _connect(args: argparse.Namespace) -> Iterator[KazooClient]:
             "the dev cluster (ordered cluster up)"
         )
     client = make_client(
-        hosts, command_deadline_s=args.connect_timeout, auth=security.zookeeper_auth
+        hosts,
+        command_deadline_s=args.connect_timeout,
+        auth=security.zookeeper_auth,
+        tls=security.zookeeper_tls,
     )
-    try:
-        start_client(client, args.connect_timeout, "--zookeeper")
-    except StoreUnavailableError:
-        raise StoreUnavailableError(
-            f"cannot connect to ZooKeeper at {hosts} within {args.connect_timeout:g} s"
-        ) from None
+    start_client(client, args.connect_timeout)  # the error says why, when TLS tells
     try:
         yield client
     except NoAuthError as exc:

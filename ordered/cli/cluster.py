@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from pathlib import Path
 
 from coordinator import devcluster
 from coordinator.client.errors import ClusterError
-from coordinator.devcluster import ensemble
+from coordinator.devcluster import ensemble, secure
 from coordinator.devcluster.cluster import ClusterState
 from ordered.cli import cluster_env
 from ordered.cli.options import IntArg, cluster_dir_arguments, seconds
@@ -59,8 +60,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     up.add_argument(
         "--secure",
         action="store_true",
-        help="Kafka with SASL/SCRAM-SHA-512 and ACLs, ZooKeeper with digest auth; writes "
-        "<dir>/client.properties for --command-config",
+        help="Kafka with SASL/SCRAM-SHA-512 and ACLs, ZooKeeper with digest auth over TLS "
+        "only; writes <dir>/client.properties for --command-config",
     )
     up.set_defaults(func=_files(_up))
 
@@ -128,6 +129,7 @@ def _settings_text(state: ClusterState, zk_modes: dict[str, str]) -> str:
     ]
     if state.secure:
         lines.append(f"command.config={state.client_properties}")
+        lines.append(f"zookeeper.ssl.ca.location={secure.ca_path(Path(state.directory))}")
     for p in state.processes:
         mode = f" ({zk_modes[p.role]})" if p.role in zk_modes and p.role in alive else ""
         state_word = "running" if p.role in alive else "stopped"

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from coordinator import devcluster
-from coordinator.client.errors import StoreUnavailableError
 from coordinator.client.store import DEFAULT_ROOT, LayoutStore, TopicRecord
 from coordinator.client.store.paths import check_root
 from coordinator.client.zk import close_client, make_client, start_client
@@ -167,13 +166,11 @@ def connect(args: argparse.Namespace, daemon: bool = False) -> Iterator[Connecti
         command_deadline_s=30.0 if daemon else args.connect_timeout,
         auth=security.zookeeper_auth,
         acl_root=args.root,
+        tls=security.zookeeper_tls,
     )
-    try:
-        start_client(client, args.connect_timeout)
-    except StoreUnavailableError:
-        raise StoreUnavailableError(
-            f"cannot connect to ZooKeeper at {zookeeper} within {args.connect_timeout:g} s"
-        ) from None
+    # Its error names the connect string and, when TLS tells, why (a plain client at a
+    # TLS-only port, a refused handshake).
+    start_client(client, args.connect_timeout)
     try:
         try:
             store = LayoutStore(client, args.root)

@@ -3,7 +3,9 @@
 Kafka: ``--command-config FILE`` takes Java client properties, as Kafka's own tools do
 (``security.protocol``, ``sasl.mechanism``, ``sasl.jaas.config``, ``ssl.*``;
 translated by :func:`coordinator.client.kafka_security.translate`). The file may also hold
-``bootstrap.servers``, ``ordered.zookeeper.connect`` and ``ordered.zookeeper.auth``.
+``bootstrap.servers``, ``ordered.zookeeper.connect``, ``ordered.zookeeper.auth`` and
+the ``ordered.zookeeper.ssl.*`` settings (ZooKeeper over TLS, checked as the clients
+check them: :mod:`coordinator.client.zk_tls`).
 
 ZooKeeper credentials (``SCHEME:USER:PASSWORD``), first found wins:
 ``--zookeeper-auth``, ``$ORDERED_ZOOKEEPER_AUTH``, ``ordered.zookeeper.auth`` in the
@@ -22,11 +24,13 @@ from typing import Any
 from kazoo.exceptions import KazooException, NoAuthError
 
 from coordinator import devcluster
-from coordinator.client.errors import StoreAuthError, StoreUnavailableError
+from coordinator.client.errors import ConfigError, StoreAuthError, StoreUnavailableError
 from coordinator.client.kafka_security import load_properties, translate
 from coordinator.client.store import LayoutStore, TopicRecord
 from coordinator.client.zk_auth import NO_AUTH, ZkAuth
+from coordinator.client.zk_tls import NO_TLS, TLS_KEYS, ZkTls
 from coordinator.security.acl_apply import tree_is_open
+from ordered.settings import Role, parse_settings
 
 __all__ = [
     "ZOOKEEPER_AUTH_ENV",
@@ -48,11 +52,14 @@ class Security:
         kafka: librdkafka security settings (and ``bootstrap.servers`` if the file had it).
         zookeeper_auth: The ZooKeeper credentials (or :data:`NO_AUTH`).
         zookeeper: ``ordered.zookeeper.connect`` from the command config, if any.
+        zookeeper_tls: ZooKeeper over TLS (``ordered.zookeeper.ssl.*`` in the command
+            config), or :data:`~coordinator.client.zk_tls.NO_TLS`.
     """
 
     kafka: dict[str, str] = field(default_factory=dict)
     zookeeper_auth: ZkAuth = NO_AUTH
     zookeeper: str | None = None
+    zookeeper_tls: ZkTls = NO_TLS
 
 
 def security_arguments(p: argparse.ArgumentParser) -> None:
@@ -63,7 +70,7 @@ def security_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="FILE",
         help="Java client properties for Kafka (security.protocol, sasl.*, ssl.*), as "
-        "Kafka's tools take them; may also set ordered.zookeeper.connect/.auth",
+        "Kafka's tools take them; may also set ordered.zookeeper.connect/.auth/.ssl.*",
     )
     p.add_argument(
         "--zookeeper-auth",
@@ -106,7 +113,16 @@ def resolve_security(args: argparse.Namespace, uses_dev_cluster: bool) -> Securi
         auth = ZkAuth.parse(
             ordered.get("ordered.zookeeper.auth"), f"{path}: ordered.zookeeper.auth"
         )
-    return Security(kafka, auth, ordered.get("ordered.zookeeper.connect"))
+    return Security(kafka, auth, ordered.get("ordered.zookeeper.connect"), _tls(ordered, path))
+
+
+def _tls(ordered: dict[str, str], path: Path | None) -> ZkTls:
+    """The ``ordered.zookeeper.ssl.*`` settings of the command config, parsed by the table."""
+    given = {k: v for k, v in ordered.items() if k in TLS_KEYS}
+    try:
+        return ZkTls.from_parsed(parse_settings(given, Role.ALL, require=False))
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
 
 
 @dataclass(frozen=True)

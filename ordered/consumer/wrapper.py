@@ -137,6 +137,7 @@ class OrderedConsumer:
             session_timeout_s=session_s,
             auth=settings.zookeeper_auth,
             acl_root=settings.zookeeper_root,
+            tls=settings.zookeeper_tls,
         )
         try:
             start_client(self._zk, 15.0, "ordered.zookeeper.connect")

@@ -177,6 +177,7 @@ class OrderedProducer:
             session_timeout_s=session_s,
             auth=settings.zookeeper_auth,
             acl_root=settings.zookeeper_root,
+            tls=settings.zookeeper_tls,
         )
         start_client(self._kz, max(session_s, 10.0), "ordered.zookeeper.connect")
         self._store = LayoutStore(self._kz, settings.zookeeper_root)

@@ -194,6 +194,7 @@ def test_group_order_e2e_on_the_secure_cluster(secure: Secure, secure_root: str)
         "ordered.zookeeper.connect": secure.zk_hosts,
         "ordered.zookeeper.root": secure_root,
         "ordered.zookeeper.auth": secure.zk_auth("consumer"),
+        **secure.zk_tls_settings(),
     }
     group_through_layout_changes(
         secure.topic(2),
@@ -241,7 +242,7 @@ def test_sasl_identities_get_their_role(secure: Secure) -> None:
     apply_policy(admin, root, policy)
     try:
         sasl = f"sasl:coordinator:{secure.password('coordinator')}"
-        client = make_client(secure.zk_hosts, auth=sasl, acl_root=root)
+        client = make_client(secure.zk_hosts, auth=sasl, acl_root=root, tls=secure.zk_tls)
         start_client(client, 15.0)
         secure.clients.append(client)
         node = paths.topics_path(root) + "/t"
@@ -251,7 +252,8 @@ def test_sasl_identities_get_their_role(secure: Secure) -> None:
         with pytest.raises(NoAuthError, match="NoAuth"):
             secure.client("coordinator", root).set(node, b"x")
         with pytest.raises(StoreAuthError, match="SASL"):
-            start_client(make_client(secure.zk_hosts, auth="sasl:coordinator:wrong"), 15.0)
+            wrong = "sasl:coordinator:wrong"
+            start_client(make_client(secure.zk_hosts, auth=wrong, tls=secure.zk_tls), 15.0)
     finally:
         admin.delete(root, recursive=True)
 

@@ -2,7 +2,8 @@
 
 The security options are Java client properties under ``kafka.`` (``kafka.sasl.jaas.config``
 with a ``ScramLoginModule``), exactly as a query on Spark's own ``kafka`` format passes
-them; ZooKeeper credentials come as ``ordered.zookeeper.auth``, as the reader role.
+them; ZooKeeper credentials come as ``ordered.zookeeper.auth``, as the reader role, over TLS
+(``ordered.zookeeper.ssl.*``).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def test_the_source_reads_the_secure_cluster(spark: Any, secure: Secure, secure_
         .option("ordered.zookeeper.connect", secure.zk_hosts)
         .option("ordered.zookeeper.root", secure_root)
         .option("ordered.zookeeper.auth", secure.zk_auth("reader"))
+        .options(**secure.zk_tls_settings())
         .load()
         .orderBy("partition", "offset")
         .collect()

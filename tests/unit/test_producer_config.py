@@ -61,12 +61,29 @@ def test_every_documented_key_is_accepted() -> None:
         "ordered.hooks": [_SwitchHook()],
         "ordered.zookeeper.auth": "digest:u:secret",
         "ordered.switch.mode": "Pause",
+        "ordered.zookeeper.ssl.client.enable": "false",
+        "ordered.zookeeper.ssl.ca.location": "",
+        "ordered.zookeeper.ssl.certificate.location": " ",
+        "ordered.zookeeper.ssl.key.location": "",
+        "ordered.zookeeper.ssl.endpoint.identification.algorithm": "NONE",
     }
     assert set(values) == set(ORDERED_KEYS)
     settings = split_producer_config(values).ordered
     hooks = tuple(values["ordered.hooks"])
     assert settings == OrderedSettings(
-        "zk:2181", "/x/y", 2000, False, "e", hooks, ZkAuth("digest", "u", "secret"), "pause"
+        "zk:2181",
+        "/x/y",
+        2000,
+        False,
+        "e",
+        hooks,
+        ZkAuth("digest", "u", "secret"),
+        switch_mode="pause",
+        zookeeper_ssl_client_enable=False,
+        zookeeper_ssl_ca_location="",
+        zookeeper_ssl_certificate_location="",
+        zookeeper_ssl_key_location="",
+        zookeeper_ssl_endpoint_identification_algorithm="none",
     )
     assert "secret" not in repr(settings)
 

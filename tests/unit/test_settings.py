@@ -102,3 +102,8 @@ def test_a_view_that_drifts_from_the_table_fails_when_declared() -> None:
             hooks: tuple[object, ...] = ()
             zookeeper_auth: object = None
             switch_mode: str = "track"
+            zookeeper_ssl_client_enable: bool = False
+            zookeeper_ssl_ca_location: str = ""
+            zookeeper_ssl_certificate_location: str = ""
+            zookeeper_ssl_key_location: str = ""
+            zookeeper_ssl_endpoint_identification_algorithm: str = "https"

@@ -34,10 +34,18 @@ public final class OrderedSettings {
   public static final String EPOCH_HEADER_NAME = "ordered.epoch.header.name";
   public static final String SWITCH_MODE = "ordered.switch.mode";
   public static final String HOOKS = "ordered.hooks";
+  public static final String SSL_ENABLE = "ordered.zookeeper.ssl.client.enable";
+  public static final String SSL_CA = "ordered.zookeeper.ssl.ca.location";
+  public static final String SSL_CERTIFICATE = "ordered.zookeeper.ssl.certificate.location";
+  public static final String SSL_KEY = "ordered.zookeeper.ssl.key.location";
+  public static final String SSL_IDENTIFICATION =
+      "ordered.zookeeper.ssl.endpoint.identification.algorithm";
 
   /** The producer's keys, as {@code keys_for(Role.PRODUCER)} lists them. */
   static final List<String> KNOWN =
-      List.of(CONNECT, ROOT, AUTH, SESSION_TIMEOUT, EPOCH_HEADER, EPOCH_HEADER_NAME, SWITCH_MODE, HOOKS);
+      List.of(
+          CONNECT, ROOT, AUTH, SESSION_TIMEOUT, EPOCH_HEADER, EPOCH_HEADER_NAME, SWITCH_MODE, HOOKS,
+          SSL_ENABLE, SSL_CA, SSL_CERTIFICATE, SSL_KEY, SSL_IDENTIFICATION);
 
   /** Java's default {@code delivery.timeout.ms} (what the registration declares when unset). */
   public static final int JAVA_DEFAULT_DELIVERY_TIMEOUT_MS = 120_000;
@@ -59,6 +67,12 @@ public final class OrderedSettings {
   public final String clientId;
   public final long maxBlockMs;
   public final int batchSize;
+  /** ZooKeeper over TLS ({@code ordered.zookeeper.ssl.client.enable}). */
+  public final boolean tls;
+  /** The PEM CA file ZooKeeper's certificate is checked against; {@code ""}: the JVM's trust store. */
+  public final String tlsCa;
+  /** Whether ZooKeeper's certificate must name the host connected to ({@code https}). */
+  public final boolean tlsHostnameCheck;
 
   private OrderedSettings(Map<String, ?> config) {
     List<String> unknown = new ArrayList<>();
@@ -99,6 +113,33 @@ public final class OrderedSettings {
             ? parseStr(EPOCH_HEADER_NAME, config.get(EPOCH_HEADER_NAME))
             : "ordered.epoch";
     switchMode = config.containsKey(SWITCH_MODE) ? parseSwitchMode(SWITCH_MODE, config.get(SWITCH_MODE)) : "track";
+    tls = config.containsKey(SSL_ENABLE) && parseBool(SSL_ENABLE, config.get(SSL_ENABLE));
+    tlsCa = parseFile(SSL_CA, config.get(SSL_CA));
+    String certificate = parseFile(SSL_CERTIFICATE, config.get(SSL_CERTIFICATE));
+    String key = parseFile(SSL_KEY, config.get(SSL_KEY));
+    tlsHostnameCheck =
+        !config.containsKey(SSL_IDENTIFICATION)
+            || parseIdentification(SSL_IDENTIFICATION, config.get(SSL_IDENTIFICATION));
+    List<String> files = new ArrayList<>();
+    for (String[] kv : new String[][] {{SSL_CA, tlsCa}, {SSL_CERTIFICATE, certificate}, {SSL_KEY, key}}) {
+      if (!kv[1].isEmpty()) {
+        files.add(kv[0]);
+      }
+    }
+    if (!files.isEmpty() && !tls) {
+      throw new ConfigException(
+          String.join(", ", files) + " set but " + SSL_ENABLE + " is false: set " + SSL_ENABLE
+              + "=true to connect to ZooKeeper over TLS");
+    }
+    if (certificate.isEmpty() != key.isEmpty()) {
+      throw new ConfigException(SSL_CERTIFICATE + " and " + SSL_KEY + " go together: set both or neither");
+    }
+    if (!certificate.isEmpty()) {
+      throw new ConfigException(
+          SSL_CERTIFICATE + ": a client certificate is not supported by the JVM plugins yet "
+              + "(ZooKeeper's Java client takes it as one key store file); authenticate with "
+              + AUTH);
+    }
     if (config.containsKey(HOOKS) && !isEmpty(config.get(HOOKS))) {
       throw new ConfigException(
           HOOKS + ": hook objects are Python objects; the JVM plugins take none (leave it unset)");
@@ -264,6 +305,47 @@ public final class OrderedSettings {
     throw new ConfigException(key + ": expected a boolean (true or false), got " + repr(value));
   }
 
+  /** A readable regular file, or {@code ""} when unset or empty (as in Kafka's properties). */
+  static String parseFile(String key, Object value) {
+    if (value == null) {
+      return "";
+    }
+    if (!(value instanceof String)) {
+      throw new ConfigException(key + ": expected the path of a PEM file, got " + repr(value));
+    }
+    String text = ((String) value).trim();
+    if (text.isEmpty()) {
+      return "";
+    }
+    java.io.File file;
+    try {
+      file = new java.io.File(text);
+      if (!file.isFile()) {
+        throw new ConfigException(key + ": no such file: " + repr(text));
+      }
+    } catch (SecurityException exc) {
+      throw new ConfigException(key + ": no such file: " + repr(text));
+    }
+    if (!file.canRead()) {
+      throw new ConfigException(key + ": the file " + repr(text) + " is not readable");
+    }
+    return text;
+  }
+
+  /** {@code https} (true) or {@code none}/empty (false). */
+  static boolean parseIdentification(String key, Object value) {
+    if (value instanceof String) {
+      String text = ((String) value).trim().toLowerCase(Locale.ROOT);
+      if (text.equals("https")) {
+        return true;
+      }
+      if (text.isEmpty() || text.equals("none")) {
+        return false;
+      }
+    }
+    throw new ConfigException(key + ": expected one of https, none, got " + repr(value));
+  }
+
   static String parseSwitchMode(String key, Object value) {
     String mode = parseStr(key, value).toLowerCase(Locale.ROOT);
     if (!mode.equals("track") && !mode.equals("pause")) {
@@ -319,13 +401,15 @@ public final class OrderedSettings {
     return authScheme.isEmpty() ? "anonymous" : authScheme + ":" + authUser;
   }
 
-  /** What identifies the shared ZooKeeper session: connect string and credentials. */
+  /** What identifies the shared ZooKeeper session: connect string, credentials and TLS. */
   String sessionKey() {
-    return zookeeperConnect + "\u0000" + authScheme + ":" + authUser + ":" + authPassword;
+    return zookeeperConnect + "\u0000" + authScheme + ":" + authUser + ":" + authPassword
+        + "\u0000" + tls + ":" + tlsCa + ":" + tlsHostnameCheck;
   }
 
   @Override
   public String toString() {
-    return "OrderedSettings(connect=" + zookeeperConnect + ", root=" + root + ", auth=" + principal() + ")";
+    return "OrderedSettings(connect=" + zookeeperConnect + ", root=" + root + ", auth=" + principal()
+        + ", tls=" + (tls ? (tlsCa.isEmpty() ? "system CAs" : tlsCa) : "off") + ")";
   }
 }

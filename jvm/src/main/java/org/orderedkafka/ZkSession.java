@@ -16,7 +16,10 @@ import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.BoundedExponentialBackoffRetry;
 import org.apache.kafka.common.KafkaException;
+import org.apache.zookeeper.ClientCnxnSocketNetty;
 import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.client.ZKClientConfig;
+import org.apache.zookeeper.common.ClientX509Util;
 import org.apache.zookeeper.data.Stat;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -32,7 +35,8 @@ import org.slf4j.LoggerFactory;
  * session of their own.
  *
  * <p>It is a Curator client (relocated in the jar) with bounded retries (3 tries, 100 ms to
- * 1 s apart) for every call, ZooKeeper digest authentication ({@code ordered.zookeeper.auth})
+ * 1 s apart) for every call, ZooKeeper digest authentication ({@code ordered.zookeeper.auth}),
+ * TLS when {@code ordered.zookeeper.ssl.client.enable} is true ({@link #tlsConfig})
  * and the ACL rules of the roots' policies ({@link AclRules}). Its one worker thread does
  * every ZooKeeper call that is not a first use: re-reads after a watch fires (one-shot
  * {@code exists} watches re-armed by every re-read, as Python's producer), acks, and the
@@ -56,6 +60,8 @@ final class ZkSession {
   final AclRules acl = new AclRules();
   final ScheduledExecutorService worker;
   final String principal;
+  private final boolean tls;
+  private final String connectString;
   private final Set<ProducerState> producers = ConcurrentHashMap.newKeySet();
   private final Set<String> roots = ConcurrentHashMap.newKeySet();
   private final AtomicLong generation = new AtomicLong();
@@ -81,6 +87,11 @@ final class ZkSession {
     if (auth != null) {
       builder.authorization("digest", auth);
     }
+    if (s.tls) {
+      builder.zkClientConfig(tlsConfig(s));
+    }
+    tls = s.tls;
+    connectString = s.zookeeperConnect;
     client = builder.build();
     worker =
         Executors.newSingleThreadScheduledExecutor(
@@ -132,7 +143,11 @@ final class ZkSession {
       worker.shutdownNow();
       throw new KafkaException(
           "ordered.zookeeper.connect: ZooKeeper could not be reached within " + timeoutMs / 1000
-              + " s");
+              + " s"
+              + (tls
+                  ? " over TLS (check that this is ZooKeeper's secureClientPort and that "
+                      + OrderedSettings.SSL_CA + " signed its certificate)"
+                  : plainHint(connectString)));
     }
     usable = true;
     lastSession = sessionId();
@@ -162,6 +177,54 @@ final class ZkSession {
 
   long generation() {
     return generation.get();
+  }
+
+  /**
+   * Why a plain client got no session from a server that took its connection: it may take
+   * TLS only and drop plain clients. Empty when the first host refuses connections (away).
+   */
+  static String plainHint(String connect) {
+    String first = connect.split("/", 2)[0].split(",")[0].trim();
+    int colon = first.lastIndexOf(':');
+    String host = first;
+    int port = 2181;
+    if (colon > first.lastIndexOf(']')) {
+      host = first.substring(0, colon);
+      try {
+        port = Integer.parseInt(first.substring(colon + 1));
+      } catch (NumberFormatException exc) {
+        return "";
+      }
+    }
+    host = host.replace("[", "").replace("]", "");
+    try (java.net.Socket probe = new java.net.Socket()) {
+      probe.connect(new java.net.InetSocketAddress(host, port), 2_000);
+    } catch (java.io.IOException exc) {
+      return "";
+    }
+    return " (" + first + " takes connections but gave no session: a ZooKeeper that takes TLS"
+        + " only drops plain clients; then set " + OrderedSettings.SSL_ENABLE + "=true and "
+        + OrderedSettings.SSL_CA + ")";
+  }
+
+  /**
+   * ZooKeeper's client TLS ({@code ordered.zookeeper.ssl.*}): the Netty socket (the NIO one
+   * has no TLS), the PEM CA as its trust store (ZooKeeper 3.5.7+), host name verification.
+   */
+  static ZKClientConfig tlsConfig(OrderedSettings s) {
+    ZKClientConfig config = new ZKClientConfig();
+    config.setProperty(ZKClientConfig.SECURE_CLIENT, "true");
+    // The relocated class name in the jar: the name is looked up by reflection.
+    config.setProperty(ZKClientConfig.ZOOKEEPER_CLIENT_CNXN_SOCKET, ClientCnxnSocketNetty.class.getName());
+    try (ClientX509Util x509 = new ClientX509Util()) {
+      if (!s.tlsCa.isEmpty()) {
+        config.setProperty(x509.getSslTruststoreLocationProperty(), s.tlsCa);
+        config.setProperty(x509.getSslTruststoreTypeProperty(), "PEM");
+      }
+      config.setProperty(
+          x509.getSslHostnameVerificationEnabledProperty(), String.valueOf(s.tlsHostnameCheck));
+    }
+    return config;
   }
 
   /** This session's id (what the ephemeral registrations belong to), or 0 while not connected. */

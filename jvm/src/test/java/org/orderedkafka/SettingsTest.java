@@ -132,4 +132,50 @@ class SettingsTest {
     assertEquals(45_000, s.deliveryTimeoutMs);
     assertEquals("svc-1", s.clientId);
   }
+
+  @Test
+  void zooKeeperTlsIsCheckedAtTheDoor() throws Exception {
+    Map<String, Object> config = base();
+    config.put(OrderedSettings.SSL_CA, "/nonexistent/ca.pem");
+    assertEquals(
+        "ordered.zookeeper.ssl.ca.location: no such file: '/nonexistent/ca.pem'", refused(config));
+    java.io.File ca = java.io.File.createTempFile("ordered-ca", ".pem");
+    ca.deleteOnExit();
+    config.put(OrderedSettings.SSL_CA, ca.getPath());
+    assertTrue(refused(config).startsWith(
+        "ordered.zookeeper.ssl.ca.location set but ordered.zookeeper.ssl.client.enable is false"));
+    config.put(OrderedSettings.SSL_ENABLE, "true");
+    OrderedSettings s = OrderedSettings.parse(config, OrderedSettings.PARTITIONER);
+    assertTrue(s.tls && s.tlsHostnameCheck);
+    assertEquals(ca.getPath(), s.tlsCa);
+    config.put(OrderedSettings.SSL_IDENTIFICATION, "");
+    assertFalse(OrderedSettings.parse(config, OrderedSettings.PARTITIONER).tlsHostnameCheck);
+    config.put(OrderedSettings.SSL_IDENTIFICATION, "http");
+    assertTrue(refused(config).startsWith("ordered.zookeeper.ssl.endpoint.identification.algorithm: expected"));
+    config.remove(OrderedSettings.SSL_IDENTIFICATION);
+    config.put(OrderedSettings.SSL_CERTIFICATE, ca.getPath());
+    assertEquals(
+        "ordered.zookeeper.ssl.certificate.location and ordered.zookeeper.ssl.key.location go together: set both or neither",
+        refused(config));
+    config.put(OrderedSettings.SSL_KEY, ca.getPath());
+    assertTrue(refused(config).contains("not supported by the JVM plugins yet"));
+  }
+
+  @Test
+  void theTlsClientConfigUsesNettyAndThePemCa() throws Exception {
+    java.io.File ca = java.io.File.createTempFile("ordered-ca", ".pem");
+    ca.deleteOnExit();
+    Map<String, Object> config = base();
+    config.put(OrderedSettings.SSL_ENABLE, true);
+    config.put(OrderedSettings.SSL_CA, ca.getPath());
+    org.apache.zookeeper.client.ZKClientConfig zk =
+        ZkSession.tlsConfig(OrderedSettings.parse(config, OrderedSettings.PARTITIONER));
+    assertEquals("true", zk.getProperty("zookeeper.client.secure"));
+    assertEquals(
+        org.apache.zookeeper.ClientCnxnSocketNetty.class.getName(),
+        zk.getProperty("zookeeper.clientCnxnSocket"));
+    assertEquals(ca.getPath(), zk.getProperty("zookeeper.ssl.trustStore.location"));
+    assertEquals("PEM", zk.getProperty("zookeeper.ssl.trustStore.type"));
+    assertEquals("true", zk.getProperty("zookeeper.ssl.hostnameVerification"));
+  }
 }
