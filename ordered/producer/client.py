@@ -158,9 +158,8 @@ class OrderedProducer:
         """Tombstone copies sent for compacted topics (KIP-253 section 9)."""
         self._hooks = ProducerEvents(settings.hooks)
 
-        # The parts, each handed what it needs: the lock fences the send path against
-        # the route switch (docs/protocol.md), the table holds routes and switches, the
-        # tracker counts tracked records, the session says whether keys may be routed.
+        # Each part gets what it needs: the lock fences sends against the route switch
+        # (docs/protocol.md); the session says whether keys may be routed.
         self._lock = threading.Lock()
         self._tracker = DrainTracker()
         self._table = RouteTable(

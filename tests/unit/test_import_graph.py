@@ -101,6 +101,17 @@ def test_no_module_over_600_lines() -> None:
     assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
 
 
+def test_test_modules_have_unique_names() -> None:
+    # pytest imports test files by basename (rootdir-relative, no packages): two files of
+    # one name stop the whole collection with "import file mismatch".
+    tests = [p for p in tracked_python_files() if p.name.startswith("test_") and "tests" in p.parts]
+    seen: dict[str, list[str]] = {}
+    for path in tests:
+        seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert len(tests) > 100
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
+
+
 def test_the_kernel_contracts_name_every_service_folder() -> None:
     # A new folder of coordinator/ is service unless it is the kernel: it must be in the
     # forbidden lists, or the clients could import it unnoticed.
