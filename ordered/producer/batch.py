@@ -15,7 +15,36 @@ import confluent_kafka
 from coordinator.client.errors import LayoutUnavailableError
 from ordered.producer.tracking import DeliveryCallback
 
-__all__ = ["send_each"]
+__all__ = ["check_messages", "send_each"]
+
+
+def check_messages(messages: Any) -> None:
+    """Refuse a batch as confluent's ``produce_batch`` does, before any record is sent.
+
+    The same checks, exception types and messages as confluent's C code (its own unit
+    tests match them), so an application's handling of a bad batch does not change.
+
+    Raises:
+        TypeError: ``messages`` is not a list; a message is not a dict; its value or key
+            is not bytes or str; its partition is not an int.
+        NotImplementedError: A message has a timestamp (confluent refuses them in batches).
+    """
+    if not isinstance(messages, list):
+        raise TypeError("messages must be a list")
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise TypeError(f"Message at index {i} must be a dict")
+        for field in ("value", "key"):
+            data = message.get(field)
+            if data is not None and not isinstance(data, (bytes, str)):
+                raise TypeError(f"Message {field} at index {i} must be bytes or str")
+        part = message.get("partition")
+        if part is not None and not isinstance(part, int):
+            raise TypeError(f"Message partition at index {i} must be int")
+        if message.get("timestamp") is not None:
+            raise NotImplementedError(
+                "Message timestamps are not currently supported in batch mode"
+            )
 
 
 def send_each(
@@ -38,10 +67,10 @@ def send_each(
                 topic,
                 message.get("value"),
                 message.get("key"),
-                message.get("partition", partition),
+                partition if message.get("partition") is None else message["partition"],
                 own if own is not None else default,
                 None,
-                message.get("timestamp", 0),
+                0,
                 message.get("headers"),
             )
         except confluent_kafka.KafkaException as exc:

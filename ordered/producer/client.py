@@ -460,15 +460,14 @@ class OrderedProducer:
 
         Raises:
             LayoutUnavailableError: As :meth:`produce`, before anything is sent.
-            TypeError: ``messages`` is not a list of dicts.
+            TypeError: As confluent's, for a batch it refuses (``batch.check_messages``).
         """
         route = self._routes.get(topic)
         if route is not None and route.plain and self._topics.direct:
             return int(
                 self._producer.produce_batch(topic, messages, partition, callback, on_delivery)
             )
-        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
-            raise TypeError("messages must be a list of dicts")
+        _batch.check_messages(messages)
         if self._topics.closed:
             raise RuntimeError(_CLOSED)
         # A topic without a route yet: each record's produce() uses it first (or holds it).

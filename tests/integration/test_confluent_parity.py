@@ -128,3 +128,35 @@ def test_partition_the_topic_lacks_is_reported_not_raised(kit: Kit) -> None:
         assert len(reports) == 2
     finally:
         producer.close()
+
+
+BAD_BATCHES = [
+    ("not_a_list", TypeError, "messages must be a list"),
+    ([{"value": b"good"}, "not_dict"], TypeError, "Message at index 1 must be a dict"),
+    ([{"value": 123}], TypeError, "Message value at index 0 must be bytes or str"),
+    ([{"value": b"v", "key": ["k"]}], TypeError, "Message key at index 0 must be bytes or str"),
+    ([{"value": b"v", "partition": "0"}], TypeError, "Message partition at index 0 must be int"),
+    ([{"value": b"v", "timestamp": 1}], NotImplementedError, "timestamps are not currently"),
+]
+
+
+@pytest.mark.parametrize("adopted", [False, True], ids=["plain", "adopted"])
+def test_a_bad_batch_is_refused_as_confluent_refuses_it(kit: Kit, adopted: bool) -> None:
+    # confluent's test_produce_batch_input_validation, on a topic met first by the batch
+    # (no route yet) and on one already routed: the same types and messages, nothing sent.
+    from confluent_kafka import Producer
+
+    plain = Producer({"bootstrap.servers": kit.bootstrap})
+    producer = kit.make_producer()
+    for fresh in (True, False):
+        topic = kit.adopted_topic(2) if adopted else kit.topic_factory(2)
+        if not fresh:
+            producer.produce(topic, b"v", b"k")
+            assert producer.flush(10) == 0
+        for messages, error, text in BAD_BATCHES:
+            with pytest.raises(error, match=text):
+                plain.produce_batch(topic, messages)  # what confluent says, here too
+            with pytest.raises(error, match=text):
+                producer.produce_batch(topic, messages)
+        assert len(producer) == 0
+    producer.close()
