@@ -196,6 +196,10 @@ class CallPath:
         self.hand_over()
         deadline = _deadline(timeout)
         out: list[Any] = []
+        # A partition revoked during the fill (librdkafka runs the rebalance callbacks)
+        # takes its records out of `out` (Fetcher.withdraw): the application never
+        # gets them.
+        self._fetcher.filling = out
         try:
             self._fill(out, num_messages, deadline)
         except Exception as exc:
@@ -205,6 +209,8 @@ class CallPath:
             # returned, and the error is raised by the next call, as if it came there.
             self._failed = exc
             self.left = _EMPTY  # the next call is a slow one: it raises
+        finally:
+            self._fetcher.filling = None
         return out
 
     def _fill(self, out: list[Any], num_messages: int, deadline: float | None) -> None:

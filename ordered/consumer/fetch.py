@@ -115,6 +115,9 @@ class Fetcher:
         self._positions: dict[tuple[str, int], int] | None = None
         self._ready_last: dict[tuple[str, int], int] | None = None  # of `ready`, if known
         self.taken_last: dict[tuple[str, int], int] | None = None
+        # The records a consume() call has judged and not returned yet (None: no call
+        # is filling one): see :meth:`withdraw`.
+        self.filling: list[Any] | None = None
 
     def fetch(self, num: int, timeout: float, single: bool, ahead: int | None = None) -> None:
         """Move the next checked batch to :attr:`ready` (nothing on timeout).
@@ -272,6 +275,34 @@ class Fetcher:
             (mine if ours else rest).append(m)
         self.ready = ReadyRecords(rest)
         return mine
+
+    def withdraw(self, key: tuple[str, int]) -> int | None:
+        """Take the records of ``key`` out of the consume() call running now (revoked).
+
+        librdkafka runs the rebalance callbacks inside that call, after it judged some
+        records: a revocation then comes before the application has them, so its
+        ``on_revoke`` commits the partition without them, and the member assigned the
+        partition next reads them again from that commit. Handed out after the
+        revocation, they were processed twice (an exactly-once pipeline wrote them
+        twice, one transaction on each side of the rebalance).
+
+        Returns:
+            The offset of the first record taken out (``None``: none was).
+        """
+        filling = self.filling
+        if not filling:
+            return None
+        first: int | None = None
+        kept: list[Any] = []
+        for m in filling:
+            if m.error() is None and (m.topic(), m.partition()) == key:
+                if first is None:
+                    first = m.offset()
+            else:
+                kept.append(m)
+        if first is not None:
+            filling[:] = kept  # in place: the call appends to this list
+        return first
 
     def first_offset(self, key: tuple[str, int]) -> int | None:
         """The offset of the first record of ``key`` taken and not judged, if any."""

@@ -123,6 +123,12 @@ class ConsumerUpkeep:
             self._core.dropped(part)
         self.filter.update_single()
         self.fetcher.take_partition(key)
+        first = self.fetcher.withdraw(key)
+        if first is not None and self._core.config.store_offsets:
+            # Their offsets were stored as delivered: a commit at the revocation (auto
+            # commit, the application's commit()) must not cover what it never got.
+            with contextlib.suppress(KafkaException, RuntimeError):
+                self._consumer.store_offsets(offsets=[TopicPartition(key[0], key[1], first)])
         self._favour.forget(key)
         if part is not None and part.gate.paused and not part.gate.user_paused:
             # librdkafka keeps an application pause across a reassignment: a partition
