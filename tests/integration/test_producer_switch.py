@@ -123,6 +123,12 @@ def test_pause_mode_refuses_records_until_the_switch_drains_and_tracks_none(kit:
     )
     for i in range(200):
         producer.produce(topic, b"old", key=f"k{i}")
+    # A topic's first records are held while its topic id is checked in the background;
+    # the producer registers (and so takes part in the barrier) once that is done.
+    wait_until(
+        lambda: producer.topic_state(topic) is TopicState.ROUTING,
+        what="the producer to register for the topic",
+    )
     # Not polled: the reports of these records stay unserved, so they are pending
     # (len > 0) when the producer switches.
     assert len(producer) > 0
@@ -182,6 +188,9 @@ def test_only_error_default_callback_gets_every_failure_and_no_success(
     producer = kit.make_producer(
         **{
             "delivery.report.only.error": True,
+            # The two records purged below must still be queued when purge() runs: with
+            # the default 5 ms a descheduled test thread lets them go out first.
+            "linger.ms": 2000,
             "ordered.switch.mode": mode,
             "on_delivery": lambda err, msg: reports.append((err, msg.value())),
         }
