@@ -17,7 +17,7 @@ from coordinator.client.zk import close_client
 from coordinator.devcluster.cluster import ClusterState
 from coordinator.kafka.kafka_admin import KafkaAdmin
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 
 def closed_port() -> int:
