@@ -18,6 +18,7 @@ from helpers import wait_until
 from kazoo.client import KazooClient, KazooState
 
 from coordinator import devcluster
+from coordinator.client.zk import close_client, make_client, start_client
 from coordinator.devcluster.cluster import ClusterState
 from ordered.chaos.net_faults import NetProxies
 from ordered.chaos.netproxy import Mode
@@ -93,13 +94,12 @@ def test_kafka_clients_follow_the_proxy_and_stall_while_it_is_cut_or_blackholed(
 
 def test_zookeeper_proxies_are_per_process(proxied: tuple[NetProxies, ClusterState]) -> None:
     proxies, _state = proxied
-    clients = {}
+    clients: dict[str, KazooClient] = {}
     states: dict[str, list[KazooState]] = {"a": [], "b": []}
     for name in ("a", "b"):
-        client = KazooClient(hosts=proxies.zookeeper_for(name), timeout=4.0)
+        client = make_client(proxies.zookeeper_for(name), session_timeout_s=4.0)
         client.add_listener(states[name].append)
-        client.start(30)
-        clients[name] = client
+        clients[name] = start_client(client, 30.0)
     try:
         [proxy_a] = proxies.by_slot["a"]
         proxy_a.set_mode(Mode.CUT)
@@ -125,5 +125,4 @@ def test_zookeeper_proxies_are_per_process(proxied: tuple[NetProxies, ClusterSta
         assert states["b"] == [KazooState.CONNECTED]
     finally:
         for client in clients.values():
-            client.stop()
-            client.close()
+            close_client(client)

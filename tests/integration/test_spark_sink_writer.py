@@ -92,7 +92,10 @@ def test_a_write_goes_on_through_an_expansion_in_pause_mode(
     Rows are read back with an ``OrderedConsumer``: each key's values in write order.
     """
     topic = kit.adopted_topic(2)
-    config = options(topic)
+    # Rows wait in librdkafka's queue for 10 s, so the expansion surely finds rows of
+    # the old epoch pending: without it, a switch that comes after they are delivered
+    # closes at once, and the wait for SWITCHING below races it (a CI failure).
+    config = options(topic, **{"linger.ms": "10000"})
     refused: list[BaseException] = []
     writers: list[Any] = []
     produce_of: list[Any] = []
