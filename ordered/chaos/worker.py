@@ -39,14 +39,30 @@ class _Flags:
     def __init__(self) -> None:
         self.stop = False
         self.drain = False
+        self.drain_at: float | None = None
         self.expire = False
         self.seek = False
+
+    def drained(self, quiet_since: float, idle_exit: float, now: float | None = None) -> bool:
+        """Whether a draining reader may exit: nothing came for ``idle_exit`` seconds.
+
+        The quiet time counts from the later of the last record and the drain signal: a
+        reader stopped (SIGSTOP) for a minute and drained as soon as it is continued has
+        been quiet only since then, not since its last record before the stop; it
+        still has to rejoin its group and catch up.
+        """
+        if self.drain_at is None:
+            return False
+        now = time.monotonic() if now is None else now
+        return now - max(quiet_since, self.drain_at) > idle_exit
 
     def install(self) -> None:
         def on(sig: int, _frame: FrameType | None) -> None:
             if sig == signal.SIGTERM:
                 self.stop = True
             elif sig == signal.SIGHUP:
+                if self.drain_at is None:
+                    self.drain_at = time.monotonic()
                 self.drain = True
             elif sig == signal.SIGUSR1:
                 self.expire = True
@@ -157,7 +173,7 @@ def _run_reader(spec: dict[str, Any], flags: _Flags) -> None:
             # stopped and resumed member waits out) has nothing to read yet: not idle.
             if reader.poll_once(0.5) or not reader.consumer.assignment():
                 quiet_since = time.monotonic()
-            elif flags.drain and time.monotonic() - quiet_since > idle_exit:
+            elif flags.drained(quiet_since, idle_exit):
                 break
             if flags.expire:
                 flags.expire = False
@@ -207,8 +223,7 @@ def _run_pipeline(spec: dict[str, Any], flags: _Flags) -> None:
         _write_stats(spec["stats"], stats)
 
     def stop() -> bool:
-        idle = time.monotonic() - last["at"] > idle_exit
-        return flags.stop or (flags.drain and idle)
+        return flags.stop or flags.drained(last["at"], idle_exit)
 
     run_pipeline(spec, stop, report)
 

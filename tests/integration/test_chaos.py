@@ -6,62 +6,27 @@ shares the session cluster).
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from chaos_helpers import ROOT, chaos_argv, leftovers, run_chaos
 from helpers import wait_until
 
 pytestmark = [pytest.mark.integration]
 
-ROOT = Path(__file__).resolve().parents[2]
 CI_SEED = 11  # seeks and the offset reset come after four layout changes
-
-
-def _chaos(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "ordered.cli", "chaos", *args],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def _leftovers(directory: Path) -> list[str]:
-    # Workers name their history files under the run directory in their command line,
-    # the servers their config files.
-    found = subprocess.run(["pgrep", "-af", str(directory)], capture_output=True, text=True)
-    return [line for line in found.stdout.splitlines() if "pgrep" not in line]
 
 
 @pytest.mark.timeout(420)
 def test_a_ci_sized_chaos_run_holds(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    proc = _chaos(
-        "--duration",
-        "100",
-        "--seed",
-        str(CI_SEED),
-        "--replays",
-        "--json",
-        "--keep",
-        "--dir",
-        str(run_dir),
-    )
-    try:
-        out, err = proc.communicate(timeout=400)
-    finally:
-        proc.kill()
-    sys.stderr.write(err[-6000:])  # the fault log, shown when the test fails
-    assert proc.returncode == 0, err[-3000:]
-    result = json.loads(out.strip().splitlines()[-1])
+    args = ("--duration", "100", "--seed", str(CI_SEED), "--replays")
+    result = run_chaos(run_dir, *args, wall_s=400)
     assert result["holds"] is True
     assert result["violations"] == 0 and result["lost"] == 0
     assert result["seed"] == CI_SEED
@@ -79,13 +44,19 @@ def test_a_ci_sized_chaos_run_holds(tmp_path: Path) -> None:
     # The lagging group was stopped across trims and still got everything.
     [proof] = result["trim_proof"]
     assert proof["group"] == "lag" and proof["lost"] == 0 and proof["paused_s"] > 0
-    assert _leftovers(run_dir) == []
+    assert leftovers(run_dir) == []
 
 
 @pytest.mark.timeout(240)
 def test_a_stopped_run_stops_everything_it_started(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    proc = _chaos("--duration", "600", "--seed", "1", "--dir", str(run_dir))
+    proc = subprocess.Popen(
+        chaos_argv("--duration", "600", "--seed", "1", "--dir", str(run_dir)),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     stderr = proc.stderr
     assert stderr is not None
     seen: list[str] = []
@@ -99,12 +70,12 @@ def test_a_stopped_run_stops_everything_it_started(tmp_path: Path) -> None:
     try:
         wait_until(flowing, 180, what=lambda: f"'traffic flows' in {''.join(seen)!r}", interval=0)
         time.sleep(5)
-        assert _leftovers(run_dir), "nothing ran"
+        assert leftovers(run_dir), "nothing ran"
         os.kill(proc.pid, signal.SIGTERM)
         code = proc.wait(120)
     finally:
         proc.kill()
     assert code == 130
-    assert "everything the run started was stopped" in proc.stderr.read()
+    assert "everything the run started was stopped" in stderr.read()
     time.sleep(1)
-    assert _leftovers(run_dir) == []
+    assert leftovers(run_dir) == []

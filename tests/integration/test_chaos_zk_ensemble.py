@@ -7,40 +7,22 @@ and every member killed (``zookeeper-restart``). The run starts its own cluster.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from chaos_helpers import leftovers, run_chaos
 
 pytestmark = [pytest.mark.integration]
 
-ROOT = Path(__file__).resolve().parents[2]
 SEED = 1  # its expire-consumer-session targets the main group (the lag group may be stopped)
 ENSEMBLE_KINDS = ("kill-zookeeper-member", "zookeeper-quorum-loss", "zookeeper-restart")
-
-
-def _leftovers(directory: Path) -> list[str]:
-    found = subprocess.run(["pgrep", "-af", str(directory)], capture_output=True, text=True)
-    return [line for line in found.stdout.splitlines() if "pgrep" not in line]
 
 
 @pytest.mark.timeout(600)
 def test_a_ci_sized_chaos_run_on_a_zookeeper_ensemble_holds(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    argv = [sys.executable, "-m", "ordered.cli", "chaos", "--duration", "60", "--seed", str(SEED)]
-    argv += ["--zookeepers", "3", "--rate", "150", "--json", "--keep", "--dir", str(run_dir)]
-    proc = subprocess.Popen(
-        argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        out, err = proc.communicate(timeout=580)
-    finally:
-        proc.kill()
-    sys.stderr.write(err[-6000:] + out[-4000:])  # the fault log and the result (shown with -s)
-    assert proc.returncode == 0, err[-3000:]
-    result = json.loads(out.strip().splitlines()[-1])
+    args = ("--duration", "60", "--seed", str(SEED), "--zookeepers", "3", "--rate", "150")
+    result = run_chaos(run_dir, *args, wall_s=560)
     assert result["holds"] is True
     assert result["violations"] == 0 and result["lost"] == 0
     assert result["zookeepers"] == 3
@@ -59,4 +41,4 @@ def test_a_ci_sized_chaos_run_on_a_zookeeper_ensemble_holds(tmp_path: Path) -> N
     for group in ("main", "lag"):
         assert result["groups"][group]["lost"] == 0
         assert result["groups"][group]["delivered"] >= result["records"]
-    assert _leftovers(run_dir) == []
+    assert leftovers(run_dir) == []

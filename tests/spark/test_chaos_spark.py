@@ -8,43 +8,23 @@ covers the Spark group as it covers the others: per key in order, nothing lost.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from chaos_helpers import leftovers, run_chaos
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
-ROOT = Path(__file__).resolve().parents[2]
 # Seed 40: the Spark kills come before the ZooKeeper restart, and the session expiry
 # goes to the main group (seed 1 sent it to the paused lag group: skipped, a missing kind).
 SEED = 40
 
 
-def _leftovers(directory: Path) -> list[str]:
-    # Workers and the driver name the run directory in their command lines.
-    found = subprocess.run(["pgrep", "-af", str(directory)], capture_output=True, text=True)
-    return [line for line in found.stdout.splitlines() if "pgrep" not in line]
-
-
 @pytest.mark.timeout(1200)
 def test_a_ci_sized_chaos_run_with_spark_holds(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    argv = [sys.executable, "-m", "ordered.cli", "chaos", "--duration", "90"]
-    argv += ["--seed", str(SEED), "--spark", "--json", "--keep", "--dir", str(run_dir)]
-    argv += ["--rate", "100", "--drain-timeout", "240"]
-    proc = subprocess.Popen(
-        argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        out, err = proc.communicate(timeout=1180)
-    finally:
-        proc.kill()
-    sys.stderr.write(err[-8000:])  # the fault log, shown when the test fails
-    assert proc.returncode == 0, err[-3000:]
-    result = json.loads(out.strip().splitlines()[-1])
+    args = ("--duration", "90", "--seed", str(SEED), "--spark", "--rate", "100")
+    result = run_chaos(run_dir, *args, "--drain-timeout", "240", wall_s=1160)
     assert result["holds"] is True
     assert result["violations"] == 0 and result["lost"] == 0
     assert result["missing_fault_kinds"] == []
@@ -61,4 +41,4 @@ def test_a_ci_sized_chaos_run_with_spark_holds(tmp_path: Path) -> None:
     logs = result["spark_logs"]
     assert logs["stack_overflow_errors"] == 0 and logs["dead_stream_threads"] == 0, logs
     assert logs["lost_executors"] >= 1, logs  # the driver saw the executor it lost
-    assert _leftovers(run_dir) == []
+    assert leftovers(run_dir) == []
