@@ -20,6 +20,12 @@ never postpones fetches for a full queue), and sends one check for all of it, so
 consumer that has caught up pays at most one check per slot, however fast the records
 come.
 
+A group member reads its group's rewind markers at least once per slot, also while its
+batches lie below the covered offsets and need no check of their own. Such a batch does
+not wait for that read (the *advisory* check): the first call after its answer came
+acts on it, as it would on a rewind written that much later; a batch with a check of
+its own waits for the advisory one first, so answers are acted on in the order sent.
+
 Records taken from librdkafka but not yet judged (the batch fetched ahead, and what
 ``poll()`` serves one by one) belong to partitions librdkafka considers consumed up to
 them, so a seek, a revocation or an application pause must find them here
@@ -105,6 +111,9 @@ class Fetcher:
         self._on_rewound = on_rewound
         self.ready = ReadyRecords()  # checked, not judged
         self._pending: _Pending | None = None
+        # The periodic read of the rewind markers for a batch below the marks: taken
+        # once it has answered (see _begin).
+        self._advisory: FetchCheck | None = None
         self._moved = 0  # partitions taken away (take_partition) so far
         self.pipeline = True
         self.skipped = 0  # batches released without a check of their own (covered)
@@ -240,20 +249,35 @@ class Fetcher:
         pending = self._pending
         if pending is not None:
             self._pending = None
+            if self._advisory is not None:
+                # A check of this batch's own goes after it: wait for it then.
+                self._take_advisory(pending.deferred or pending.check is not None)
             if pending.deferred:
                 time.sleep(self._layouts.check_due_in())  # at most one slot
                 pending.check = self._send()
-            reloaded = self._layouts.finish_check(pending.check)
-            if reloaded is None:
-                self._on_stale()
-            elif reloaded:
-                self._on_reload(reloaded)
-            if self._on_rewound is not None:
-                rewound = self._layouts.take_rewound()
-                if rewound:
-                    self._on_rewound(rewound)
+            self._finish(pending.check)
             self._ready_last = pending.last if not self.ready else None
             self.ready.extend(pending.batch)
+
+    def _finish(self, check: FetchCheck | None) -> None:
+        """Wait for ``check``'s answer and act on it (a reload, held layouts, a rewind)."""
+        reloaded = self._layouts.finish_check(check)
+        if reloaded is None:
+            self._on_stale()
+        elif reloaded:
+            self._on_reload(reloaded)
+        if self._on_rewound is not None:
+            rewound = self._layouts.take_rewound()
+            if rewound:
+                self._on_rewound(rewound)
+
+    def _take_advisory(self, wait: bool) -> None:
+        """Act on the rewind read in flight once it has answered (``wait``: now)."""
+        check = self._advisory
+        if check is None or not (wait or _answered(check)):
+            return
+        self._advisory = None
+        self._finish(check)
 
     def take_partition(self, key: tuple[str, int]) -> list[Any]:
         """Remove (and return) the records of ``key`` taken from librdkafka, not judged.
@@ -317,6 +341,7 @@ class Fetcher:
         """Forget everything taken (closing: nothing of it was delivered or stored)."""
         self.ready.clear()
         self._pending = None
+        self._advisory = None
         self._positions = self._ready_last = None
 
     def _begin(self, batch: list[Any], moved: bool) -> _Pending:
@@ -332,8 +357,19 @@ class Fetcher:
         layouts = self._layouts
         positions, last = self._note_positions(moved)
         # Positions, not the records: one call per batch, whatever its size.
-        if not moved and layouts.covered and positions is not None and layouts.covers(positions):
+        if (
+            not moved
+            and layouts.covered
+            and positions is not None
+            and layouts.below_marks(positions)
+        ):
             self.skipped += 1
+            if self._advisory is None and layouts.rewind_read_due():
+                # Every record of the batch lies below the marks (its layouts are
+                # known): only the group's rewind markers are read, once per slot. The
+                # batch does not wait for that round trip; a later call acts on the
+                # answer, as it would on a rewind written that much later.
+                self._advisory = self._send()
             return _Pending(batch, last=last)
         if layouts.check_due_in() > 0:
             return _Pending(batch, deferred=True, last=last)
@@ -385,3 +421,10 @@ class Fetcher:
             _log.debug("high watermarks not noted: %s", exc)
         self._checked()
         return layouts.begin_check(marks)
+
+
+def _answered(check: FetchCheck) -> bool:
+    """Whether every request of ``check`` has its answer (reading it will not wait)."""
+    if not check.sync.ready():
+        return False
+    return all(read.ready() for _name, read in (*check.reads, *check.rewinds))

@@ -398,19 +398,34 @@ class LayoutTracker:
 
         Returns:
             ``True`` when every position is at or below its covered offset, so every
-            record returned so far lies below it.
+            record returned so far lies below it, and no read of the rewind markers
+            is due (:meth:`rewind_read_due`).
         """
+        return self.below_marks(positions) and not self.rewind_read_due()
+
+    def below_marks(self, positions: Iterable[Any]) -> bool:
+        """Whether every position is at or below its covered offset (see :meth:`covers`)."""
         covered = self.covered
         if not covered or not self.verify_fetch:
-            return False
-        if self._rewind_reads() and time.monotonic() - self._last_sent >= self._interval():
-            # Records below the marks know their epochs, but a rewind by another member
-            # can come at any time: it is read at least once per slot.
             return False
         for tp in positions:
             if tp.offset >= 0 and tp.offset > covered.get((tp.topic, tp.partition), -1):
                 return False
         return True
+
+    def rewind_read_due(self) -> bool:
+        """Whether the group's rewind markers are due to be read (once per slot).
+
+        Records below the marks know their epochs, but a rewind by another member can
+        come at any time: it is read at least once per slot.
+        """
+        reads = self._rewind_reads()
+        if not reads:
+            return False
+        if self._check_rate <= 0:
+            return True
+        interval = (1 + len(self.topics) + reads) / self._check_rate  # as _interval()
+        return time.monotonic() - self._last_sent >= interval
 
     def check_due_in(self) -> float:
         """Seconds until the next check may be sent (0: now)."""

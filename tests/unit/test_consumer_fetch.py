@@ -5,12 +5,13 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 from confluent_kafka import TopicPartition
 
 from ordered.consumer.fetch import Fetcher
-from ordered.consumer.layouts import LayoutTracker
+from ordered.consumer.layouts import FetchCheck, LayoutTracker
 from ordered.consumer.pacing import CHECK_BURST, CheckPacer
 
 
@@ -366,3 +367,88 @@ def test_a_partial_take_has_no_last_offsets() -> None:
     fetcher.fetch(5, 1.0, single=False)
     assert fetcher.take(1) == [b2[0]] and fetcher.taken_last is None
     assert fetcher.take(5) == b2[1:] and fetcher.taken_last is None
+
+
+class Answer:
+    """A kazoo async result the test answers (``ready()`` until then ``False``)."""
+
+    def __init__(self) -> None:
+        self.answered = False
+
+    def ready(self) -> bool:
+        return self.answered
+
+
+class RewindLayouts(FakeLayouts):
+    """A group member's layouts: each check also reads the group's rewind marker."""
+
+    def __init__(self, log: list[str], check_rate: int) -> None:
+        super().__init__(log, check_rate)
+        self.topics = {"t": SimpleNamespace(ordered=True)}  # type: ignore[dict-item]
+        self._group = "g"
+        self.checks: dict[int, FetchCheck] = {}
+        self.rewound_by: set[int] = set()  # checks whose marker read finds a rewind
+        self._rewound: set[str] = set()
+
+    def begin_check(self, marks: Any = ()) -> Any:
+        number = super().begin_check(marks)
+        check = FetchCheck(Answer(), (("t", Answer()),), tuple(marks), (("t", Answer()),))
+        self.checks[number] = check
+        return check
+
+    def finish_check(self, check: Any) -> list[Any]:
+        if check is None:
+            return []
+        number = next(n for n, c in self.checks.items() if c is check)
+        if number in self.rewound_by:
+            self._rewound.add("t")
+        return super().finish_check(number)
+
+    def answer(self, number: int) -> None:
+        check = self.checks[number]
+        for result in (check.sync, *(r for _n, r in check.reads), *(r for _n, r in check.rewinds)):
+            result.answered = True
+
+
+def test_a_batch_below_the_marks_does_not_wait_for_the_rewind_read() -> None:
+    # 1,000 requests/s, 3 per check (sync, the topic, the rewind marker): a 3 ms slot.
+    log: list[str] = []
+    consumer = FakeConsumer([], log)
+    layouts = RewindLayouts(log, 1000)
+    rewinds: list[set[str]] = []
+    fetcher = Fetcher(
+        consumer, layouts, lambda: None, lambda _v: None, lambda: None, rewinds.append
+    )
+    consumer.high = {0: 100, 1: 100}
+    run([[Msg(0, 0), Msg(1, 0)]], fetcher, consumer, 10)
+    assert log == ["fetch [0, 0]", "send 1", "wait 1"]  # the first batch waits for its check
+    time.sleep(0.01)  # the slot of the rewind read has come
+    log.clear()
+    layouts.rewound_by.add(2)
+    run([[Msg(0, 1)]], fetcher, consumer, 10)
+    # Below the marks: the rewind read is sent, and the batch is released without it.
+    assert log == ["fetch [1]", "send 2"]
+    log.clear()
+    run([[Msg(0, 2)]], fetcher, consumer, 10)
+    assert log == ["fetch [2]"] and rewinds == []  # not answered yet: nothing waits
+    layouts.answer(2)
+    log.clear()
+    run([[Msg(0, 3)]], fetcher, consumer, 10)
+    # Answered: the next batch's settle acts on it (the rewind it found).
+    assert log == ["fetch [3]", "wait 2"] and rewinds == [{"t"}]
+
+
+def test_a_batch_with_a_check_of_its_own_waits_for_the_rewind_read_first() -> None:
+    log: list[str] = []
+    consumer = FakeConsumer([], log)
+    layouts = RewindLayouts(log, 1000)
+    fetcher = Fetcher(consumer, layouts, lambda: None, lambda _v: None, lambda: None, None)
+    consumer.high = {0: 100, 1: 100}
+    run([[Msg(0, 0), Msg(1, 0)]], fetcher, consumer, 10)
+    time.sleep(0.01)
+    run([[Msg(0, 1)]], fetcher, consumer, 10)  # sends the rewind read (2), not answered
+    log.clear()
+    consumer.high = {0: 200, 1: 100}
+    time.sleep(0.01)
+    run([[Msg(0, 100)]], fetcher, consumer, 10)  # at the mark: a check of its own (3)
+    assert log == ["fetch [100]", "send 3", "wait 2", "wait 3"]
