@@ -452,3 +452,22 @@ def test_a_batch_with_a_check_of_its_own_waits_for_the_rewind_read_first() -> No
     time.sleep(0.01)
     run([[Msg(0, 100)]], fetcher, consumer, 10)  # at the mark: a check of its own (3)
     assert log == ["fetch [100]", "send 3", "wait 2", "wait 3"]
+
+
+def test_below_the_marks_no_batch_is_taken_ahead() -> None:
+    fetcher, consumer, log = make([])
+    consumer.high = {0: 100, 1: 100}
+    run([[Msg(0, 0), Msg(1, 0)]], fetcher, consumer, 2)  # its check covers up to 100
+    log.clear()
+    consumer.batches = [[Msg(0, 1), Msg(1, 1)], [Msg(0, 2), Msg(1, 2)]]
+    fetcher.fetch(2, 1.0, single=False)
+    # A full batch (a backlog) below the marks: released, the next left in librdkafka
+    # (it needs no check whose round trip a fetch ahead would hide).
+    assert log == ["fetch [1, 1]", "wait None"]
+    assert len(fetcher.ready) == 2 and len(consumer.batches) == 1
+    # Past the marks the batch has a check of its own: the next one is taken ahead.
+    log.clear()
+    consumer.batches = [[Msg(0, 100), Msg(1, 100)], [Msg(0, 101), Msg(1, 101)]]
+    fetcher.take(2)
+    fetcher.fetch(2, 1.0, single=False)
+    assert log == ["fetch [100, 100]", "send 2", "fetch [101, 101]", "wait 2", "send 3"]
