@@ -116,6 +116,7 @@ class OrderedConsumer:
     """
 
     _closed: bool = True  # until built (if ever: a subclass): RuntimeError, as confluent
+    _closing = False  # inside close(): callbacks may still call the consumer
     _consumer: Consumer = Unbuilt("Consumer closed")  # type: ignore[assignment]
     _path: CallPath | None = Unbuilt("Consumer closed")  # type: ignore[assignment]
 
@@ -455,18 +456,22 @@ class OrderedConsumer:
         The ZooKeeper part takes at most :data:`CLOSE_TIMEOUT` seconds. Calling it
         again does nothing.
         """
-        if self._closed:
+        if self._closed or self._closing:
             return
-        self._closed = True
+        self._closing = True
         atexit.unregister(self._exit_hook)
         self._hand_over()  # what was handed out is stored (auto-commit at close)
         self._fetcher.clear()
         for part in self._core.parts.values():
             self._core.dropped(part)  # held partitions stop waiting (gauges go down)
         try:
+            # librdkafka runs the revocation in here: the application's on_revoke may
+            # still use this consumer (commit its offsets), as with confluent's.
             self._consumer.close()
             self._probe.close()
         finally:
+            self._closed = True
+            self._closing = False
             self._layouts.stop()
             close_client_within(self._zk, CLOSE_TIMEOUT)
 

@@ -479,3 +479,41 @@ def test_consume_zero_messages_returns_at_once(kit: Kit) -> None:
     started = time.monotonic()
     assert consumer.consume(0, -1) == []
     assert time.monotonic() - started < 1.0
+
+
+def test_an_on_revoke_that_commits_works_inside_close_as_with_confluent(kit: Kit) -> None:
+    """``close()`` revokes the assignment: the application's ``on_revoke`` may commit there.
+
+    A plain confluent consumer allows it (its handle is open until librdkafka's close
+    returns); the wrapper raised ``RuntimeError: Consumer closed`` from ``close()``.
+    """
+    topic = kit.adopted_topic(2)
+    producer = kit.make_producer()
+    for i in range(20):
+        producer.produce(topic, key=f"k{i}".encode(), value=b"v")
+    assert producer.flush(30) == 0
+    base = {"bootstrap.servers": kit.bootstrap, "auto.offset.reset": "earliest"}
+    for ordered in (False, True):
+        group = kit.group_factory()
+        consumer: Any = (
+            kit.make_consumer(group) if ordered else Consumer({**base, "group.id": group})
+        )
+        revoked: list[int] = []
+
+        def on_revoke(
+            c: Any, partitions: list[TopicPartition], revoked: list[int] = revoked
+        ) -> None:
+            marks = [TopicPartition(tp.topic, tp.partition, 1) for tp in partitions]
+            c.commit(offsets=marks, asynchronous=False)
+            revoked.extend(tp.partition for tp in partitions)
+
+        consumer.subscribe([topic], on_revoke=on_revoke)
+        wait_until(lambda c=consumer: c.poll(0.2) is not None and c.assignment(), 60)
+        consumer.close()  # the revocation, and its commit, run in here
+        assert sorted(revoked) == [0, 1], ordered
+        reader = Consumer({**base, "group.id": group})
+        try:
+            parts = [TopicPartition(topic, p) for p in (0, 1)]
+            assert [tp.offset for tp in reader.committed(parts, timeout=30)] == [1, 1], ordered
+        finally:
+            reader.close()
