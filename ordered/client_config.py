@@ -5,17 +5,22 @@ dict their confluent client takes plus ``ordered.``-prefixed keys. Both halves a
 here: the librdkafka keys go on (each client then changes the few it must, see
 :mod:`ordered.producer.config` and :mod:`ordered.consumer_config`), and the
 ``ordered.`` keys are checked and parsed against :data:`ordered.settings.SETTINGS` for
-the client's :class:`~ordered.settings.Role` into its settings view.
+the client's :class:`~ordered.settings.Role` into its settings view. The ZooKeeper
+authentication and TLS settings, which both views hold, are declared once here
+(:class:`ZkSecuritySettings`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ordered.settings import Role, parse_settings, split_ordered
+from coordinator.client.zk_auth import ZkAuth
+from coordinator.client.zk_tls import ZkTls
+from ordered.settings import Role, parse_settings, setting_field, split_ordered
 
-__all__ = ["split_client_config"]
+__all__ = ["ZkSecuritySettings", "split_client_config"]
 
 V = TypeVar("V")
 
@@ -43,3 +48,39 @@ def split_client_config(
     """
     kafka, ordered = split_ordered(config, overrides)
     return kafka, view(**parse_settings(ordered, role))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ZkSecuritySettings:
+    """The ZooKeeper authentication and TLS settings of a client's settings view.
+
+    The base of :class:`~ordered.producer.config.ProducerSettings` and
+    :class:`~ordered.consumer_config.ConsumerSettings`: its fields come from the settings
+    table like theirs (keyword-only, so a view's own fields keep their positions), and
+    the TLS settings are checked as a whole whenever a view is made.
+
+    Attributes:
+        zookeeper_auth: ``ordered.zookeeper.auth`` (its ``repr`` hides the password).
+        zookeeper_ssl_client_enable, zookeeper_ssl_ca_location,
+            zookeeper_ssl_certificate_location, zookeeper_ssl_key_location,
+            zookeeper_ssl_endpoint_identification_algorithm: ZooKeeper over TLS
+            (``ordered.zookeeper.ssl.*``; together: :attr:`zookeeper_tls`).
+    """
+
+    zookeeper_auth: ZkAuth = setting_field("zookeeper_auth")
+    zookeeper_ssl_client_enable: bool = setting_field("zookeeper_ssl_client_enable")
+    zookeeper_ssl_ca_location: str = setting_field("zookeeper_ssl_ca_location")
+    zookeeper_ssl_certificate_location: str = setting_field("zookeeper_ssl_certificate_location")
+    zookeeper_ssl_key_location: str = setting_field("zookeeper_ssl_key_location")
+    zookeeper_ssl_endpoint_identification_algorithm: str = setting_field(
+        "zookeeper_ssl_endpoint_identification_algorithm"
+    )
+
+    def __post_init__(self) -> None:
+        # The TLS settings as a whole, however the view is made: refused at the door.
+        ZkTls.from_parsed(self)
+
+    @property
+    def zookeeper_tls(self) -> ZkTls:
+        """The ``ordered.zookeeper.ssl.*`` settings together (checked as a whole)."""
+        return ZkTls.from_parsed(self)

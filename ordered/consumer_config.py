@@ -33,9 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from coordinator.client.errors import ConfigError
-from coordinator.client.zk_auth import ZkAuth
-from coordinator.client.zk_tls import ZkTls
-from ordered.client_config import split_client_config
+from ordered.client_config import ZkSecuritySettings, split_client_config
 from ordered.settings import (
     ORDERED_PREFIX,
     VIOLATION_POLICIES,
@@ -76,7 +74,7 @@ of idle reading each time a fast reader empties its queue.
 
 @settings_view(Role.CONSUMER)
 @dataclass(frozen=True, slots=True)
-class ConsumerSettings:
+class ConsumerSettings(ZkSecuritySettings):
     """The parsed ``ordered.*`` settings of a consumer (a checked view of the table:
     :func:`~ordered.settings.settings_view`).
 
@@ -84,11 +82,8 @@ class ConsumerSettings:
         zookeeper_connect: ``ordered.zookeeper.connect``; may end in a chroot path.
         zookeeper_root: ``ordered.zookeeper.root``.
         zookeeper_session_timeout_ms: ``ordered.zookeeper.session.timeout.ms``.
-        zookeeper_auth: ``ordered.zookeeper.auth`` (its ``repr`` hides the password).
-        zookeeper_ssl_client_enable, zookeeper_ssl_ca_location,
-            zookeeper_ssl_certificate_location, zookeeper_ssl_key_location,
-            zookeeper_ssl_endpoint_identification_algorithm: ZooKeeper over TLS
-            (``ordered.zookeeper.ssl.*``; together: :attr:`zookeeper_tls`).
+        zookeeper_auth, zookeeper_ssl_*, zookeeper_tls: ZooKeeper authentication and
+            TLS (:class:`~ordered.client_config.ZkSecuritySettings`).
         violation_policy: ``log`` (count and log) or ``raise`` (``OrderViolationError``).
         header_audit: ``ordered.epoch.header.audit`` (off by default): compare each
             record's epoch header with the boundaries, for producers outside the
@@ -142,28 +137,11 @@ class ConsumerSettings:
     fetch_favour_sources: bool = setting_field("fetch_favour_sources")
     commit_mode: str = setting_field("commit_mode")
     hooks: tuple[object, ...] = setting_field("hooks")
-    zookeeper_auth: ZkAuth = setting_field("zookeeper_auth")
-    zookeeper_ssl_client_enable: bool = setting_field("zookeeper_ssl_client_enable")
-    zookeeper_ssl_ca_location: str = setting_field("zookeeper_ssl_ca_location")
-    zookeeper_ssl_certificate_location: str = setting_field("zookeeper_ssl_certificate_location")
-    zookeeper_ssl_key_location: str = setting_field("zookeeper_ssl_key_location")
-    zookeeper_ssl_endpoint_identification_algorithm: str = setting_field(
-        "zookeeper_ssl_endpoint_identification_algorithm"
-    )
 
     @property
     def header_name(self) -> str:
         """The old name of :attr:`epoch_header_name` (kept for existing callers)."""
         return self.epoch_header_name
-
-    def __post_init__(self) -> None:
-        # The TLS settings as a whole, however the view is made: refused at the door.
-        ZkTls.from_parsed(self)
-
-    @property
-    def zookeeper_tls(self) -> ZkTls:
-        """The ``ordered.zookeeper.ssl.*`` settings together (checked as a whole)."""
-        return ZkTls.from_parsed(self)
 
     @classmethod
     def from_mapping(cls, settings: Mapping[str, Any]) -> ConsumerSettings:

@@ -39,7 +39,7 @@ from confluent_kafka.admin import AdminClient
 from ordered.verify.history import HistoryWriter, now_ns
 from ordered.verify.producer import decode_value
 
-__all__ = ["main"]
+__all__ = ["main", "session_builder"]
 
 _stop = threading.Event()
 _drain = threading.Event()
@@ -82,12 +82,17 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _session(master: str) -> Any:
+def session_builder(master: str, app_name: str) -> Any:
+    """A ``SparkSession`` builder for ``master`` as this reader and the Spark tests use it.
+
+    No UI, two shuffle partitions, a 30 s streaming stop timeout; on a standalone cluster
+    (``spark://...``) the driver binds to loopback and the executors are sized for two
+    one-core workers. The caller adds its own settings and calls ``getOrCreate()``.
+    """
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(master)
     if master.startswith("spark://"):
-        # Sized for two one-core workers on loopback.
         builder = (
             builder.config("spark.driver.host", "127.0.0.1")
             .config("spark.driver.bindAddress", "127.0.0.1")
@@ -96,12 +101,11 @@ def _session(master: str) -> Any:
             .config("spark.cores.max", "2")
         )
     return (
-        builder.appName("ordered-demo-spark")
+        builder.appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.streaming.stopTimeout", "30s")
-        .getOrCreate()
     )
 
 
@@ -119,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _write_stats(args.stats, {"rows": 0, "delivered": 0, "batches": 0})
     import spark_source
 
-    spark = _session(args.master)
+    spark = session_builder(args.master, "ordered-demo-spark").getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     spark_source.register(spark)
     history = HistoryWriter(args.history)

@@ -10,6 +10,7 @@ import contextlib
 import importlib.util
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -23,6 +24,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 __all__ = [
+    "closed_port",
     "consume_until",
     "create_topic",
     "kill_process",
@@ -42,6 +44,13 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 def unique(prefix: str) -> str:
     """Return ``prefix`` with a short uuid suffix, for topic, group and ZooKeeper names."""
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def wait_until(

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import pytest
+from helpers import closed_port
 
 if TYPE_CHECKING:
     # Types only: the kit works whatever module path these classes live at.
@@ -81,3 +82,19 @@ class Kit:
         topic = self.topic_factory(partitions)
         self.controller.adopt(topic, **adopt)
         return topic
+
+    def unreachable_producer(self, **extra: Any) -> OrderedProducer:
+        """An ``OrderedProducer`` on this test's ZooKeeper root whose Kafka never answers.
+
+        Its ``bootstrap.servers`` is a loopback port nothing listens on; ``extra``: more
+        configuration (``message.timeout.ms``...). The caller closes it.
+        """
+        from ordered import OrderedProducer  # at call time: the kit imports no project module
+
+        config: dict[str, Any] = {
+            "bootstrap.servers": f"127.0.0.1:{closed_port()}",
+            "ordered.zookeeper.connect": self.zk_hosts,
+            "ordered.zookeeper.root": self.zk_root,
+            "log_level": 0,
+        }
+        return OrderedProducer({**config, **extra})

@@ -21,7 +21,7 @@ import dataclasses
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from coordinator.client.errors import ClusterError, UsageError
@@ -140,6 +140,15 @@ def _controller_port(directory: Path, node: int) -> int | None:
     return int(found.group(1)) if found else None
 
 
+def _nth_port(i: int, asked: int | None, previous: list[int], picked: Iterator[int]) -> int:
+    """Server ``i``'s port: ``asked + i``, else the previous run's, else the next free one."""
+    if asked is not None:
+        return asked + i
+    if i < len(previous):
+        return previous[i]
+    return next(picked)
+
+
 def _ports(
     directory: Path,
     previous: ClusterState | None,
@@ -159,12 +168,7 @@ def _ports(
     old_brokers = [_port_of(a) for a in previous.bootstrap_servers.split(",")] if previous else []
     zk_ports = []
     for i in range(zookeepers):
-        if zookeeper_port is not None:
-            client = zookeeper_port + i
-        elif i < len(old_zk):
-            client = old_zk[i]
-        else:
-            client = next(picked)
+        client = _nth_port(i, zookeeper_port, old_zk, picked)
         old = old_peers[i] if i < len(old_peers) else None
         if zookeepers == 1:
             zk_ports.append(MemberPorts(client))
@@ -174,12 +178,7 @@ def _ports(
             zk_ports.append(MemberPorts(client, next(picked), next(picked)))
     ports = []
     for i in range(brokers):
-        if kafka_port is not None:
-            broker = kafka_port + i
-        elif i < len(old_brokers):
-            broker = old_brokers[i]
-        else:
-            broker = next(picked)
+        broker = _nth_port(i, kafka_port, old_brokers, picked)
         controller = _controller_port(directory, i + 1) if previous else None
         if controller is None:
             controller = next(picked)

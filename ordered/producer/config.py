@@ -16,14 +16,12 @@ what a crashed producer costs an expansion (see the constant).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, Final
 
 from coordinator.client.errors import ConfigError
 from coordinator.client.store import DEFAULT_DELIVERY_TIMEOUT_MS
-from coordinator.client.zk_auth import ZkAuth
-from coordinator.client.zk_tls import ZkTls
-from ordered.client_config import split_client_config
+from ordered.client_config import ZkSecuritySettings, split_client_config
 from ordered.settings import (
     ORDERED_PREFIX,
     Role,
@@ -51,7 +49,7 @@ PRODUCER_KEYS: Final[Mapping[str, str]] = keys_for(Role.PRODUCER)
 
 @settings_view(Role.PRODUCER)
 @dataclass(frozen=True, slots=True)
-class ProducerSettings:
+class ProducerSettings(ZkSecuritySettings):
     """The ``ordered.*`` settings of a producer, parsed and checked.
 
     Keys and defaults come from :data:`ordered.settings.SETTINGS` (a field the table
@@ -65,11 +63,8 @@ class ProducerSettings:
         epoch_header_name: ``ordered.epoch.header.name``.
         hooks: ``ordered.hooks``: objects that receive the producer's events
             (:mod:`coordinator.client.hooks`).
-        zookeeper_auth: ``ordered.zookeeper.auth`` (its ``repr`` hides the password).
-        zookeeper_ssl_client_enable, zookeeper_ssl_ca_location,
-            zookeeper_ssl_certificate_location, zookeeper_ssl_key_location,
-            zookeeper_ssl_endpoint_identification_algorithm: ZooKeeper over TLS
-            (``ordered.zookeeper.ssl.*``; together: :attr:`zookeeper_tls`).
+        zookeeper_auth, zookeeper_ssl_*, zookeeper_tls: ZooKeeper authentication and
+            TLS (:class:`~ordered.client_config.ZkSecuritySettings`).
         switch_mode: ``ordered.switch.mode``: ``track`` or ``pause`` (what the send
             path does while a route switch drains; see :class:`~ordered.OrderedProducer`).
     """
@@ -80,24 +75,10 @@ class ProducerSettings:
     epoch_header: bool = setting_field("epoch_header")
     epoch_header_name: str = setting_field("epoch_header_name")
     hooks: tuple[object, ...] = setting_field("hooks")
-    zookeeper_auth: ZkAuth = setting_field("zookeeper_auth")
-    zookeeper_ssl_client_enable: bool = setting_field("zookeeper_ssl_client_enable")
-    zookeeper_ssl_ca_location: str = setting_field("zookeeper_ssl_ca_location")
-    zookeeper_ssl_certificate_location: str = setting_field("zookeeper_ssl_certificate_location")
-    zookeeper_ssl_key_location: str = setting_field("zookeeper_ssl_key_location")
-    zookeeper_ssl_endpoint_identification_algorithm: str = setting_field(
-        "zookeeper_ssl_endpoint_identification_algorithm"
-    )
+    # Keyword-only, as the base's ZooKeeper security fields are: the 7th positional
+    # argument used to be zookeeper_auth, and must not now land in switch_mode unseen.
+    _: KW_ONLY
     switch_mode: str = setting_field("switch_mode")
-
-    def __post_init__(self) -> None:
-        # The TLS settings as a whole, however the view is made: refused at the door.
-        ZkTls.from_parsed(self)
-
-    @property
-    def zookeeper_tls(self) -> ZkTls:
-        """The ``ordered.zookeeper.ssl.*`` settings together (checked as a whole)."""
-        return ZkTls.from_parsed(self)
 
     @classmethod
     def from_mapping(cls, settings: Mapping[str, Any]) -> ProducerSettings:

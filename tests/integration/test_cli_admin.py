@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import socket
 import time
 from pathlib import Path
 
 import pytest
 from fixtures import producer_record, snapshot
-from helpers import run_cli, unique
+from helpers import closed_port, run_cli, unique
 from kit import Kit
 
 from coordinator.client.store import LayoutStore
@@ -18,13 +17,6 @@ from coordinator.devcluster.cluster import ClusterState
 from coordinator.kafka.kafka_admin import KafkaAdmin
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_adopt_expand_shrink_describe(kit: Kit) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from fixtures import producer_record, snapshot
-from helpers import run_cli, wait_until
+from helpers import closed_port, run_cli, wait_until
 from kit import Kit
 
 from coordinator.client.store import LayoutStore
@@ -23,13 +23,6 @@ from coordinator.client.zk import close_client
 from coordinator.kafka.kafka_admin import KafkaAdmin
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture

@@ -51,24 +51,42 @@ def _served(consumer: OrderedConsumer) -> int:
     return len(consumer._path.left)  # type: ignore[union-attr]
 
 
+Filler = Callable[..., tuple[str, OrderedProducer]]
+
+
 @pytest.fixture
-def filled(
+def filler(
     topic_factory: Callable[..., str],
     controller: Controller,
     make_producer: Callable[..., OrderedProducer],
-) -> str:
+) -> Filler:
+    """``filler(partitions, count, tag="r")``: a new adopted topic with ``count`` records
+    (keys spread over its partitions), and the producer that wrote them."""
+
+    def fill(partitions: int, count: int, tag: str = "r") -> tuple[str, OrderedProducer]:
+        topic = topic_factory(partitions)
+        controller.adopt(topic)
+        producer = make_producer()
+        _fill(producer, topic, count, tag)
+        return topic, producer
+
+    return fill
+
+
+@pytest.fixture
+def filled(filler: Filler) -> str:
     """An adopted 2-partition topic with about ``PER_PARTITION`` records per partition."""
-    topic = topic_factory(2)
-    controller.adopt(topic)
-    _fill(make_producer(), topic, 2 * PER_PARTITION)
-    return topic
+    return filler(2, 2 * PER_PARTITION)[0]
 
 
 def _assigned(
-    make_consumer: Callable[..., OrderedConsumer], group: str, topic: str
+    make_consumer: Callable[..., OrderedConsumer],
+    group: str,
+    topic: str,
+    partitions: tuple[int, ...] = (0, 1),
 ) -> OrderedConsumer:
     consumer = make_consumer(group)
-    consumer.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
+    consumer.assign([TopicPartition(topic, p) for p in partitions])
     return consumer
 
 
@@ -182,21 +200,17 @@ def test_recheck_slot_hands_over(
 
 
 def test_gate_hands_over(
-    topic_factory: Callable[..., str],
+    filler: Filler,
     controller: Controller,
-    make_producer: Callable[..., OrderedProducer],
     make_consumer: Callable[..., OrderedConsumer],
     group_factory: Callable[[], str],
 ) -> None:
     """A batch with a record at a closed gate is not served: the gate holds it."""
-    topic = topic_factory(2)
-    controller.adopt(topic)
-    producer = make_producer()
-    _fill(producer, topic, 400, "old")
+    topic, producer = filler(2, 400, "old")
     controller.expand(topic, 3, timeout=30)
     _fill(producer, topic, 600, "new")
-    consumer = make_consumer(group_factory())
-    consumer.assign([TopicPartition(topic, 2)])  # the destination alone: its source never commits
+    # The destination alone: its source never commits.
+    consumer = _assigned(make_consumer, group_factory(), topic, (2,))
     got = [m for m in (consumer.poll(0.2) for _ in range(25)) if m is not None]
     assert [m for m in got if m.error() is None] == []
     assert consumer.metrics["blocks"] >= 1
@@ -304,23 +318,8 @@ def test_poll_and_consume_interleaved_through_expansions_and_rebalances(
     checker.settle(produced, failures, members, leave)
 
 
-def _one_partition_topic(
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    make_producer: Callable[..., OrderedProducer],
-    queued: int,
-) -> tuple[str, OrderedProducer]:
-    topic = topic_factory(1)
-    controller.adopt(topic)
-    producer = make_producer()
-    _fill(producer, topic, queued, "q")
-    return topic, producer
-
-
 def test_consume_fills_the_batch_until_the_timeout(
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    make_producer: Callable[..., OrderedProducer],
+    filler: Filler,
     make_consumer: Callable[..., OrderedConsumer],
     group_factory: Callable[[], str],
 ) -> None:
@@ -329,9 +328,8 @@ def test_consume_fills_the_batch_until_the_timeout(
     confluent returns 100 records after about 0.5 s; a consumer that returns what is
     ready (the old behaviour) returns the 50 it holds at once.
     """
-    topic, producer = _one_partition_topic(topic_factory, controller, make_producer, 51)
-    consumer = make_consumer(group_factory())
-    consumer.assign([TopicPartition(topic, 0)])
+    topic, producer = filler(1, 51, "q")
+    consumer = _assigned(make_consumer, group_factory(), topic, (0,))
     _first(consumer)  # offset 0; the 50 after it are taken from librdkafka, judged, served
 
     def trickle() -> None:
@@ -358,16 +356,11 @@ def test_consume_fills_the_batch_until_the_timeout(
 
 
 def test_consume_returns_a_short_batch_at_the_timeout(
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    make_producer: Callable[..., OrderedProducer],
-    make_consumer: Callable[..., OrderedConsumer],
-    group_factory: Callable[[], str],
+    filler: Filler, make_consumer: Callable[..., OrderedConsumer], group_factory: Callable[[], str]
 ) -> None:
     """Fewer records than asked for: all of them, when the timeout ends (not at once)."""
-    topic, _producer = _one_partition_topic(topic_factory, controller, make_producer, 50)
-    consumer = make_consumer(group_factory())
-    consumer.assign([TopicPartition(topic, 0)])
+    topic, _producer = filler(1, 50, "q")
+    consumer = _assigned(make_consumer, group_factory(), topic, (0,))
     _first(consumer)  # the first fetch (and its layout check) is behind us
     started = time.monotonic()
     batch = consumer.consume(100, 1.5)

@@ -11,10 +11,7 @@ pointed at a port nothing listens on (Kafka never answers: the reports fail with
 
 from __future__ import annotations
 
-import contextlib
-import socket
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,15 +34,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 FIRST_CALL_S = 0.05
 """How long the first ``produce()`` may take while Kafka is down (confluent: at once)."""
-
-
-@contextlib.contextmanager
-def closed_port() -> Iterator[int]:
-    """A loopback port nothing listens on."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    yield port
 
 
 def read_all(bootstrap: str, topic: str, count: int) -> list[tuple[str, int]]:
@@ -141,42 +129,37 @@ def test_first_produce_while_the_broker_is_down_is_queued_then_delivered_in_orde
 def test_held_records_time_out_when_kafka_never_answers(kit: Kit) -> None:
     topic = kit.adopted_topic(2)
     reports: list[tuple[Any, Any, float]] = []
-    with closed_port() as port:
-        producer = OrderedProducer(
-            {
-                "bootstrap.servers": f"127.0.0.1:{port}",
-                "ordered.zookeeper.connect": kit.zk_hosts,
-                "ordered.zookeeper.root": kit.zk_root,
-                "message.timeout.ms": 1500,
-                "on_delivery": lambda err, msg: reports.append((err, msg, time.monotonic())),
-                "log_level": 0,
-            }
-        )
-        try:
-            before = snapshot(kit.zk, kit.zk_root)
-            started = time.monotonic()
-            producer.produce(topic, key="k0", value="0")
-            took = time.monotonic() - started
-            assert took < FIRST_CALL_S, f"the first produce() took {took:.3f} s"
-            own: list[Any] = []
-            producer.produce(topic, key="k1", value="1", callback=lambda e, m: own.append(e))
-            producer.produce(topic, key="k2", value="2")
-            # Counted as queued (librdkafka's own count adds its events: brokers down).
-            assert len(producer) >= 3
-            assert len(producer._held) == 3
-            assert producer.flush(0.3) >= 3  # confluent's flush returns the count left
-            assert snapshot(kit.zk, kit.zk_root) == before  # unchecked: not registered
-            # A poll returns once a report is served, not after its whole timeout.
-            while not reports and time.monotonic() - started < 10:
-                producer.poll(10)
-            returned = time.monotonic()
-            assert reports, "no report within 10 s"
-            assert 1.4 <= reports[0][2] - started < 3.0  # after message.timeout.ms
-            assert returned - reports[0][2] < 0.5
-            assert producer.flush(10) == 0
-            assert len(producer._held) == 0
-        finally:
-            producer.close()
+    producer = kit.unreachable_producer(
+        **{
+            "message.timeout.ms": 1500,
+            "on_delivery": lambda err, msg: reports.append((err, msg, time.monotonic())),
+        }
+    )
+    try:
+        before = snapshot(kit.zk, kit.zk_root)
+        started = time.monotonic()
+        producer.produce(topic, key="k0", value="0")
+        took = time.monotonic() - started
+        assert took < FIRST_CALL_S, f"the first produce() took {took:.3f} s"
+        own: list[Any] = []
+        producer.produce(topic, key="k1", value="1", callback=lambda e, m: own.append(e))
+        producer.produce(topic, key="k2", value="2")
+        # Counted as queued (librdkafka's own count adds its events: brokers down).
+        assert len(producer) >= 3
+        assert len(producer._held) == 3
+        assert producer.flush(0.3) >= 3  # confluent's flush returns the count left
+        assert snapshot(kit.zk, kit.zk_root) == before  # unchecked: not registered
+        # A poll returns once a report is served, not after its whole timeout.
+        while not reports and time.monotonic() - started < 10:
+            producer.poll(10)
+        returned = time.monotonic()
+        assert reports, "no report within 10 s"
+        assert 1.4 <= reports[0][2] - started < 3.0  # after message.timeout.ms
+        assert returned - reports[0][2] < 0.5
+        assert producer.flush(10) == 0
+        assert len(producer._held) == 0
+    finally:
+        producer.close()
     assert [m.key() for _e, m, _t in reports] == [b"k0", b"k2"]  # in produce() order
     assert [m.value() for _e, m, _t in reports] == [b"0", b"2"]
     assert all(m.topic() == topic for _e, m, _t in reports)

@@ -7,12 +7,10 @@ naming both ids, until ``ordered adopt --replace`` (or ``ordered unadopt``).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
-import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -357,32 +355,14 @@ def test_producer_that_cannot_ask_kafka_holds_then_times_out(kit: Kit) -> None:
     # would for a record that never reached Kafka.
     topic = kit.adopted_topic(2)
     reports: list[Any] = []
-    with socket_closed() as port:
-        producer = OrderedProducer(
-            {
-                "bootstrap.servers": f"127.0.0.1:{port}",
-                "ordered.zookeeper.connect": kit.zk_hosts,
-                "ordered.zookeeper.root": kit.zk_root,
-                "message.timeout.ms": 1000,
-                "log_level": 0,
-            }
-        )
-        try:
-            before = snapshot(kit.zk, kit.zk_root)
-            started = time.monotonic()
-            producer.produce(topic, key="k", value="v", on_delivery=lambda e, m: reports.append(e))
-            assert time.monotonic() - started < 0.5
-            assert producer.flush(8) == 0
-            assert snapshot(kit.zk, kit.zk_root) == before  # not registered either
-        finally:
-            producer.close()
+    producer = kit.unreachable_producer(**{"message.timeout.ms": 1000})
+    try:
+        before = snapshot(kit.zk, kit.zk_root)
+        started = time.monotonic()
+        producer.produce(topic, key="k", value="v", on_delivery=lambda e, m: reports.append(e))
+        assert time.monotonic() - started < 0.5
+        assert producer.flush(8) == 0
+        assert snapshot(kit.zk, kit.zk_root) == before  # not registered either
+    finally:
+        producer.close()
     assert [e.code() for e in reports] == [KafkaError._MSG_TIMED_OUT]
-
-
-@contextlib.contextmanager
-def socket_closed() -> Iterator[int]:
-    """A loopback port nothing listens on."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    yield port

@@ -27,6 +27,7 @@ from spark_helpers import SparkQueries
 
 import spark_source
 from coordinator.devcluster import jars
+from spark_source.verifiable import session_builder
 
 # Spark's own Kafka connector (scripts/setup.sh fetches it): only these of its jars;
 # the rest ship with pyspark.
@@ -76,25 +77,10 @@ def spark(spark_master: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
-
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
-    builder = SparkSession.builder.master(spark_master)
-    if spark_master.startswith("spark://"):
-        builder = (
-            builder.config("spark.driver.host", "127.0.0.1")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.executor.memory", "512m")
-            .config("spark.executor.cores", "1")
-            .config("spark.cores.max", "2")
-        )
     session = (
-        builder.appName("ordered-kafka-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
+        session_builder(spark_master, "ordered-kafka-tests")
         .config("spark.sql.warehouse.dir", str(warehouse))
-        .config("spark.sql.streaming.stopTimeout", "30s")
         .config("spark.jars", ",".join(connector_jars()))
         .getOrCreate()
     )

@@ -77,7 +77,7 @@ def test_every_documented_key_is_accepted() -> None:
         False,
         "e",
         hooks,
-        ZkAuth("digest", "u", "secret"),
+        zookeeper_auth=ZkAuth("digest", "u", "secret"),
         switch_mode="pause",
         zookeeper_ssl_client_enable=False,
         zookeeper_ssl_ca_location="",
@@ -86,6 +86,15 @@ def test_every_documented_key_is_accepted() -> None:
         zookeeper_ssl_endpoint_identification_algorithm="none",
     )
     assert "secret" not in repr(settings)
+
+
+def test_the_view_keeps_its_positions_and_the_rest_is_keyword_only() -> None:
+    # The first six by position as always; zookeeper_auth (7th before the ZooKeeper
+    # security fields moved to a shared base) must not land in switch_mode unseen.
+    settings = OrderedSettings("zk:2181", "/r", 2000, True, "e", ())
+    assert (settings.zookeeper_session_timeout_ms, settings.epoch_header_name) == (2000, "e")
+    with pytest.raises(TypeError):
+        OrderedSettings("zk:2181", "/r", 2000, True, "e", (), ZkAuth("digest", "u", "p"))  # type: ignore[misc]
 
 
 class _SwitchHook:

@@ -108,3 +108,31 @@ def test_zookeeper_stands_for_every_member(tmp_path: Path) -> None:
     single.mkdir()
     (single / STATE_FILE).write_text(_state(single, 1).to_json())
     assert roles_of(single, "zookeeper") == ["zookeeper"]
+
+
+def test_ports_asked_for_else_kept_from_the_previous_run_else_free(tmp_path: Path) -> None:
+    state = _state(tmp_path, 3)  # clients 2181..2183, broker 9092
+    peers = [MemberPorts(2181 + i, 3000 + i, 4000 + i) for i in range(3)]
+    for i, role in enumerate(ensemble.member_roles(3)):
+        (tmp_path / role).mkdir()
+        config = [f"clientPort={peers[i].client}", *ensemble.quorum_lines(peers), ""]
+        (tmp_path / role / "zoo.cfg").write_text("\n".join(config))
+    (tmp_path / "kafka-1").mkdir()
+    (tmp_path / "kafka-1" / "server.properties").write_text(
+        "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\n"
+    )
+    # A restart keeps every port; a second broker (no previous one) takes free ones.
+    zk, kafka = cluster._ports(tmp_path, state, 2, None, None, 3)
+    assert zk == peers
+    assert kafka[0] == (9092, 9093)
+    assert len(set(kafka[1]) | {9092, 9093}) == 4
+    # Asked-for first ports win over the previous ones, one more per server.
+    zk, kafka = cluster._ports(tmp_path, state, 2, 19092, 12181, 3)
+    assert [p.client for p in zk] == [12181, 12182, 12183]
+    assert [(p.peer, p.election) for p in zk] == [(p.peer, p.election) for p in peers]
+    assert [b for b, _c in kafka] == [19092, 19093]
+    assert kafka[0][1] == 9093
+    # A fresh cluster: all free and distinct; a single ZooKeeper has only a client port.
+    zk, kafka = cluster._ports(tmp_path / "fresh", None, 2, None, None, 1)
+    assert zk[0].peer == zk[0].election == 0
+    assert len({zk[0].client, *kafka[0], *kafka[1]}) == 5
