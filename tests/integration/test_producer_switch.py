@@ -119,6 +119,9 @@ def test_pause_mode_refuses_records_until_the_switch_drains_and_tracks_none(kit:
             "delivery.report.only.error": True,
             "ordered.switch.mode": "pause",
             "on_delivery": lambda err, msg: reports.append(err),
+            # The records wait 5 s in librdkafka's queue, so the expansion surely finds
+            # them pending: delivered before it came, the switch would close at once.
+            "linger.ms": 5000,
         }
     )
     for i in range(200):
