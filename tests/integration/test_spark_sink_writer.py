@@ -124,6 +124,13 @@ def test_a_write_goes_on_through_an_expansion_in_pause_mode(
     def rows() -> Iterator[Any]:
         for number, batch in enumerate(batches(6000, size=500)):
             if number == 4:
+                # A topic's first rows are held while its id is checked; the producer
+                # registers after that. Expanded before, it would come to the new epoch
+                # with no row of the old one and never switch: wait for it.
+                wait_until(
+                    lambda: writers[0].topic_state(topic) is TopicState.ROUTING,
+                    what="the sink's producer to register for the topic",
+                )
                 # Switch while rows are pending: the next batch meets the drain.
                 expansion.append(run_in_background(kit.controller.expand, topic, 3, timeout=60))
                 wait_until(lambda: writers[0].topic_state(topic) is TopicState.SWITCHING)
