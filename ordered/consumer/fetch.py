@@ -159,17 +159,19 @@ class Fetcher:
                 return
             if not self._gather(pending, num, wait):
                 return
-        # Fetch ahead only from a backlog (the batch filled the request) past the
-        # covered offsets (the batch has a check of its own): then librdkafka holds
-        # more, and taking it now hides the next check's round trip. Below them the
-        # next batch needs no check either, and a batch taken ahead for nothing only
-        # keeps more records alive (about 4% more CPU per record at consume(500)). A
-        # consumer that has caught up waits for full batches instead, as a plain one
-        # does. A deferred batch takes what came during its wait too: the one check
-        # sent next covers both.
+        # Fetch ahead only from a backlog (the batch filled the request): then
+        # librdkafka holds more, and taking it now hides the next check's round trip,
+        # or (``ahead`` beyond ``num``) fills the batch small calls are served from.
+        # Below the covered offsets (no check of its own) a call of its own size takes
+        # none: the next batch needs no check either, and one taken ahead for nothing
+        # only keeps more records alive (about 4% more CPU per record at
+        # consume(500)). A consumer that has caught up waits for full batches instead,
+        # as a plain one does. A deferred batch takes what came during its wait too:
+        # the one check sent next covers both.
         backlog = len(pending.batch) >= num
         moved = self._moved
-        take_ahead = (self.pipeline and backlog and pending.check is not None) or pending.deferred
+        useful = pending.check is not None or (ahead is not None and ahead > num)
+        take_ahead = (self.pipeline and backlog and useful) or pending.deferred
         # It stays in _pending while librdkafka runs: a rebalance callback in there
         # settles it into `ready` and drops the records of revoked partitions.
         more = self._consumer.consume(ahead or num, 0) if take_ahead else []

@@ -471,3 +471,16 @@ def test_below_the_marks_no_batch_is_taken_ahead() -> None:
     fetcher.take(2)
     fetcher.fetch(2, 1.0, single=False)
     assert log == ["fetch [100, 100]", "send 2", "fetch [101, 101]", "wait 2", "send 3"]
+
+
+def test_a_small_call_below_the_marks_still_takes_the_batch_it_is_served_from() -> None:
+    fetcher, consumer, log = make([])
+    consumer.high = {0: 100, 1: 100}
+    run([[Msg(0, 0), Msg(1, 0)]], fetcher, consumer, 2)  # its check covers up to 100
+    log.clear()
+    # consume(1) asks librdkafka for one record and takes up to `ahead` more after it:
+    # the judged batch the next calls are served from.
+    consumer.batches = [[Msg(0, 1)], [Msg(0, 2), Msg(1, 1), Msg(1, 2)]]
+    fetcher.fetch(1, 1.0, single=False, ahead=3)
+    assert log == ["fetch [1]", "fetch [2, 1, 2]", "wait None"]
+    assert consumer.batches == []
