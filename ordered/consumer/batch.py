@@ -18,7 +18,7 @@ from confluent_kafka import Message, TopicPartition
 
 from ordered.compaction import is_tombstone_copy
 from ordered.consumer.audit import KEY_MEMO, RecordAudit, audit_span
-from ordered.consumer.gate import PAUSED, GateEvent, GateState
+from ordered.consumer.gate import GateEvent, GateState
 from ordered.consumer.scan import SCAN, SCAN_MOST
 
 if TYPE_CHECKING:
@@ -148,7 +148,7 @@ class BatchFilter:
         parts = core.parts
         for key, offset in last.items():
             part = parts.get(key)
-            if part is None or offset >= part.gate.limit or part.gate.state in PAUSED:
+            if part is None or offset >= part.gate.limit or part.gate.paused:
                 return None
         return self._started(batch, topic, last)
 
@@ -177,7 +177,7 @@ class BatchFilter:
         for (name, partition), part in self._core.parts.items():
             if name == topic:
                 gate = part.gate
-                limits[partition] = -1 if gate.state in PAUSED else gate.limit
+                limits[partition] = -1 if gate.paused else gate.limit
         assert SCAN is not None
         scanned = SCAN(
             batch if type(batch) is list else list(batch),

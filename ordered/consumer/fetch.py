@@ -121,7 +121,7 @@ class Fetcher:
         # or twice per batch: it is asked again only after the assignment changed.
         self._assignment: list[Any] | None = None
         # Positions right after the last consume (None: unknown, something moved them).
-        self._positions: dict[tuple[str, int], int] | None = None
+        self._positions: list[int] | None = None
         self._ready_last: dict[tuple[str, int], int] | None = None  # of `ready`, if known
         self.taken_last: dict[tuple[str, int], int] | None = None
         # The records a consume() call has judged and not returned yet (None: no call
@@ -395,17 +395,20 @@ class Fetcher:
             _log.debug("positions not noted: %s", exc)
             self._positions = None
             return None, None
-        now = {(tp.topic, tp.partition): tp.offset for tp in positions}
+        # In the order of the cached assignment, which changes only together with a
+        # reset of the positions noted: a list, not a dict keyed by partition (per call).
+        now = [tp.offset for tp in positions]
         before, self._positions = self._positions, now
-        if moved or before is None:
+        if moved or before is None or len(before) != len(now):
             return positions, None
         last: dict[tuple[str, int], int] = {}
-        for key, offset in now.items():
-            was = before.get(key)
+        for index, offset in enumerate(now):
+            was = before[index]
             if offset != was:
-                if was is None or offset <= max(was, 0):
-                    return positions, None  # new or gone back: look at the records
-                last[key] = offset - 1
+                if offset <= max(was, 0):
+                    return positions, None  # gone back: look at the records
+                tp = positions[index]
+                last[(tp.topic, tp.partition)] = offset - 1
         return positions, (last or None)
 
     def _send(self) -> FetchCheck | None:

@@ -185,8 +185,11 @@ class PartitionGate:
 
     @property
     def paused(self) -> bool:
-        """Whether the gate keeps the partition paused."""
-        return self.state in PAUSED
+        """Whether the gate keeps the partition paused (its state is in :data:`PAUSED`)."""
+        # Identity, not set membership: an Enum member's hash is Python code, and this
+        # runs for every partition at every call.
+        state = self.state
+        return state is GateState.BLOCKED or state is GateState.DRAINING
 
     def fire(
         self,

@@ -419,13 +419,16 @@ class LayoutTracker:
         Records below the marks know their epochs, but a rewind by another member can
         come at any time: it is read at least once per slot.
         """
+        if not self._group:
+            return False
+        rate = self._check_rate
+        since = time.monotonic() - self._last_sent
+        if rate > 0 and since < (1 + len(self.topics)) / rate:
+            return False  # sooner than the shortest slot: not due (asked at every call)
         reads = self._rewind_reads()
         if not reads:
             return False
-        if self._check_rate <= 0:
-            return True
-        interval = (1 + len(self.topics) + reads) / self._check_rate  # as _interval()
-        return time.monotonic() - self._last_sent >= interval
+        return rate <= 0 or since >= (1 + len(self.topics) + reads) / rate  # as _interval()
 
     def check_due_in(self) -> float:
         """Seconds until the next check may be sent (0: now)."""

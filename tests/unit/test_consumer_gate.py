@@ -202,3 +202,12 @@ def test_the_state_writer_refuses_a_target_the_table_does_not_list() -> None:
     with pytest.raises(StateTransitionError, match="FREE --GATE_CLOSED--> DRAINING"):
         gate._set_state(GateEvent.GATE_CLOSED, GateState.DRAINING)
     assert gate.state is GateState.FREE
+
+
+def test_paused_is_membership_in_paused_for_every_state() -> None:
+    # PartitionGate.paused compares by identity (an Enum member's hash is Python code):
+    # it must still say what PAUSED says.
+    gate = PartitionGate("t", 0)
+    for state in GateState:
+        gate.state = state
+        assert gate.paused is (state in PAUSED), state
