@@ -2,7 +2,7 @@
 
 Every batch taken from librdkafka waits here until the layouts are known to be at least
 as new as its records (:mod:`ordered.consumer.layouts`): either the batch lies below the
-offsets covered by a check that already answered (:meth:`LayoutTracker.covers`, what a
+offsets covered by a check that already answered (:meth:`LayoutTracker.below_marks`, what a
 consumer reading a backlog sees nearly always), or its own check (``sync``, then the
 topic znodes: one ZooKeeper round trip) answers first.
 

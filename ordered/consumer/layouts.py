@@ -22,7 +22,7 @@ batch is judged. Records are never inspected for this: no header is needed.
 watermark librdkafka last saw for each assigned partition is noted (its *marks*);
 every record below a mark was written before the check began, so by a producer that
 had already read every epoch it could write under. When the check answers, the marks
-become the partitions' *covered* offsets (:meth:`LayoutTracker.covers`): a later batch
+become the partitions' *covered* offsets (:meth:`LayoutTracker.below_marks`): a later batch
 whose records all lie below them needs no check of its own. A batch that does need
 one waits for the next slot (:meth:`LayoutTracker.check_due_in`): at most one check
 per ``(1 + topics) / ordered.layout.check.max.requests.per.s`` seconds, so the checks
@@ -389,8 +389,8 @@ class LayoutTracker:
 
     # --- the fetch check ---------------------------------------------------------------
 
-    def covers(self, positions: Iterable[Any]) -> bool:
-        """Whether a batch that left librdkafka at ``positions`` needs no check.
+    def below_marks(self, positions: Iterable[Any]) -> bool:
+        """Whether a batch that left librdkafka at ``positions`` needs no check of its own.
 
         Args:
             positions: ``TopicPartition``s of every assigned partition with its
@@ -398,13 +398,9 @@ class LayoutTracker:
 
         Returns:
             ``True`` when every position is at or below its covered offset, so every
-            record returned so far lies below it, and no read of the rewind markers
-            is due (:meth:`rewind_read_due`).
+            record returned so far lies below it (a group member still reads its rewind
+            markers once per slot: :meth:`rewind_read_due`).
         """
-        return self.below_marks(positions) and not self.rewind_read_due()
-
-    def below_marks(self, positions: Iterable[Any]) -> bool:
-        """Whether every position is at or below its covered offset (see :meth:`covers`)."""
         covered = self.covered
         if not covered or not self.verify_fetch:
             return False
@@ -421,14 +417,11 @@ class LayoutTracker:
         """
         if not self._group:
             return False
-        rate = self._check_rate
         since = time.monotonic() - self._last_sent
-        if rate > 0 and since < (1 + len(self.topics)) / rate:
-            return False  # sooner than the shortest slot: not due (asked at every call)
+        if since < self._slot(0):
+            return False  # sooner than the shortest slot (asked at every call)
         reads = self._rewind_reads()
-        if not reads:
-            return False
-        return rate <= 0 or since >= (1 + len(self.topics) + reads) / rate  # as _interval()
+        return reads > 0 and since >= self._slot(reads)
 
     def check_due_in(self) -> float:
         """Seconds until the next check may be sent (0: now)."""
@@ -444,9 +437,13 @@ class LayoutTracker:
 
     def _interval(self) -> float:
         """The pacing slot: the check's requests at ``check_rate`` (0: no pacing)."""
+        return self._slot(self._rewind_reads())
+
+    def _slot(self, rewind_reads: int) -> float:
+        """The slot of a check that reads ``rewind_reads`` rewind markers (0: no pacing)."""
         if self._check_rate <= 0:
             return 0.0
-        return (1 + len(self.topics) + self._rewind_reads()) / self._check_rate
+        return (1 + len(self.topics) + rewind_reads) / self._check_rate
 
     def forget(self, key: tuple[str, int]) -> None:
         """Forget the coverage of one partition (it moved: sought, revoked, paused)."""
