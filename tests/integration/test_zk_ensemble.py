@@ -249,6 +249,13 @@ def test_clients_keep_order_through_a_member_kill_and_a_quorum_loss(
         traffic.goes_on(60, "once the quorum is back")
         controller.expand(topic, 4)
         traffic.goes_on(30, "after an expansion with the quorum back")
+        # Each phase above ends as soon as traffic moves, so on a fast run the producer may
+        # have sent for only a few seconds in all: send on to a volume worth checking.
+        wait_until(
+            lambda: traffic.producer.acked > 1500,
+            60,
+            what=lambda: f"1500 acked records ({traffic.producer.acked})",
+        )
         traffic.stop()
     finally:
         traffic.sending.clear()
