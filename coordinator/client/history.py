@@ -28,6 +28,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Final
 
 from kazoo.client import KazooClient
@@ -77,9 +78,12 @@ class TopicHistory:
             return self.epochs[-1]
         return None
 
-    @property
+    @cached_property
     def pending_givers(self) -> frozenset[int]:
-        """Partitions a pending epoch takes keys from (their boundaries are not known yet)."""
+        """Partitions a pending epoch takes keys from (their boundaries are not known yet).
+
+        Worked out once per snapshot (it is frozen): a consumer asks at every delivery.
+        """
         return frozenset(a for e in self.epochs if not e.sealed for a, _b in e.edges)
 
     @property

@@ -152,13 +152,42 @@ class BatchFilter:
                 return None
         return self._started(batch, topic, last)
 
+    def judge_covered(
+        self, batch: list[Any], covered: dict[tuple[str, int], int]
+    ) -> dict[tuple[str, int], int] | None:
+        """:meth:`judge` of a batch no layout check has looked at, and its coverage, in one pass.
+
+        The compiled scan passes the whole batch only when every record also lies below
+        its partition's ``covered`` offset (:attr:`LayoutTracker.covered
+        <ordered.consumer.layouts.LayoutTracker.covered>`: a check that answered after
+        the record was fetched), so the batch needs no check of its own either
+        (:mod:`~ordered.consumer.fetch`). ``None`` for anything else: one assigned topic
+        and a batch the scan takes (:data:`~ordered.consumer.scan.SCAN_MOST`) only.
+        """
+        topic = self.single
+        if topic is None or SCAN is None or len(batch) > SCAN_MOST:
+            return None
+        view = self._core.layouts.topics[topic]
+        if view.compacted:
+            return None
+        last = self._scan(batch, topic, view, covered)
+        if last is None:
+            return None
+        return self._started(batch, topic, last)
+
     def _scan(
-        self, batch: Sequence[Any], topic: str, view: TopicView
+        self,
+        batch: Sequence[Any],
+        topic: str,
+        view: TopicView,
+        covered: dict[tuple[str, int], int] | None = None,
     ) -> dict[tuple[str, int], int] | None:
         """:meth:`judge` by the compiled scan (:mod:`~ordered.consumer.scan`): in one C pass.
 
         ``None`` when it does not pass the whole batch: :meth:`judge`'s own path decides
         then (it reads the audit's spans afresh, or hands the batch to the checked path).
+        With ``covered``, each partition's limit is also its covered offset (see
+        :meth:`judge_covered`).
         """
         settings = self._core.config.ordered
         spans: dict[int, tuple[int, float]] = {}
@@ -174,10 +203,13 @@ class BatchFilter:
             if not settings.key_audit:
                 route = None
         limits: dict[int, Any] = {}
-        for (name, partition), part in self._core.parts.items():
-            if name == topic:
+        for key, part in self._core.parts.items():
+            if key[0] == topic:
                 gate = part.gate
-                limits[partition] = -1 if gate.paused else gate.limit
+                limit = -1 if gate.paused else gate.limit
+                if covered is not None:
+                    limit = min(limit, covered.get(key, -1))
+                limits[key[1]] = limit
         assert SCAN is not None
         scanned = SCAN(
             batch if type(batch) is list else list(batch),

@@ -201,7 +201,9 @@ class CallPath:
         # gets them.
         self._fetcher.filling = out
         try:
-            self._fill(out, num_messages, deadline)
+            whole = self._fill(out, num_messages, deadline)
+            if whole is not None:
+                return whole
         except Exception as exc:
             if not out:
                 raise
@@ -213,8 +215,14 @@ class CallPath:
             self._fetcher.filling = None
         return out
 
-    def _fill(self, out: list[Any], num_messages: int, deadline: float | None) -> None:
-        """Append deliverable records to ``out`` until it holds ``num_messages`` or time is up."""
+    def _fill(self, out: list[Any], num_messages: int, deadline: float | None) -> list[Any] | None:
+        """Append deliverable records to ``out`` until it holds ``num_messages`` or time is up.
+
+        Returns:
+            The list librdkafka returned, when it is the whole call (judged at once, it
+            fills the call and ``out`` is empty): returned as it is, as a plain
+            consumer's is, not copied into ``out``. ``None``: ``out`` is the call's.
+        """
         upkeep = self._upkeep
         flt = self._filter
         fetcher = self._fetcher
@@ -224,7 +232,7 @@ class CallPath:
                 # Records of this call reached a source's boundary: its announcement
                 # (maybe_revoked, the boundary's commit) runs at the next call, once the
                 # application has them, never before (KIP-253's order).
-                return
+                return None
             need = num_messages - len(out)
             halts = self._halts
             upkeep.service()
@@ -232,13 +240,25 @@ class CallPath:
             if stashed:
                 out += flt.filter(stashed, from_stash=True)
                 if len(out) >= num_messages:
-                    return
+                    return None
                 continue
             if not fetcher.ready:
                 self._rejected = False
                 ahead = POLL_BATCH if small else num_messages
                 wait = upkeep.slice(deadline) if fetcher.waits else 0.0
-                fetcher.fetch(need, wait, single=False, ahead=ahead)
+                # The steady state (no check, gate or audit in the way): a batch of the
+                # call's own size is judged as it comes, and delivered without queueing.
+                judge = None if small else flt.judge_covered
+                judged = fetcher.fetch(need, wait, single=False, ahead=ahead, judge=judge)
+                if judged is not None:
+                    batch, last = judged
+                    flt.deliver_judged(last, len(batch))
+                    if not out and len(batch) >= num_messages:
+                        return batch
+                    out += batch
+                    if len(out) >= num_messages or _expired(deadline):
+                        return None
+                    continue
             if small:
                 served = self._serve(halts)
                 if served is not None:
@@ -246,15 +266,15 @@ class CallPath:
                     if not served:
                         self.account()  # all of it handed out: recorded now
                     if len(out) >= num_messages:
-                        return
+                        return None
                     continue
             batch = fetcher.take(need)
             if batch:
                 out += flt.filter(batch, last=fetcher.taken_last)
                 if len(out) >= num_messages:
-                    return
+                    return None
             if _expired(deadline):
-                return
+                return None
 
 
 def take(stack: list[Any], num: int) -> list[Any]:

@@ -66,6 +66,10 @@ are at most what librdkafka's queue would have held.
 """
 
 
+Judge = Callable[[list[Any], dict[tuple[str, int], int]], "dict[tuple[str, int], int] | None"]
+"""A batch's judgement against the gates and the covered offsets: its last offsets, or ``None``."""
+
+
 @dataclass(slots=True)
 class _Pending:
     """A batch taken from librdkafka and not yet released, and its check."""
@@ -128,7 +132,14 @@ class Fetcher:
         # is filling one): see :meth:`withdraw`.
         self.filling: list[Any] | None = None
 
-    def fetch(self, num: int, timeout: float, single: bool, ahead: int | None = None) -> None:
+    def fetch(
+        self,
+        num: int,
+        timeout: float,
+        single: bool,
+        ahead: int | None = None,
+        judge: Judge | None = None,
+    ) -> tuple[list[Any], dict[tuple[str, int], int]] | None:
         """Move the next checked batch to :attr:`ready` (nothing on timeout).
 
         Args:
@@ -138,6 +149,15 @@ class Fetcher:
                 what is already there.
             ahead: The most records to fetch ahead (default ``num``): a caller serving
                 small calls from one judged batch fetches ahead more than it asked.
+            judge: The steady state's judgement of a batch against the gates and the
+                covered offsets at once (:meth:`BatchFilter.judge_covered
+                <ordered.consumer.batch.BatchFilter.judge_covered>`); ``None``: every
+                batch goes through :attr:`ready`.
+
+        Returns:
+            ``(batch, last)`` when ``judge`` passed the batch just taken (each of its
+            partitions' last offset): it is the caller's to deliver, and skips
+            :attr:`ready`. ``None`` otherwise.
         """
         if self._pending is None:
             moved = self._moved
@@ -149,16 +169,20 @@ class Fetcher:
             else:
                 batch = self._consumer.consume(num, timeout)
             if not batch:
-                return
+                return None
+            if judge is not None and moved == self._moved:
+                judged = self._judged(batch, judge)
+                if judged is not None:
+                    return judged
             self._pending = self._begin(batch, moved != self._moved)
         pending = self._pending
         if pending.deferred:
             wait = self._layouts.check_due_in()
             if wait > timeout:
                 self._gather(pending, num, timeout)  # the slot is later than the caller waits
-                return
+                return None
             if not self._gather(pending, num, wait):
-                return
+                return None
         # Fetch ahead only from a backlog (the batch filled the request): then
         # librdkafka holds more, and taking it now hides the next check's round trip,
         # or (``ahead`` beyond ``num``) fills the batch small calls are served from.
@@ -179,6 +203,41 @@ class Fetcher:
             self.settle()
         if more:
             self._pending = self._begin(more, moved != self._moved)
+        return None
+
+    def _judged(
+        self, batch: list[Any], judge: Judge
+    ) -> tuple[list[Any], dict[tuple[str, int], int]] | None:
+        """The steady state: ``batch`` released at once when ``judge`` passes it whole.
+
+        What :meth:`settle` would do for a batch below the covered offsets comes first
+        (the advisory rewind read acted on once answered; layouts that cannot be trusted
+        leave it to the usual path), so ``judge`` sees the gates as the usual path's
+        judgement would. librdkafka's positions are not asked: the next batch's extent
+        is then unknown to them (:meth:`_note_positions`).
+        """
+        moved = self._moved
+        if self._advisory is not None:
+            self._take_advisory(False)
+        layouts = self._layouts
+        if moved != self._moved or not layouts.covered or not layouts.usable:
+            return None  # a partition moved in there, or no coverage: the usual path
+        last = judge(batch, layouts.covered)
+        if last is None:
+            return None
+        self._positions = None
+        self._covered_batch()
+        return batch, last
+
+    def _covered_batch(self) -> None:
+        """A batch below the covered offsets: no check of its own, the rewind read once per slot."""
+        self.skipped += 1
+        if self._advisory is None and self._layouts.rewind_read_due():
+            # Every record of the batch lies below the marks (its layouts are known):
+            # only the group's rewind markers are read, once per slot. The batch does
+            # not wait for that round trip; a later call acts on the answer, as it
+            # would on a rewind written that much later.
+            self._advisory = self._send()
 
     @property
     def waits(self) -> bool:
@@ -368,13 +427,7 @@ class Fetcher:
             and positions is not None
             and layouts.below_marks(positions)
         ):
-            self.skipped += 1
-            if self._advisory is None and layouts.rewind_read_due():
-                # Every record of the batch lies below the marks (its layouts are
-                # known): only the group's rewind markers are read, once per slot. The
-                # batch does not wait for that round trip; a later call acts on the
-                # answer, as it would on a rewind written that much later.
-                self._advisory = self._send()
+            self._covered_batch()
             return _Pending(batch, last=last)
         if layouts.check_due_in() > 0:
             return _Pending(batch, deferred=True, last=last)

@@ -24,7 +24,9 @@ class _Fetcher:
         self.taken_last = None
         self.waits = True  # nothing fetched ahead: every fetch may wait
 
-    def fetch(self, num: int, timeout: float, single: bool, ahead: int | None = None) -> None:
+    def fetch(
+        self, num: int, timeout: float, single: bool, ahead: int | None = None, judge: Any = None
+    ) -> None:
         if self.batches:
             self.ready.extend(self.batches.pop(0))
 
@@ -39,6 +41,9 @@ class _Filter:
 
     def filter(self, batch: list[str], from_stash: bool = False, last: Any = None) -> list[str]:
         return list(batch)
+
+    def judge_covered(self, batch: list[str], covered: Any) -> None:
+        return None  # never passes: every batch goes through ready
 
 
 class _Upkeep:
