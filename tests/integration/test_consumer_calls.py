@@ -216,6 +216,57 @@ def test_gate_hands_over(
     assert consumer.metrics["blocks"] >= 1
 
 
+def test_consume_judges_a_steady_batch_as_it_comes(
+    filler: Filler, make_consumer: Callable[..., OrderedConsumer], group_factory: Callable[[], str]
+) -> None:
+    """``consume(500)`` below the covered offsets: judged in one pass, no queue, no check."""
+    topic = filler(2, 8000)[0]
+    consumer = _assigned(make_consumer, group_factory(), topic)
+    fetcher = consumer._fetcher  # type: ignore[attr-defined]
+    got: list[Any] = []
+    # The first batches have checks of their own (until one noted both partitions' high
+    # watermarks), and one is taken ahead during each: until nothing is left over.
+    for _ in range(8):
+        got += consumer.consume(500, 5.0)
+        if got and fetcher._pending is None and not fetcher.ready:
+            break
+    skipped, checks = fetcher.skipped, consumer.metrics["layout_checks"]
+    usual: list[Any] = []  # batches that went the usual way (_begin, the ready queue)
+    begin = fetcher._begin
+    fetcher._begin = lambda batch, moved: usual.append(batch) or begin(batch, moved)
+    for _ in range(3):
+        batch = consumer.consume(500, 5.0)
+        assert len(batch) == 500 and not fetcher.ready and fetcher._pending is None
+        got += batch
+    assert usual == [] and fetcher.skipped == skipped + 3
+    assert consumer.metrics["layout_checks"] - checks <= 1  # at most the periodic rewind read
+    last = {}
+    for m in got:
+        last[m.partition()] = m.offset()
+    consumer.commit(asynchronous=False)  # stores what was delivered, as per record
+    committed = consumer.committed([TopicPartition(topic, p) for p in last], timeout=10)
+    assert {tp.partition: tp.offset for tp in committed} == {p: o + 1 for p, o in last.items()}
+    assert consumer.metrics["delivered"] == len(got)
+
+
+def test_consume_hands_over_at_a_gate(
+    filler: Filler,
+    controller: Controller,
+    make_consumer: Callable[..., OrderedConsumer],
+    group_factory: Callable[[], str],
+) -> None:
+    """``consume(500)``: a batch with a record at a closed gate goes to the gate, held."""
+    topic, producer = filler(2, 400, "old")
+    controller.expand(topic, 3, timeout=30)
+    _fill(producer, topic, 1200, "new")
+    consumer = _assigned(make_consumer, group_factory(), topic, (2,))
+    got: list[Any] = []
+    for _ in range(10):
+        got += consumer.consume(500, 0.3)
+    assert [m for m in got if m.error() is None] == []
+    assert consumer.metrics["blocks"] >= 1
+
+
 def test_poll_and_consume_interleaved_through_expansions_and_rebalances(
     topic_factory: Callable[..., str],
     group_factory: Callable[[], str],
@@ -265,7 +316,7 @@ def test_poll_and_consume_interleaved_through_expansions_and_rebalances(
         try:
             consumer.subscribe([topic])
             while not stop.is_set():
-                choice = rng.choice((0, 0, 1, 7, 200))
+                choice = rng.choice((0, 0, 1, 7, 200, 500, 1000))
                 if choice == 0:
                     m = consumer.poll(0.1)
                     batch = [] if m is None else [m]

@@ -9,6 +9,7 @@ audit spans, the sampling step, the header and key audits on and off. Their resu
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -18,7 +19,10 @@ from hypothesis import strategies as st
 
 from linear_hash import Layout
 from ordered.compiled import compiled_router
+from ordered.consumer.batch import BatchFilter
+from ordered.consumer.gate import PartitionGate
 from ordered.consumer.scan import SCAN, scan_batch
+from ordered.consumer.state import PartState
 
 pytestmark = pytest.mark.skipif(SCAN is None, reason="ordered._fastconsume not built")
 
@@ -128,3 +132,56 @@ def test_other_objects_are_left_to_the_reference() -> None:
     assert SCAN is not None
     assert SCAN([object()], 1, {}, {}, None, None) is None
     assert SCAN((), 1, {}, {}, None, None) is None  # not a list
+
+
+# --- BatchFilter.judge_covered: the gates and the covered offsets in the one pass --------
+
+
+def _judging_filter(limits: dict[int, float], compacted: bool = False) -> Any:
+    parts = {
+        ("t", p): PartState("t", p, PartitionGate("t", p, limit)) for p, limit in limits.items()
+    }
+    view = SimpleNamespace(ordered=False, compacted=compacted, gates=None)
+    settings = SimpleNamespace(header_audit=False, key_audit=False, audit_every=16)
+    core = SimpleNamespace(
+        parts=parts,
+        layouts=SimpleNamespace(topics={"t": view}),
+        config=SimpleNamespace(ordered=settings),
+    )
+    flt = BatchFilter(core, None, None, lambda _t: None)  # type: ignore[arg-type]
+    flt.single = "t"
+    return flt, parts
+
+
+def _batch(*records: tuple[int, int]) -> list[Any]:
+    return [Message(topic="t", partition=p, offset=o, key=b"k") for p, o in records]
+
+
+def test_judge_covered_passes_a_batch_below_both_the_gates_and_the_marks() -> None:
+    flt, parts = _judging_filter({0: math.inf, 1: 50})
+    batch = _batch((0, 10), (1, 20), (0, 11))
+    assert flt.judge_covered(batch, {("t", 0): 100, ("t", 1): 100}) == {("t", 0): 11, ("t", 1): 20}
+    assert parts[("t", 0)].start == 10 and parts[("t", 1)].start == 20  # where delivery starts
+
+
+def test_judge_covered_refuses_a_record_at_its_covered_offset() -> None:
+    flt, _parts = _judging_filter({0: math.inf, 1: math.inf})
+    covered = {("t", 0): 100, ("t", 1): 21}
+    # Without the marks in the limits the batch passes (no gate is in the way): 1@21
+    # was written after the check that covered partition 1 began.
+    assert flt.judge_covered(_batch((0, 10), (1, 21)), covered) is None
+    assert flt.judge_covered(_batch((0, 10), (1, 20)), covered) is not None
+    assert flt.judge_covered(_batch((0, 10)), {("t", 1): 100}) is None  # 0 not covered at all
+
+
+def test_judge_covered_refuses_a_gate_or_a_paused_partition() -> None:
+    flt, parts = _judging_filter({0: math.inf, 1: 20})
+    covered = {("t", 0): 100, ("t", 1): 100}
+    assert flt.judge_covered(_batch((1, 20)), covered) is None  # at the gate's limit
+    parts[("t", 0)].gate.state = parts[("t", 0)].gate.state.BLOCKED
+    assert flt.judge_covered(_batch((0, 1)), covered) is None
+
+
+def test_judge_covered_leaves_a_compacted_topic_to_the_record_by_record_path() -> None:
+    flt, _parts = _judging_filter({0: math.inf}, compacted=True)
+    assert flt.judge_covered(_batch((0, 1)), {("t", 0): 100}) is None
