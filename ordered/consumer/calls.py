@@ -9,6 +9,13 @@ changes (positions, the offsets stored for the next commit, the delivered count)
 recorded for the records handed out so far when the fast path hands over, or when
 the last record of the batch is handed out: once per batch.
 
+A ``consume(n)`` of :data:`POLL_BATCH` records or more is not served: in the steady state
+its batch is judged as librdkafka returns it, gates and coverage in one compiled pass
+(:meth:`Fetcher.fetch <ordered.consumer.fetch.Fetcher.fetch>` with ``judge``), and
+delivered at once; librdkafka's list is returned as it is when it fills the call. A
+batch that fails that judgement takes the usual way (its check, the ready queue, the
+judgement record by record where need be).
+
 The fast path hands over at one point, :meth:`CallPath.hand_over` (its records handed
 out recorded, the rest put back among the checked records, to be judged again), and
 every slow call starts there. It is made to hand over:

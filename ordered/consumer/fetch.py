@@ -26,6 +26,13 @@ not wait for that read (the *advisory* check): the first call after its answer c
 acts on it, as it would on a rewind written that much later; a batch with a check of
 its own waits for the advisory one first, so answers are acted on in the order sent.
 
+In the steady state of a ``consume(n)`` call of :data:`~ordered.consumer.calls.POLL_BATCH`
+records or more (nothing pending or queued, coverage noted, the layouts trusted), the
+batch just taken is judged at once against the gates and the covered offsets together
+(``judge``, one compiled pass over its records): one that passes needs no check of its
+own, skips the queue of checked records, and librdkafka's positions are not asked for it
+(:meth:`Fetcher._judged`). Anything else takes the usual way above.
+
 Records taken from librdkafka but not yet judged (the batch fetched ahead, and what
 ``poll()`` serves one by one) belong to partitions librdkafka considers consumed up to
 them, so a seek, a revocation or an application pause must find them here
