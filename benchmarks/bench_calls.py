@@ -190,9 +190,12 @@ def expansion(
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print the results, write the JSON."""
     parser = _common.parser(__doc__)
-    parser.add_argument("--records", type=int, default=200_000)
+    # A million records: at 200,000 a side read in 0.13-0.2 s, so one stall (a fetch
+    # wait, the first check) moved a round by up to 2x (a consume(500) round of 0.51
+    # beside four of 0.85-1.0 in one run).
+    parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--partitions", type=int, default=4)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--calls", nargs="*", choices=CALLS, default=list(CALLS))
     parser.add_argument("--expansion-records", type=int, default=100_000)
     parser.add_argument("--expansion-rounds", type=int, default=3)

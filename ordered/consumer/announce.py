@@ -52,7 +52,11 @@ class Announcer:
 
     def due(self) -> bool:
         """Whether some partition has an announcement to run."""
-        return any(p.ann.state is not _I for p in self._core.parts.values())
+        # A loop, not any() over a generator: this runs at every call.
+        for p in self._core.parts.values():  # noqa: SIM110
+            if p.ann.state is not _I:
+                return True
+        return False
 
     def check_marks(self, part: PartState) -> None:
         """Schedule an announcement if the position reached a boundary of a source."""

@@ -208,7 +208,9 @@ class BatchFilter:
                 gate = part.gate
                 limit = -1 if gate.paused else gate.limit
                 if covered is not None:
-                    limit = min(limit, covered.get(key, -1))
+                    mark = covered.get(key, -1)
+                    if mark < limit:
+                        limit = mark
                 limits[key[1]] = limit
         assert SCAN is not None
         scanned = SCAN(
@@ -228,6 +230,11 @@ class BatchFilter:
     ) -> dict[tuple[str, int], int]:
         """``last``, once each partition starting its assignment in ``batch`` noted its start."""
         parts = self._core.parts
+        for key in last:  # nearly always every start is known: no set is built
+            if parts[key].start is None:
+                break
+        else:
+            return last
         starting = {key[1] for key in last if parts[key].start is None}
         if starting:
             # First batch of an assignment: where it starts decides which boundaries

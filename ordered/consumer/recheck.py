@@ -111,7 +111,11 @@ class GateChecker:
     def slice(self, deadline: float | None, dirty: bool) -> float:
         """How long the next inner poll may wait: short while a gate needs re-checks."""
         core = self._core
-        busy = any(p.gate.paused or p.ann.state is not IDLE for p in core.parts.values())
+        busy = False
+        for p in core.parts.values():  # a loop, not any() over a generator: every call
+            if p.gate.paused or p.ann.state is not IDLE:
+                busy = True
+                break
         step = self._interval if busy or dirty else 1.0
         if busy and self.positions is not None:
             # A progress notification is only seen between inner polls: keep them short.
