@@ -303,6 +303,11 @@ class HistoryWatcher:
                 dirty.add(topic)
         return dirty
 
+    @property
+    def marked(self) -> bool:
+        """Whether a topic waits to be read again or a watch to be armed (:meth:`take_dirty`)."""
+        return bool(self._dirty or self._unarmed)
+
     def mark_dirty(self, topic: str) -> None:
         """Mark ``topic`` for a reload (for example after a failed one)."""
         with self._lock:

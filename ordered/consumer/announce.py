@@ -72,6 +72,7 @@ class Announcer:
             # past it has nothing of the tail to announce.
             if max(part.ann.announced, known) < mark <= part.position and start < mark:
                 part.ann.reached(mark, part.position)
+                self._core.unquiet()
                 return
 
     def run(self, only: set[tuple[str, int]] | None = None) -> list[Any]:

@@ -16,6 +16,15 @@ delivered at once; librdkafka's list is returned as it is when it fills the call
 batch that fails that judgement takes the usual way (its check, the ready queue, the
 judgement record by record where need be).
 
+Every slow call starts with the service step (layouts, announcements, re-checks, replays,
+sources first) unless it is *quiet*: the step itself says until when it will have nothing
+to do (``Core.quiet_until``: the next re-check, the sources-first pacing), and no halt
+came since it ran. Whatever may give it work on the poll thread ends the quiet
+(``Core.unquiet``: a gate event, a re-check scheduled, an announcement scheduled, a
+partition tracked or dropped, the layout state moved, and :meth:`CallPath.hand_over`,
+which the wrapper calls before any other call); the rest comes from other threads, which
+halt.
+
 The fast path hands over at one point, :meth:`CallPath.hand_over` (its records handed
 out recorded, the rest put back among the checked records, to be judged again), and
 every slow call starts there. It is made to hand over:
@@ -78,6 +87,7 @@ class CallPath:
         self._topic = ""
         self._last: dict[tuple[str, int], int] = {}  # the served batch's last offsets
         self._halts = 0
+        self._quiet_halts = -1  # the halts when the service step last ran
         # The checked records failed the judgement: judged record by record until
         # they are all gone (judging what is left again at every call cost O(batch)).
         self._rejected = False
@@ -105,7 +115,16 @@ class CallPath:
             self._filter.deliver_served(records, self._topic)
 
     def hand_over(self) -> None:
-        """The one point where the fast path ends: account, and unserve what is left."""
+        """The one point where the fast path ends: account, and unserve what is left.
+
+        The wrapper calls it before any other call (a seek, a commit...): the service
+        step runs at the next ``poll``/``consume`` too (``Core.unquiet``).
+        """
+        self._core.unquiet()
+        self._end_served()
+
+    def _end_served(self) -> None:
+        """:meth:`hand_over`'s account and unserve, at the start of a slow call."""
         self.left = _EMPTY
         if not self._batch:
             return
@@ -140,6 +159,12 @@ class CallPath:
         self.left = stack if halts == self._halts else _EMPTY
         return stack
 
+    def _service(self, halts: int) -> None:
+        """The service step, unless it is quiet (``Core.quiet_until``) and no halt came."""
+        if halts != self._quiet_halts or time.monotonic() >= self._core.quiet_until:
+            self._upkeep.service()
+            self._quiet_halts = halts
+
     # --- the slow calls ---------------------------------------------------------------
 
     def poll(self, timeout: float | None) -> Any:
@@ -149,14 +174,14 @@ class CallPath:
         if failed is not None:
             self._failed = None
             raise failed
-        self.hand_over()
+        self._end_served()
         deadline = _deadline(timeout)
         upkeep = self._upkeep
         flt = self._filter
         fetcher = self._fetcher
         while True:
             halts = self._halts
-            upkeep.service()
+            self._service(halts)
             stashed = upkeep.take_stash(1)
             if stashed:
                 out = flt.filter(stashed, from_stash=True)
@@ -200,7 +225,7 @@ class CallPath:
         if failed is not None:
             self._failed = None
             raise failed
-        self.hand_over()
+        self._end_served()
         deadline = _deadline(timeout)
         out: list[Any] = []
         # A partition revoked during the fill (librdkafka runs the rebalance callbacks)
@@ -242,7 +267,7 @@ class CallPath:
                 return None
             need = num_messages - len(out)
             halts = self._halts
-            upkeep.service()
+            self._service(halts)
             stashed = upkeep.take_stash(need)
             if stashed:
                 out += flt.filter(stashed, from_stash=True)

@@ -22,6 +22,7 @@ position. Never resumed here: partitions a gate or the application paused.
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -91,6 +92,12 @@ class SourceFavour:
         checks = last[2] + 1
         self._moved[key] = (position, last[1], checks)
         return now - last[1] < STALL or checks < STALL_CHECKS
+
+    def quiet_until(self) -> float:
+        """Until when :meth:`service` has nothing to do (0.0: it pauses partitions now)."""
+        if not self._enabled:
+            return math.inf
+        return 0.0 if self.paused else self._next
 
     def service(self) -> None:
         """Pause or resume so that only lagging sources are fetched while there are any."""

@@ -60,6 +60,10 @@ class GateChecker:
         self._poked = threading.Event()  # set by a position-service watch (kazoo thread)
         self._wake = wake
 
+    def quiet_until(self) -> float:
+        """Until when :meth:`service` has nothing to do: the next re-check (0.0: a notice came)."""
+        return 0.0 if self._poked.is_set() else self._core.next_check
+
     def service(self) -> None:
         """Re-check closed gates when due (at once after a position-service notice)."""
         if self._poked.is_set():

@@ -27,6 +27,7 @@ that premise (``docs/consumer.md``, "Replays"), so the consumer keeps three rule
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -165,6 +166,7 @@ class Rewinds:
                 key = (tp.topic, tp.partition)
                 if key in committed:
                     self._pending[key] = committed[key]
+            core.unquiet()
             return
         self._mark({tp.topic for tp in rewound})
 
@@ -177,6 +179,10 @@ class Rewinds:
                 del self._pending[key]
                 moved.add(tp.topic)
         self._mark(moved)
+
+    def quiet_until(self) -> float:
+        """Until when :meth:`service` has nothing to do (0.0: a rewind waits for a commit)."""
+        return 0.0 if self._pending else math.inf
 
     def service(self) -> None:
         """Application commit mode: signal a rewind again once the application committed it.

@@ -73,6 +73,10 @@ class Core:
         self.listener: PartitionKeyRebalanceListener | None = None
         self.known_commits: dict[tuple[str, int], int] = {}
         self.next_check = 0.0
+        # Until when the service step has nothing to do unless a halt came (see
+        # ConsumerUpkeep.step); 0.0: it runs at the next call. Whatever may give the
+        # step work on the poll thread ends it (unquiet).
+        self.quiet_until = 0.0
         # Partitions whose gate went DRAINING (kept by fire, the one gate applier): only
         # they can hold stashed records to hand out. A part dropped while draining stays
         # listed, which only costs the look-up it would have cost anyway.
@@ -88,6 +92,11 @@ class Core:
         The one writer of :attr:`next_check`.
         """
         self.next_check = when
+        self.quiet_until = 0.0
+
+    def unquiet(self) -> None:
+        """The service step runs at the next call (something may have given it work)."""
+        self.quiet_until = 0.0
 
     def open_limit(self, topic: str, partition: int) -> float:
         """The partition's next gate not known to be open (``inf``: none or not ordered)."""
@@ -96,6 +105,7 @@ class Core:
 
     def fire(self, part: PartState, event: GateEvent, **kwargs: Any) -> Change:
         """Apply a gate event and its pause or resume (the only caller of ``gate.fire``)."""
+        self.quiet_until = 0.0
         change = part.gate.fire(event, self.open_limit(part.topic, part.partition), **kwargs)
         if change.new is GateState.DRAINING:
             self.draining.add((part.topic, part.partition))

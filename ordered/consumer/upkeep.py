@@ -100,6 +100,7 @@ class ConsumerUpkeep:
     def track(self, partitions: Iterable[TopicPartition]) -> None:
         """Start tracking the ``partitions`` not tracked yet (gates apply to them)."""
         core = self._core
+        core.unquiet()
         fresh = [tp for tp in partitions if (tp.topic, tp.partition) not in core.parts]
         for tp in fresh:
             self._layouts.topic(tp.topic)
@@ -118,6 +119,7 @@ class ConsumerUpkeep:
 
     def drop(self, key: tuple[str, int]) -> None:
         """Stop tracking one partition (revoked, lost, unassigned)."""
+        self._core.unquiet()
         part = self._core.parts.pop(key, None)
         if part is not None:
             self._core.dropped(part)
@@ -158,6 +160,7 @@ class ConsumerUpkeep:
 
     def after_reload(self, views: list[TopicView]) -> None:
         """New histories were read: relimit their partitions, re-check held ones."""
+        self._core.unquiet()
         self.filter.forget_spans()
         names = {view.name for view in views}
         core = self._core
@@ -216,6 +219,29 @@ class ConsumerUpkeep:
         self._rewinds.service()
         self._checker.service()
         self._favour.service()
+        self._core.quiet_until = self._quiet_deadline()
+
+    def _quiet_deadline(self) -> float:
+        """Until when the step will have nothing to do, unless a halt or ``unquiet`` comes.
+
+        What gives the step work: on kazoo's and the position service's threads (a
+        session change, a watched topic changed, a progress notice), each of which halts
+        the fast path (the caller compares halts); on a clock (the held gates'
+        re-check, a rewind's commit read, sources first), bounded here; on the poll
+        thread, anything that changes a gate (``Core.fire``), re-schedules its re-check,
+        schedules an announcement, tracks or drops a partition, or moves the layout
+        state, each of which calls ``Core.unquiet``. Not quiet at all while something
+        is pending now: held layouts, a topic to read again, an announcement due, a
+        stash being handed out.
+        """
+        layouts = self._layouts
+        if self._layout_state is not LayoutState.TRUSTED or not layouts.usable:
+            return 0.0
+        if layouts.watcher.marked or self._core.draining or self._announcer.due():
+            return 0.0
+        return min(
+            self._checker.quiet_until(), self._rewinds.quiet_until(), self._favour.quiet_until()
+        )
 
     def slice(self, deadline: float | None) -> float:
         """How long the next inner poll may wait (short while gates or layouts need care)."""
@@ -224,4 +250,5 @@ class ConsumerUpkeep:
     def _set_layout_state(self, new: LayoutState) -> None:
         """The one writer of the layout state (checked against its transition table)."""
         check_layout_transition(self._layout_state, new)
+        self._core.unquiet()
         self._layout_state = new

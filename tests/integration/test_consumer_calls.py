@@ -234,11 +234,21 @@ def test_consume_judges_a_steady_batch_as_it_comes(
     usual: list[Any] = []  # batches that went the usual way (_begin, the ready queue)
     begin = fetcher._begin
     fetcher._begin = lambda batch, moved: usual.append(batch) or begin(batch, moved)
+    upkeep = consumer._upkeep  # type: ignore[attr-defined]
+    services: list[float] = []
+    service = upkeep.service
+    upkeep.service = lambda: services.append(time.monotonic()) or service()
     for _ in range(3):
         batch = consumer.consume(500, 5.0)
         assert len(batch) == 500 and not fetcher.ready and fetcher._pending is None
         got += batch
     assert usual == [] and fetcher.skipped == skipped + 3
+    # Quiet: the service step ran at most once (its re-check slot is 100 ms apart).
+    assert len(services) <= 1
+    ran = len(services)
+    consumer._checker._on_progress(None)  # type: ignore[attr-defined]  # kazoo's thread
+    got += consumer.consume(500, 5.0)
+    assert len(services) > ran  # the notice halted the quiet: the step ran
     assert consumer.metrics["layout_checks"] - checks <= 1  # at most the periodic rewind read
     last = {}
     for m in got:
