@@ -56,6 +56,8 @@ class BatchFilter:
         self._decider = decider
         self._announcer = announcer
         self.single: str | None = None  # the one assigned topic, if exactly one
+        self._limits_key: tuple[str, int, int] | None = None
+        self._limits_cached: dict[int, Any] = {}
         self.audit = RecordAudit(core, reload)
 
     def forget_spans(self) -> None:
@@ -202,16 +204,7 @@ class BatchFilter:
                 header = None
             if not settings.key_audit:
                 route = None
-        limits: dict[int, Any] = {}
-        for key, part in self._core.parts.items():
-            if key[0] == topic:
-                gate = part.gate
-                limit = -1 if gate.paused else gate.limit
-                if covered is not None:
-                    mark = covered.get(key, -1)
-                    if mark < limit:
-                        limit = mark
-                limits[key[1]] = limit
+        limits = self._limits(topic, covered)
         assert SCAN is not None
         scanned = SCAN(
             batch if type(batch) is list else list(batch),
@@ -224,6 +217,33 @@ class BatchFilter:
         if scanned is None or scanned[0] != len(batch):
             return None
         return {(topic, partition): offset for partition, offset in scanned[1].items()}
+
+    def _limits(self, topic: str, covered: dict[tuple[str, int], int] | None) -> dict[int, Any]:
+        """Each of ``topic``'s partitions' limit for the scan (the covered offset too, if given).
+
+        With ``covered``, cached until a gate, a partition or the coverage changes
+        (``Core.version``, ``LayoutTracker.covered_version``): the steady state asks the
+        same at every call.
+        """
+        core = self._core
+        key = None
+        if covered is not None:
+            key = (topic, core.version, core.layouts.covered_version)
+            if key == self._limits_key:
+                return self._limits_cached
+        limits: dict[int, Any] = {}
+        for tp, part in core.parts.items():
+            if tp[0] == topic:
+                gate = part.gate
+                limit = -1 if gate.paused else gate.limit
+                if covered is not None:
+                    mark = covered.get(tp, -1)
+                    if mark < limit:
+                        limit = mark
+                limits[tp[1]] = limit
+        if key is not None:
+            self._limits_key, self._limits_cached = key, limits
+        return limits
 
     def _started(
         self, batch: Sequence[Any], topic: str, last: dict[tuple[str, int], int]

@@ -247,6 +247,8 @@ class LayoutTracker:
         self._generation = self.watcher.generation
         self._check_failed = False
         self.covered: dict[tuple[str, int], int] = {}
+        # Bumped at every change of `covered` (what is derived from it is cached by it).
+        self.covered_version = 0
         self._check_rate = check_rate
         self._last_sent = -math.inf
         self._pacer = CheckPacer()
@@ -448,10 +450,12 @@ class LayoutTracker:
     def forget(self, key: tuple[str, int]) -> None:
         """Forget the coverage of one partition (it moved: sought, revoked, paused)."""
         self.covered.pop(key, None)
+        self.covered_version += 1
 
     def _forget_topic(self, name: str) -> None:
         for key in [k for k in self.covered if k[0] == name]:
             del self.covered[key]
+        self.covered_version += 1
 
     def begin_check(self, marks: Iterable[tuple[tuple[str, int], int]] = ()) -> FetchCheck | None:
         """Send ``sync`` and a read of each topic's znode (no waiting).
@@ -543,6 +547,7 @@ class LayoutTracker:
         for key, mark in check.marks:
             if key[0] in self.topics and mark > covered.get(key, -1):
                 covered[key] = mark
+        self.covered_version += 1
         return reloaded
 
     def recover(self) -> list[TopicView] | None:

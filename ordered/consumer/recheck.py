@@ -58,6 +58,12 @@ class GateChecker:
         self._interval = core.config.ordered.gate_poll_interval_ms / 1000.0
         self._declared: dict[str, dict[int, int]] = {}
         self._poked = threading.Event()  # set by a position-service watch (kazoo thread)
+        # Whether a gate is paused or an announcement pending, as of Core.version: a gate
+        # pauses only through Core.fire and an announcement becomes due only through
+        # Announcer.check_marks, both of which bump it (one going idle unnoticed only keeps
+        # the slices short a while longer).
+        self._busy = False
+        self._busy_version = -1
         self._wake = wake
 
     def quiet_until(self) -> float:
@@ -115,11 +121,14 @@ class GateChecker:
     def slice(self, deadline: float | None, dirty: bool) -> float:
         """How long the next inner poll may wait: short while a gate needs re-checks."""
         core = self._core
-        busy = False
-        for p in core.parts.values():  # a loop, not any() over a generator: every call
-            if p.gate.paused or p.ann.state is not IDLE:
-                busy = True
-                break
+        if self._busy_version != core.version:  # a gate or an announcement may have moved
+            self._busy_version = core.version
+            self._busy = False
+            for p in core.parts.values():
+                if p.gate.paused or p.ann.state is not IDLE:
+                    self._busy = True
+                    break
+        busy = self._busy
         step = self._interval if busy or dirty else 1.0
         if busy and self.positions is not None:
             # A progress notification is only seen between inner polls: keep them short.

@@ -77,6 +77,9 @@ class Core:
         # ConsumerUpkeep.step); 0.0: it runs at the next call. Whatever may give the
         # step work on the poll thread ends it (unquiet).
         self.quiet_until = 0.0
+        # Bumped with every unquiet: what is derived from the gates and the announcements
+        # (the scan's limits, the wait slice) is cached by it.
+        self.version = 0
         # Partitions whose gate went DRAINING (kept by fire, the one gate applier): only
         # they can hold stashed records to hand out. A part dropped while draining stays
         # listed, which only costs the look-up it would have cost anyway.
@@ -92,11 +95,16 @@ class Core:
         The one writer of :attr:`next_check`.
         """
         self.next_check = when
-        self.quiet_until = 0.0
+        self.unquiet()
 
     def unquiet(self) -> None:
-        """The service step runs at the next call (something may have given it work)."""
+        """The service step runs at the next call (something may have given it work).
+
+        Also a new :attr:`version`: a gate, a partition or an announcement may have
+        changed.
+        """
         self.quiet_until = 0.0
+        self.version += 1
 
     def open_limit(self, topic: str, partition: int) -> float:
         """The partition's next gate not known to be open (``inf``: none or not ordered)."""
@@ -105,7 +113,7 @@ class Core:
 
     def fire(self, part: PartState, event: GateEvent, **kwargs: Any) -> Change:
         """Apply a gate event and its pause or resume (the only caller of ``gate.fire``)."""
-        self.quiet_until = 0.0
+        self.unquiet()
         change = part.gate.fire(event, self.open_limit(part.topic, part.partition), **kwargs)
         if change.new is GateState.DRAINING:
             self.draining.add((part.topic, part.partition))

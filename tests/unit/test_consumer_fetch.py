@@ -87,6 +87,7 @@ class FakeLayouts(LayoutTracker):
         self.sent = 0
         self.marks: dict[int, Any] = {}
         self.covered = {}
+        self.covered_version = 0
         self.verify_fetch = True
         self.topics = {"t": None}  # type: ignore[dict-item]
         self._group = None

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from test_consumer_draining import _Layouts, _Quiet
+from test_consumer_fetch import FakeLayouts
 from test_consumer_fill import _Fetcher, _Upkeep
 from test_consumer_gate import gate_in, kwargs_for
 
@@ -92,3 +93,17 @@ def test_an_announcement_scheduled_by_delivery_ends_the_quiet() -> None:
     Announcer(core, None).check_marks(part)
     assert part.ann.state is not part.ann.state.IDLE
     assert core.quiet_until == 0.0
+
+
+def test_what_the_scan_and_the_slice_cache_by_moves_with_each_change() -> None:
+    core, part = _core()
+    before = core.version
+    core.fire(part, GateEvent.STASHED, **kwargs_for(GateEvent.STASHED))  # type: ignore[arg-type]
+    core.check_gates_at(0.0)
+    core.unquiet()
+    assert core.version == before + 3
+    layouts = FakeLayouts([])
+    layouts.covered[("t", 0)] = 10
+    layouts.forget(("t", 0))  # a seek, a revocation: the coverage shrinks
+    layouts._forget_topic("t")
+    assert layouts.covered_version == 2

@@ -145,11 +145,13 @@ def _judging_filter(limits: dict[int, float], compacted: bool = False) -> Any:
     settings = SimpleNamespace(header_audit=False, key_audit=False, audit_every=16)
     core = SimpleNamespace(
         parts=parts,
-        layouts=SimpleNamespace(topics={"t": view}),
+        layouts=SimpleNamespace(topics={"t": view}, covered_version=0),
         config=SimpleNamespace(ordered=settings),
+        version=0,
     )
     flt = BatchFilter(core, None, None, lambda _t: None)  # type: ignore[arg-type]
     flt.single = "t"
+    flt.core = core  # type: ignore[attr-defined]  # for the tests of the cached limits
     return flt, parts
 
 
@@ -171,6 +173,7 @@ def test_judge_covered_refuses_a_record_at_its_covered_offset() -> None:
     # was written after the check that covered partition 1 began.
     assert flt.judge_covered(_batch((0, 10), (1, 21)), covered) is None
     assert flt.judge_covered(_batch((0, 10), (1, 20)), covered) is not None
+    flt.core.layouts.covered_version += 1  # as LayoutTracker does at every change
     assert flt.judge_covered(_batch((0, 10)), {("t", 1): 100}) is None  # 0 not covered at all
 
 
@@ -179,9 +182,27 @@ def test_judge_covered_refuses_a_gate_or_a_paused_partition() -> None:
     covered = {("t", 0): 100, ("t", 1): 100}
     assert flt.judge_covered(_batch((1, 20)), covered) is None  # at the gate's limit
     parts[("t", 0)].gate.state = parts[("t", 0)].gate.state.BLOCKED
+    flt.core.version += 1  # as Core.fire, the one way a gate changes, does
     assert flt.judge_covered(_batch((0, 1)), covered) is None
 
 
 def test_judge_covered_leaves_a_compacted_topic_to_the_record_by_record_path() -> None:
     flt, _parts = _judging_filter({0: math.inf}, compacted=True)
     assert flt.judge_covered(_batch((0, 1)), {("t", 0): 100}) is None
+
+
+def test_judge_covered_limits_follow_the_gates_and_the_coverage() -> None:
+    flt, parts = _judging_filter({0: math.inf})
+    covered = {("t", 0): 100}
+    assert flt.judge_covered(_batch((0, 50)), covered) is not None
+    # A gate closes at 40: Core.fire bumps the version, and the cached limits go.
+    parts[("t", 0)].gate.limit = 40
+    flt.core.version += 1
+    assert flt.judge_covered(_batch((0, 50)), covered) is None
+    parts[("t", 0)].gate.limit = math.inf
+    flt.core.version += 1
+    assert flt.judge_covered(_batch((0, 50)), covered) is not None
+    # The partition moved (a seek): its coverage is forgotten, and the version says so.
+    del covered[("t", 0)]
+    flt.core.layouts.covered_version += 1
+    assert flt.judge_covered(_batch((0, 50)), covered) is None
