@@ -199,19 +199,28 @@ def test_recheck_slot_hands_over(
     assert mine and mine == list(range(first.offset() + 1, first.offset() + 1 + len(mine)))
 
 
+@pytest.mark.parametrize("call", ["poll", "consume_500"])
 def test_gate_hands_over(
+    call: str,
     filler: Filler,
     controller: Controller,
     make_consumer: Callable[..., OrderedConsumer],
     group_factory: Callable[[], str],
 ) -> None:
-    """A batch with a record at a closed gate is not served: the gate holds it."""
+    """A batch with a record at a closed gate is neither served (``poll()``) nor judged at
+    once (``consume(500)``): the gate holds it."""
     topic, producer = filler(2, 400, "old")
     controller.expand(topic, 3, timeout=30)
-    _fill(producer, topic, 600, "new")
+    _fill(producer, topic, 1200, "new")
     # The destination alone: its source never commits.
     consumer = _assigned(make_consumer, group_factory(), topic, (2,))
-    got = [m for m in (consumer.poll(0.2) for _ in range(25)) if m is not None]
+    got: list[Any] = []
+    for _ in range(25 if call == "poll" else 10):
+        if call == "poll":
+            m = consumer.poll(0.2)
+            got += [] if m is None else [m]
+        else:
+            got += consumer.consume(500, 0.3)
     assert [m for m in got if m.error() is None] == []
     assert consumer.metrics["blocks"] >= 1
 
@@ -257,24 +266,6 @@ def test_consume_judges_a_steady_batch_as_it_comes(
     committed = consumer.committed([TopicPartition(topic, p) for p in last], timeout=10)
     assert {tp.partition: tp.offset for tp in committed} == {p: o + 1 for p, o in last.items()}
     assert consumer.metrics["delivered"] == len(got)
-
-
-def test_consume_hands_over_at_a_gate(
-    filler: Filler,
-    controller: Controller,
-    make_consumer: Callable[..., OrderedConsumer],
-    group_factory: Callable[[], str],
-) -> None:
-    """``consume(500)``: a batch with a record at a closed gate goes to the gate, held."""
-    topic, producer = filler(2, 400, "old")
-    controller.expand(topic, 3, timeout=30)
-    _fill(producer, topic, 1200, "new")
-    consumer = _assigned(make_consumer, group_factory(), topic, (2,))
-    got: list[Any] = []
-    for _ in range(10):
-        got += consumer.consume(500, 0.3)
-    assert [m for m in got if m.error() is None] == []
-    assert consumer.metrics["blocks"] >= 1
 
 
 def test_poll_and_consume_interleaved_through_expansions_and_rebalances(
