@@ -132,10 +132,9 @@ class BatchFilter:
         view = core.layouts.topics[topic]
         if view.compacted or not batch:
             return None  # every record is looked at: tombstone copies are dropped
-        if SCAN is not None and len(batch) <= SCAN_MOST:
-            last = self._scan(batch, topic, view)
-            if last is not None:
-                return self._started(batch, topic, last)
+        scanned = self._scan(batch, topic, view)
+        if scanned is not None:
+            return scanned
         if known is None or any(key[0] != topic for key in known):
             last = self._last_offsets(batch, topic)
             if last is None:
@@ -167,15 +166,12 @@ class BatchFilter:
         and a batch the scan takes (:data:`~ordered.consumer.scan.SCAN_MOST`) only.
         """
         topic = self.single
-        if topic is None or SCAN is None or len(batch) > SCAN_MOST:
+        if topic is None:
             return None
         view = self._core.layouts.topics[topic]
         if view.compacted:
             return None
-        last = self._scan(batch, topic, view, covered)
-        if last is None:
-            return None
-        return self._started(batch, topic, last)
+        return self._scan(batch, topic, view, covered)
 
     def _scan(
         self,
@@ -186,11 +182,15 @@ class BatchFilter:
     ) -> dict[tuple[str, int], int] | None:
         """:meth:`judge` by the compiled scan (:mod:`~ordered.consumer.scan`): in one C pass.
 
-        ``None`` when it does not pass the whole batch: :meth:`judge`'s own path decides
-        then (it reads the audit's spans afresh, or hands the batch to the checked path).
-        With ``covered``, each partition's limit is also its covered offset (see
-        :meth:`judge_covered`).
+        ``None`` when it does not pass the whole batch, or the scan cannot take it (not
+        built, or more than :data:`~ordered.consumer.scan.SCAN_MOST` records):
+        :meth:`judge`'s own path decides then (it reads the audit's spans afresh, or hands
+        the batch to the checked path). With ``covered``, each partition's limit is also
+        its covered offset (see :meth:`judge_covered`). A batch that passes has its
+        partitions' starts noted (:meth:`_started`).
         """
+        if SCAN is None or len(batch) > SCAN_MOST:
+            return None
         settings = self._core.config.ordered
         spans: dict[int, tuple[int, float]] = {}
         header: Any = None
@@ -205,7 +205,6 @@ class BatchFilter:
             if not settings.key_audit:
                 route = None
         limits = self._limits(topic, covered)
-        assert SCAN is not None
         scanned = SCAN(
             batch if type(batch) is list else list(batch),
             settings.audit_every,
@@ -216,7 +215,8 @@ class BatchFilter:
         )
         if scanned is None or scanned[0] != len(batch):
             return None
-        return {(topic, partition): offset for partition, offset in scanned[1].items()}
+        last = {(topic, partition): offset for partition, offset in scanned[1].items()}
+        return self._started(batch, topic, last)
 
     def _limits(self, topic: str, covered: dict[tuple[str, int], int] | None) -> dict[int, Any]:
         """Each of ``topic``'s partitions' limit for the scan (the covered offset too, if given).
