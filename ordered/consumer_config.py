@@ -113,7 +113,9 @@ class ConsumerSettings(ZkSecuritySettings):
             none (``docs/consumer.md``).
         fetch_favour_sources: ``ordered.fetch.favour.sources`` (default ``true``):
             while an assigned partition is a source still below a boundary that gates
-            wait for, librdkafka fetches only such sources (``docs/consumer.md``).
+            wait for, and its log reaches beyond the pre-fetch window
+            (``queued.min.messages``), librdkafka fetches only such sources
+            (``docs/consumer.md``).
         commit_mode: ``ordered.commit.mode``: ``auto`` (the consumer commits a source's
             boundary, and a rewound source's new position, itself) or ``application``
             (it never commits: a boundary passes once the application's own commit, a
@@ -175,6 +177,11 @@ class ConsumerConfig:
     store_offsets: bool
     auto_commit: bool
     group_id: str
+
+    @property
+    def prefetch_records(self) -> int:
+        """``queued.min.messages``: the records librdkafka pre-fetches of each partition."""
+        return int(self.kafka.get("queued.min.messages", 100_000))
 
 
 def split_consumer_config(

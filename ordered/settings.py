@@ -377,7 +377,9 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         True,
         parse_bool,
         "while a partition this consumer reads is a source below a boundary that a gate "
-        "waits for, pause its other partitions so the source drains first",
+        "waits for, and its log reaches beyond librdkafka's pre-fetch window "
+        "(queued.min.messages records), pause its other partitions so the source drains "
+        "first",
         Role.CONSUMER,
     ),
     Setting(

@@ -8,8 +8,21 @@ idle (the complaint of new shards waiting on lagging parents). :class:`SourceFav
 pauses (librdkafka ``pause``) the consumer's other partitions while one of its
 partitions is a *source below a boundary*: a partition of an ordered topic that gives
 keys away in a sealed epoch at an offset its delivery has not reached yet (and that no
-gate or application pause holds). When no partition is one any more, it resumes
-what it paused. A source whose delivery made no progress for :data:`STALL` seconds (and
+gate or application pause holds), whose log still reaches more than librdkafka's
+pre-fetch window (``queued.min.messages`` records) beyond its delivery. When no
+partition is one any more, it resumes what it paused.
+
+Why the window: librdkafka keeps one fetch in flight per broker. Once every partition
+it may fetch is at its log end, that fetch waits at the broker (up to
+``fetch.wait.max.ms``) for records that may never come, and a partition resumed
+meanwhile is fetched only after it returns. A source whose rest of the log fits in the
+window is about to be fetched to its end (if it is not already): the others are resumed
+then, while the source's fetch still has records to bring, and its records up to the
+boundary are queued ahead of what the others fetch next. Reading a 100,000-record
+backlog through an expansion, resuming at the boundary instead waited 0.3-0.4 s of a
+0.7 s read.
+
+A source whose delivery made no progress for :data:`STALL` seconds (and
 :data:`STALL_CHECKS` evaluations) is not favoured until it moves again: its last
 offsets below the boundary may never come (a transaction marker, records compacted
 away), and the others must not wait for them.
@@ -52,22 +65,31 @@ class SourceFavour:
         consumer: The wrapped ``confluent_kafka.Consumer``.
         core: The shared state (partitions, their gates and positions; the layouts).
         enabled: ``ordered.fetch.favour.sources``.
+        window: Records librdkafka pre-fetches of every partition
+            (``queued.min.messages``): a source whose log ends within it of its
+            delivery is not favoured.
 
     Attributes:
         paused: The partitions this paused (and will resume).
     """
 
-    def __init__(self, consumer: Any, core: Core, enabled: bool) -> None:
+    def __init__(self, consumer: Any, core: Core, enabled: bool, window: int = 100_000) -> None:
         self._consumer = consumer
         self._core = core
         self._enabled = enabled
+        self._window = window
         self.paused: set[tuple[str, int]] = set()
         self._next = 0.0
+        # What the last pause call covered, and the core's version then: re-paused only
+        # when either changed (a gate that opened meanwhile resumed its partition, and
+        # every gate change bumps the version).
+        self._paused_for: tuple[frozenset[tuple[str, int]], int] | None = None
         # position, since when, evaluations since
         self._moved: dict[tuple[str, int], tuple[int, float, int]] = {}
 
     def lagging_sources(self) -> set[tuple[str, int]]:
-        """The assigned partitions that are sources below a boundary, fetchable now."""
+        """The assigned partitions that are sources below a boundary, fetchable now,
+        whose log reaches beyond the pre-fetch window (see the module doc)."""
         out = set()
         topics = self._core.layouts.topics
         for key, part in self._core.parts.items():
@@ -77,11 +99,29 @@ class SourceFavour:
             gates = view.gates if view is not None else None
             if gates is None:
                 continue
-            marks = gates.source_marks(part.partition)
-            below = any(mark > part.position for mark in marks)
-            if below and self._progressing(key, part.position):
+            below = False
+            for mark in gates.source_marks(part.partition):
+                if mark > part.position:
+                    below = True
+                    break
+            if (
+                below
+                and self._log_end(key) - part.position > self._window
+                and self._progressing(key, part.position)
+            ):
                 out.add(key)
         return out
+
+    def _log_end(self, key: tuple[str, int]) -> float:
+        """The partition's high watermark as of librdkafka's last fetch (no request).
+
+        ``inf`` while none is known: the source is favoured until one is.
+        """
+        try:
+            high = self._consumer.get_watermark_offsets(TopicPartition(*key), cached=True)[1]
+        except (KafkaException, RuntimeError):
+            return math.inf
+        return high if high >= 0 else math.inf
 
     def _progressing(self, key: tuple[str, int], position: int) -> bool:
         now = time.monotonic()
@@ -110,12 +150,15 @@ class SourceFavour:
         parts = self._core.parts
         sources = self.lagging_sources()
         wanted = set() if not sources else {k for k in parts if k not in sources}
-        # Paused again each time: a gate that opened meanwhile resumed its partition.
-        pause = [k for k in wanted if self._free(parts[k])]
         resume = [k for k in self.paused if k not in wanted]
-        if pause:
+        covered = (frozenset(wanted), self._core.version)
+        if wanted and covered != self._paused_for:
+            pause = [k for k in wanted if self._free(parts[k])]
             self._call(self._consumer.pause, pause)
             self.paused.update(pause)
+            self._paused_for = covered
+        elif not wanted:
+            self._paused_for = None
         if resume:
             self.paused.difference_update(resume)
             # A gate or the application may have paused it since: theirs to resume.

@@ -168,7 +168,9 @@ class OrderedConsumer:
         self._checker = GateChecker(core, self._decider, positions, member, self._halt)
         self._announcer = Announcer(core, positions)
         self._rewinds = Rewinds(core, self._probe)
-        self._favour = SourceFavour(self._consumer, core, settings.fetch_favour_sources)
+        self._favour = SourceFavour(
+            self._consumer, core, settings.fetch_favour_sources, split.prefetch_records
+        )
         self._upkeep = ConsumerUpkeep(
             core, self._decider, self._checker, self._announcer, self._rewinds, self._favour
         )

@@ -24,13 +24,16 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 PER_PARTITION = 6000
 KEYS = [f"k{i}".encode() for i in range(400)]
-# Small fetches: each fetch response holds a few hundred records of each partition, so
-# which partitions librdkafka fetches is what decides the order of delivery.
+# Small fetches and a small pre-fetch window: each fetch response holds a few hundred
+# records of each partition, so which partitions librdkafka fetches is what decides the
+# order of delivery; the source's log (6,000 records and more) reaches far beyond the
+# window (queued.min.messages), so the source is favoured.
 SMALL_FETCHES = {
     "max.partition.fetch.bytes": 32768,
     "message.max.bytes": 131072,
     "fetch.max.bytes": 131072,
     "queued.max.messages.kbytes": 256,
+    "queued.min.messages": 500,
 }
 
 
