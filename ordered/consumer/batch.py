@@ -414,6 +414,25 @@ class BatchFilter:
         core.events.records_delivered(len(out))
         return out
 
+    def hold(self, records: Sequence[Any]) -> None:
+        """Stash ``records``, all of partitions whose gate holds them.
+
+        What the checked judgement does with such records (``BLOCKED``, or
+        ``DRAINING`` outside its stash), for a run of them at once
+        (:meth:`Fetcher.take_held <ordered.consumer.fetch.Fetcher.take_held>`).
+        """
+        core = self._core
+        parts = core.parts
+        by_key: dict[tuple[str, int], list[Any]] = {}
+        for m in records:
+            by_key.setdefault((m.topic(), m.partition()), []).append(m)
+        for key, messages in by_key.items():
+            part = parts[key]
+            if part.start is None:
+                part.start = messages[0].offset()
+            core.events.records_held(key[0], key[1], len(messages))
+            core.fire(part, GateEvent.STASHED, records=messages)
+
     def delivered(self, last: dict[tuple[str, int], int]) -> None:
         """Record delivery up to ``last`` (offsets) and store the offsets to commit."""
         core = self._core

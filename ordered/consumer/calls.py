@@ -145,6 +145,17 @@ class CallPath:
         batch = fetcher.take(POLL_BATCH)
         flt = self._filter
         last = flt.judge(batch, topic, fetcher.taken_last)
+        if last is None:
+            # Records of a held partition refuse the whole batch: they join their
+            # stash, and the rest is judged without them (the checked path would
+            # deliver those one call at a time).
+            held, free = self._split_held(batch)
+            if held:
+                flt.hold(held)
+                batch = free
+                if not batch:
+                    return None
+                last = flt.judge(batch, topic, None)
         if last is None or flt.crosses_marks(last):
             fetcher.ready.push_front(batch)
             self._rejected = True
@@ -158,6 +169,19 @@ class CallPath:
         # only, the next one hands over.
         self.left = stack if halts == self._halts else _EMPTY
         return stack
+
+    def _split_held(self, batch: list[Any]) -> tuple[list[Any], list[Any]]:
+        """``batch`` as the records of partitions whose gate holds them, and the rest."""
+        parts = self._core.parts
+        held: list[Any] = []
+        free: list[Any] = []
+        for m in batch:
+            part = parts.get((m.topic(), m.partition())) if m.error() is None else None
+            if part is not None and part.gate.paused:
+                held.append(m)
+            else:
+                free.append(m)
+        return held, free
 
     def _service(self, halts: int) -> None:
         """The service step, unless it is quiet (``Core.quiet_until``) and no halt came."""
@@ -182,6 +206,8 @@ class CallPath:
         while True:
             halts = self._halts
             self._service(halts)
+            if upkeep.unstash():
+                self._rejected = False  # records to judge at the front
             stashed = upkeep.take_stash(1)
             if stashed:
                 out = flt.filter(stashed, from_stash=True)
@@ -198,7 +224,12 @@ class CallPath:
                 if not served:
                     self.account()  # all of it handed out: recorded now
                 return message
+            parts = self._core.parts
             while fetcher.ready:
+                held = fetcher.take_held(parts)
+                if held:
+                    flt.hold(held)
+                    continue
                 out = flt.filter(fetcher.take(1))
                 if out:
                     return out[0]
@@ -268,6 +299,8 @@ class CallPath:
             need = num_messages - len(out)
             halts = self._halts
             self._service(halts)
+            if upkeep.unstash():
+                self._rejected = False
             stashed = upkeep.take_stash(need)
             if stashed:
                 out += flt.filter(stashed, from_stash=True)

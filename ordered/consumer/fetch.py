@@ -304,6 +304,28 @@ class Fetcher:
         self._ready_last = None
         return self.ready.take(num)
 
+    def unshift(self, records: list[Any]) -> None:
+        """Put ``records`` (taken from librdkafka, not delivered) before the ready ones."""
+        self.ready.push_front(records)
+        self._ready_last = None  # the last offsets noted do not cover them
+
+    def take_held(self, parts: dict[tuple[str, int], Any]) -> list[Any]:
+        """Remove and return the checked records at the head whose gate holds them.
+
+        Up to the first record that is an event or of a partition no gate holds (a
+        ``PartState`` of ``parts`` whose ``gate.paused``): the judgement stashes them
+        all, so ``poll()`` passes them in one batch, not one call each.
+        """
+        count = 0
+        for m in self.ready:
+            if m.error() is not None:
+                break
+            part = parts.get((m.topic(), m.partition()))
+            if part is None or not part.gate.paused:
+                break
+            count += 1
+        return self.take(count) if count else []
+
     def assignment_changed(self) -> None:
         """Partitions were assigned: the next check asks librdkafka for the assignment."""
         self._assignment = None

@@ -1,17 +1,20 @@
 """The gate state of one assigned partition: an explicit, pure state machine.
 
 No I/O here: :meth:`PartitionGate.fire` changes the state, the limit, the held offset
-and the stash, and returns a :class:`Change` that says whether the owner must pause or
-resume the partition in librdkafka. The consumer applies that; unit tests drive the
+and the stash, and returns a :class:`Change` that says whether the partition became
+held or free (the owner decides librdkafka's pause from it). Unit tests drive the
 machine with fake messages (anything with an ``offset()`` method).
 
-A partition is paused (confluent ``pause``) exactly while it is ``BLOCKED`` or
-``DRAINING``. Pausing makes librdkafka drop what it pre-fetched for the partition and
-restart, on resume, right after the last record it handed to the wrapper; the records
-of the current batch that could not be delivered are kept in the partition's *stash*
-(at most one batch: nothing more is fetched while paused) and delivered first. The
-stash saves the refetch after a seek, which librdkafka only starts at its next fetch
-cycle (up to a second).
+A partition is *held* while it is ``BLOCKED`` or ``DRAINING``: the records of it that
+could not be delivered are kept in the partition's *stash* and delivered first, and
+every record of it handed over meanwhile joins the stash. Entering a held state asks
+for a pause (confluent ``pause``), leaving one for a resume (:class:`Change`); the owner
+(``Core.fire``) pauses librdkafka only when the partition's log reaches beyond the
+pre-fetch window past the held records, or once the stash outgrows the window (see
+there why). Pausing makes librdkafka drop what it pre-fetched for the partition and
+restart, on resume, right after the last record it handed to the wrapper. The stash
+saves the refetch after a seek, which librdkafka only starts at its next fetch cycle
+(up to a second).
 
 The *limit* is the lowest offset at which a record must consult the gate rule: the
 next boundary of the partition not known to be open (``inf``: none), or ``-1`` (every
@@ -114,7 +117,7 @@ class GateStatus:
 
 
 PAUSED = frozenset({GateState.BLOCKED, GateState.DRAINING})
-"""The states in which librdkafka has the partition paused."""
+"""The held states: entering one asks for librdkafka's pause (see the module doc)."""
 
 _F, _G, _B, _D = GateState.FREE, GateState.GATED, GateState.BLOCKED, GateState.DRAINING
 _OPEN = frozenset({_F, _G})
@@ -145,8 +148,8 @@ class Change(NamedTuple):
     Attributes:
         old: The state before.
         new: The state after.
-        pause: ``True``: pause the partition in librdkafka; ``False``: resume it;
-            ``None``: leave it as it is.
+        pause: ``True``: the partition became held (a pause is asked for); ``False``:
+            it is held no more (resume it if it was paused); ``None``: no change.
     """
 
     old: GateState
@@ -185,7 +188,7 @@ class PartitionGate:
 
     @property
     def paused(self) -> bool:
-        """Whether the gate keeps the partition paused (its state is in :data:`PAUSED`)."""
+        """Whether the gate holds the partition (its state is in :data:`PAUSED`)."""
         # Identity, not set membership: an Enum member's hash is Python code, and this
         # runs for every partition at every call.
         state = self.state
@@ -232,9 +235,7 @@ class PartitionGate:
                 raise StateTransitionError(f"{event.name} needs the held offset")
             new = _B
         elif event is GateEvent.STASHED:
-            merged = {m.offset(): m for m in self.stash}
-            merged.update((m.offset(), m) for m in records)
-            self.stash = [merged[o] for o in sorted(merged)]
+            self._stash(records)
             new = old if old in PAUSED else _D
             # Keep a lowered limit (a crossing still to run, the layout away).
             limit = min(self.limit, open_limit)
@@ -266,6 +267,29 @@ class PartitionGate:
         elif new not in PAUSED and old in PAUSED and not self.user_paused:
             pause = False
         return Change(old, new, pause)
+
+    def _stash(self, records: Sequence[Any]) -> None:
+        """Merge ``records`` into the stash by offset (later copies win)."""
+        stash = self.stash
+        if records:
+            # Nearly always records that follow the stash, in order (what librdkafka
+            # handed over next): appended, not merged, so that ``poll()`` stashing a
+            # held partition's records one at a time costs each record once, not the
+            # whole stash again.
+            last = stash[-1].offset() if stash else -1
+            ordered = True
+            for m in records:
+                offset = m.offset()
+                if offset <= last:
+                    ordered = False
+                    break
+                last = offset
+            if ordered:
+                stash.extend(records)
+                return
+        merged = {m.offset(): m for m in stash}
+        merged.update((m.offset(), m) for m in records)
+        self.stash = [merged[o] for o in sorted(merged)]
 
     def _set_state(self, event: GateEvent, new: GateState) -> None:
         """The only writer of :attr:`state`: ``new`` must be listed for the event."""

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 
 from coordinator.client.hooks import ConsumerEvents
 from ordered.consumer.announcement import Announcement
@@ -33,6 +33,7 @@ class PartState:
         position: The last delivered offset + 1.
         assigned_upto: The highest boundary ``on_partition_key_assigned`` ran for.
         blocked_at: When the gate last became ``BLOCKED`` (monotonic), for the wait.
+        fetch_paused: librdkafka has it paused for its gate (see :meth:`Core.fire`).
     """
 
     topic: str
@@ -43,6 +44,7 @@ class PartState:
     position: int | None = None
     assigned_upto: int = -1
     blocked_at: float = 0.0
+    fetch_paused: bool = False
 
 
 class Core:
@@ -112,19 +114,34 @@ class Core:
         return view.open_limit(partition) if view is not None else NO_LIMIT
 
     def fire(self, part: PartState, event: GateEvent, **kwargs: Any) -> Change:
-        """Apply a gate event and its pause or resume (the only caller of ``gate.fire``)."""
+        """Apply a gate event and its pause or resume (the only caller of ``gate.fire``).
+
+        A held gate (``BLOCKED``, ``DRAINING``) has librdkafka pause its partition only
+        when the partition's log reaches beyond its share of the pre-fetch window
+        (:meth:`stash_share`) past the held record, or once its stash outgrows that
+        share; else what librdkafka hands over joins the stash. A paused partition
+        resumed while librdkafka's one fetch in flight waits at the broker (every
+        other partition at its log end) is fetched only after that fetch returns, up to
+        ``fetch.wait.max.ms`` later (``docs/consumer.md``, "A held partition and
+        librdkafka's pause"). A partition the application paused is left to it.
+        """
         self.unquiet()
         change = part.gate.fire(event, self.open_limit(part.topic, part.partition), **kwargs)
         if change.new is GateState.DRAINING:
             self.draining.add((part.topic, part.partition))
         elif change.old is GateState.DRAINING:
             self.draining.discard((part.topic, part.partition))
-        if change.pause is not None:
-            tp = [TopicPartition(part.topic, part.partition)]
-            if change.pause:
-                self.consumer.pause(tp)
-            else:
-                self.consumer.resume(tp)
+        gate = part.gate
+        if gate.paused:
+            if not part.fetch_paused and (
+                (change.pause and self._far(part)) or len(gate.stash) > self.stash_share()
+            ):
+                part.fetch_paused = True
+                self.consumer.pause([TopicPartition(part.topic, part.partition)])
+        elif part.fetch_paused:
+            part.fetch_paused = False
+            if change.pause is False:  # else the application's pause holds it now
+                self.consumer.resume([TopicPartition(part.topic, part.partition)])
         if change.new is GateState.BLOCKED and change.old is not GateState.BLOCKED:
             part.blocked_at = time.monotonic()
             held = part.gate.held
@@ -145,6 +162,31 @@ class Core:
                 part.gate.reason,
             )
         return change
+
+    def stash_share(self) -> int:
+        """The most records a held partition stashes before librdkafka pauses it.
+
+        The pre-fetch window (``queued.min.messages``) shared among the assigned
+        partitions, so all the stashes together hold at most one window's worth
+        (librdkafka itself pre-fetches up to that many records of every partition).
+        """
+        return self.config.prefetch_records // max(1, len(self.parts))
+
+    def _far(self, part: PartState) -> bool:
+        """The partition's log reaches beyond its :meth:`stash_share` past its held records.
+
+        The high watermark is librdkafka's as of its last fetch (no request); unknown,
+        or no offset known to count from: far.
+        """
+        start = part.gate.held if part.gate.held is not None else part.position
+        if start is None:
+            return True
+        tp = TopicPartition(part.topic, part.partition)
+        try:
+            high: int = self.consumer.get_watermark_offsets(tp, cached=True)[1]
+        except (KafkaException, RuntimeError):
+            return True
+        return high < 0 or high - start > self.stash_share()
 
     def dropped(self, part: PartState) -> None:
         """``part`` left the assignment: a held one stops waiting (its gate is dropped)."""

@@ -132,11 +132,41 @@ class ConsumerUpkeep:
             with contextlib.suppress(KafkaException, RuntimeError):
                 self._consumer.store_offsets(offsets=[TopicPartition(key[0], key[1], first)])
         self._favour.forget(key)
-        if part is not None and part.gate.paused and not part.gate.user_paused:
+        if part is not None and part.fetch_paused and not part.gate.user_paused:
             # librdkafka keeps an application pause across a reassignment: a partition
             # that comes back must not stay paused by a gate we no longer track.
             with contextlib.suppress(KafkaException, RuntimeError):
                 self._consumer.resume([TopicPartition(part.topic, part.partition)])
+
+    def unstash(self) -> bool:
+        """Hand the stashes of open gates back to the fetcher's ready records.
+
+        A ``DRAINING`` gate whose first stashed record lies below its limit (the
+        crossing at the held record ran) has its whole stash put before the ready
+        records, and is open again: the stash is then judged in batches with them, not
+        one call per record (``poll()`` took about 10 us per record that way). Those
+        records were taken from librdkafka and not delivered, as the ready ones are.
+        A stash whose crossing is still to run goes through :meth:`take_stash`.
+        """
+        core = self._core
+        if not core.draining:
+            return False  # nearly always
+        moved: list[Any] = []
+        for key in list(core.draining):
+            part = core.parts.get(key)
+            if part is None:
+                continue
+            gate = part.gate
+            stash = gate.stash
+            if gate.state is not GateState.DRAINING or gate.user_paused or not stash:
+                continue
+            if stash[0].offset() >= gate.limit:
+                continue
+            moved += gate.take(len(stash))
+            core.fire(part, GateEvent.STASH_DELIVERED)
+        if moved:
+            self.fetcher.unshift(moved)
+        return bool(moved)
 
     def take_stash(self, limit: int) -> list[Any]:
         """Stashed records of partitions whose gate is open, oldest first, up to ``limit``."""

@@ -446,7 +446,7 @@ class OrderedConsumer:
             part = self._core.parts.get((tp.topic, tp.partition))
             if part is not None:
                 part.gate.user_paused = False
-                if part.gate.paused:
+                if part.fetch_paused:
                     continue
             go.append(tp)
         if go:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -19,6 +20,12 @@ class _Quiet:
     def __getattr__(self, name: str) -> Any:
         return lambda *args, **kwargs: None
 
+    def get_watermark_offsets(self, *args: Any, **kwargs: Any) -> tuple[int, int]:
+        return -1, -1  # none known yet
+
+
+_CONFIG = SimpleNamespace(prefetch_records=100_000)
+
 
 class _Layouts:
     def __init__(self) -> None:
@@ -26,7 +33,7 @@ class _Layouts:
 
 
 def _core_with(state: GateState) -> tuple[Core, PartState]:
-    core = Core(_Quiet(), None, _Layouts(), _Quiet(), None)  # type: ignore[arg-type]
+    core = Core(_Quiet(), _CONFIG, _Layouts(), _Quiet(), None)  # type: ignore[arg-type]
     part = PartState("t", 0, gate_in(state))
     core.parts[("t", 0)] = part
     if state is GateState.DRAINING:

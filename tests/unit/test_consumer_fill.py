@@ -63,6 +63,9 @@ class _Upkeep:
         if self.services == self.fail_at:
             raise RuntimeError("a callback raised")
 
+    def unstash(self) -> bool:
+        return False
+
     def take_stash(self, limit: int) -> list[str]:
         return []
 

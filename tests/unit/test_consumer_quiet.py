@@ -11,7 +11,7 @@ import time
 from types import SimpleNamespace
 from typing import Any
 
-from test_consumer_draining import _Layouts, _Quiet
+from test_consumer_draining import _CONFIG, _Layouts, _Quiet
 from test_consumer_fetch import FakeLayouts
 from test_consumer_fill import _Fetcher, _Upkeep
 from test_consumer_gate import gate_in, kwargs_for
@@ -68,7 +68,7 @@ def test_a_halt_a_hand_over_or_unquiet_ends_the_quiet() -> None:
 
 
 def _core() -> tuple[Core, PartState]:
-    core = Core(_Quiet(), None, _Layouts(), _Quiet(), None)  # type: ignore[arg-type]
+    core = Core(_Quiet(), _CONFIG, _Layouts(), _Quiet(), None)  # type: ignore[arg-type]
     part = PartState("t", 0, gate_in(GateState.BLOCKED))
     core.parts[("t", 0)] = part
     return core, part
