@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -71,7 +72,16 @@ def test_three_brokers_admin_round_trip(tmp_path: Path) -> None:
             what="five partitions",
         )
 
-        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+        # librdkafka re-reads a known topic's metadata only every
+        # topic.metadata.refresh.interval.ms (5 minutes by default), and a partition it
+        # refuses locally does not make it look sooner: short here (see below).
+        producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "acks": "all",
+                "topic.metadata.refresh.interval.ms": 500,
+            }
+        )
         written: list[Any] = []
         failed: list[Any] = []
 
@@ -83,7 +93,9 @@ def test_three_brokers_admin_round_trip(tmp_path: Path) -> None:
         # records are not written, so write until 100 are, and say what failed.
         # A new producer's first metadata can also come from a broker that still
         # counts 2 partitions: produce() then refuses partition 4 locally
-        # (_UNKNOWN_PARTITION) until librdkafka sees the count change, so wait and retry.
+        # (_UNKNOWN_PARTITION) until librdkafka sees the count change, so ask for the
+        # topic's metadata, wait and retry (one CI run under load refused it for 90 s
+        # with the default refresh interval).
         def all_written() -> bool:
             try:
                 for i in range(len(written), 100):
@@ -92,6 +104,8 @@ def test_three_brokers_admin_round_trip(tmp_path: Path) -> None:
                 if exc.args[0].code() != KafkaError._UNKNOWN_PARTITION:
                     raise
                 failed.append(exc)
+                with contextlib.suppress(KafkaException):
+                    producer.list_topics(topic, timeout=5)
                 producer.poll(0.5)
             assert producer.flush(60) == 0
             return len(written) >= 100
