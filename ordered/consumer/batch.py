@@ -402,9 +402,7 @@ class BatchFilter:
             raise
         for part, boundary in crossed:
             part.assigned_upto = max(part.assigned_upto, boundary)
-        for key, messages in withheld.items():
-            core.events.records_held(key[0], key[1], len(messages))
-            core.fire(parts[key], GateEvent.STASHED, records=messages)
+        self._stash_withheld(withheld)
         if from_stash:
             for part in list(parts.values()):
                 if part.gate.state is GateState.DRAINING and not part.gate.stash:
@@ -421,8 +419,7 @@ class BatchFilter:
         ``DRAINING`` outside its stash), for a run of them at once
         (:meth:`Fetcher.take_held <ordered.consumer.fetch.Fetcher.take_held>`).
         """
-        core = self._core
-        parts = core.parts
+        parts = self._core.parts
         by_key: dict[tuple[str, int], list[Any]] = {}
         for m in records:
             by_key.setdefault((m.topic(), m.partition()), []).append(m)
@@ -430,8 +427,15 @@ class BatchFilter:
             part = parts[key]
             if part.start is None:
                 part.start = messages[0].offset()
+        self._stash_withheld(by_key)
+
+    def _stash_withheld(self, withheld: dict[tuple[str, int], list[Any]]) -> None:
+        """Each partition's withheld records join its stash (counted as held)."""
+        core = self._core
+        parts = core.parts
+        for key, messages in withheld.items():
             core.events.records_held(key[0], key[1], len(messages))
-            core.fire(part, GateEvent.STASHED, records=messages)
+            core.fire(parts[key], GateEvent.STASHED, records=messages)
 
     def delivered(self, last: dict[tuple[str, int], int]) -> None:
         """Record delivery up to ``last`` (offsets) and store the offsets to commit."""

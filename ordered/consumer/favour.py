@@ -106,22 +106,11 @@ class SourceFavour:
                     break
             if (
                 below
-                and self._log_end(key) - part.position > self._window
+                and self._core.log_end(*key) - part.position > self._window
                 and self._progressing(key, part.position)
             ):
                 out.add(key)
         return out
-
-    def _log_end(self, key: tuple[str, int]) -> float:
-        """The partition's high watermark as of librdkafka's last fetch (no request).
-
-        ``inf`` while none is known: the source is favoured until one is.
-        """
-        try:
-            high = self._consumer.get_watermark_offsets(TopicPartition(*key), cached=True)[1]
-        except (KafkaException, RuntimeError):
-            return math.inf
-        return high if high >= 0 else math.inf
 
     def _progressing(self, key: tuple[str, int], position: int) -> bool:
         now = time.monotonic()

@@ -9,9 +9,9 @@ A partition is *held* while it is ``BLOCKED`` or ``DRAINING``: the records of it
 could not be delivered are kept in the partition's *stash* and delivered first, and
 every record of it handed over meanwhile joins the stash. Entering a held state asks
 for a pause (confluent ``pause``), leaving one for a resume (:class:`Change`); the owner
-(``Core.fire``) pauses librdkafka only when the partition's log reaches beyond the
-pre-fetch window past the held records, or once the stash outgrows the window (see
-there why). Pausing makes librdkafka drop what it pre-fetched for the partition and
+(``Core.fire``) pauses librdkafka only when the partition's log reaches beyond its
+share of the pre-fetch window past the held records, or once the stash outgrows that
+share (see there why). Pausing makes librdkafka drop what it pre-fetched for the partition and
 restart, on resume, right after the last record it handed to the wrapper. The stash
 saves the refetch after a seek, which librdkafka only starts at its next fetch cycle
 (up to a second).

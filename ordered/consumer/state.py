@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -181,12 +182,19 @@ class Core:
         start = part.gate.held if part.gate.held is not None else part.position
         if start is None:
             return True
-        tp = TopicPartition(part.topic, part.partition)
+        return self.log_end(part.topic, part.partition) - start > self.stash_share()
+
+    def log_end(self, topic: str, partition: int) -> float:
+        """The partition's high watermark as of librdkafka's last fetch (no request).
+
+        ``inf`` while none is known.
+        """
+        tp = TopicPartition(topic, partition)
         try:
             high: int = self.consumer.get_watermark_offsets(tp, cached=True)[1]
         except (KafkaException, RuntimeError):
-            return True
-        return high < 0 or high - start > self.stash_share()
+            return math.inf
+        return high if high >= 0 else math.inf
 
     def dropped(self, part: PartState) -> None:
         """``part`` left the assignment: a held one stops waiting (its gate is dropped)."""

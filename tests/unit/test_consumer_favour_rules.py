@@ -10,6 +10,7 @@ import pytest
 from ordered.consumer import favour
 from ordered.consumer.favour import SourceFavour
 from ordered.consumer.gate import GateEvent, PartitionGate
+from ordered.consumer.state import Core
 
 
 class FakeConsumer:
@@ -46,8 +47,10 @@ def make(
         for p in range(3)
     }
     view = SimpleNamespace(gates=Gates())
-    core = SimpleNamespace(parts=parts, layouts=SimpleNamespace(topics={"t": view}), version=0)
     consumer = FakeConsumer()
+    core = SimpleNamespace(parts=parts, layouts=SimpleNamespace(topics={"t": view}), version=0)
+    core.consumer = consumer
+    core.log_end = lambda topic, partition: Core.log_end(core, topic, partition)  # type: ignore[arg-type]
     return SourceFavour(consumer, core, True, window), consumer, parts  # type: ignore[arg-type]
 
 
