@@ -1,6 +1,9 @@
 /*
  * ordered._fastconsume: the compiled judgement of a fetched batch (OrderedConsumer; optional).
  *
+ * split(batch, held) -> free | None (the C twin of ordered.consumer.scan.split_batch) sorts a
+ * batch's records of held partitions out of it, in one pass (see fc_split).
+ *
  * scan(batch, every, limits, spans, header, route) -> (n, last) | None is the C twin of
  * ordered.consumer.scan.scan_batch (the reference; tests/unit/test_fastconsume.py runs
  * both on generated batches and compares every result). It walks the batch once, in C:
@@ -296,9 +299,67 @@ done:
     return result;
 }
 
+static PyObject *fc_split(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    /* split(batch, held) -> free | None: the C twin of ordered.consumer.scan.split_batch.
+     * Each record of a partition that is a key of `held` (a dict partition -> list), and
+     * has no error, is appended to that list; the others, in order, make up `free`. None
+     * (nothing appended) when the module is unbound or the batch holds anything but
+     * bound Messages. */
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "split(batch, held)");
+        return NULL;
+    }
+    PyObject *batch = args[0], *held = args[1];
+    if (message_type == NULL || !PyList_CheckExact(batch))
+        Py_RETURN_NONE;
+    if (!PyDict_Check(held)) {
+        PyErr_SetString(PyExc_TypeError, "held is a dict");
+        return NULL;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(batch);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (Py_TYPE(PyList_GET_ITEM(batch, i)) != message_type)
+            Py_RETURN_NONE;
+    }
+    PyObject *free_list = PyList_New(0);
+    if (free_list == NULL)
+        return NULL;
+    int32_t run_p = -1; /* records come in runs of one partition: one lookup per run */
+    PyObject *run_list = NULL;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        MessageHead *m = (MessageHead *)PyList_GET_ITEM(batch, i);
+        PyObject *target = NULL;
+        if ((m->error == NULL || m->error == Py_None) && m->partition >= 0) {
+            if (m->partition != run_p) {
+                PyObject *key = PyLong_FromLong(m->partition);
+                if (key == NULL)
+                    goto fail;
+                run_list = PyDict_GetItemWithError(held, key);
+                Py_DECREF(key);
+                if (run_list == NULL && PyErr_Occurred())
+                    goto fail;
+                if (run_list != NULL && !PyList_Check(run_list)) {
+                    PyErr_SetString(PyExc_TypeError, "held maps partitions to lists");
+                    goto fail;
+                }
+                run_p = m->partition;
+            }
+            target = run_list;
+        }
+        if (PyList_Append(target != NULL ? target : free_list, (PyObject *)m) < 0)
+            goto fail;
+    }
+    return free_list;
+fail:
+    Py_DECREF(free_list);
+    return NULL;
+}
+
 static PyMethodDef module_methods[] = {
     {"scan", (PyCFunction)(void (*)(void))fc_scan, METH_FASTCALL,
      "scan(batch, every, limits, spans, header, route) -> (n, last) or None."},
+    {"split", (PyCFunction)(void (*)(void))fc_split, METH_FASTCALL,
+     "split(batch, held) -> the records not held, or None; held records join held[partition]."},
     {"bind", (PyCFunction)(void (*)(void))fc_bind, METH_FASTCALL,
      "bind(probe, partition, offset, key) -> whether scan() reads this Message layout."},
     {"bound", (PyCFunction)fc_bound, METH_NOARGS, "Whether bind() succeeded."},

@@ -419,10 +419,14 @@ class BatchFilter:
         ``DRAINING`` outside its stash), for a run of them at once
         (:meth:`Fetcher.take_held <ordered.consumer.fetch.Fetcher.take_held>`).
         """
-        parts = self._core.parts
         by_key: dict[tuple[str, int], list[Any]] = {}
         for m in records:
             by_key.setdefault((m.topic(), m.partition()), []).append(m)
+        self.hold_grouped(by_key)
+
+    def hold_grouped(self, by_key: dict[tuple[str, int], list[Any]]) -> None:
+        """:meth:`hold` of records already grouped by partition (each group in fetch order)."""
+        parts = self._core.parts
         for key, messages in by_key.items():
             part = parts[key]
             if part.start is None:

@@ -50,6 +50,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ordered.consumer.scan import SPLIT, split_batch
 from ordered.consumer.state import Core
 from ordered.consumer.upkeep import ConsumerUpkeep
 
@@ -149,9 +150,9 @@ class CallPath:
             # Records of a held partition refuse the whole batch: they join their
             # stash, and the rest is judged without them (the checked path would
             # deliver those one call at a time).
-            held, free = self._split_held(batch)
+            held, free = self._split_held(batch, topic)
             if held:
-                flt.hold(held)
+                flt.hold_grouped(held)
                 batch = free
                 if not batch:
                     return None
@@ -170,17 +171,26 @@ class CallPath:
         self.left = stack if halts == self._halts else _EMPTY
         return stack
 
-    def _split_held(self, batch: list[Any]) -> tuple[list[Any], list[Any]]:
-        """``batch`` as the records of partitions whose gate holds them, and the rest."""
-        parts = self._core.parts
-        held: list[Any] = []
-        free: list[Any] = []
-        for m in batch:
-            part = parts.get((m.topic(), m.partition())) if m.error() is None else None
-            if part is not None and part.gate.paused:
-                held.append(m)
-            else:
-                free.append(m)
+    def _split_held(
+        self, batch: list[Any], topic: str
+    ) -> tuple[dict[tuple[str, int], list[Any]], list[Any]]:
+        """``batch`` (of ``topic`` only) as each held partition's records, and the rest.
+
+        In one compiled pass when built (:data:`~ordered.consumer.scan.SPLIT`): a held
+        partition's backlog (a new partition's, while its sources drain) comes through
+        here whole, ahead of the records the application gets first.
+        """
+        by_partition: dict[int, list[Any]] = {
+            key[1]: []
+            for key, part in self._core.parts.items()
+            if part.gate.paused and key[0] == topic
+        }
+        if not by_partition:
+            return {}, batch
+        free = SPLIT(batch, by_partition) if SPLIT is not None else None
+        if free is None:
+            free = split_batch(batch, by_partition)
+        held = {(topic, p): records for p, records in by_partition.items() if records}
         return held, free
 
     def _service(self, halts: int) -> None:

@@ -18,12 +18,13 @@ from confluent_kafka import Message
 
 from ordered.compiled import compiled_consume_module
 
-__all__ = ["SCAN", "SCAN_MOST", "Scan", "scan_batch"]
+__all__ = ["SCAN", "SCAN_MOST", "SPLIT", "Scan", "Split", "scan_batch", "split_batch"]
 
 Scan = Callable[
     [list[Any], int, dict[int, Any], dict[int, tuple[Any, Any]], Any, Any],
     "tuple[int, dict[int, int]] | None",
 ]
+Split = Callable[[list[Any], dict[int, list[Any]]], "list[Any] | None"]
 
 
 def scan_batch(
@@ -90,6 +91,24 @@ def scan_batch(
 _MAX_PARTITION = 65535
 
 
+def split_batch(batch: list[Any], held: dict[int, list[Any]]) -> list[Any]:
+    """The records of ``batch`` no gate holds; the held ones join ``held``.
+
+    Args:
+        batch: Messages of one topic, from librdkafka.
+        held: Each held partition's list: a record of it (without an error) is
+            appended there, in the batch's order.
+
+    Returns:
+        The other records (events, partitions not in ``held``), in the batch's order.
+    """
+    free: list[Any] = []
+    for m in batch:
+        target = held.get(m.partition()) if m.error() is None else None
+        (free if target is None else target).append(m)
+    return free
+
+
 def _compiled() -> Scan | None:
     module = compiled_consume_module()
     if module is None:
@@ -104,6 +123,16 @@ def _compiled() -> Scan | None:
 
 SCAN: Scan | None = _compiled()
 """The compiled :func:`scan_batch` when built and bound, else ``None``."""
+
+
+def _compiled_split() -> Split | None:
+    module = compiled_consume_module() if SCAN is not None else None
+    split: Split | None = getattr(module, "split", None)
+    return split
+
+
+SPLIT: Split | None = _compiled_split()
+"""The compiled :func:`split_batch` (bound with :data:`SCAN`), else ``None``."""
 
 SCAN_MOST = 2000
 """The largest batch the filter scans in C.

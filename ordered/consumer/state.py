@@ -189,12 +189,16 @@ class Core:
 
         ``inf`` while none is known.
         """
-        tp = TopicPartition(topic, partition)
-        try:
-            high: int = self.consumer.get_watermark_offsets(tp, cached=True)[1]
-        except (KafkaException, RuntimeError):
-            return math.inf
+        high = _cached_watermarks(self.consumer, topic, partition)[1]
         return high if high >= 0 else math.inf
+
+    def log_start_seen(self, topic: str, partition: int) -> int | None:
+        """The partition's log start as of librdkafka's last fetch (no request).
+
+        ``None`` while none is known (not fetched by this consumer yet).
+        """
+        low = _cached_watermarks(self.consumer, topic, partition)[0]
+        return low if low >= 0 else None
 
     def dropped(self, part: PartState) -> None:
         """``part`` left the assignment: a held one stops waiting (its gate is dropped)."""
@@ -206,3 +210,13 @@ class Core:
         key = (topic, partition)
         if offset > self.known_commits.get(key, -1):
             self.known_commits[key] = offset
+
+
+def _cached_watermarks(consumer: Any, topic: str, partition: int) -> tuple[int, int]:
+    """librdkafka's cached watermarks ``(low, high)`` (no request); ``-1`` each while unknown."""
+    tp = TopicPartition(topic, partition)
+    try:
+        low, high = consumer.get_watermark_offsets(tp, cached=True)
+    except (KafkaException, RuntimeError):
+        return -1, -1
+    return int(low), int(high)

@@ -239,3 +239,68 @@ def test_a_stash_the_application_paused_stays() -> None:
     part.gate.user_paused = True
     assert not upkeep.unstash()
     assert len(part.gate.stash) == 10 and not fetcher.ready
+
+
+def _held_core() -> tuple[Core, PartState]:
+    core, part, _consumer = _core(high=10**6)
+    _block(core, part)  # partition 0 held
+    core.parts[("t", 1)] = PartState("t", 1, PartitionGate("t", 1), position=0)  # free
+    return core, part
+
+
+def _messages(*records: tuple[int, int]) -> list[Any]:
+    from confluent_kafka import Message
+
+    return [Message(topic="t", partition=p, offset=o, key=b"k") for p, o in records]
+
+
+def test_a_served_batch_sorts_the_held_partitions_records_out_in_one_pass() -> None:
+    from ordered.consumer import calls
+    from ordered.consumer.scan import SPLIT
+
+    core, _part = _held_core()
+    path = calls.CallPath.__new__(calls.CallPath)
+    path._core = core
+    batch = _messages((0, 50), (0, 51), (1, 3), (0, 52), (1, 4))
+    for compiled in (SPLIT, None):  # the compiled pass and its reference agree
+        calls_split = calls.SPLIT
+        calls.SPLIT = compiled
+        try:
+            held, free = path._split_held(batch, "t")
+        finally:
+            calls.SPLIT = calls_split
+        assert [(m.partition(), m.offset()) for m in free] == [(1, 3), (1, 4)]
+        assert {k: [m.offset() for m in v] for k, v in held.items()} == {("t", 0): [50, 51, 52]}
+
+
+def test_poll_serves_the_free_records_of_a_batch_a_held_partition_refused() -> None:
+    """Without the split, one held record refuses the whole batch: the checked path then
+    delivers the rest one call at a time."""
+    from ordered.consumer import calls
+
+    core, _part = _held_core()
+    judged: list[list[int]] = []
+
+    def judge(batch: list[Any], topic: str, known: Any) -> dict[tuple[str, int], int] | None:
+        judged.append([m.partition() for m in batch])
+        if any(m.partition() == 0 for m in batch):
+            return None  # a held partition's record: not servable
+        return {("t", m.partition()): m.offset() for m in batch}
+
+    stashed: list[dict[tuple[str, int], list[Any]]] = []
+    flt = SimpleNamespace(
+        single="t", judge=judge, hold_grouped=stashed.append, crosses_marks=lambda last: False
+    )
+    fetcher, _consumer, _log = make([])
+    batch = _messages((0, 50), (1, 3), (0, 51), (1, 4))
+    fetcher.ready.extend(batch)
+    path = calls.CallPath.__new__(calls.CallPath)
+    path._core, path._filter, path._fetcher = core, flt, fetcher
+    path._rejected, path._halts, path._stack = False, 0, calls._EMPTY
+    served = path._serve(0)
+    assert served is not None
+    assert [(m.partition(), m.offset()) for m in served[::-1]] == [(1, 3), (1, 4)]
+    assert [{k: [m.offset() for m in v] for k, v in s.items()} for s in stashed] == [
+        {("t", 0): [50, 51]}
+    ]
+    assert not path._rejected and not fetcher.ready

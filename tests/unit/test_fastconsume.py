@@ -21,7 +21,7 @@ from linear_hash import Layout
 from ordered.compiled import compiled_router
 from ordered.consumer.batch import BatchFilter
 from ordered.consumer.gate import PartitionGate
-from ordered.consumer.scan import SCAN, scan_batch
+from ordered.consumer.scan import SCAN, SPLIT, scan_batch, split_batch
 from ordered.consumer.state import PartState
 
 pytestmark = pytest.mark.skipif(SCAN is None, reason="ordered._fastconsume not built")
@@ -92,6 +92,32 @@ def test_compiled_scan_equals_the_reference(
     assert SCAN(batch, every, limits, spans, header, route) == scan_batch(
         batch, every, limits, spans, header, route
     )
+
+
+@settings(max_examples=200, deadline=None)
+@given(batch=batches(), held=st.sets(st.integers(-1, 6), max_size=4))
+def test_compiled_split_equals_the_reference(batch: list[Any], held: set[int]) -> None:
+    assert SPLIT is not None
+    compiled: dict[int, list[Any]] = {p: [] for p in held}
+    reference: dict[int, list[Any]] = {p: [] for p in held}
+    free = SPLIT(batch, compiled)
+    assert free is not None
+    assert [id(m) for m in free] == [id(m) for m in split_batch(batch, reference)]
+    assert {p: [id(m) for m in v] for p, v in compiled.items()} == {
+        p: [id(m) for m in v] for p, v in reference.items()
+    }
+    # Nothing lost, nothing twice.
+    assert sorted(id(m) for m in batch) == sorted(
+        [id(m) for m in free] + [id(m) for v in compiled.values() for m in v]
+    )
+
+
+def test_split_leaves_other_objects_to_the_reference() -> None:
+    assert SPLIT is not None
+    held: dict[int, list[Any]] = {0: []}
+    batch = [Message(topic="t", partition=0, offset=1), object()]
+    assert SPLIT(batch, held) is None and held == {0: []}  # nothing appended
+    assert SPLIT((), held) is None
 
 
 def test_a_clean_batch_is_served_whole() -> None:
