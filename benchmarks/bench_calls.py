@@ -50,7 +50,8 @@ from ordered.consumer import OrderedConsumer
 
 RESULTS = Path(__file__).resolve().parent / "results" / "calls.json"
 CALLS = ("poll", "consume_1", "consume_100", "consume_500", "consume_10000")
-GOALS = {"poll": 0.9, "consume_500": 0.9, "consume_10000": 0.95}
+# The poll() bar holds while the layout changes too (the expansion read, from subscribe()).
+GOALS = {"poll": 0.9, "consume_500": 0.9, "consume_10000": 0.95, "expansion_poll": 0.9}
 
 
 def read_all(consumer: Any, call: str, count: int, from_start: bool = False) -> tuple[float, float]:
@@ -208,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--calls", nargs="*", choices=CALLS, default=list(CALLS))
     parser.add_argument("--expansion-records", type=int, default=100_000)
-    parser.add_argument("--expansion-rounds", type=int, default=5)
+    parser.add_argument("--expansion-rounds", type=int, default=7)
     parser.add_argument("--latency-samples", type=int, default=20)
     parser.add_argument("--gate-interval-ms", type=int, default=100)
     parser.add_argument("--out", type=Path, default=RESULTS)

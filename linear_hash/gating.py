@@ -252,6 +252,10 @@ class GateEvaluator:
         """
         return list(self._outgoing.get(partition, ()))
 
+    def has_source_marks(self, partition: int) -> bool:
+        """Whether :meth:`source_marks` of ``partition`` is not empty (no list is built)."""
+        return bool(self._outgoing.get(partition))
+
     def is_source(self, partition: int) -> bool:
         """Return ``True`` if ``partition`` gives keys away in some epoch."""
         return any(a == partition for info in self._history for a, _b in info.edges)

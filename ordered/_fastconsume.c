@@ -183,6 +183,83 @@ static int audit_one(MessageHead *m, int32_t p, PyObject *header, PyObject *rout
     return 1;
 }
 
+/* The per-partition arrays of one scan (size entries each). */
+typedef struct {
+    int64_t *limit, *lo, *hi, *last;
+    char *known, *has, *seen;
+    int32_t *first_seen;
+    Py_ssize_t nseen;
+} ScanArrays;
+
+enum { PASS_DONE = 1, PASS_WIDER = 0, PASS_ERROR = -1, PASS_FOREIGN = 2 };
+
+/* The scan itself over arrays of `size` partitions: PASS_DONE with *end the number of
+ * records that passed; PASS_WIDER when a record names a partition >= size (only
+ * reachable with wider = 1, for the stack-sized first try); PASS_FOREIGN when the batch
+ * holds a non-Message or a partition past MAX_PARTITION (the records after the scan's
+ * end are checked too, so the result does not depend on where it ended). */
+static int scan_pass(PyObject *batch, Py_ssize_t count, Py_ssize_t size, Py_ssize_t every,
+                     int audit, PyObject *header, PyObject *route, ScanArrays *a,
+                     Py_ssize_t *end) {
+    Py_ssize_t n, sample = audit ? 0 : count; /* the next sampled index (no division) */
+    for (n = 0; n < count; n++) {
+        MessageHead *m = (MessageHead *)PyList_GET_ITEM(batch, n);
+        if (Py_TYPE(m) != message_type)
+            return PASS_FOREIGN;
+        int32_t p = m->partition;
+        if (p >= size)
+            return p > MAX_PARTITION ? PASS_FOREIGN : PASS_WIDER;
+        if (m->error != NULL && m->error != Py_None)
+            break;
+        /* No partition (-1) or no offset (negative): what the methods return as None. */
+        if (p < 0 || m->offset < 0 || !a->known[p] || m->offset >= a->limit[p])
+            break;
+        if (n == sample) {
+            sample += every;
+            if (!a->has[p] || m->offset < a->lo[p] || m->offset >= a->hi[p])
+                break;
+            int ok = audit_one(m, p, header, route);
+            if (ok < 0)
+                return PASS_ERROR;
+            if (!ok)
+                break;
+        }
+        if (!a->seen[p]) {
+            a->seen[p] = 1;
+            a->first_seen[a->nseen++] = p;
+        }
+        a->last[p] = m->offset;
+    }
+    *end = n;
+    for (Py_ssize_t i = n; i < count; i++) {
+        PyObject *obj = PyList_GET_ITEM(batch, i);
+        if (Py_TYPE(obj) != message_type || ((MessageHead *)obj)->partition > MAX_PARTITION)
+            return PASS_FOREIGN;
+    }
+    return PASS_DONE;
+}
+
+/* Set up `a` over mem_a/mem_b for `size` partitions and fill the limits and spans. */
+static int scan_arrays(ScanArrays *a, Py_ssize_t size, int64_t *mem_a, char *mem_b,
+                       int32_t *first_seen, PyObject *limits, PyObject *spans, int audit) {
+    a->limit = mem_a;
+    a->lo = mem_a + size;
+    a->hi = mem_a + 2 * size;
+    a->last = mem_a + 3 * size;
+    a->known = mem_b;
+    a->has = mem_b + size;
+    a->seen = mem_b + 2 * size;
+    a->first_seen = first_seen;
+    a->nseen = 0;
+    if (size == 0)
+        return 0;
+    memset(mem_b, 0, 3 * (size_t)size);
+    if (fill_limits(limits, size, a->limit, a->known) < 0 ||
+        (audit && fill_spans(spans, size, a->lo, a->hi, a->has) < 0))
+        return -1;
+    return 0;
+}
+
 static PyObject *fc_scan(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 6) {
         PyErr_SetString(PyExc_TypeError, "scan(batch, every, limits, spans, header, route)");
@@ -205,82 +282,59 @@ static PyObject *fc_scan(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     }
     int audit = header != Py_None || route != Py_None;
     Py_ssize_t count = PyList_GET_SIZE(batch);
-    /* The arrays cover every partition the batch names (checked first: no allocation
-     * sized by a dict's keys). */
-    int32_t top = -1;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *obj = PyList_GET_ITEM(batch, i);
-        if (Py_TYPE(obj) != message_type)
-            Py_RETURN_NONE;
-        int32_t p = ((MessageHead *)obj)->partition;
-        if (p > MAX_PARTITION)
-            Py_RETURN_NONE;
-        if (p > top)
-            top = p;
-    }
-    Py_ssize_t size = (Py_ssize_t)top + 1;
     int64_t stack_a[STACK_PARTITIONS * 4];
     char stack_b[STACK_PARTITIONS * 3];
+    int32_t order[STACK_PARTITIONS];
     int64_t *mem_a = stack_a;
     char *mem_b = stack_b;
-    if (size > STACK_PARTITIONS) {
+    int32_t *first_seen = order;
+    PyObject *result = NULL, *out = NULL;
+    ScanArrays a;
+    Py_ssize_t n = 0;
+    /* First in one pass over stack arrays (nearly every topic has fewer partitions);
+     * a record of a partition past them starts again with arrays sized to the batch
+     * (a pass over it first: no allocation sized by a dict's keys). A retried pass
+     * reads the sampled headers again: reading them has no effect. */
+    if (scan_arrays(&a, STACK_PARTITIONS, mem_a, mem_b, first_seen, limits, spans, audit) < 0)
+        return NULL;
+    int pass = scan_pass(batch, count, STACK_PARTITIONS, every, audit, header, route, &a, &n);
+    if (pass == PASS_WIDER) {
+        int32_t top = -1;
+        for (Py_ssize_t i = 0; i < count; i++) {
+            PyObject *obj = PyList_GET_ITEM(batch, i);
+            if (Py_TYPE(obj) != message_type)
+                Py_RETURN_NONE;
+            int32_t p = ((MessageHead *)obj)->partition;
+            if (p > MAX_PARTITION)
+                Py_RETURN_NONE;
+            if (p > top)
+                top = p;
+        }
+        Py_ssize_t size = (Py_ssize_t)top + 1;
         mem_a = PyMem_Malloc(sizeof(int64_t) * 4 * (size_t)size);
         mem_b = PyMem_Malloc(3 * (size_t)size);
-        if (mem_a == NULL || mem_b == NULL) {
-            PyMem_Free(mem_a == stack_a ? NULL : mem_a);
-            PyMem_Free(mem_b == stack_b ? NULL : mem_b);
-            return PyErr_NoMemory();
-        }
-    }
-    int64_t *limit = mem_a, *lo = mem_a + size, *hi = mem_a + 2 * size, *last = mem_a + 3 * size;
-    char *known = mem_b, *has = mem_b + size, *seen = mem_b + 2 * size;
-    PyObject *result = NULL, *out = NULL;
-    int32_t order[STACK_PARTITIONS];
-    int32_t *first_seen = size > STACK_PARTITIONS ? NULL : order;
-    Py_ssize_t nseen = 0, n = 0;
-    if (size > 0) {
-        memset(known, 0, 3 * (size_t)size);
-        if (fill_limits(limits, size, limit, known) < 0 ||
-            (audit && fill_spans(spans, size, lo, hi, has) < 0))
-            goto done;
-    }
-    if (first_seen == NULL) {
         first_seen = PyMem_Malloc(sizeof(int32_t) * (size_t)size);
-        if (first_seen == NULL) {
+        if (mem_a == NULL || mem_b == NULL || first_seen == NULL) {
             PyErr_NoMemory();
             goto done;
         }
+        if (scan_arrays(&a, size, mem_a, mem_b, first_seen, limits, spans, audit) < 0)
+            goto done;
+        pass = scan_pass(batch, count, size, every, audit, header, route, &a, &n);
     }
-    for (n = 0; n < count; n++) {
-        MessageHead *m = (MessageHead *)PyList_GET_ITEM(batch, n);
-        if (m->error != NULL && m->error != Py_None)
-            break;
-        int32_t p = m->partition;
-        /* No partition (-1) or no offset (negative): what the methods return as None. */
-        if (p < 0 || m->offset < 0 || !known[p] || m->offset >= limit[p])
-            break;
-        if (audit && n % every == 0) {
-            if (!has[p] || m->offset < lo[p] || m->offset >= hi[p])
-                break;
-            int ok = audit_one(m, p, header, route);
-            if (ok < 0)
-                goto done;
-            if (!ok)
-                break;
-        }
-        if (!seen[p]) {
-            seen[p] = 1;
-            first_seen[nseen++] = p;
-        }
-        last[p] = m->offset;
+    if (pass == PASS_ERROR)
+        goto done;
+    if (pass == PASS_FOREIGN) {
+        result = Py_NewRef(Py_None);
+        goto done;
     }
     out = PyDict_New();
     if (out == NULL)
         goto done;
-    for (Py_ssize_t j = 0; j < nseen; j++) {
-        int32_t p = first_seen[j];
+    for (Py_ssize_t j = 0; j < a.nseen; j++) {
+        int32_t p = a.first_seen[j];
         PyObject *key = PyLong_FromLong(p);
-        PyObject *value = key == NULL ? NULL : PyLong_FromLongLong(last[p]);
+        PyObject *value = key == NULL ? NULL : PyLong_FromLongLong(a.last[p]);
         int failed = value == NULL || PyDict_SetItem(out, key, value) < 0;
         Py_XDECREF(key);
         Py_XDECREF(value);
@@ -290,11 +344,10 @@ static PyObject *fc_scan(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     result = Py_BuildValue("(nO)", n, out);
 done:
     Py_XDECREF(out);
-    if (first_seen != order)
-        PyMem_Free(first_seen);
     if (mem_a != stack_a) {
         PyMem_Free(mem_a);
         PyMem_Free(mem_b);
+        PyMem_Free(first_seen);
     }
     return result;
 }

@@ -55,5 +55,5 @@ def calls_rows(d: dict[str, Any]) -> list[dict[str, Any]]:
     grown = d.get("expansion_poll") or {}
     if grown:
         label = "`poll()` through an expansion 2 -> 3, from `subscribe()` (records/s)"
-        rows.append(_row(label, grown, "report", False))
+        rows.append(_row(label, grown, goals.get("expansion_poll", "report"), False))
     return rows

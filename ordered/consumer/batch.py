@@ -444,20 +444,26 @@ class BatchFilter:
     def delivered(self, last: dict[tuple[str, int], int]) -> None:
         """Record delivery up to ``last`` (offsets) and store the offsets to commit."""
         core = self._core
+        parts = core.parts
+        topics = core.layouts.topics
         store = []
         for key, offset in last.items():
-            part = core.parts.get(key)
-            stored: int | None = offset + 1
+            part = parts.get(key)
+            after = offset + 1
+            stored: int | None = after
             if part is not None:
-                part.position = offset + 1
-                view = core.layouts.topics[key[0]]
-                if view.ordered:
+                part.position = after
+                view = topics[key[0]]
+                gates = view.gates
+                # Only a source partition has boundaries to announce (check_marks does
+                # nothing else): asked here, the call is saved on every other one.
+                if gates is not None and gates.has_source_marks(key[1]):
                     self._announcer.check_marks(part)
                 # KIP order: no commit (auto-commit, or commit() of the stored offsets)
                 # may reach a source's boundary before maybe_revoked ran, nor move
                 # while the partition gives keys away in a pending epoch.
-                stored = part.ann.store_for(offset + 1, key[1] in view.pending_givers)
+                stored = part.ann.store_for(after, key[1] in view.pending_givers)
             if stored is not None:
                 store.append(TopicPartition(key[0], key[1], stored))
-        if core.config.store_offsets and store:
+        if store and core.config.store_offsets:
             core.consumer.store_offsets(offsets=store)
