@@ -154,6 +154,40 @@ def test_a_misrouted_sampled_key_ends_the_scan() -> None:
     )
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    partitions=st.lists(st.integers(0, 300), min_size=1, max_size=40),
+    gated=st.integers(0, 300),
+    keyed=st.booleans(),
+)
+def test_a_topic_wider_than_the_stack_arrays_scans_as_the_reference(
+    partitions: list[int], gated: int, keyed: bool
+) -> None:
+    """Partitions past 63 take the scan's second pass, with arrays sized to the batch."""
+    batch = [
+        Message(topic="t", partition=p, offset=10 + i, key=f"k{i}".encode())
+        for i, p in enumerate(partitions)
+    ]
+    limits: dict[int, Any] = {p: math.inf for p in set(partitions)}
+    limits[gated] = 20  # a gate: records of it at offset 20 or past end the scan
+    spans = {p: (0, math.inf) for p in set(partitions)}
+    route = (lambda key: int(key[1:]) % 301) if keyed else None
+    assert SCAN is not None
+    assert SCAN(batch, 3, limits, spans, None, route) == scan_batch(
+        batch, 3, limits, spans, None, route
+    )
+
+
+def test_a_partition_past_the_bound_anywhere_is_left_to_the_reference() -> None:
+    batch = _batch((0, 1), (1, 2))
+    batch.append(Message(topic="t", partition=70_000, offset=3, key=b"k"))
+    assert SCAN is not None
+    # The scan ends at the gate of partition 1, before the record past the bound: the
+    # answer does not depend on where it ended.
+    assert SCAN(batch, 1, {0: math.inf, 1: 0}, {}, None, None) is None
+    assert scan_batch(batch, 1, {0: math.inf, 1: 0}, {}, None, None) is None
+
+
 def test_other_objects_are_left_to_the_reference() -> None:
     assert SCAN is not None
     assert SCAN([object()], 1, {}, {}, None, None) is None
