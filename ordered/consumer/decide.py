@@ -93,7 +93,7 @@ class CommittedView:
     def log_start(self, partition: int) -> int:
         """The log start offset of ``partition``."""
         if partition not in self._starts:
-            self._starts[partition] = self._probe.log_start(self._topic, partition)
+            self._starts[partition] = self._probe.gate_log_start(self._topic, partition)
         return self._starts[partition]
 
 

@@ -20,14 +20,16 @@ SEEN_TTL = 1.0
 """Seconds a log start the consumer's own fetches saw stands in for the probe's first ask.
 
 A partition librdkafka fetches gets its log start with every fetch response, so the
-value is as old as the last one; a paused partition's may be older, hence the short
-trust (then the probe asks Kafka, as for a partition this consumer never fetched).
+value is as old as the last one; a paused partition's may be older, and one not fetched
+yet counts as 0, hence the short trust (then the probe asks Kafka, as it does at once
+for a partition not assigned to this consumer).
 """
 
 
 class _Known(NamedTuple):
     offset: int
     until: float  # monotonic time it is reused until
+    asked: bool  # Kafka's answer (else what the consumer's own fetches saw)
 
 
 class LogStartProbe:
@@ -38,17 +40,20 @@ class LogStartProbe:
     ``fetch.wait.max.ms``). A log start only grows, so an older value is a safe lower
     bound, and an unknown one counts as "nothing trimmed".
 
-    The first ask of a partition the consumer fetches itself needs no request: the log
-    start librdkafka saw last (``seen``) answers it for :data:`SEEN_TTL`. That takes
-    the probe's connection (about 10-25 ms on a first ask) off the first gate decision
-    after an assignment.
+    The gate rule's first ask of a partition assigned to the consumer
+    (:meth:`gate_log_start`) needs no request: the log start librdkafka saw on its last
+    fetch of it (``seen``; 0 before its first fetch) answers it for :data:`SEEN_TTL`.
+    That takes the probe's connection (about 10-25 ms on a first ask) off the first gate
+    decision after an assignment. A replay's start (:meth:`log_start`) is stored as the
+    offset to commit, so it is always Kafka's answer.
 
     Args:
         kafka_config: The consumer's librdkafka settings (callbacks are dropped).
         timeout: Seconds one request may take.
-        seen: The log start as of the consumer's own last fetch of a partition
-            (:meth:`Core.log_start_seen <ordered.consumer.state.Core.log_start_seen>`),
-            ``None`` when unknown; ``None``: the probe always asks.
+        seen: The log start as of the consumer's own last fetch of an assigned
+            partition (:meth:`Core.log_start_seen
+            <ordered.consumer.state.Core.log_start_seen>`), ``None`` for any other;
+            ``None``: the probe always asks.
     """
 
     def __init__(
@@ -68,16 +73,31 @@ class LogStartProbe:
         self._known: dict[tuple[str, int], _Known] = {}
 
     def log_start(self, topic: str, partition: int) -> int:
-        """The log start offset of ``topic``/``partition`` (a lower bound)."""
+        """The log start offset of ``topic``/``partition`` as Kafka answered (a lower bound).
+
+        At most :data:`LOG_START_TTL` old. For a replay's start (``OFFSET_BEGINNING``),
+        which is stored as the offset to commit: never what the fetches saw.
+        """
+        return self._lookup(topic, partition, False)
+
+    def gate_log_start(self, topic: str, partition: int) -> int:
+        """:meth:`log_start` for the gate rule, which may also take what the fetches saw.
+
+        A lower bound only keeps a gate closed longer: the first ask of an assigned
+        partition takes ``seen`` (for :data:`SEEN_TTL`) instead of a request.
+        """
+        return self._lookup(topic, partition, True)
+
+    def _lookup(self, topic: str, partition: int, seen_ok: bool) -> int:
         key = (topic, partition)
         now = time.monotonic()
         cached = self._known.get(key)
-        if cached is not None and now < cached.until:
+        if cached is not None and now < cached.until and (cached.asked or seen_ok):
             return cached.offset
-        if cached is None and self._seen is not None:
+        if seen_ok and cached is None and self._seen is not None:
             seen = self._seen(topic, partition)
             if seen is not None:
-                self._known[key] = _Known(seen, now + SEEN_TTL)
+                self._known[key] = _Known(seen, now + SEEN_TTL, False)
                 return seen
         known = cached.offset if cached is not None else 0
         if self._client is None:
@@ -89,7 +109,7 @@ class LogStartProbe:
             known = max(known, int(low))
         except KafkaException as exc:
             _log.debug("log start of %s[%d] unknown: %s", topic, partition, exc)
-        self._known[key] = _Known(known, now + LOG_START_TTL)
+        self._known[key] = _Known(known, now + LOG_START_TTL, True)
         return known
 
     def close(self) -> None:

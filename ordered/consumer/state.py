@@ -195,10 +195,14 @@ class Core:
     def log_start_seen(self, topic: str, partition: int) -> int | None:
         """The partition's log start as of librdkafka's last fetch (no request).
 
-        ``None`` while none is known (not fetched by this consumer yet).
+        ``None`` for a partition not assigned here. An assigned one that librdkafka has
+        not fetched yet (its first fetch may still be on the way while another
+        partition's records arrive): ``0``, which no log start is below.
         """
+        if (topic, partition) not in self.parts:
+            return None
         low = _cached_watermarks(self.consumer, topic, partition)[0]
-        return low if low >= 0 else None
+        return max(low, 0)
 
     def dropped(self, part: PartState) -> None:
         """``part`` left the assignment: a held one stops waiting (its gate is dropped)."""

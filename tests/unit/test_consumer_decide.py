@@ -46,6 +46,9 @@ class Probe:
     def log_start(self, topic: str, partition: int) -> int:
         return 0
 
+    def gate_log_start(self, topic: str, partition: int) -> int:
+        return 0
+
 
 def setup(
     offsets: dict[int, int], fail: bool = False

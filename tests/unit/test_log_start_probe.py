@@ -54,45 +54,56 @@ def probe_with(client: Client, seen: dict[tuple[str, int], int] | None) -> LogSt
 def test_a_log_start_the_fetches_saw_answers_the_first_ask_without_a_request(clock: Clock) -> None:
     client = Client(low=7)
     probe = probe_with(client, {("t", 0): 5})
-    assert probe.log_start("t", 0) == 5
+    assert probe.gate_log_start("t", 0) == 5
     clock.now += SEEN_TTL / 2
-    assert probe.log_start("t", 0) == 5
+    assert probe.gate_log_start("t", 0) == 5
     assert client.asked == []
 
 
 def test_after_its_short_trust_the_probe_asks_kafka(clock: Clock) -> None:
     client = Client(low=7)
     probe = probe_with(client, {("t", 0): 5})
-    probe.log_start("t", 0)
+    probe.gate_log_start("t", 0)
     clock.now += SEEN_TTL
-    assert probe.log_start("t", 0) == 7
+    assert probe.gate_log_start("t", 0) == 7
     assert client.asked == [("t", 0)]
     # Kafka's answer is reused for the probe's own, longer, time.
     clock.now += LOG_START_TTL - 0.01
-    assert probe.log_start("t", 0) == 7
+    assert probe.gate_log_start("t", 0) == 7
     assert client.asked == [("t", 0)]
 
 
-def test_a_partition_the_fetches_never_saw_is_asked_at_once(clock: Clock) -> None:
+def test_a_partition_assigned_to_another_member_is_asked_at_once(clock: Clock) -> None:
     client = Client(low=7)
     probe = probe_with(client, {("t", 0): 5})
-    assert probe.log_start("t", 1) == 7
+    assert probe.gate_log_start("t", 1) == 7
     assert client.asked == [("t", 1)]
 
 
 def test_the_answer_never_goes_below_one_seen_before(clock: Clock) -> None:
     client = Client(low=3)  # a lagging replica's answer: below what was seen
     probe = probe_with(client, {("t", 0): 5})
-    probe.log_start("t", 0)
+    probe.gate_log_start("t", 0)
     clock.now += SEEN_TTL
-    assert probe.log_start("t", 0) == 5
+    assert probe.gate_log_start("t", 0) == 5
+
+
+def test_a_replays_start_is_always_kafkas_answer(clock: Clock) -> None:
+    """It is stored as the offset to commit: a lower bound from the fetches (0 before
+    the first one) would commit an offset below the log."""
+    client = Client(low=7)
+    probe = probe_with(client, {("t", 0): 0})
+    assert probe.gate_log_start("t", 0) == 0  # the gate rule takes what was seen
+    assert probe.log_start("t", 0) == 7  # the replay asks Kafka all the same
+    assert client.asked == [("t", 0)]
+    assert probe.gate_log_start("t", 0) == 7  # and the gate rule takes the better answer
 
 
 def test_without_seen_every_first_ask_is_a_request(clock: Clock) -> None:
     client = Client(low=7)
     probe = probe_with(client, None)
     probe._seen = None
-    assert probe.log_start("t", 0) == 7
+    assert probe.gate_log_start("t", 0) == 7
     assert client.asked == [("t", 0)]
 
 
@@ -108,7 +119,9 @@ def test_the_consumer_passes_librdkafkas_cached_log_start() -> None:
             return self.low, 90
 
     core: Any = Core.__new__(Core)
+    core.parts = {("t", 0): object()}
     core.consumer = Consumer(12)
     assert core.log_start_seen("t", 0) == 12 and core.log_end("t", 0) == 90
-    core.consumer = Consumer(-1001)  # never fetched
-    assert core.log_start_seen("t", 0) is None
+    core.consumer = Consumer(-1001)  # assigned, not fetched yet: nothing is below 0
+    assert core.log_start_seen("t", 0) == 0
+    assert core.log_start_seen("t", 1) is None  # not assigned here: the probe asks Kafka
