@@ -11,10 +11,10 @@ every record of it handed over meanwhile joins the stash. Entering a held state 
 for a pause (confluent ``pause``), leaving one for a resume (:class:`Change`); the owner
 (``Core.fire``) pauses librdkafka only when the partition's log reaches beyond its
 share of the pre-fetch window past the held records, or once the stash outgrows that
-share (see there why). Pausing makes librdkafka drop what it pre-fetched for the partition and
-restart, on resume, right after the last record it handed to the wrapper. The stash
-saves the refetch after a seek, which librdkafka only starts at its next fetch cycle
-(up to a second).
+share (see there why). Pausing makes librdkafka drop what it pre-fetched for the
+partition and restart, on resume, right after the last record it handed to the
+wrapper. The stash saves the refetch after a seek, which librdkafka only starts at
+its next fetch cycle (up to a second).
 
 The *limit* is the lowest offset at which a record must consult the gate rule: the
 next boundary of the partition not known to be open (``inf``: none), or ``-1`` (every

@@ -109,30 +109,25 @@ def split_batch(batch: list[Any], held: dict[int, list[Any]]) -> list[Any]:
     return free
 
 
-def _compiled() -> Scan | None:
+def _bound() -> Any | None:
+    """``ordered._fastconsume`` once bound to confluent's ``Message`` layout, else ``None``."""
     module = compiled_consume_module()
     if module is None:
         return None
-    # The compiled scan reads confluent's Message struct: only once a probe reads back.
+    # The compiled helpers read confluent's Message struct: only once a probe reads back.
     probe = Message(topic="probe", partition=4242, offset=1_234_567_890_123, key=b"probe")
     if not module.bind(probe, 4242, 1_234_567_890_123, b"probe"):
         return None
-    scan: Scan = module.scan
-    return scan
+    return module
 
 
-SCAN: Scan | None = _compiled()
+_MODULE = _bound()
+
+SCAN: Scan | None = None if _MODULE is None else _MODULE.scan
 """The compiled :func:`scan_batch` when built and bound, else ``None``."""
 
-
-def _compiled_split() -> Split | None:
-    module = compiled_consume_module() if SCAN is not None else None
-    split: Split | None = getattr(module, "split", None)
-    return split
-
-
-SPLIT: Split | None = _compiled_split()
-"""The compiled :func:`split_batch` (bound with :data:`SCAN`), else ``None``."""
+SPLIT: Split | None = None if _MODULE is None else _MODULE.split
+"""The compiled :func:`split_batch` when built and bound, else ``None``."""
 
 SCAN_MOST = 2000
 """The largest batch the filter scans in C.
