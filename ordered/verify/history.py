@@ -15,6 +15,10 @@ one clock for every process of the machine, so events of different processes com
 * ``dlv``: a record a reader delivered to its application: ``g`` group, ``r`` reader
   id, ``n`` the reader's pass number, ``p``, ``k``, ``s``, ``tp``, ``o``, ``e`` the
   epoch the record was routed under (its epoch header, ``-1`` without one).
+* ``cmt``: a committed offset of group ``g`` as reader ``r`` learnt it: ``t`` topic,
+  ``tp`` partition, ``o`` the offset committed (the next record to read), ``why``:
+  ``commit`` (the reader's own commit), ``boundary`` (the consumer's boundary commit)
+  or ``read`` (read back from Kafka); ``ts`` is never earlier than the commit.
 * ``pass``: a reader starts a new pass (``why``: ``start``, ``assign``, ``revoke``,
   ``lost``, ``seek``): ``g``, ``r``, ``n``.
 * ``reset``: a group's committed offsets were reset while none of its members ran: ``g``.

@@ -5,6 +5,14 @@ pass, producer, key, sequence, partition, offset, epoch) *before* its offset is
 committed, so a record the group counts as consumed is always in the history, whatever
 kills the process. The reader numbers its passes: a new pass starts at every change of
 its assignment and at every seek (the checker checks each pass's order on its own).
+
+The reader also records the group's committed offsets as it learns them (``cmt``: group,
+reader, topic ``t``, partition, offset, ``why``), so the checker can tell a commit that
+passed a record no member delivered: ``commit`` after each of its own commits that
+succeeded (what Kafka answered, per partition), ``boundary`` for each boundary commit the
+consumer made on its own (its ``on_announcement`` hook), and ``read`` for the committed
+offsets of its assignment, read back from Kafka as it closes (whoever committed them). A
+commit is recorded once per reader and partition while its offset stays the same.
 """
 
 from __future__ import annotations
@@ -55,6 +63,16 @@ def _epoch_of(msg: Any) -> int:
     return -1
 
 
+class _CommitHook:
+    """Records the consumer's own boundary commits (on the thread that polls)."""
+
+    def __init__(self, reader: VerifiableReader) -> None:
+        self._reader = reader
+
+    def on_announcement(self, group: str, topic: str, partition: int, offset: int) -> None:
+        self._reader.record_commit(topic, partition, offset, "boundary")
+
+
 class VerifiableReader:
     """A member of consumer group ``group`` that records what it delivers.
 
@@ -88,7 +106,11 @@ class VerifiableReader:
         self.delivered = 0
         self.pass_no = 0
         self._history = HistoryWriter(history)
-        self._consumer = OrderedConsumer({**config, "group.id": group, "enable.auto.commit": False})
+        self._committed: dict[tuple[str, int], int] = {}
+        hooks = [*config.get("ordered.hooks", ()), _CommitHook(self)]
+        self._consumer = OrderedConsumer(
+            {**config, "group.id": group, "enable.auto.commit": False, "ordered.hooks": hooks}
+        )
         self._new_pass("start")
 
     @property
@@ -160,12 +182,52 @@ class VerifiableReader:
         return count
 
     def commit(self) -> None:
-        """Commit what was delivered (synchronously); errors a rebalance explains are ignored."""
+        """Commit what was delivered (synchronously); errors a rebalance explains are ignored.
+
+        Each partition the commit answered for (no error, an offset) is recorded (``cmt``).
+        """
         try:
-            self._consumer.commit(asynchronous=False)
+            result = self._consumer.commit(asynchronous=False)
         except KafkaException as exc:
             if exc.args[0].code() not in _RETRIED_COMMIT_ERRORS:
                 raise
+            return
+        for tp in result or ():
+            if tp.error is None:
+                self.record_commit(tp.topic, tp.partition, tp.offset, "commit")
+        self._history.flush()
+
+    def record_commit(self, topic: str, partition: int, offset: int, why: str) -> None:
+        """Queue a ``cmt`` event: the group's committed ``offset`` of ``partition``.
+
+        Nothing is queued for an offset that is not one (negative: nothing committed),
+        nor for a commit of the offset this reader recorded last for the partition: the
+        earlier event says more (a commit is checked against what was delivered before
+        its time). What the reader reads back (``read``) is always recorded.
+        """
+        if offset < 0:
+            return
+        if why != "read" and self._committed.get((topic, partition)) == offset:
+            return
+        self._committed[(topic, partition)] = offset
+        event: dict[str, Any] = {"ev": "cmt", "g": self.group, "r": self.reader_id, "t": topic}
+        event.update(tp=partition, o=offset, why=why)
+        self._history.add(event)
+
+    def _record_committed(self, timeout: float = 5.0) -> None:
+        """Record the committed offsets of the assignment as Kafka has them (``read``)."""
+        try:
+            assigned = self._consumer.assignment()
+            if not assigned:
+                return
+            wanted = [TopicPartition(tp.topic, tp.partition) for tp in assigned]
+            found = self._consumer.committed(wanted, timeout=timeout)
+        except (KafkaException, RuntimeError):
+            return  # a reader that cannot ask any more has nothing more to record
+        for tp in found or ():
+            if tp.error is None:
+                self.record_commit(tp.topic, tp.partition, tp.offset, "read")
+        self._history.flush()
 
     def seek_to_beginning(self) -> list[int]:
         """Seek every assigned partition back to its log start; a new pass. Returns them."""
@@ -193,8 +255,9 @@ class VerifiableReader:
                 return
 
     def close(self) -> None:
-        """Close the consumer and the history."""
+        """Record the assignment's committed offsets, close the consumer and the history."""
         try:
+            self._record_committed()
             self._consumer.close()
         finally:
             self._history.close()
