@@ -12,7 +12,32 @@ It reads the events of :mod:`ordered.verify.history` and checks, for each group:
 * **nothing lost**: every record a producer's delivery report acked was delivered to
   the group (for the groups that must be complete). A lost record below a log start
   offset seen in the history is reported as trimmed before the group delivered it;
-* **duplicates**: deliveries beyond the first, counted (at-least-once allows them).
+* **duplicates**: deliveries beyond the first, counted (at-least-once allows them);
+* **no commit past an undelivered record** (``committed_past_undelivered``): for the
+  groups that must be complete, except the exactly-once groups (they read another
+  topic, whose offsets are not the acks'), every commit a ``cmt`` event records (a
+  reader's own commits, the consumer's boundary commits, the committed offsets a
+  reader read back before it closed) is compared with the acked records of its
+  partition. An acked record at ``(partition, offset)`` is reported when some
+  commit of the group on that partition is *higher* than ``offset`` (the committed
+  offset is the next record to read: everything below it counts as consumed) while
+  no member of the group had delivered that place at or before the commit's time.
+  Each record is reported once per group, with the first commit that passed it.
+  Deliveries are recorded before their commits (:mod:`ordered.verify.reader`), so a
+  commit of records the group delivered never counts, whoever delivered them.
+  A commit at or below the record never counts: the lower commits of a seek back, a
+  rewind or an offset reset (the ``replay`` group) pass nothing, and the later,
+  higher commits of a replay pass only records the group delivered before. A record
+  delivered *after* a commit passed it is still reported (at that time the group
+  counted as consumed a record no member had delivered: a crash then would have
+  lost it; ``delivered_later`` in the sample), and a record that was never
+  delivered is reported here as well as lost: whether or not a trim removed it
+  later, the commit names how it was lost. A commit's time is when the reader
+  recorded it (after the commit returned, or when it read the offsets back), never
+  earlier than the commit itself, so a later delivery is never mistaken for an
+  earlier one. Only the commits the histories record are checked: a group that
+  recorded none (Spark, the JVM readers) has no ``commits`` in its figures. With
+  ``topic`` given, commits on other topics are left out.
 
 Every violation names the key, the producer, both records' sequences, partitions,
 offsets and epochs, who delivered them and in which pass. The checker is pure: no
@@ -22,6 +47,7 @@ Kafka, no ZooKeeper, only the events.
 from __future__ import annotations
 
 import sys
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -30,7 +56,8 @@ from typing import Any, NamedTuple
 __all__ = ["Delivery", "PauseProof", "Verdict", "Violation", "check"]
 
 MAX_REPORTED = 50
-"""Violations and lost records listed in full per kind; the counts are always exact."""
+"""Violations, lost records and records committed past listed in full per kind; the
+counts are always exact."""
 
 
 class Delivery(NamedTuple):
@@ -121,11 +148,20 @@ class Verdict:
         nacked: Records whose delivery failed (not required anywhere).
         groups: Per group: ``delivered`` (distinct records), ``deliveries``,
             ``duplicates``, ``replayed`` (deliveries in reset or seek passes that repeat
-            a record), ``copies`` (records delivered from two places), ``lost``.
+            a record), ``copies`` (records delivered from two places), ``lost``; for a
+            group whose commits were checked also ``commits`` (commit events checked)
+            and ``committed_past_undelivered``.
         violations: Order violations (at most :data:`MAX_REPORTED` per check listed).
         violation_count: Their exact number.
         lost: Acked records some complete group never got (listed up to the cap).
         lost_count: Their exact number, summed over groups.
+        committed_past: Acked records a group's commit passed while no member of the
+            group had delivered them (listed up to the cap): group, producer, seq, key,
+            partition, offset, ``committed`` (the offset committed), ``committed_by``
+            (the reader that recorded the commit), ``commit`` (``commit``, ``boundary``
+            or ``read``), ``commit_ts``, ``delivered_later`` (delivered by some member
+            after that commit).
+        committed_past_count: Their exact number, summed over groups.
         duplicates: Deliveries beyond the first, summed over groups.
         mismatched: Deliveries whose key differs from the key the producer acked.
         copies: Records found at two places of a topic that must hold them once,
@@ -144,6 +180,8 @@ class Verdict:
     violation_count: int = 0
     lost: list[dict[str, Any]] = field(default_factory=list)
     lost_count: int = 0
+    committed_past: list[dict[str, Any]] = field(default_factory=list)
+    committed_past_count: int = 0
     duplicates: int = 0
     mismatched: int = 0
     copies: int = 0
@@ -152,9 +190,10 @@ class Verdict:
 
     @property
     def holds(self) -> bool:
-        """No order violation, nothing lost, no corrupted record."""
+        """No order violation, nothing lost or committed past, no corrupted record."""
         clean = self.mismatched == 0 and self.copies == 0
-        return self.violation_count == 0 and self.lost_count == 0 and clean
+        complete = self.lost_count == 0 and self.committed_past_count == 0
+        return self.violation_count == 0 and complete and clean
 
     def to_dict(self) -> dict[str, Any]:
         """The verdict as a JSON-ready dict."""
@@ -167,6 +206,8 @@ class Verdict:
             "violation_samples": [v.to_dict() for v in self.violations],
             "lost": self.lost_count,
             "lost_samples": self.lost,
+            "committed_past_undelivered": self.committed_past_count,
+            "committed_past_samples": self.committed_past,
             "duplicates": self.duplicates,
             "mismatched": self.mismatched,
             "copies": self.copies,
@@ -210,6 +251,26 @@ class _OrderCheck:
         return True
 
 
+class _Commit(NamedTuple):
+    """A group's committed offset on a partition, as a reader recorded it."""
+
+    ts: int
+    partition: int
+    offset: int
+    reader: str
+    why: str
+
+
+def _commit(ev: dict[str, Any]) -> _Commit:
+    return _Commit(
+        int(ev["ts"]),
+        int(ev["tp"]),
+        int(ev["o"]),
+        sys.intern(str(ev.get("r", ""))),
+        sys.intern(str(ev.get("why", "commit"))),
+    )
+
+
 def _delivery(ev: dict[str, Any]) -> Delivery:
     # Interned: a long run holds millions of deliveries of a few hundred keys and ids.
     return Delivery(
@@ -229,6 +290,7 @@ def check(
     events: Iterable[dict[str, Any]],
     complete_groups: Iterable[str] | None = None,
     exactly_once_groups: Iterable[str] = (),
+    topic: str | None = None,
 ) -> Verdict:
     """Check the events of a run (any order; they are sorted by time here).
 
@@ -239,7 +301,10 @@ def check(
         exactly_once_groups: Groups reading a topic that must hold every record once:
             a record found at more places (partition, offset) there than in the input
             topic (as the other groups saw it) is a violation (``copies``; elsewhere
-            copies are only counted: at-least-once allows them).
+            copies are only counted: at-least-once allows them). Their commits are
+            not compared with the acks (their offsets are the other topic's).
+        topic: The topic the producers wrote (their acks carry no topic): commits
+            recorded on another topic are left out (default: every commit counts).
 
     Returns:
         The :class:`Verdict`.
@@ -251,10 +316,14 @@ def check(
     lows: dict[int, list[tuple[int, int]]] = defaultdict(list)
     pause_marks: dict[str, list[tuple[int, str]]] = defaultdict(list)
     seeks: set[tuple[str, int]] = set()
+    commits: dict[str, list[_Commit]] = defaultdict(list)
     for ev in events:
         kind = ev.get("ev")
         if kind == "dlv":
             deliveries[str(ev["g"])].append(_delivery(ev))
+        elif kind == "cmt":
+            if topic is None or ev.get("t", topic) == topic:
+                commits[str(ev["g"])].append(_commit(ev))
         elif kind == "ack":
             acked[(str(ev["p"]), int(ev["s"]))] = (str(ev["k"]), int(ev["tp"]), int(ev["o"]))
         elif kind == "nack":
@@ -272,12 +341,20 @@ def check(
     exactly_once = set(exactly_once_groups)
     input_places: dict[tuple[str, int], int] = {}
     output_places: dict[str, dict[tuple[str, int], int]] = {}
+    by_place: list[tuple[tuple[str, int], tuple[str, int, int]]] | None = None
     for group in sorted(set(deliveries) | wanted):
         found = deliveries.get(group, [])
         stats = _check_group(group, found, resets.get(group, []), seeks, acked, out)
         lost = _lost(group, stats.pop("_delivered_set"), acked, lows, out) if group in wanted else 0
         multi: dict[tuple[str, int], int] = stats.pop("_multi")
         stats["lost"] = lost
+        if group in wanted and group not in exactly_once and commits.get(group):
+            if by_place is None:
+                by_place = sorted(acked.items(), key=lambda a: a[1][1:])
+            stats["commits"] = len(commits[group])
+            stats["committed_past_undelivered"] = _committed_past(
+                group, found, commits[group], by_place, out
+            )
         out.groups[group] = stats
         if group in exactly_once:
             output_places[group] = multi
@@ -374,6 +451,71 @@ def _lost(
                 }
             )
     out.lost_count += count
+    return count
+
+
+def _committed_past(
+    group: str,
+    found: list[Delivery],
+    commits: list[_Commit],
+    by_place: list[tuple[tuple[str, int], tuple[str, int, int]]],
+    out: Verdict,
+) -> int:
+    """Count (and sample) the acked records a commit of ``group`` passed undelivered.
+
+    ``found`` is sorted by time (:func:`_check_group`); ``by_place`` holds the acks,
+    (record id, (key, partition, offset)), by partition and offset. Per partition, the
+    commits in time order with their running maximum: the first commit higher than an
+    offset is the earliest that passed it, so the record is reported when that commit
+    came before the record's first delivery to the group (or it never came).
+    """
+    first_at: dict[tuple[int, int], int] = {}
+    for d in found:
+        first_at.setdefault((d.partition, d.offset), d.ts)
+    by_partition: dict[int, list[_Commit]] = defaultdict(list)
+    for c in commits:
+        if c.offset >= 0:
+            by_partition[c.partition].append(c)
+    ordered: dict[int, tuple[list[_Commit], list[int]]] = {}
+    for partition, found_commits in by_partition.items():
+        found_commits.sort(key=lambda c: (c.ts, c.offset))
+        highest: list[int] = []
+        top = -1
+        for c in found_commits:
+            top = max(top, c.offset)
+            highest.append(top)
+        ordered[partition] = (found_commits, highest)
+    count = 0
+    for rid, (key, partition, offset) in by_place:
+        entry = ordered.get(partition)
+        if entry is None:
+            continue
+        in_time, highest = entry
+        at = bisect_right(highest, offset)
+        if at == len(highest):
+            continue  # no commit of the group on this partition went past the record
+        passed = in_time[at]
+        delivered = first_at.get((partition, offset))
+        if delivered is not None and delivered <= passed.ts:
+            continue  # delivered before (or with) the first commit past it
+        count += 1
+        if len(out.committed_past) < MAX_REPORTED:
+            out.committed_past.append(
+                {
+                    "group": group,
+                    "producer": rid[0],
+                    "seq": rid[1],
+                    "key": key,
+                    "partition": partition,
+                    "offset": offset,
+                    "committed": passed.offset,
+                    "committed_by": passed.reader,
+                    "commit": passed.why,
+                    "commit_ts": passed.ts,
+                    "delivered_later": delivered is not None,
+                }
+            )
+    out.committed_past_count += count
     return count
 
 
