@@ -181,7 +181,9 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
         say("cluster stopped; checking the histories")
         groups = sorted({s.group for s in slots.slots.values() if s.kind == "reader"})
         histories = sorted((workdir / "history").glob("*.jsonl"))
-        verdict = check(read_events(histories), groups, ["eosout"] if options.eos else [])
+        verdict = check(
+            read_events(histories), groups, ["eosout"] if options.eos else [], topic=TOPIC
+        )
         result = verdict.to_dict()
         kinds = Counter(runner.fault_kinds)
         result.update(

@@ -81,6 +81,7 @@ def _text(r: dict[str, Any]) -> str:
         f"verdict: {'HOLDS' if r['holds'] else 'VIOLATED'} (seed {r['seed']}, "
         f"schedule {r['schedule_digest']})",
         f"records acked {r['records']}, order violations {r['violations']}, lost {r['lost']}, "
+        f"committed past undelivered {r['committed_past_undelivered']}, "
         f"duplicates {r['duplicates']}, copies in the exactly-once output {r['copies']}",
         f"faults {r['faults']} ({kinds}); layout changes {r['layout_changes']}; "
         f"process kills {r['process_kills']}",
@@ -96,6 +97,8 @@ def _text(r: dict[str, Any]) -> str:
         lines.append("violation: " + json.dumps(v, sort_keys=True))
     for lost in r["lost_samples"][:10]:
         lines.append("lost: " + json.dumps(lost, sort_keys=True))
+    for passed in r["committed_past_samples"][:10]:
+        lines.append("committed past undelivered: " + json.dumps(passed, sort_keys=True))
     if "spark_logs" in r:
         logs = r["spark_logs"]
         lines.append(
