@@ -86,10 +86,15 @@ class Announcer:
             The boundary positions committed now.
         """
         core = self._core
+        # A partition with records in the consume() call running now (its service step,
+        # a rebalance callback inside it): the application does not have them yet, and
+        # the position they took it to is not for a commit. Its announcement runs after
+        # the call returns them (a revocation first takes them out: withdraw_call).
+        held = core.call_stores or ()
         due = [
             part
             for key, part in sorted(core.parts.items())
-            if part.ann.state is not _I and (only is None or key in only)
+            if part.ann.state is not _I and (only is None or key in only) and key not in held
         ]
         done: list[Any] = []
         if not due:

@@ -9,6 +9,8 @@ Lifecycle of one partition's announcement (:class:`AnnounceState`)::
     DUE/TOLD --COMMITTED--> IDLE   the boundary commit succeeded
     TOLD --TOLD--> TOLD            a commit that failed is retried without the callback
     TOLD --RELEASED--> IDLE        application commit mode: the application commits
+    DUE/TOLD --WITHDRAWN--> IDLE   revoked with the records that reached the boundary
+                                   never given (the next owner reads them again)
 
 Any other (state, event) pair is a :class:`~coordinator.client.errors.StateTransitionError`.
 """
@@ -37,6 +39,7 @@ class AnnounceEvent(enum.Enum):
     TOLD = "told"
     COMMITTED = "committed"
     RELEASED = "released"
+    WITHDRAWN = "withdrawn"
 
 
 _I, _D, _T = AnnounceState.IDLE, AnnounceState.DUE, AnnounceState.TOLD
@@ -50,6 +53,8 @@ ANNOUNCE_TRANSITIONS: dict[tuple[AnnounceState, AnnounceEvent], AnnounceState] =
     (_D, AnnounceEvent.COMMITTED): _I,
     (_T, AnnounceEvent.COMMITTED): _I,
     (_T, AnnounceEvent.RELEASED): _I,
+    (_D, AnnounceEvent.WITHDRAWN): _I,
+    (_T, AnnounceEvent.WITHDRAWN): _I,
 }
 """Every allowed (state, event) pair and the state it leads to."""
 
@@ -114,6 +119,22 @@ class Announcement:
         self.stored = self.position
         self.announced = max(self.announced, self.position)
         return self.position
+
+    def withdraw(self, first: int) -> None:
+        """Records from ``first`` on were taken back before the application had them.
+
+        The position to commit falls back to ``first``: still at or past the boundary,
+        the announcement stays (due again: its callback runs for the new position);
+        below it, the boundary was not reached, and the announcement ends.
+        """
+        if self.state is _I or self.position <= first:
+            return
+        if self.mark is not None and first >= self.mark:
+            self._set_state(AnnounceEvent.REACHED)
+            self.position = first
+            return
+        self._set_state(AnnounceEvent.WITHDRAWN)
+        self.mark = None
 
     def store_for(self, offset: int, pending_giver: bool) -> int | None:
         """The offset to store after delivering up to ``offset`` (exclusive), or ``None``.

@@ -465,5 +465,30 @@ class BatchFilter:
                 stored = part.ann.store_for(after, key[1] in view.pending_givers)
             if stored is not None:
                 store.append(TopicPartition(key[0], key[1], stored))
+        held = core.call_stores
+        if held is not None:
+            # A consume() call holds these records until it returns: they are stored
+            # then (store_call), so no commit meanwhile (auto-commit, a revocation's)
+            # covers a record the application was not given.
+            for key in last:
+                held.setdefault(key, None)
+            for tp in store:
+                held[(tp.topic, tp.partition)] = tp.offset
+            return
         if store and core.config.store_offsets:
+            core.consumer.store_offsets(offsets=store)
+
+    def store_call(self) -> None:
+        """The consume() call returns its records: store their offsets, end the call's hold."""
+        core = self._core
+        held = core.call_stores
+        core.call_stores = None
+        if not held or not core.config.store_offsets:
+            return
+        store = [
+            TopicPartition(topic, partition, offset)
+            for (topic, partition), offset in held.items()
+            if offset is not None and (topic, partition) in core.parts
+        ]
+        if store:
             core.consumer.store_offsets(offsets=store)

@@ -85,6 +85,7 @@ class CallPath:
         self._batch: list[Any] = []  # the served batch
         self._stack: list[Any] = _EMPTY  # its records not handed out (what `left` was)
         self._done = 0  # records of it whose delivery is recorded
+        self._moved = 0  # the fetcher's partitions taken away when it was served
         self._topic = ""
         self._last: dict[tuple[str, int], int] = {}  # the served batch's last offsets
         self._halts = 0
@@ -134,6 +135,11 @@ class CallPath:
         self._stack = _EMPTY
         self._batch = []
         self._done = 0
+        if rest and self._fetcher.moved != self._moved:
+            # A partition revoked while the batch was served (only a consume() fill
+            # calls librdkafka then): its records are not ours to hand out.
+            parts = self._core.parts
+            rest = [m for m in rest if (m.topic(), m.partition()) in parts]
         if rest:
             self._fetcher.ready.push_front(rest)
 
@@ -163,6 +169,7 @@ class CallPath:
             return None
         self._batch = batch
         self._done = 0
+        self._moved = fetcher.moved
         self._topic = topic
         self._last = last
         stack = self._stack = batch[::-1]
@@ -273,6 +280,10 @@ class CallPath:
         # takes its records out of `out` (Fetcher.withdraw): the application never
         # gets them.
         self._fetcher.filling = out
+        # Until the call returns, the records it holds are not the application's: their
+        # offsets are stored on return, and no announcement of their partitions runs
+        # (Core.call_stores; a revocation takes them out, Fetcher.withdraw).
+        self._core.call_stores = {}
         try:
             whole = self._fill(out, num_messages, deadline)
             if whole is not None:
@@ -286,6 +297,7 @@ class CallPath:
             self.left = _EMPTY  # the next call is a slow one: it raises
         finally:
             self._fetcher.filling = None
+            self._filter.store_call()
         return out
 
     def _fill(self, out: list[Any], num_messages: int, deadline: float | None) -> list[Any] | None:
@@ -301,14 +313,16 @@ class CallPath:
         fetcher = self._fetcher
         small = num_messages < POLL_BATCH
         while True:
-            if out and upkeep.announcing():
-                # Records of this call reached a source's boundary: its announcement
-                # (maybe_revoked, the boundary's commit) runs at the next call, once the
-                # application has them, never before (KIP-253's order).
-                return None
             need = num_messages - len(out)
             halts = self._halts
             self._service(halts)
+            if out and upkeep.announcing():
+                # Records of this call reached a source's boundary (delivered by the last
+                # round, or a history the service step just read puts one below them):
+                # its announcement (maybe_revoked, the boundary's commit) runs at the
+                # next call, once the application has them, never before (KIP-253's
+                # order), and no librdkafka call (a revocation) comes in between.
+                return None
             if upkeep.unstash():
                 self._rejected = False
             stashed = upkeep.take_stash(need)
@@ -338,8 +352,9 @@ class CallPath:
                 served = self._serve(halts)
                 if served is not None:
                     out += take(served, need)
-                    if not served:
-                        self.account()  # all of it handed out: recorded now
+                    # Recorded now, before any other librdkafka call: a revocation in
+                    # there takes them out of the call with their partition's position.
+                    self.account()
                     if len(out) >= num_messages:
                         return None
                     continue

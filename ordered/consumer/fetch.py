@@ -393,6 +393,11 @@ class Fetcher:
         self.ready = ReadyRecords(rest)
         return mine
 
+    @property
+    def moved(self) -> int:
+        """How many partitions were taken away so far (a revocation, a loss, an unassign)."""
+        return self._moved
+
     def withdraw(self, key: tuple[str, int]) -> int | None:
         """Take the records of ``key`` out of the consume() call running now (revoked).
 

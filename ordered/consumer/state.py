@@ -91,6 +91,11 @@ class Core:
         # The replay rules (ordered.consumer.replay). False exists only for the tests
         # that show the rules are what keeps a replay in order.
         self.replay_guard = True
+        # While a consume() call holds records it has not returned yet: each partition
+        # with records in it -> the offset to store once the call returns them (None:
+        # nothing to store). No commit, stored offset or announcement may pass a record
+        # the application was not given (see CallPath.consume); None between calls.
+        self.call_stores: dict[tuple[str, int], int | None] | None = None
 
     def check_gates_at(self, when: float) -> None:
         """Re-check closed gates at ``when`` (``time.monotonic()``; 0.0: at the next service).

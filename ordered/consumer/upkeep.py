@@ -125,18 +125,44 @@ class ConsumerUpkeep:
             self._core.dropped(part)
         self.filter.update_single()
         self.fetcher.take_partition(key)
-        first = self.fetcher.withdraw(key)
-        if first is not None and self._core.config.store_offsets:
-            # Their offsets were stored as delivered: a commit at the revocation (auto
-            # commit, the application's commit()) must not cover what it never got.
-            with contextlib.suppress(KafkaException, RuntimeError):
-                self._consumer.store_offsets(offsets=[TopicPartition(key[0], key[1], first)])
+        self.withdraw_call(key)
         self._favour.forget(key)
         if part is not None and part.fetch_paused and not part.gate.user_paused:
             # librdkafka keeps an application pause across a reassignment: a partition
             # that comes back must not stay paused by a gate we no longer track.
             with contextlib.suppress(KafkaException, RuntimeError):
                 self._consumer.resume([TopicPartition(part.topic, part.partition)])
+
+    def withdraw_call(self, key: tuple[str, int]) -> None:
+        """Take ``key``'s records out of the consume() call running now (revoked, lost).
+
+        The application never gets them: the partition's position falls back to the
+        first of them, its announcement with it (:meth:`Announcement.withdraw
+        <ordered.consumer.announcement.Announcement.withdraw>`), and their offsets,
+        stored only when the call returns, are never stored.
+        """
+        core = self._core
+        if core.call_stores is None:
+            return
+        core.call_stores.pop(key, None)
+        first = self.fetcher.withdraw(key)
+        part = core.parts.get(key)
+        if first is None or part is None:
+            return
+        if part.position is None or part.position > first:
+            part.position = first
+        part.ann.withdraw(first)
+
+    def announce_revoked(self, only: set[tuple[str, int]]) -> list[Any]:
+        """The due announcements of partitions being revoked, without the call's records.
+
+        librdkafka revokes inside a call, which may hold records of those partitions
+        that the application will never get: they are taken out first, so the boundary
+        commit covers only what it was given.
+        """
+        for key in only:
+            self.withdraw_call(key)
+        return self._announcer.run(only=only)
 
     def unstash(self) -> bool:
         """Hand the stashes of open gates back to the fetcher's ready records.

@@ -183,7 +183,7 @@ class OrderedConsumer:
             self,
             self._upkeep.track,
             self._upkeep.drop,
-            self._announcer.run,
+            self._upkeep.announce_revoked,
             self._rewinds.positioned,
         )
         self._closed = False

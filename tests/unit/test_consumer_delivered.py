@@ -37,6 +37,7 @@ def _filter() -> tuple[BatchFilter, dict[tuple[str, int], PartState], Stores]:
         config=SimpleNamespace(store_offsets=True),
         consumer=consumer,
         unquiet=lambda: None,
+        call_stores=None,
     )
     flt = BatchFilter.__new__(BatchFilter)
     flt._core = core

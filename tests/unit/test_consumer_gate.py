@@ -164,6 +164,9 @@ def test_every_announcement_pair_is_listed_or_an_error(
         AnnounceEvent.TOLD: ann.told,
         AnnounceEvent.COMMITTED: lambda: ann.committed(11),
         AnnounceEvent.RELEASED: ann.released,
+        # withdraw() is a no-op while idle (a revoked partition with nothing due): the
+        # table's writer itself is what this checks.
+        AnnounceEvent.WITHDRAWN: lambda: ann._set_state(AnnounceEvent.WITHDRAWN),
     }[event]
     if target is None:
         with pytest.raises(StateTransitionError):
@@ -172,6 +175,21 @@ def test_every_announcement_pair_is_listed_or_an_error(
     else:
         act()
         assert ann.state is target
+
+
+def test_a_withdrawal_takes_the_announcement_back_to_what_was_given() -> None:
+    ann = Announcement()
+    ann.withdraw(3)  # idle: nothing to take back
+    assert ann.state is AnnounceState.IDLE
+    ann.reached(10, 14)
+    ann.withdraw(14)  # nothing past the position was taken back
+    assert (ann.state, ann.position) == (AnnounceState.DUE, 14)
+    ann.told()
+    ann.withdraw(12)  # still past the boundary: due again, for what was given
+    assert (ann.state, ann.position, ann.mark) == (AnnounceState.DUE, 12, 10)
+    ann.withdraw(8)  # below the boundary: it was never reached
+    assert (ann.state, ann.mark) == (AnnounceState.IDLE, None)
+    assert ann.store_for(8, pending_giver=False) == 8
 
 
 def test_stored_offset_stays_below_an_unannounced_boundary() -> None:
