@@ -20,12 +20,13 @@ Here the seal comes while a source's whole tail sits in one long ``consume()`` c
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from fixtures import producer_record
 from helpers import keys_for, wait_until
 from kit import Kit
@@ -226,3 +227,87 @@ def test_auto_commit_inside_a_call_commits_nothing_the_call_holds(kit: Kit) -> N
         timeout=10,
         what="the auto-commit after the call returned them",
     )
+
+
+NEW = Layout(2, 3, 1)
+CALLS = {
+    "poll": lambda c: [m for m in [c.poll(0.2)] if m is not None],  # the served stack
+    "consume-1": lambda c: c.consume(1, 0.2),
+    "consume-100": lambda c: c.consume(100, 0.3),  # served batches taken 100 at a time
+    "consume-500": lambda c: c.consume(500, 0.5),  # judged batches
+    "consume-long": lambda c: c.consume(100_000, 3.0),  # a fill across many fetches
+}
+
+
+@pytest.mark.parametrize("auto_commit", [False, True], ids=["commit-after-call", "auto-commit"])
+@pytest.mark.parametrize("call", list(CALLS))
+def test_a_revocation_commits_only_what_was_given(kit: Kit, call: str, auto_commit: bool) -> None:
+    """A member joins while the first reads a source's tail and a gated partition's head.
+
+    Records sit where the call style leaves them at the revocation (the served stack,
+    the ready records, a stash at partition 2's gate, a held gate, a long call's fill),
+    partition 0 a source with its boundary in the backlog. At each revocation the group's
+    committed offset of a revoked partition (after the application's own commit of the
+    stored offsets) is at most the first record of it no member was given, and at the end
+    every record below the committed offsets reached a member.
+    """
+    moving = [k for k in keys_for(OLD, 0, 400) if NEW.partition_for(k) == 2][:30]
+    topic = kit.adopted_topic(2)
+    produce(kit.bootstrap, topic, OLD, [(k, "old") for k in keys_for(OLD, 0, 300, "s")])
+    produce(kit.bootstrap, topic, OLD, [(k, "old") for k in moving])
+    produce(kit.bootstrap, topic, OLD, [(k, "old") for k in keys_for(OLD, 1, 200, "o")])
+    kit.controller.expand(topic, 3)
+    produce(kit.bootstrap, topic, NEW, [(k, "new") for k in moving * 3])
+    group = kit.group_factory()
+    extra = {"enable.auto.commit": auto_commit, "auto.commit.interval.ms": 100}
+    given: set[tuple[int, int]] = set()
+    lock = threading.Lock()
+    at_revoke: list[tuple[int, int, int]] = []  # (partition, committed, first not given)
+
+    def first_not_given(partition: int) -> int:
+        offset = 0
+        with lock:
+            while (partition, offset) in given:
+                offset += 1
+        return offset
+
+    def on_revoke(consumer: Any, partitions: list[Any]) -> None:
+        with contextlib.suppress(KafkaException):
+            consumer.commit(asynchronous=False)  # the stored offsets, as applications do
+        revoked = {tp.partition for tp in partitions}
+        now = _committed(kit.bootstrap, group, topic, 3)
+        at_revoke.extend((p, now[p], first_not_given(p)) for p in revoked if p in now)
+
+    def take(consumer: OrderedConsumer, records: list[Any]) -> None:
+        with lock:
+            for m in records:
+                if m.error() is None:
+                    given.add((m.partition(), m.offset()))
+        if records and not auto_commit:
+            with contextlib.suppress(KafkaException):
+                consumer.commit(asynchronous=False)
+
+    first = kit.make_consumer(group, **extra)
+    second = kit.make_consumer(group, **extra)
+    first.subscribe([topic], on_revoke=on_revoke)
+    read = CALLS[call]
+
+    def join() -> None:
+        time.sleep(1.5)  # the first member has the backlog in hand by now
+        second.subscribe([topic], on_revoke=on_revoke)
+        end = time.monotonic() + 12
+        while time.monotonic() < end:
+            take(second, second.consume(500, 0.3))
+
+    joiner = threading.Thread(target=join, daemon=True)
+    joiner.start()
+    end = time.monotonic() + 14
+    while time.monotonic() < end:
+        take(first, read(first))
+    joiner.join(30)
+    assert at_revoke, "no revocation came"
+    past = [(p, c, f) for p, c, f in at_revoke if c > f]
+    assert not past, f"committed past a record not given at a revocation: {past}"
+    committed = _committed(kit.bootstrap, group, topic, 3)
+    skipped = [(p, o) for p, upto in committed.items() for o in range(upto) if (p, o) not in given]
+    assert not skipped, f"committed {committed} past {len(skipped)} records, e.g. {skipped[:5]}"
