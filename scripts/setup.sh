@@ -73,5 +73,15 @@ else
     mvn -B -q -f jvm/pom.xml surefire:test@default-test surefire:test@kafka-clients-3.9 -Dtest=SettingsTest
     echo "setup: built $jar"
   fi
+  # The JVM Spark source's jar (jvm-spark/target/ordered-kafka-spark.jar, used with the jar
+  # above on spark.jars; docs/spark.md). Spark's classes are `provided`, fetched from Maven
+  # Central without their dependencies (about 40 MB, once); rebuilt only when a jvm-spark/
+  # source or the plugins' jar is newer than it.
+  spark_jar=jvm-spark/target/ordered-kafka-spark.jar
+  if command -v mvn >/dev/null && [ -f "$jar" ] && { [ ! -f "$spark_jar" ] \
+      || [ -n "$(find jvm-spark/pom.xml jvm-spark/src "$jar" -newer "$spark_jar" -print -quit)" ]; }; then
+    mvn -B -q -f jvm-spark/pom.xml package
+    echo "setup: built $spark_jar"
+  fi
 fi
 echo "setup: done in $(( $(date +%s) - start )) s"
