@@ -173,12 +173,7 @@ final class OrderedMicroBatchStream
       }
       // 3. The log starts (trimmed records count as passed).
       if (histories.values().stream().anyMatch(h -> h.adopted)) {
-        scala.collection.immutable.Map<TopicPartition, Object> earliest =
-            kafka.kafkaOffsetReader().fetchEarliestOffsets();
-        for (Map.Entry<TopicPartition, Object> e :
-            scala.jdk.javaapi.CollectionConverters.asJava(earliest).entrySet()) {
-          logStarts.put(e.getKey(), ((Number) e.getValue()).longValue());
-        }
+        logStarts.putAll(earliest());
       }
     }
     Map<TopicPartition, Long> goal = latest;
@@ -302,9 +297,27 @@ final class OrderedMicroBatchStream
       return null;
     }
     if (max != null) {
-      return rateLimit(max.maxRows(), begin, capped, logStarts);
+      Map<TopicPartition, Long> starts = logStarts;
+      if (!begin.keySet().containsAll(capped.keySet())
+          && !logStarts.keySet().containsAll(capped.keySet())) {
+        // A partition new to the query starts at its log start, as Spark's split has it.
+        starts = earliest();
+      }
+      return rateLimit(max.maxRows(), begin, capped, starts);
     }
     return capped;
+  }
+
+  /** Kafka's log start offsets of the query's partitions (Spark's offset reader). */
+  private Map<TopicPartition, Long> earliest() {
+    Map<TopicPartition, Long> out = new HashMap<>();
+    scala.collection.immutable.Map<TopicPartition, Object> earliest =
+        kafka.kafkaOffsetReader().fetchEarliestOffsets();
+    for (Map.Entry<TopicPartition, Object> e :
+        scala.jdk.javaapi.CollectionConverters.asJava(earliest).entrySet()) {
+      out.put(e.getKey(), ((Number) e.getValue()).longValue());
+    }
+    return out;
   }
 
   private boolean delayBatch(
