@@ -68,6 +68,13 @@ COMPONENTS: dict[str, Component] = {
         "spark-kafka.version",
         "org.apache.spark:spark-sql-kafka-0-10_2.13",
     ),
+    # Spark 3.5's connector (Scala 2.12): the JVM Spark source on the Spark 3.5 line.
+    "spark-kafka-3.5": Component(
+        "spark-kafka-3.5",
+        "spark-kafka-3.5-pom.xml",
+        "spark-kafka-3.5.version",
+        "org.apache.spark:spark-sql-kafka-0-10_2.12",
+    ),
     # Kafka's own tools (ProducerPerformance, the console producer) and kafka-clients:
     # the JVM producers' tests and benchmark run them with the ordered jar (not a server).
     "kafka-tools": Component(
@@ -148,7 +155,7 @@ def resolve(
     """Return the cached classpath of ``name``, fetching it with Maven when missing.
 
     Args:
-        name: ``kafka``, ``zookeeper``, ``spark-kafka`` or ``kafka-tools``.
+        name: ``kafka``, ``zookeeper``, ``spark-kafka``, ``spark-kafka-3.5`` or ``kafka-tools``.
         cache: The cache directory (default :func:`cache_dir`).
         progress: Called with a line of text for each step worth telling a user.
 

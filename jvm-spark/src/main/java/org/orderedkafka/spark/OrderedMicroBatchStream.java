@@ -313,9 +313,11 @@ final class OrderedMicroBatchStream
     Map<TopicPartition, Long> out = new HashMap<>();
     scala.collection.immutable.Map<TopicPartition, Object> earliest =
         kafka.kafkaOffsetReader().fetchEarliestOffsets();
-    for (Map.Entry<TopicPartition, Object> e :
-        scala.jdk.javaapi.CollectionConverters.asJava(earliest).entrySet()) {
-      out.put(e.getKey(), ((Number) e.getValue()).longValue());
+    // Iterated as pairs: the same source on Scala 2.12 (Spark 3.5) and 2.13 (Spark 4).
+    scala.collection.Iterator<scala.Tuple2<TopicPartition, Object>> pairs = earliest.iterator();
+    while (pairs.hasNext()) {
+      scala.Tuple2<TopicPartition, Object> e = pairs.next();
+      out.put(e._1(), ((Number) e._2()).longValue());
     }
     return out;
   }
