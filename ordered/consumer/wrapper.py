@@ -456,7 +456,8 @@ class OrderedConsumer:
         """Close the consumer (commits stored offsets with auto-commit) and ZooKeeper.
 
         The ZooKeeper part takes at most :data:`CLOSE_TIMEOUT` seconds. Calling it
-        again does nothing.
+        again does nothing. Raises what confluent's ``close()`` raises (an exception of
+        ``on_revoke``...), once ZooKeeper and the log-start probe are closed too.
         """
         if self._closed or self._closing:
             return
@@ -470,12 +471,12 @@ class OrderedConsumer:
             # librdkafka runs the revocation in here: the application's on_revoke may
             # still use this consumer (commit its offsets), as with confluent's.
             self._consumer.close()
-            self._probe.close()
         finally:
             self._closed = True
             self._closing = False
             self._layouts.stop()
             close_client_within(self._zk, CLOSE_TIMEOUT)
+            self._probe.close()  # also when confluent's close raised
 
     def __enter__(self) -> OrderedConsumer:
         return self
