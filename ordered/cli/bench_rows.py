@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from ordered.cli.bench_calls import calls_rows
+from ordered.cli.bench_spark_jvm import spark_jvm_rows
 
 __all__ = ["render_markdown", "render_text", "summarise"]
 
@@ -451,6 +452,7 @@ _EXTRACT: Final[dict[str, Callable[[dict[str, Any]], list[dict[str, Any]]]]] = {
     "spark": _spark,
     "scale": _scale,
     "jvm": _jvm,
+    "spark_jvm": spark_jvm_rows,
 }
 
 
