@@ -51,6 +51,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(42
 
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_JAR = ROOT / "jvm-spark" / "target" / "ordered-kafka-spark.jar"
+# Each Spark line: the source's jar (scripts/setup.sh builds both) and the cached
+# connector's component (coordinator/devcluster/jars.py).
+LINES = {
+    "4": (SPARK_JAR, "spark-kafka"),
+    "3.5": (ROOT / "jvm-spark" / "target" / "ordered-kafka-spark-3.5.jar", "spark-kafka-3.5"),
+}
 PROVIDER = "org.orderedkafka.spark.OrderedKafkaProvider"
 
 # The PySpark program a user would write. One availableNow query per "run <format>" line
@@ -62,7 +68,7 @@ from pyspark.sql import SparkSession
 
 cfg = json.loads(sys.argv[1])
 spark = (
-    SparkSession.builder.master("local[2]")
+    SparkSession.builder.master(cfg.get("master", "local[2]"))
     .appName("ordered-jvm-source")
     .config("spark.ui.enabled", "false")
     .config("spark.ui.showConsoleProgress", "false")
@@ -71,7 +77,7 @@ spark = (
     .getOrCreate()
 )
 spark.sparkContext.setLogLevel("ERROR")
-print("STARTED", flush=True)
+print("STARTED " + spark.version, flush=True)
 
 
 def record(frame, batch_id):
@@ -139,24 +145,30 @@ spark.stop()
 _CONNECTOR = ("spark-sql-kafka", "spark-token-provider-kafka", "kafka-clients", "commons-pool2")
 
 
-def spark_jars() -> str:
-    """The ``spark.jars`` of the JVM source: its jar, the plugins' jar, the connector."""
-    if not SPARK_JAR.is_file():
-        pytest.fail(f"{SPARK_JAR} is not built: run scripts/setup.sh")
-    directory = jars.resolve("spark-kafka").directory
+def spark_jars(line: str = "4") -> str:
+    """The ``spark.jars`` of the JVM source on Spark ``line``: its jar, the plugins' jar,
+    the connector of that line."""
+    source, component = LINES[line]
+    if not source.is_file():
+        pytest.fail(f"{source} is not built: run scripts/setup.sh")
+    directory = jars.resolve(component).directory
     connector = sorted(str(p) for p in directory.glob("*.jar") if p.name.startswith(_CONNECTOR))
-    return ",".join([str(SPARK_JAR), str(ordered_jar()), *connector])
+    return ",".join([str(source), str(ordered_jar()), *connector])
 
 
 class SparkReader:
     """The PySpark driver in its own process; killed at teardown."""
 
-    def __init__(self, cfg: dict[str, Any], log: Path) -> None:
-        env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+    def __init__(self, cfg: dict[str, Any], log: Path, python: str = sys.executable) -> None:
+        env = dict(os.environ, PYSPARK_PYTHON=python, SPARK_LOCAL_IP="127.0.0.1")
+        if python != sys.executable:
+            # Another environment's pyspark: its own Spark, not this one's.
+            for name in ("SPARK_HOME", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH"):
+                env.pop(name, None)
         self.log_path = log
         self._log = open(log, "wb")  # noqa: SIM115 (closed in stop)
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", READER, json.dumps(cfg)],
+            [python, "-c", READER, json.dumps(cfg)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,
@@ -246,17 +258,33 @@ def test_jvm_source_keeps_key_order_through_expansions_a_shrink_and_a_restart(
     readers: list[SparkReader],
     tmp_path: Path,
 ) -> None:
+    order_scenario(queries, store, readers, tmp_path)
+
+
+def order_scenario(
+    queries: SparkQueries,
+    store: LayoutStore,
+    readers: list[SparkReader],
+    tmp_path: Path,
+    *,
+    line: str = "4",
+    python: str = sys.executable,
+    master: str = "local[2]",
+) -> dict[str, Any]:
+    """The scenario of this module's docstring with the PySpark driver ``python`` on Spark
+    ``line`` and ``master``; returns the order report and the driver's Spark version."""
     controller = queries.controller
     topic = queries.adopted_topic(2)
     checkpoint = tmp_path / "checkpoint"
     out = tmp_path / "batches.jsonl"
     cfg = {
-        "jars": spark_jars(),
+        "jars": spark_jars(line),
         "options": queries.options(topic, maxOffsetsPerTrigger=250),
         "checkpoint": str(checkpoint),
         "out": str(out),
+        "master": master,
     }
-    reader = SparkReader(cfg, tmp_path / "spark.log")
+    reader = SparkReader(cfg, tmp_path / "spark.log", python)
     readers.append(reader)
 
     writer = queries.writer()
@@ -270,7 +298,7 @@ def test_jvm_source_keeps_key_order_through_expansions_a_shrink_and_a_restart(
         time.sleep(0.5)
     finally:
         first_written = background.stop()
-    reader.expect("STARTED")
+    version = reader.expect("STARTED").split()[-1]
     reader.run(PROVIDER)
     first = read_batches(out)
     assert sum(len(rows) for rows in first.values()) == first_written, (
@@ -316,7 +344,7 @@ def test_jvm_source_keeps_key_order_through_expansions_a_shrink_and_a_restart(
         len(rows) for rows in batches.values()
     ]
     report = order_report(batches, writer.delivered)
-    print(f"[jvm spark source] {report}")
+    print(f"[jvm spark source, Spark {line}, {master}] {report}")
     assert report["records"] == written and report["batches"] > 2, report
     assert (
         report["out_of_order"]
@@ -342,3 +370,4 @@ def test_jvm_source_keeps_key_order_through_expansions_a_shrink_and_a_restart(
         for e in epochs[1:]
         for _a, b in e.edges
     ), log
+    return {**report, "spark": version}
