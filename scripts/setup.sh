@@ -83,5 +83,28 @@ else
     mvn -B -q -f jvm-spark/pom.xml package
     echo "setup: built $spark_jar"
   fi
+  # The same source for Spark 3.5 (Scala 2.12; profile spark-3.5):
+  # jvm-spark/target/ordered-kafka-spark-3.5.jar, rebuilt when stale as the one above.
+  spark35_jar=jvm-spark/target/ordered-kafka-spark-3.5.jar
+  if command -v mvn >/dev/null && [ -f "$jar" ] && { [ ! -f "$spark35_jar" ] \
+      || [ -n "$(find jvm-spark/pom.xml jvm-spark/src "$jar" -newer "$spark35_jar" -print -quit)" ]; }; then
+    mvn -B -q -f jvm-spark/pom.xml -P spark-3.5 package
+    echo "setup: built $spark35_jar"
+  fi
+  # Spark 3.5's Kafka connector (cache, as spark-kafka above) and a second environment,
+  # .venv-spark35, with pyspark 3.5 only: tests/spark/test_jvm_spark_source_lines.py runs
+  # its PySpark driver there (the topic is written from .venv). About 320 MB to download
+  # once; a re-run only checks the stamp.
+  if command -v mvn >/dev/null; then
+    .venv/bin/python -c "from coordinator.devcluster import jars; jars.resolve('spark-kafka-3.5', progress=print)"
+  fi
+  pyspark35=3.5.7
+  [ -x .venv-spark35/bin/python ] || "$PY" -m venv .venv-spark35
+  [ -f .venv-spark35/.gitignore ] || echo '*' > .venv-spark35/.gitignore  # not for git
+  if [ ! -f ".venv-spark35/.pyspark-$pyspark35" ]; then
+    .venv-spark35/bin/python -m pip install --quiet --disable-pip-version-check "pyspark==$pyspark35"
+    touch ".venv-spark35/.pyspark-$pyspark35"
+    echo "setup: .venv-spark35 has pyspark $pyspark35"
+  fi
 fi
 echo "setup: done in $(( $(date +%s) - start )) s"
