@@ -120,6 +120,24 @@ for line in sys.stdin:
         running.stop()
         print("DRAINED" if error is None else f"FAILED {error}", flush=True)
         continue
+    if words and words[0] == "sql":
+        # SQL (Spark 4): a catalog table of the source, read by SELECT ... FROM STREAM.
+        opts = ", ".join(f"`{k}` '{v}'" for k, v in cfg["options"].items())
+        spark.sql(f"CREATE TABLE ordered_t USING `ordered-kafka-jvm` OPTIONS ({opts})")
+        frame = spark.sql("SELECT key, value, partition, offset FROM STREAM ordered_t")
+        out_file = cfg["out"]
+        cfg["out"] = out_file + ".sql"
+        query = (
+            frame.writeStream.foreachBatch(record)
+            .option("checkpointLocation", cfg["checkpoint"] + "-sql")
+            .trigger(availableNow=True)
+            .start()
+        )
+        ended = query.awaitTermination(180)
+        cfg["out"] = out_file
+        source = query.lastProgress["sources"][0]["description"] if ended else ""
+        print(f"SQL {ended} {query.exception()} {source}", flush=True)
+        continue
     if not words or words[0] != "run":
         break
     query = (
@@ -258,7 +276,14 @@ def test_jvm_source_keeps_key_order_through_expansions_a_shrink_and_a_restart(
     readers: list[SparkReader],
     tmp_path: Path,
 ) -> None:
-    order_scenario(queries, store, readers, tmp_path)
+    report = order_scenario(queries, store, readers, tmp_path)
+    # The same topic from SQL: CREATE TABLE ... USING ordered-kafka-jvm OPTIONS (...), then
+    # SELECT ... FROM STREAM (docs/spark.md): the gated stream, every record, key order kept.
+    answer = readers[0].command("sql", "SQL ")
+    assert answer.startswith("SQL True None OrderedMicroBatchStream["), answer
+    batches = read_batches(tmp_path / "batches.jsonl.sql")
+    assert sum(len(rows) for rows in batches.values()) == report["records"], answer
+    check_batches(batches)
 
 
 def order_scenario(

@@ -42,7 +42,7 @@ public final class OrderedKafkaProvider implements TableProvider, DataSourceRegi
   @Override
   public Table getTable(
       StructType schema, Transform[] partitioning, Map<String, String> properties) {
-    return new OrderedKafkaTable(kafka.getTable(schema, partitioning, properties));
+    return new OrderedKafkaTable(kafka.getTable(schema, partitioning, properties), properties);
   }
 
   /**

@@ -1,7 +1,10 @@
 package org.orderedkafka.spark;
 
 import java.util.EnumSet;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCapability;
@@ -9,12 +12,19 @@ import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
-/** Spark's Kafka table, read only: batch reads as Spark's, micro-batches gated. */
+/**
+ * Spark's Kafka table, read only: batch reads as Spark's, micro-batches gated. The table's
+ * properties (a catalog table's {@code OPTIONS}: {@code CREATE TABLE t USING ordered-kafka-jvm
+ * OPTIONS (...)}) are the defaults of every read's options, which Spark's own Kafka table
+ * ignores: so a SQL {@code SELECT ... FROM STREAM t} (Spark 4) reads with them.
+ */
 final class OrderedKafkaTable implements SupportsRead {
   private final Table kafka;
+  private final Map<String, String> properties;
 
-  OrderedKafkaTable(Table kafka) {
+  OrderedKafkaTable(Table kafka, Map<String, String> properties) {
     this.kafka = kafka;
+    this.properties = properties == null ? Map.of() : properties;
   }
 
   @Override
@@ -39,7 +49,19 @@ final class OrderedKafkaTable implements SupportsRead {
 
   @Override
   public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-    ScanBuilder builder = ((SupportsRead) kafka).newScanBuilder(options);
-    return () -> new OrderedKafkaScan(builder.build(), options);
+    CaseInsensitiveStringMap merged = withProperties(options);
+    ScanBuilder builder = ((SupportsRead) kafka).newScanBuilder(merged);
+    return () -> new OrderedKafkaScan(builder.build(), merged);
+  }
+
+  /** The read's options over the table's properties (a read's option wins). */
+  private CaseInsensitiveStringMap withProperties(CaseInsensitiveStringMap options) {
+    if (properties.isEmpty()) {
+      return options;
+    }
+    Map<String, String> merged = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
+    merged.putAll(properties);
+    merged.putAll(options.asCaseSensitiveMap());
+    return new CaseInsensitiveStringMap(new HashMap<>(merged));
   }
 }
