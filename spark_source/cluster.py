@@ -90,6 +90,12 @@ def _isolation(options: SourceOptions) -> Any:
     return IsolationLevel.READ_UNCOMMITTED
 
 
+def _no_offset(what: str, tp: TopicPartition, offset: int) -> KafkaError:
+    """The retriable error of a ListOffsets answer that holds no offset."""
+    reason = f"no {what} offset of {tp.topic}[{tp.partition}] in Kafka's answer ({offset})"
+    return KafkaError(KafkaError.OFFSET_NOT_AVAILABLE, reason, retriable=True)
+
+
 class Cluster:
     """Kafka metadata and offsets, and layout histories, for one source.
 
@@ -221,8 +227,12 @@ class Cluster:
                     pending.append((what, futures))
             for what, futures in pending:
                 for tp, future in futures.items():
-                    offset = future.result(timeout=self._timeout).offset
-                    found[what][tp.topic][tp.partition] = int(offset)
+                    offset = int(future.result(timeout=self._timeout).offset)
+                    if offset < 0:
+                        # No offset in the answer (OFFSET_INVALID, -1001: seen while a
+                        # broker restarts): not an end that went back, asked again.
+                        raise KafkaException(_no_offset(what, tp, offset))
+                    found[what][tp.topic][tp.partition] = offset
         except KafkaException as exc:
             raise self._fail("cannot list the partitions' offsets", exc) from exc
         return found["end"], found["start"]
