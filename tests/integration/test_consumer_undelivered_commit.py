@@ -149,7 +149,9 @@ def test_a_seal_then_a_revoke_inside_a_call_loses_no_record(kit: Kit) -> None:
             assert m.error() is None, m.error()
             given[member].add((m.partition(), m.offset()))
         if records:
-            consumer.commit(asynchronous=False)
+            # Nothing stored yet (a source in a pending epoch keeps its offset): _NO_OFFSET.
+            with contextlib.suppress(KafkaException):
+                consumer.commit(asynchronous=False)
 
     def on_revoke(_consumer: Any, _partitions: list[Any]) -> None:
         revoked.set()
