@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -67,6 +68,26 @@ def _committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[
         probe.close()
 
 
+@contextlib.contextmanager
+def _sampled_commits(kit: Kit, group: str, topic: str) -> Iterator[list[int]]:
+    """The group's committed offset of partition 0, sampled every 0.2 s while in the block."""
+    seen: list[int] = []
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            seen.append(_committed(kit.bootstrap, group, topic, 1).get(0, -1))
+            time.sleep(0.2)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        yield seen
+    finally:
+        stop.set()
+        sampler.join(15)
+
+
 def _pending_expansion(kit: Kit, topic: str) -> threading.Thread:
     """Expand 2 -> 3 with a registered producer holding epoch 1 pending (ack it to seal)."""
     kit.store.register_producer(topic, producer_record("p-holds", 60000))
@@ -97,26 +118,15 @@ def test_a_seal_inside_a_call_announces_only_after_the_call_returned_the_tail(ki
     consumer = kit.make_consumer(group)
     consumer.key_listener = watch
     consumer.assign([TopicPartition(topic, 0, 0)])
-    committed_in_call: list[int] = []
-    stop_probe = threading.Event()
-
-    def probe() -> None:
-        # The group's committed offset while the call runs: never past what was returned.
-        while not stop_probe.is_set():
-            committed_in_call.append(_committed(kit.bootstrap, group, topic, 1).get(0, -1))
-            time.sleep(0.2)
-
     sealer = _seal_later(kit, topic, expand, after=2.0)
-    prober = threading.Thread(target=probe, daemon=True)
     watch.in_call.set()
-    prober.start()
     try:
-        # One long call: the tail is judged at once, the seal comes while it waits.
-        got = consumer.consume(100_000, 6.0)
+        # One long call: the tail is judged at once, the seal comes while it waits. The
+        # group's committed offset meanwhile: never past what was returned.
+        with _sampled_commits(kit, group, topic) as committed_in_call:
+            got = consumer.consume(100_000, 6.0)
     finally:
         watch.in_call.clear()
-        stop_probe.set()
-        prober.join(15)
         sealer.join(40)
     assert kit.store.get_epoch(topic, 1).sealed
     assert [m.offset() for m in got] == list(range(TAIL))
@@ -205,23 +215,10 @@ def test_auto_commit_inside_a_call_commits_nothing_the_call_holds(kit: Kit) -> N
         group, **{"enable.auto.commit": True, "auto.commit.interval.ms": 100}
     )
     consumer.assign([TopicPartition(topic, 0, 0)])
-    seen: list[int] = []
-    stop = threading.Event()
-
-    def probe() -> None:
-        while not stop.is_set():
-            seen.append(_committed(kit.bootstrap, group, topic, 1).get(0, -1))
-            time.sleep(0.2)
-
-    prober = threading.Thread(target=probe, daemon=True)
-    prober.start()
-    try:
-        # The backlog is judged at once and held while the call waits for more: a process
-        # killed now has given the application nothing, so nothing may be committed.
+    # The backlog is judged at once and held while the call waits for more: a process
+    # killed now has given the application nothing, so nothing may be committed.
+    with _sampled_commits(kit, group, topic) as seen:
         got = consumer.consume(100_000, 3.0)
-    finally:
-        stop.set()
-        prober.join(15)
     assert len(got) == TAIL
     assert seen and max(seen) <= 0, f"auto-commit wrote {max(seen)} while the call held them all"
     wait_until(

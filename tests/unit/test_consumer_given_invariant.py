@@ -24,6 +24,7 @@ from confluent_kafka import TopicPartition
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from test_consumer_fetch import Msg
 
 from linear_hash.gating import EpochInfo, GateEvaluator
 from ordered.consumer.announce import Announcer
@@ -37,27 +38,6 @@ from ordered.consumer.upkeep import ConsumerUpkeep
 HISTORY = [EpochInfo(0, True), EpochInfo(1, True, ((0, 2),), {2: 0, 0: 50, 1: 60})]
 START = 40  # every partition's log starts here
 PARTITIONS = (0, 1)
-
-
-class _Record:
-    """What the bookkeeping reads of a confluent ``Message``."""
-
-    __slots__ = ("_offset", "_partition")
-
-    def __init__(self, partition: int, offset: int) -> None:
-        self._partition, self._offset = partition, offset
-
-    def error(self) -> None:
-        return None
-
-    def topic(self) -> str:
-        return "t"
-
-    def partition(self) -> int:
-        return self._partition
-
-    def offset(self) -> int:
-        return self._offset
 
 
 class _Kafka:
@@ -117,7 +97,7 @@ class ConsumerMachine(RuleBasedStateMachine):
         self.upkeep._announcer = self.announcer
         self.upkeep.fetcher = fetcher
         self.given: dict[int, set[int]] = {p: set() for p in PARTITIONS}
-        self.out: list[_Record] | None = None  # the call's records, while one runs
+        self.out: list[Msg] | None = None  # the call's records, while one runs
         self.fetched: dict[int, int] = {}  # the next offset librdkafka hands over
         for p in PARTITIONS:
             self._assign(p)
@@ -151,7 +131,7 @@ class ConsumerMachine(RuleBasedStateMachine):
         if p not in self.fetched:
             return
         first = self.fetched[p]
-        records = [_Record(p, o) for o in range(first, first + n)]
+        records = [Msg(p, o) for o in range(first, first + n)]
         self.fetched[p] = first + n
         part = self.core.parts[("t", p)]
         if part.start is None:
