@@ -28,16 +28,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer
 from helpers import kill_process, unique, wait_until
 from kit import Kit
-
-from ordered.producer import OrderedProducer
+from test_consumer_eos import Input, committed_everything, read_output
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 ROOT = Path(__file__).resolve().parents[2]
-KEYS = 20
 STALL = 9.0  # seconds, as the chaos run's blackhole; the stage's session is 6 s
 
 STAGE = r"""
@@ -79,84 +77,6 @@ class Stage:
 
     def stderr(self) -> str:
         return self.log.read_text()[-3000:]
-
-
-class Input:
-    """An OrderedProducer writing ``key:seq`` records until stopped, in a thread."""
-
-    def __init__(self, producer: OrderedProducer, topic: str) -> None:
-        self.producer, self.topic = producer, topic
-        self.seq: dict[str, int] = defaultdict(int)
-        self.failures: list[BaseException] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            i = 0
-            while not self._stop.is_set():
-                key = f"k{i % KEYS}"
-                self.producer.produce(self.topic, key=key, value=f"{key}:{self.seq[key]}".encode())
-                self.seq[key] += 1
-                i += 1
-                if i % 10 == 0:
-                    self.producer.poll(0)
-                    time.sleep(0.02)
-            assert self.producer.flush(60) == 0
-        except BaseException as exc:
-            self.failures.append(exc)
-
-    def stop(self) -> dict[str, int]:
-        self._stop.set()
-        self._thread.join(90)
-        assert not self.failures, self.failures
-        return dict(self.seq)
-
-
-def _committed_everything(bootstrap: str, group: str, topic: str) -> bool:
-    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-    try:
-        partitions = probe.list_topics(topic, timeout=10).topics[topic].partitions
-        tps = [TopicPartition(topic, p) for p in partitions]
-        committed = {tp.partition: tp.offset for tp in probe.committed(tps, timeout=10)}
-        for p in partitions:
-            _low, high = probe.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            if high > 0 and committed.get(p, -1) < high:
-                return False
-        return True
-    finally:
-        probe.close()
-
-
-def _read_committed(bootstrap: str, topic: str, expected: int) -> list[Any]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": unique("reader"),
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-        }
-    )
-    try:
-        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-        out: list[Any] = []
-        idle_since = [time.monotonic()]
-
-        def quiet() -> bool:
-            batch = consumer.consume(1000, 0.2)
-            assert all(m.error() is None for m in batch), [m.error() for m in batch]
-            if batch:
-                out.extend(batch)
-                idle_since[0] = time.monotonic()
-            # Past the expected count, a little longer: copies would come after it.
-            return time.monotonic() - idle_since[0] >= (2.0 if len(out) >= expected else 5.0)
-
-        wait_until(quiet, 90, what=lambda: f"the output quiet ({len(out)} of {expected})")
-        return out
-    finally:
-        consumer.close()
 
 
 @contextlib.contextmanager
@@ -237,7 +157,7 @@ def test_the_stage_aborts_and_goes_on_after_its_group_session_expired(
         produced = writer.stop()
     total = sum(produced.values())
     wait_until(
-        lambda: _committed_everything(kit.bootstrap, group, source),
+        lambda: committed_everything(kit.bootstrap, group, source),
         90,
         interval=1.0,
         what=lambda: f"the stage to commit all input ({stage.reports[-1:]})",
@@ -246,7 +166,7 @@ def test_the_stage_aborts_and_goes_on_after_its_group_session_expired(
     assert stage.proc.wait(timeout=60) == 0, stage.stderr()
     wait_until(lambda: stage.reports and stage.reports[-1].get("done"), 10, what="the last report")
 
-    out = _read_committed(kit.bootstrap, sink, total)
+    out = read_output(kit.bootstrap, sink, total)
     per_key: dict[str, list[int]] = defaultdict(list)
     for m in out:
         key, seq = m.value().decode().split(":")
