@@ -17,6 +17,9 @@ from ordered.consumer.calls import CallPath
 class _Ready(list[Any]):
     """The fetcher's checked records (a list is enough for the loop)."""
 
+    def push_front(self, batch: list[Any]) -> None:
+        self[:0] = batch
+
 
 class _Fetcher:
     def __init__(self, batches: list[list[str]]) -> None:
@@ -24,6 +27,7 @@ class _Fetcher:
         self.ready = _Ready()
         self.taken_last = None
         self.waits = True  # nothing fetched ahead: every fetch may wait
+        self.moved = 0  # partitions taken away so far (a revocation bumps it)
 
     def fetch(
         self, num: int, timeout: float, single: bool, ahead: int | None = None, judge: Any = None
@@ -113,3 +117,21 @@ def test_a_due_announcement_ends_the_call() -> None:
     # librdkafka again (a revocation in there would come before the application has them).
     assert upkeep.services == 2
     assert upkeep.fetcher.batches == [["c"]]
+
+
+def test_a_served_batch_drops_the_records_of_a_partition_revoked_meanwhile() -> None:
+    """What was not handed out goes back to the ready records, but not a revoked partition's.
+
+    A ``consume()`` fill may call librdkafka while a batch is served; a revocation in there
+    must not leave the revoked partition's records to be handed out by a later call.
+    """
+    from test_consumer_fetch import Msg
+
+    upkeep = _Upkeep(_Fetcher([]))
+    path = _path(upkeep)
+    batch = [Msg(0, 0), Msg(1, 0), Msg(0, 1), Msg(1, 1)]
+    path._batch, path._stack, path._done = batch, batch[:1:-1], 2  # two handed out
+    path._core.parts = {("t", 1): object()}  # partition 0 was revoked
+    upkeep.fetcher.moved = 1
+    path._end_served()
+    assert [(m.partition(), m.offset()) for m in upkeep.fetcher.ready] == [(1, 1)]
