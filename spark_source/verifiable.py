@@ -33,9 +33,10 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from coordinator.client.kafka_retry import RetryPolicy, kafka_error_of, kafka_retriable
 from ordered.verify.history import HistoryWriter, now_ns
 from ordered.verify.producer import decode_value
 
@@ -56,9 +57,41 @@ def _write_stats(path: str, stats: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def _commit(admin: AdminClient, group: str, offsets: list[TopicPartition]) -> None:
+_RELAY_CODES = frozenset(
+    {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError._TIMED_OUT,
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+    }
+)
+
+
+def _relay_retriable(exc: BaseException) -> bool:
+    # A broker restart or a network cut outlasts one request: the relay waits it out (the
+    # checker reads the group's progress, never ahead of what the batch delivered).
+    if isinstance(exc, TimeoutError) or kafka_retriable(exc):
+        return True
+    error = kafka_error_of(exc)
+    return error is not None and error.code() in _RELAY_CODES
+
+
+_RELAY = RetryPolicy(
+    max_tries=None, deadline=300.0, delay=0.5, max_delay=5.0, retriable=_relay_retriable
+)
+"""How the query's progress relay to its Kafka group is repeated."""
+
+
+def _alter(admin: AdminClient, group: str, offsets: list[TopicPartition]) -> None:
     request = [ConsumerGroupTopicPartitions(group, offsets)]
     admin.alter_consumer_group_offsets(request)[group].result(30)
+
+
+def _commit(admin: AdminClient, group: str, offsets: list[TopicPartition]) -> None:
+    _RELAY.call(_alter, admin, group, offsets)
 
 
 def _parser() -> argparse.ArgumentParser:
