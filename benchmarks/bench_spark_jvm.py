@@ -464,6 +464,9 @@ def main() -> None:
             loads.append(round(os.getloadavg()[0], 2))
             _common.write_results(args.out, results())  # what there is so far
         spark.stop()
+        # The topics hold a few GB between them on a shared cluster: not left behind.
+        for future in admin.delete_topics([t["topic"] for t in topics.values()]).values():
+            future.result(timeout=60)
 
     final = results()
     _common.write_results(args.out, final)

@@ -26,6 +26,20 @@ def _records(n: Any) -> str:
     return str(n)
 
 
+def _rate(s: dict[str, Any] | None) -> Any:
+    """A median rate, as a whole number when it is one."""
+    value = (s or {}).get("median")
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _order(w: dict[str, Any]) -> tuple[bool, int, Any]:
+    """The table's order: the fixed layout first, raw rows before the count, by size."""
+    kinds = list(_WORKLOADS)
+    workload = str(w.get("workload"))
+    rank = kinds.index(workload) if workload in kinds else len(kinds)
+    return str(w.get("topic", "")).startswith("expanded"), rank, w.get("records") or 0
+
+
 def _spread(s: dict[str, Any] | None) -> str:
     return f"{s.get('min')}-{s.get('max')}" if s else "?"
 
@@ -50,7 +64,7 @@ def spark_jvm_rows(d: dict[str, Any]) -> list[dict[str, Any]]:
     if any(d.get("chaos_run_beside_per_round") or []):
         load += " (a chaos run beside)"
     rows = []
-    for w in (d.get("workloads") or {}).values():
+    for w in sorted((d.get("workloads") or {}).values(), key=_order):
         rates = w.get("end_to_end_rows_per_s") or {}
         ratio = w.get("end_to_end_ratio_jvm_to_kafka") or {}
         inside = w.get("in_batches_ratio_jvm_to_kafka") or {}
@@ -61,15 +75,15 @@ def spark_jvm_rows(d: dict[str, Any]) -> list[dict[str, Any]]:
         )
         if python:
             spread += (
-                f"; Python source `ordered-kafka` {(rates.get('python') or {}).get('median')} "
+                f"; Python source `ordered-kafka` {_rate(rates.get('python'))} "
                 f"rows/s, ratio {python.get('median')} ({_spread(python)})"
             )
         kind = str(w.get("topic", "")).split("-")[0]
         rows.append(
             {
                 "figure": _figure(w, topics),
-                "value": (rates.get("jvm") or {}).get("median"),
-                "baseline": f"Spark's Kafka source {(rates.get('kafka') or {}).get('median')}",
+                "value": _rate(rates.get("jvm")),
+                "baseline": f"Spark's Kafka source {_rate(rates.get('kafka'))}",
                 "ratio": ratio.get("median"),
                 "spread": spread + load,
                 "goal": _GOALS.get(kind, "report"),
