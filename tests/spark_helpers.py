@@ -6,7 +6,12 @@ and completeness can be checked from what Spark hands to ``foreachBatch``.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import select
+import subprocess
+import sys
 import threading
 import time
 from collections import defaultdict
@@ -358,3 +363,78 @@ def gate_violations(
                     )
         previous = dict(end)
     return problems
+
+
+class DriverProcess:
+    """A PySpark program in its own process, driven by lines on its stdin and stdout.
+
+    Args:
+        script: The program (``python -c``); it gets ``cfg`` as JSON in ``argv[1]``.
+        cfg: Its configuration.
+        log: Where its stderr goes (the tail is shown when an expectation fails).
+        cwd: Its working directory.
+        python: The interpreter; another environment's pyspark runs its own Spark.
+        what: How failures name it.
+    """
+
+    def __init__(
+        self,
+        script: str,
+        cfg: dict[str, Any],
+        log: Path,
+        *,
+        cwd: Path,
+        python: str = sys.executable,
+        what: str = "the driver",
+    ) -> None:
+        env = dict(os.environ, PYSPARK_PYTHON=python, SPARK_LOCAL_IP="127.0.0.1")
+        if python != sys.executable:
+            for name in ("SPARK_HOME", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH"):
+                env.pop(name, None)
+        self.what = what
+        self.log_path = log
+        self._log = open(log, "wb")  # noqa: SIM115 (closed in stop)
+        self.proc = subprocess.Popen(
+            [python, "-c", script, json.dumps(cfg)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            cwd=cwd,
+            env=env,
+        )
+
+    def expect(self, prefix: str, timeout: float) -> str:
+        """The next line of its stdout; it must start with ``prefix``."""
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.proc.stdout], [], [], 0.5)
+            if ready:
+                line = self.proc.stdout.readline().strip()
+                assert line.startswith(prefix), f"{line!r} instead of {prefix!r}\n{self.log()}"
+                return line
+            assert self.proc.poll() is None, f"{self.what} exited\n{self.log()}"
+        raise AssertionError(f"no {prefix!r} within {timeout} s\n{self.log()}")
+
+    def send(self, line: str) -> None:
+        """Write one line to its stdin."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def log(self) -> str:
+        """The tail of its stderr."""
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+    def stop(self) -> None:
+        """Close its stdin (it ends), or kill it after 30 s."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(Exception):
+                assert self.proc.stdin is not None
+                self.proc.stdin.close()
+                self.proc.wait(30)
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._log.close()

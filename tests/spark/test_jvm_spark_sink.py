@@ -11,13 +11,6 @@ then reads every key in write order, nothing lost.
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import select
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +19,7 @@ import pytest
 from fixtures import run_in_background
 from helpers import wait_until
 from jvm_helpers import INTERCEPTOR, PARTITIONER, ordered_jar, read_keyed
+from spark_helpers import DriverProcess
 
 from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
@@ -102,53 +96,20 @@ def _spark_jars() -> str:
     return ",".join([str(ordered_jar()), *connector])
 
 
-class SparkWriter:
+class SparkWriter(DriverProcess):
     """The PySpark writer in its own process; killed at teardown."""
 
     def __init__(self, cfg: dict[str, Any], log: Path) -> None:
-        env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
-        self.log_path = log
-        self._log = open(log, "wb")  # noqa: SIM115 (closed in stop)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", WRITER, json.dumps(cfg)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            text=True,
-            cwd=ROOT,
-            env=env,
-        )
+        super().__init__(WRITER, cfg, log, cwd=ROOT, what="the writer")
 
-    def expect(self, want: str, timeout: float = 120.0) -> None:
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.proc.stdout], [], [], 0.5)
-            if ready:
-                line = self.proc.stdout.readline().strip()
-                assert line == want, f"{line!r} instead of {want!r}\n{self.log()}"
-                return
-            assert self.proc.poll() is None, f"the writer exited\n{self.log()}"
-        raise AssertionError(f"no {want!r} within {timeout} s\n{self.log()}")
+    def expect(self, prefix: str, timeout: float = 120.0) -> str:
+        """The next line of the writer's stdout, which must be ``prefix`` exactly."""
+        line = super().expect(prefix, timeout)
+        assert line == prefix, f"{line!r} instead of {prefix!r}\n{self.log()}"
+        return line
 
     def go(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write("go\n")
-        self.proc.stdin.flush()
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")[-4000:]
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            with contextlib.suppress(Exception):
-                assert self.proc.stdin is not None
-                self.proc.stdin.close()
-                self.proc.wait(30)
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait(10)
-        self._log.close()
+        self.send("go")
 
 
 @pytest.fixture

@@ -22,11 +22,7 @@ partitions in its first batch.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import select
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -37,6 +33,7 @@ import pytest
 from jvm_helpers import ordered_jar
 from spark_helpers import (
     BackgroundWriter,
+    DriverProcess,
     SparkQueries,
     check_batches,
     gate_violations,
@@ -174,74 +171,30 @@ def spark_jars(line: str = "4") -> str:
     return ",".join([str(source), str(ordered_jar()), *connector])
 
 
-class SparkReader:
+class SparkReader(DriverProcess):
     """The PySpark driver in its own process; killed at teardown."""
 
     def __init__(self, cfg: dict[str, Any], log: Path, python: str = sys.executable) -> None:
-        env = dict(os.environ, PYSPARK_PYTHON=python, SPARK_LOCAL_IP="127.0.0.1")
-        if python != sys.executable:
-            # Another environment's pyspark: its own Spark, not this one's.
-            for name in ("SPARK_HOME", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH"):
-                env.pop(name, None)
-        self.log_path = log
-        self._log = open(log, "wb")  # noqa: SIM115 (closed in stop)
-        self.proc = subprocess.Popen(
-            [python, "-c", READER, json.dumps(cfg)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            text=True,
-            cwd=ROOT,
-            env=env,
-        )
+        super().__init__(READER, cfg, log, cwd=ROOT, python=python)
 
     def expect(self, prefix: str, timeout: float = 200.0) -> str:
         """The next line of the driver's stdout; it must start with ``prefix``."""
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.proc.stdout], [], [], 0.5)
-            if ready:
-                line = self.proc.stdout.readline().strip()
-                assert line.startswith(prefix), f"{line!r} instead of {prefix!r}\n{self.log()}"
-                return line
-            assert self.proc.poll() is None, f"the driver exited\n{self.log()}"
-        raise AssertionError(f"no {prefix!r} within {timeout} s\n{self.log()}")
+        return super().expect(prefix, timeout)
 
     def run(self, fmt: str) -> None:
         """Run one availableNow query to its end."""
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(f"run {fmt}\n")
-        self.proc.stdin.flush()
+        self.send(f"run {fmt}")
         self.expect("RAN ")
 
     def command(self, line: str, answer: str, timeout: float = 200.0) -> str:
         """Send one command line; wait for its answer."""
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
+        self.send(line)
         return self.expect(answer, timeout=timeout)
 
     def refused(self, fmt: str) -> str:
         """The error of a ``load()`` with an unknown ``ordered.*`` option."""
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(f"bad {fmt}\n")
-        self.proc.stdin.flush()
+        self.send(f"bad {fmt}")
         return self.expect("REFUSED ", timeout=60)
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")[-4000:]
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            with contextlib.suppress(Exception):
-                assert self.proc.stdin is not None
-                self.proc.stdin.close()
-                self.proc.wait(30)
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait(10)
-        self._log.close()
 
 
 @pytest.fixture
