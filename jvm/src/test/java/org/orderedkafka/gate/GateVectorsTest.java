@@ -1,12 +1,12 @@
 package org.orderedkafka.gate;
 
+import static org.orderedkafka.VectorFile.asList;
+import static org.orderedkafka.VectorFile.asMap;
+import static org.orderedkafka.VectorFile.num;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -14,7 +14,7 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.orderedkafka.Json;
+import org.orderedkafka.VectorFile;
 
 /**
  * The gate entries of the golden vectors ({@code vectors/linear_hash.json}, {@code gates}, read
@@ -28,24 +28,7 @@ class GateVectorsTest {
 
   @BeforeAll
   static void load() throws Exception {
-    String override = System.getenv("ORDERED_VECTORS");
-    Path path =
-        Path.of(override != null && !override.isEmpty() ? override : "../vectors/linear_hash.json");
-    vectors = asMap(Json.parse(new String(Files.readAllBytes(path), StandardCharsets.UTF_8)));
-  }
-
-  @SuppressWarnings("unchecked")
-  static Map<String, Object> asMap(Object o) {
-    return (Map<String, Object>) o;
-  }
-
-  @SuppressWarnings("unchecked")
-  static List<Object> asList(Object o) {
-    return (List<Object>) o;
-  }
-
-  static long num(Object o) {
-    return ((Number) o).longValue();
+    vectors = VectorFile.load();
   }
 
   static Map<Integer, Long> offsets(Object o) {
