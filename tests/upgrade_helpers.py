@@ -83,6 +83,30 @@ class Release:
         """``python -m module args`` with this test's interpreter."""
         return [sys.executable, "-m", module, *args]
 
+    def foreign_imports(self) -> list[str]:
+        """The packages a process of this release imports from another tree (none: good).
+
+        An editable install's import hook could win over ``PYTHONPATH`` and run the
+        checkout under test in place of the release, and the test would pass without
+        testing anything.
+        """
+        code = (
+            "import coordinator, linear_hash, ordered\n"
+            "for m in (coordinator, linear_hash, ordered): print(m.__name__, m.__file__)"
+        )
+        found = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=self.root,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if found.returncode != 0:
+            return [found.stderr.strip()]
+        lines = [line.split(" ", 1) for line in found.stdout.splitlines()]
+        return [f"{n} from {f}" for n, f in lines if not Path(f).is_relative_to(self.root)]
+
 
 def _git(git_dir: str, *args: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(["git", "--git-dir", git_dir, *args], capture_output=True, timeout=60)

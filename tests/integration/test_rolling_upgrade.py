@@ -70,13 +70,16 @@ def old_release(tmp_path_factory: pytest.TempPathFactory) -> Release:
     found = export_release(ROOT, tmp_path_factory.mktemp("release"))
     if isinstance(found, str):
         pytest.skip(found)
+    assert found.foreign_imports() == [], f"{found.label} does not run its own tree"
     return found
 
 
 @pytest.fixture
 def new_release() -> Release:
     """The checkout under test."""
-    return Release("new", ROOT, compiled=any((ROOT / "ordered").glob("_fastproduce*.so")))
+    found = Release("new", ROOT, compiled=any((ROOT / "ordered").glob("_fastproduce*.so")))
+    assert found.foreign_imports() == [], "the checkout under test does not run its own tree"
+    return found
 
 
 @pytest.fixture
