@@ -27,7 +27,7 @@ def test_round_trips() -> None:
         (b"[]", "not an object"),
         (
             b'{"version":2,"partition":1,"offset":2,"at":1}',
-            "version 2; this ordered reads version 1",
+            "Progress has version 2, newer than 1, the newest this ordered-kafka reads",
         ),
         (b'{"version":1,"partition":1,"at":1}', r"missing field\(s\) offset"),
         (b'{"version":1,"partition":1,"offset":2,"at":1,"x":0}', r"unknown field\(s\) x"),

@@ -221,6 +221,28 @@ class _Record:
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":")).encode()
 
     @classmethod
+    def _version_problem(cls, path: str, version: object) -> str:
+        """What a reader says of a record whose ``version`` it does not read.
+
+        A version above every one this code knows comes from a newer release (a client
+        not yet upgraded in a rolling upgrade meets it): the message names the record
+        kind, the version found and the newest known, and says what to do, since
+        "corrupt" alone would send an operator looking for damage that is not there.
+        Anything else (an older version no longer read, a version that is no integer)
+        is damage.
+        """
+        name = cls.__name__
+        known = sorted({*cls._UPGRADES, cls.VERSION})
+        if isinstance(version, int) and not isinstance(version, bool) and version > known[-1]:
+            return (
+                f"{path}: {name} has version {version}, newer than {known[-1]}, the newest "
+                f"this ordered-kafka reads: a newer ordered-kafka wrote it; upgrade this "
+                f'client (see "Upgrading" in docs/operations.md)'
+            )
+        listed = ", ".join(str(v) for v in known)
+        return f"{path}: {name} record has version {version!r}; this ordered reads version {listed}"
+
+    @classmethod
     def from_json(cls, data: bytes, path: str) -> Self:
         """Parse and check a record read from the znode ``path``.
 
@@ -251,11 +273,7 @@ class _Record:
                 else cls._UPGRADES.get(version)
             )
             if upgrade is None:
-                known = ", ".join(str(v) for v in sorted({*cls._UPGRADES, cls.VERSION}))
-                raise RecordCorruptError(
-                    f"{path}: {name} record has version {version!r}; this ordered reads "
-                    f"version {known}"
-                )
+                raise RecordCorruptError(cls._version_problem(path, version))
             raw = upgrade(raw)
         expected = set(cls._CHECKS)
         missing = sorted(expected - set(raw))

@@ -166,6 +166,16 @@ public final class Records {
       }
       Map<String, Object> m = object(data, path);
       long version = integer(m, "version", path);
+      if (version > 2) {
+        // A newer release wrote it (a rolling upgrade not yet done here): say what to do, in
+        // the words of the Python reader, not only that the record does not parse.
+        throw new CorruptRecordException(
+            path
+                + ": TopicRecord has version "
+                + version
+                + ", newer than 2, the newest this ordered-kafka reads: a newer ordered-kafka"
+                + " wrote it; upgrade this client (see \"Upgrading\" in docs/operations.md)");
+      }
       if (version != 1 && version != 2) {
         throw new CorruptRecordException(
             path + ": has version " + version + "; this ordered reads version 1, 2");

@@ -48,7 +48,17 @@ class JsonAndRecordsTest {
         assertThrows(
             Records.CorruptRecordException.class,
             () -> Records.TopicRecord.parse(v3.getBytes(StandardCharsets.UTF_8), "/x"));
-    assertEquals("/x: has version 3; this ordered reads version 1, 2", exc.getMessage());
+    assertEquals(
+        "/x: TopicRecord has version 3, newer than 2, the newest this ordered-kafka reads: a"
+            + " newer ordered-kafka wrote it; upgrade this client (see \"Upgrading\" in"
+            + " docs/operations.md)",
+        exc.getMessage());
+    String v0 = v2.replace("\"version\":2", "\"version\":0");
+    Records.CorruptRecordException old =
+        assertThrows(
+            Records.CorruptRecordException.class,
+            () -> Records.TopicRecord.parse(v0.getBytes(StandardCharsets.UTF_8), "/x"));
+    assertEquals("/x: has version 0; this ordered reads version 1, 2", old.getMessage());
     assertNull(Records.TopicRecord.parse(new byte[0], "/x"));
   }
 
