@@ -139,7 +139,9 @@ class _Layouts:
     def compact(self, topic: str, below: int, notify: bool) -> None:
         """History compaction: epochs below ``below`` are deleted."""
         self.epochs[topic] = [e for e in self.epochs[topic] if e["epoch"] >= below]
-        for path in [p for p in self.zk.nodes if p.startswith(store_paths.epochs_path(ROOT, topic) + "/")]:
+        for path in [
+            p for p in self.zk.nodes if p.startswith(store_paths.epochs_path(ROOT, topic) + "/")
+        ]:
             if int(path.rsplit("/", 1)[1]) < below:
                 del self.zk.nodes[path]
         self._write(topic, [])
@@ -159,7 +161,10 @@ class _Listener:
 
     def _call(self, name: str, partitions: list[Any]) -> None:
         self.events.append(
-            {"event": name, "partitions": [[tp.topic, tp.partition, tp.offset] for tp in partitions]}
+            {
+                "event": name,
+                "partitions": [[tp.topic, tp.partition, tp.offset] for tp in partitions],
+            }
         )
         if self.raises.get(name, 0) > 0:
             self.raises[name] -= 1
@@ -180,10 +185,19 @@ def _zk_event(op: str, path: str, data: bytes) -> dict[str, Any] | None:
         if op == "delete":
             return {"event": "interest", "topic": rest[1], "waits": None}
         waits = Interest.from_json(data, path).waits
-        return {"event": "interest", "topic": rest[1], "waits": {str(k): v for k, v in sorted(waits.items())}}
+        return {
+            "event": "interest",
+            "topic": rest[1],
+            "waits": {str(k): v for k, v in sorted(waits.items())},
+        }
     if rest[0] == "progress" and len(rest) == 3:
         progress = Progress.from_json(data, path)
-        return {"event": "progress", "topic": rest[1], "partition": progress.partition, "offset": progress.offset}
+        return {
+            "event": "progress",
+            "topic": rest[1],
+            "partition": progress.partition,
+            "offset": progress.offset,
+        }
     if rest[0] == "rewinds" and len(rest) == 2:
         return {"event": "rewind_marker", "topic": rest[1]}
     if rest[0] == "topics" and len(rest) == 2 and op == "create":
@@ -216,7 +230,7 @@ def _patched(clock: Clock, zk: FakeZk, make_client: Any, make_probe: Any) -> Ite
     put(wrapper, "start_client", lambda client, *a, **k: client)
     put(wrapper, "close_client", lambda client: None)
     put(wrapper, "close_client_within", lambda client, timeout: True)
-    put(wrapper, "exit_hook", lambda owner, fn: (lambda: None))
+    put(wrapper, "exit_hook", lambda owner, fn: lambda: None)
     put(probe_module, "Consumer", make_probe)
     for name in _TIMED:
         module = importlib.import_module(f"ordered.consumer.{name}")
@@ -319,7 +333,9 @@ class _Run:
         for st in consumer.gate_status(waits=True):
             if st.held is not None:
                 held.append([st.topic, st.partition, st.held])
-                waits[f"{st.topic}/{st.partition}"] = sorted([w.partition, w.offset, w.epoch] for w in st.waits)
+                waits[f"{st.topic}/{st.partition}"] = sorted(
+                    [w.partition, w.offset, w.epoch] for w in st.waits
+                )
         return held, waits
 
     def _check(self, i: int, step: dict[str, Any], got: dict[str, Any], consumer: Any) -> None:
@@ -351,15 +367,35 @@ class _Run:
         client = self.client
         assert client is not None
         if "client_paused" in expect:
-            differ("client_paused", sorted(expect["client_paused"]), sorted([list(k) for k in client.paused]))
+            differ(
+                "client_paused",
+                sorted(expect["client_paused"]),
+                sorted([list(k) for k in client.paused]),
+            )
         if "stored" in expect:
-            have = {k: client.stored.get((k.split("/")[0], int(k.split("/")[1]))) for k in expect["stored"]}
+            have = {
+                k: client.stored.get((k.split("/")[0], int(k.split("/")[1])))
+                for k in expect["stored"]
+            }
             differ("stored", expect["stored"], have)
+        for name, source in (
+            ("stored_at_most", client.stored),
+            ("committed_at_most", self.kafka.committed),
+        ):
+            for k, bound in expect.get(name, {}).items():
+                have = source.get((k.split("/")[0], int(k.split("/")[1])))
+                if have is not None and have > bound:
+                    self.mismatches.append(f"{where}: {name} {k}: {have} is past {bound}")
         if "committed" in expect:
-            have = {k: self.kafka.committed.get((k.split("/")[0], int(k.split("/")[1]))) for k in expect["committed"]}
+            have = {
+                k: self.kafka.committed.get((k.split("/")[0], int(k.split("/")[1])))
+                for k in expect["committed"]
+            }
             differ("committed", expect["committed"], have)
         if "positions" in expect:
-            tps = [TopicPartition(k.split("/")[0], int(k.split("/")[1])) for k in expect["positions"]]
+            tps = [
+                TopicPartition(k.split("/")[0], int(k.split("/")[1])) for k in expect["positions"]
+            ]
             have = {f"{tp.topic}/{tp.partition}": tp.offset for tp in consumer.position(tps)}
             differ("positions", expect["positions"], have)
 
@@ -393,14 +429,21 @@ class _Run:
         elif do == "unassign":
             got = self._call(consumer.unassign)
         elif do == "fetched":
-            for spec in step["records"]:
-                offsets = _offsets(spec)
-                key = (spec["topic"], spec["partition"])
-                msgs = [_message(key[0], key[1], o, spec, i) for i, o in enumerate(offsets)]
-                client.fetched(key, offsets, msgs)
-            for k, high in step.get("high", {}).items():
-                t, p = k.split("/")
-                self.kafka.high[(t, int(p))] = high
+
+            def arrive(step: dict[str, Any] = step) -> None:
+                for spec in step["records"]:
+                    offsets = _offsets(spec)
+                    key = (spec["topic"], spec["partition"])
+                    msgs = [_message(key[0], key[1], o, spec, i) for i, o in enumerate(offsets)]
+                    client.fetched(key, offsets, msgs)
+                for k, high in step.get("high", {}).items():
+                    t, p = k.split("/")
+                    self.kafka.high[(t, int(p))] = high
+
+            if "during_call" in step:
+                client.at_call(step["during_call"], arrive)
+            else:
+                arrive()
         elif do == "poll":
             got = self._call(lambda: consumer.poll(step.get("timeout_ms", 0) / 1000.0))
             if "value" in got:
@@ -430,13 +473,18 @@ class _Run:
         elif do == "close":
             got = self._call(consumer.close)
         elif do == "rebalance":
-            for kind in ("revoke", "lost", "assign"):
-                if kind in step:
-                    client.rebalances.append({"kind": kind, "partitions": step[kind]})
+            kinds = [
+                {"kind": kind, "partitions": step[kind]}
+                for kind in ("revoke", "lost", "assign")
+                if kind in step
+            ]
+            client.at_call(step.get("during_call", 1), lambda: client.rebalances.extend(kinds))
         elif do == "publish":
             self.layouts.publish(step["topic"], step["epoch"], step.get("notify", True))
         elif do == "seal":
-            self.layouts.seal(step["topic"], step["epoch"], step["boundaries"], step.get("notify", True))
+            self.layouts.seal(
+                step["topic"], step["epoch"], step["boundaries"], step.get("notify", True)
+            )
         elif do == "compact_history":
             self.layouts.compact(step["topic"], step["below"], step.get("notify", True))
         elif do == "watches_arrive":
@@ -450,6 +498,12 @@ class _Run:
         elif do == "log_start":
             for t, p, o in step["offsets"]:
                 self.kafka.log_start[(t, p)] = o
+        elif do == "progress_record":
+            # Another member's (or the relay's) progress record.
+            t, p, o = step["progress"]
+            path = store_paths.progress_partition_path(ROOT, GROUP, t, p)
+            self.zk.put(path, Progress(p, o, 1.0).to_json())
+            self.zk.touched(path)
         elif do == "advance":
             self.clock.advance(step["ms"] / 1000.0)
         elif do == "zk_session":
@@ -470,7 +524,9 @@ class _Run:
 
     def _rebalance_cb(self, name: str) -> Any:
         def cb(_consumer: Any, partitions: list[Any]) -> None:
-            self.events.append({"event": name, "partitions": [[tp.topic, tp.partition] for tp in partitions]})
+            self.events.append(
+                {"event": name, "partitions": [[tp.topic, tp.partition] for tp in partitions]}
+            )
 
         return cb
 
@@ -479,7 +535,15 @@ class _Run:
 
         with _patched(self.clock, self.zk, self._make_client, self._make_probe):
             logging.getLogger("ordered").setLevel(logging.CRITICAL)
-            consumer = OrderedConsumer(self.config())
+            try:
+                consumer = OrderedConsumer(self.config())
+            except Exception as exc:
+                if not self.s.get("construct_raises"):
+                    return [f"construction raised: {type(exc).__name__}: {exc}"]
+                return self.mismatches
+            if self.s.get("construct_raises"):
+                consumer.close()
+                return ["construction was expected to raise (refused configuration)"]
             consumer.key_listener = self.listener
             try:
                 self._drain_events()

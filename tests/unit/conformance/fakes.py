@@ -63,8 +63,8 @@ class Stat:
     mzxid: int
     czxid: int
     version: int
-    ephemeralOwner: int = 0  # noqa: N815 (kazoo's name)
-    numChildren: int = 0  # noqa: N815
+    ephemeralOwner: int = 0
+    numChildren: int = 0
 
 
 @dataclass
@@ -158,7 +158,9 @@ class FakeZk:
         if node is None:
             return None
         prefix = path.rstrip("/") + "/"
-        children = sum(1 for p in self.nodes if p.startswith(prefix) and "/" not in p[len(prefix) :])
+        children = sum(
+            1 for p in self.nodes if p.startswith(prefix) and "/" not in p[len(prefix) :]
+        )
         return Stat(node.mzxid, node.czxid, node.version, 1 if node.ephemeral else 0, children)
 
     def retry(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -389,6 +391,8 @@ class FakeClient:
         self.callbacks: dict[str, Any] = {}
         self.rebalances: list[dict[str, Any]] = []
         self.fail_commits = 0
+        self.calls = 0  # fetch calls (poll/consume) so far
+        self.later: list[tuple[int, Callable[[], None]]] = []  # (at call, what happens)
         self.closed = False
         self.auto_commit = str(config.get("enable.auto.commit", True)).lower() != "false"
 
@@ -457,7 +461,16 @@ class FakeClient:
                     self._auto_commit([(tp.topic, tp.partition) for tp in tps])
                 self._remove([(tp.topic, tp.partition) for tp in tps])
 
+    def at_call(self, after: int, what: Callable[[], None]) -> None:
+        """Run ``what`` inside the fetch call ``after`` calls from now (1: the next)."""
+        self.later.append((self.calls + after, what))
+
     def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:
+        self.calls += 1
+        due = [w for at, w in self.later if at <= self.calls]
+        self.later = [(at, w) for at, w in self.later if at > self.calls]
+        for what in due:
+            what()
         self._rebalance()
         out = self._take(num_messages)
         if not out and timeout and timeout > 0:
@@ -475,7 +488,9 @@ class FakeClient:
 
     def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
         return [
-            TopicPartition(tp.topic, tp.partition, self.app_pos.get((tp.topic, tp.partition), OFFSET_INVALID))
+            TopicPartition(
+                tp.topic, tp.partition, self.app_pos.get((tp.topic, tp.partition), OFFSET_INVALID)
+            )
             for tp in partitions
         ]
 
@@ -495,13 +510,13 @@ class FakeClient:
         ]
 
     def _commit_map(self, offsets: dict[Key, int], how: str) -> list[TopicPartition]:
-        if self.fail_commits:
+        if self.fail_commits and how != "auto":
             self.fail_commits -= 1
-            self.events.append({"event": "commit_failed", "offsets": _triples(offsets)})
+            self.events.append({"event": "commit_failed", "of": how, "offsets": _triples(offsets)})
             raise _error(KafkaError.REBALANCE_IN_PROGRESS, "rebalance in progress")
         for key, o in offsets.items():
             self.kafka.committed[key] = o
-        self.events.append({"event": "commit", "by": how, "offsets": _triples(offsets)})
+        self.events.append({"event": "commit", "of": how, "offsets": _triples(offsets)})
         return [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
 
     def commit(
@@ -510,11 +525,13 @@ class FakeClient:
         offsets: list[TopicPartition] | None = None,
         asynchronous: bool = True,
     ) -> Any:
+        how = "offsets"
         if message is not None:
             chosen = {(message.topic(), message.partition()): message.offset() + 1}
         elif offsets is not None:
             chosen = {(tp.topic, tp.partition): tp.offset for tp in offsets}
         else:
+            how = "stored"
             chosen = {
                 k: o
                 for k, o in self.stored.items()
@@ -522,7 +539,7 @@ class FakeClient:
             }
             if not chosen:
                 raise _error(KafkaError._NO_OFFSET, "no offset to commit")
-        result = self._commit_map(chosen, "consumer")
+        result = self._commit_map(chosen, how)
         return None if asynchronous else result
 
     def _auto_commit(self, keys: list[Key] | None = None) -> None:
@@ -532,7 +549,7 @@ class FakeClient:
             if (keys is None or k in keys) and self.kafka.committed.get(k) != o
         }
         if chosen:
-            self._commit_map(chosen, "auto-commit")
+            self._commit_map(chosen, "auto")
 
     def auto_commit_now(self) -> None:
         """librdkafka's auto-commit timer firing (commits the stored offsets)."""
@@ -552,8 +569,9 @@ class FakeClient:
 
     # --- assignment ---
 
-    def subscribe(self, topics: list[str], on_assign: Any = None, on_revoke: Any = None,
-                  on_lost: Any = None) -> None:
+    def subscribe(
+        self, topics: list[str], on_assign: Any = None, on_revoke: Any = None, on_lost: Any = None
+    ) -> None:
         self.callbacks = {"on_assign": on_assign, "on_revoke": on_revoke, "on_lost": on_lost}
 
     def unsubscribe(self) -> None:

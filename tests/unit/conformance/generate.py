@@ -1,4 +1,4 @@
-"""Writes ``vectors/consumer/gate-vectors.json``: the ``gates`` golden vectors as consumer scenarios.
+"""Writes ``vectors/consumer/gate-vectors.json``: the gates golden vectors as scenarios.
 
 The one generated file of the scenarios, and an honest generator: its expectations are
 not the consumer's output but the pure gate rule's, as ``vectors/linear_hash.json``
@@ -80,22 +80,29 @@ def _history(entry: dict[str, Any]) -> list[dict[str, Any]]:
 def _capped(check: dict[str, Any], entry: dict[str, Any]) -> bool:
     """Whether the consumer's own-position cap (C-REPLAY-2) may change this check's answer."""
     p = check["partition"]
-    return str(p) in entry["committed"] and entry["committed"][str(p)] > check["offset"] and (
-        p in check["required_partitions"]
+    return (
+        str(p) in entry["committed"]
+        and entry["committed"][str(p)] > check["offset"]
+        and (p in check["required_partitions"])
     )
 
 
 def scenario(entry: dict[str, Any]) -> tuple[dict[str, Any], list[int]]:
     steps: list[dict[str, Any]] = []
     skipped = []
-    committed = [["t", int(p), o] for p, o in sorted(entry["committed"].items(), key=lambda x: int(x[0]))]
+    committed = [
+        ["t", int(p), o] for p, o in sorted(entry["committed"].items(), key=lambda x: int(x[0]))
+    ]
     for i, check in enumerate(entry["checks"]):
         if _capped(check, entry):
             skipped.append(i)
             continue
         p, o = check["partition"], check["offset"]
         held = [] if check["may_deliver"] else [["t", p, o]]
-        expect: dict[str, Any] = {"records": [["t", p, o]] if check["may_deliver"] else [], "held": held}
+        expect: dict[str, Any] = {
+            "records": [["t", p, o]] if check["may_deliver"] else [],
+            "held": held,
+        }
         if not check["may_deliver"]:
             expect["waits"] = {f"t/{p}": sorted(check["waiting_on"])}
         steps += [
@@ -108,7 +115,9 @@ def scenario(entry: dict[str, Any]) -> tuple[dict[str, Any], list[int]]:
             steps.append({"do": "group_commit", "offsets": committed})
     active = max([entry["initial"], *(e["to_active"] or 0 for e in entry["epochs"])])
     parts = {int(k) for k in entry["committed"]} | {int(k) for k in entry["log_start"]}
-    physical = max([active, *(p + 1 for p in parts), *(c["partition"] + 1 for c in entry["checks"])])
+    physical = max(
+        [active, *(p + 1 for p in parts), *(c["partition"] + 1 for c in entry["checks"])]
+    )
     out = {
         "name": _slug(entry["name"]),
         "rules": _rules(entry["name"]),
