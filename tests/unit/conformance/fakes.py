@@ -120,6 +120,7 @@ class FakeZk:
         self.connected = True
         self.delay_watches = False
         self._delayed: list[str] = []
+        self.checks = 0  # fetch checks sent: a sync sent asynchronously (C-CHECK-2)
         self.lock = threading.RLock()
 
     # --- the session ---
@@ -315,6 +316,7 @@ class FakeZk:
         return _Result(lambda: self.get_children(path, watch))
 
     def sync_async(self, path: str) -> _Result:
+        self.checks += 1
         return _Result(lambda: self.sync(path))
 
     def set_async(self, path: str, value: bytes, version: int = -1) -> _Result:
