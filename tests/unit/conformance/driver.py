@@ -23,6 +23,7 @@ import contextlib
 import importlib
 import json
 import logging
+import threading
 import types
 from collections.abc import Iterator
 from pathlib import Path
@@ -178,8 +179,13 @@ class _Listener:
     def __init__(self, events: list[Any]) -> None:
         self.events = events
         self.raises: dict[str, int] = {}
+        self.thread = threading.get_ident()  # the driver's: every call comes from it
+        self.off_thread: list[str] = []
 
     def _call(self, name: str, partitions: list[Any]) -> None:
+        if threading.get_ident() != self.thread:
+            # C-CB-1: every callback runs on the thread that called the consumer.
+            self.off_thread.append(name)
         self.events.append(
             {
                 "event": name,
@@ -275,12 +281,12 @@ def _message(topic: str, partition: int, offset: int, spec: dict[str, Any], i: i
     if isinstance(kind, list):
         kind = kind[i]
     value: bytes | None = f"v{offset}".encode()
-    headers = None
+    headers = [(k, v.encode()) for k, v in spec["headers"]] if "headers" in spec else None
     if kind == "tombstone":
         value = None
     elif kind == "tombstone_copy":
         value = None
-        headers = [("ordered.tombstone", str(partition).encode())]
+        headers = [*(headers or []), ("ordered.tombstone", str(partition).encode())]
     return Message(
         topic=topic,
         partition=partition,
@@ -552,6 +558,8 @@ class _Run:
 
     def _rebalance_cb(self, name: str) -> Any:
         def cb(_consumer: Any, partitions: list[Any]) -> None:
+            if threading.get_ident() != self.listener.thread:
+                self.listener.off_thread.append(name)
             self.events.append(
                 {"event": name, "partitions": [[tp.topic, tp.partition] for tp in partitions]}
             )
@@ -579,6 +587,12 @@ class _Run:
                 for i, step in enumerate(self.s["steps"]):
                     got = self.step(consumer, step)
                     self._check(i, step, got, consumer)
+                    if self.listener.off_thread:
+                        self.mismatches.append(
+                            f"step {i} ({step['do']}): callbacks ran on another thread than "
+                            f"the caller's: {self.listener.off_thread}"
+                        )
+                        self.listener.off_thread.clear()
             finally:
                 with contextlib.suppress(Exception):
                     consumer.close()
