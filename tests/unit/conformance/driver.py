@@ -23,7 +23,9 @@ import contextlib
 import importlib
 import json
 import logging
+import pkgutil
 import threading
+import time
 import types
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,8 +44,6 @@ __all__ = ["ROOT", "VECTORS", "load_all", "run"]
 ROOT = "/ordered"
 VECTORS = Path(__file__).resolve().parents[3] / "vectors" / "consumer"
 GROUP = "g"
-
-_TIMED = ("calls", "decide", "favour", "fetch", "layouts", "probe", "recheck", "replay", "state")
 
 
 def load_all() -> list[dict[str, Any]]:
@@ -261,9 +261,11 @@ def _patched(
     put(wrapper, "exit_hook", lambda owner, fn: lambda: None)
     put(wrapper, "TopicIds", topic_ids)
     put(probe_module, "Consumer", make_probe)
-    for name in _TIMED:
-        module = importlib.import_module(f"ordered.consumer.{name}")
-        if hasattr(module, "time"):
+    import ordered.consumer as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"ordered.consumer.{info.name}")
+        if getattr(module, "time", None) is time:  # the consumer's clock, wherever it reads it
             put(module, "time", fake_time)
     layouts_module = importlib.import_module("ordered.consumer.layouts")
     put(layouts_module, "CheckPacer", lambda: pacing.CheckPacer(clock.monotonic))
@@ -415,9 +417,9 @@ class _Run:
             ("committed_at_most", self.kafka.committed),
         ):
             for k, bound in expect.get(name, {}).items():
-                have = source.get((k.split("/")[0], int(k.split("/")[1])))
-                if have is not None and have > bound:
-                    self.mismatches.append(f"{where}: {name} {k}: {have} is past {bound}")
+                value = source.get((k.split("/")[0], int(k.split("/")[1])))
+                if value is not None and value > bound:
+                    self.mismatches.append(f"{where}: {name} {k}: {value} is past {bound}")
         if "committed" in expect:
             have = {
                 k: self.kafka.committed.get((k.split("/")[0], int(k.split("/")[1])))
@@ -581,7 +583,7 @@ class _Run:
             if self.s.get("construct_raises"):
                 consumer.close()
                 return ["construction was expected to raise (refused configuration)"]
-            consumer.key_listener = self.listener
+            consumer.key_listener = self.listener  # type: ignore[assignment]  # duck-typed
             try:
                 self._drain_events()
                 for i, step in enumerate(self.s["steps"]):

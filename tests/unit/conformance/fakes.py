@@ -528,8 +528,9 @@ class FakeClient:
         asynchronous: bool = True,
     ) -> Any:
         how = "offsets"
+        chosen: dict[Key, int]
         if message is not None:
-            chosen = {(message.topic(), message.partition()): message.offset() + 1}
+            chosen = {_key_of(message): _offset_of(message) + 1}
         elif offsets is not None:
             chosen = {(tp.topic, tp.partition): tp.offset for tp in offsets}
         else:
@@ -562,7 +563,8 @@ class FakeClient:
         self, message: Message | None = None, offsets: list[TopicPartition] | None = None
     ) -> None:
         if message is not None:
-            offsets = [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
+            topic, partition = _key_of(message)
+            offsets = [TopicPartition(topic, partition, _offset_of(message) + 1)]
         for tp in offsets or ():
             key = (tp.topic, tp.partition)
             if key not in self.assigned:
@@ -641,6 +643,18 @@ class FakeClient:
 
     def memberid(self) -> str:
         return "member-1"
+
+
+def _key_of(message: Message) -> Key:
+    topic, partition = message.topic(), message.partition()
+    assert topic is not None and partition is not None
+    return topic, partition
+
+
+def _offset_of(message: Message) -> int:
+    offset = message.offset()
+    assert offset is not None
+    return offset
 
 
 def _triples(offsets: dict[Key, int]) -> list[list[Any]]:
