@@ -97,6 +97,11 @@ class ConsumerUpkeep:
 
     # --- per-partition bookkeeping (poll thread) ---------------------------------------
 
+    def load(self, partitions: Iterable[TopicPartition]) -> None:
+        """Load the layouts of the ``partitions``' topics (raises when one cannot be read)."""
+        for topic in {tp.topic for tp in partitions}:
+            self._layouts.topic(topic)
+
     def track(self, partitions: Iterable[TopicPartition]) -> None:
         """Start tracking the ``partitions`` not tracked yet (gates apply to them)."""
         core = self._core

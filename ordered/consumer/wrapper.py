@@ -252,6 +252,9 @@ class OrderedConsumer:
         # old gate state, pauses included, does not carry over.
         for key in list(self._core.parts):
             self._upkeep.drop(key)
+        # The layouts first: a partition the Kafka client reads while the consumer could
+        # not load its topic would be given with no gate (C-GATE-1).
+        self._upkeep.load(partitions)
         self._consumer.assign(partitions)
         self._upkeep.track(partitions)
 
@@ -259,6 +262,7 @@ class OrderedConsumer:
         """Add ``partitions`` to the assignment; gates apply to them."""
         self._check_open()
         self._hand_over()
+        self._upkeep.load(partitions)
         self._consumer.incremental_assign(partitions)
         self._upkeep.track(partitions)
 
