@@ -7,6 +7,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.function.Supplier;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
@@ -50,6 +53,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Under {@code Trigger.AvailableNow}, once every partition has reached the run's target,
  * a trigger reads nothing and answers that the run is over, as Spark's own source does.
+ * The ZooKeeper session is opened when the stream is made and closed in the background
+ * when it stops.
  *
  * <p>Everything else is the wrapped stream's: initial offsets (and their checkpoint file),
  * offsets' JSON, planning the tasks (with Spark's {@code failOnDataLoss} checks), the
@@ -61,9 +66,14 @@ final class OrderedMicroBatchStream
   private static final Logger LOG = LoggerFactory.getLogger(OrderedMicroBatchStream.class);
 
   private final KafkaMicroBatchStream kafka;
-  private final Map<String, String> ordered;
   private final TriggerPlanner planner;
-  private LayoutHistories layouts;
+  /**
+   * The layouts' reader, its ZooKeeper session opened in the background from the stream's
+   * creation on, so that the opening overlaps Spark's start of the query (the initial
+   * offsets, the checkpoint's files) instead of adding to the first trigger; null when the
+   * query is not gated.
+   */
+  private CompletableFuture<LayoutHistories> layouts;
 
   private long lastTriggerMillis;
   private long heldRecords;
@@ -77,8 +87,28 @@ final class OrderedMicroBatchStream
     }
     this.kafka = (KafkaMicroBatchStream) kafka;
     Map<String, String> checked = OrderedKafkaProvider.checkOrderedOptions(options);
-    this.ordered = checked != null && checked.containsKey("ordered.zookeeper.connect") ? checked : null;
+    Map<String, String> ordered =
+        checked != null && checked.containsKey("ordered.zookeeper.connect") ? checked : null;
     this.planner = new TriggerPlanner(ordered != null);
+    this.layouts =
+        ordered == null ? null : inBackground("open", () -> new LayoutHistories(ordered));
+  }
+
+  /** {@code work} on a thread of its own ({@code ordered-zookeeper-<what>}). */
+  private static <T> CompletableFuture<T> inBackground(String what, Supplier<T> work) {
+    CompletableFuture<T> out = new CompletableFuture<>();
+    Thread thread =
+        new Thread(
+            () -> {
+              try {
+                out.complete(work.get());
+              } catch (Throwable e) {
+                out.completeExceptionally(e);
+              }
+            },
+            "ordered-zookeeper-" + what);
+    thread.start();
+    return out;
   }
 
   // --- the wrapped stream ---------------------------------------------------------------
@@ -145,8 +175,21 @@ final class OrderedMicroBatchStream
       kafka.stop();
     } finally {
       if (layouts != null) {
-        layouts.close();
+        CompletableFuture<LayoutHistories> opened = layouts;
         layouts = null;
+        // Closed in the background: ZooKeeper's close of a session (measured at about 0.1 s
+        // here, a write on the server) would otherwise add to every query's end. The thread
+        // is not a daemon, so a JVM that ends normally still closes the session.
+        inBackground(
+            "close",
+            () -> {
+              try {
+                opened.join().close();
+              } catch (RuntimeException e) {
+                // Never opened: nothing to close (its error was the first trigger's).
+              }
+              return null;
+            });
       }
     }
   }
@@ -173,10 +216,7 @@ final class OrderedMicroBatchStream
 
               @Override
               public List<EpochInfo> epochs(String topic) {
-                if (layouts == null) {
-                  layouts = new LayoutHistories(ordered);
-                }
-                LayoutHistories.History history = layouts.read(topic);
+                LayoutHistories.History history = layouts().read(topic);
                 return history.adopted ? history.epochs : null;
               }
 
@@ -203,6 +243,19 @@ final class OrderedMicroBatchStream
           json, plan.heldRecords, plan.heldPartitions);
     }
     return kafka.deserializeOffset(json);
+  }
+
+  /** The layouts' reader, once its ZooKeeper session (opened with the stream) is up. */
+  private LayoutHistories layouts() {
+    try {
+      return layouts.join();
+    } catch (CompletionException e) {
+      // The opening's own error (ZooKeeper unreachable ...), as when it was opened here.
+      if (e.getCause() instanceof RuntimeException) {
+        throw (RuntimeException) e.getCause();
+      }
+      throw e;
+    }
   }
 
   /**
