@@ -235,7 +235,7 @@ def test_jvm_source_keeps_key_order_through_expansions_a_shrink_and_a_restart(
 ) -> None:
     report = order_scenario(queries, store, readers, tmp_path)
     # The same topic from SQL: CREATE TABLE ... USING ordered-kafka-jvm OPTIONS (...), then
-    # SELECT ... FROM STREAM (docs/spark.md): the gated stream, every record, key order kept.
+    # SELECT ... FROM STREAM (docs/spark-jvm.md): the gated stream, every record, key order kept.
     answer = readers[0].command("sql", "SQL ")
     assert answer.startswith("SQL True None OrderedMicroBatchStream["), answer
     batches = read_batches(tmp_path / "batches.jsonl.sql")
