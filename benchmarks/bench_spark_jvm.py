@@ -32,9 +32,10 @@ included), in batches (rows over the sum of ``durationMs.triggerExecution``), ea
 source reads ZooKeeper and Kafka's offsets, ``addBatch``, where the rows are read), the
 number of triggers and batches, and the CPU seconds of Spark's processes (the JVM and
 its Python processes, from ``/proc``). The ratios (JVM / Kafka and Python / Kafka) are
-taken per round and reported as median, min, max and every round, with the load average
-of every round. One untimed query per source and workload kind comes first (on the
-smallest steady topic).
+taken per round and reported as median, min, max and every round, with the load averages
+of every round (1 min at its start and end, 5 and 15 min at its end) and ``--note``.
+One untimed query per source and workload kind comes first (on the smallest steady
+topic).
 """
 
 from __future__ import annotations
@@ -319,6 +320,11 @@ def main() -> None:
         action="store_true",
         help="leave the Python source out (JVM and Kafka only)",
     )
+    parser.add_argument(
+        "--note",
+        default="",
+        help="what else ran on the machine (kept in the JSON beside the load averages)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
@@ -416,6 +422,9 @@ def main() -> None:
                 ),
                 "workloads": summarise(runs),
                 "load_average_1m_per_round": loads,
+                "load_averages_per_round": load_detail,
+                "cpus": os.cpu_count(),
+                "note": args.note,
                 "chaos_run_beside_per_round": chaos,
                 "seconds": round(time.perf_counter() - began, 1),
                 "queries": runs,
@@ -430,10 +439,12 @@ def main() -> None:
 
         runs: list[dict[str, Any]] = []
         loads: list[float] = []
+        load_detail: list[dict[str, float]] = []
         chaos: list[bool] = []
         for round_no in range(args.rounds):
             shift = round_no % len(sources)
             order = sources[shift:] + sources[:shift]
+            at_start = os.getloadavg()[0]
             chaos.append(chaos_running())
             for name, workload, kind in plan:
                 topic = topics[kind]
@@ -462,6 +473,15 @@ def main() -> None:
                     flush=True,
                 )
             loads.append(round(os.getloadavg()[0], 2))
+            one, five, fifteen = os.getloadavg()
+            load_detail.append(
+                {
+                    "start_1m": round(at_start, 2),
+                    "end_1m": round(one, 2),
+                    "end_5m": round(five, 2),
+                    "end_15m": round(fifteen, 2),
+                }
+            )
             _common.write_results(args.out, results())  # what there is so far
         spark.stop()
         # The topics hold a few GB between them on a shared cluster: not left behind.

@@ -74,7 +74,7 @@ else
     echo "setup: built $jar"
   fi
   # The JVM Spark source's jar (jvm-spark/target/ordered-kafka-spark.jar, used with the jar
-  # above on spark.jars; docs/spark.md). Spark's classes are `provided`, fetched from Maven
+  # above on spark.jars; docs/spark-jvm.md). Spark's classes are `provided`, fetched from Maven
   # Central without their dependencies (about 40 MB, once); rebuilt only when a jvm-spark/
   # source or the plugins' jar is newer than it.
   spark_jar=jvm-spark/target/ordered-kafka-spark.jar

@@ -173,27 +173,48 @@ def _consumer(d: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+SPARK_SOURCE_MIN_RECORDS: Final = 1_000_000
+"""The smallest read whose Python-source figures go into the table.
+
+Smaller reads (``bench_spark.py``'s 400k, 100k in ``--quick``) gave ratios that reads of
+1M and 3M records do not bear out (1.17x at 100k, 0.33x-0.74x at 1M and 3M): the table
+takes the source's figures from ``bench_spark_jvm.py``'s 1M and 3M reads instead, and
+from a ``bench_spark.py --records`` run of at least this size.
+"""
+
+
+def _records(n: int) -> str:
+    return f"{n / 1_000_000:g}M" if n >= 1_000_000 else f"{n / 1000:g}k"
+
+
 def _spark(d: dict[str, Any]) -> list[dict[str, Any]]:
+    records = d.get("records")
+    if isinstance(records, int) and records >= SPARK_SOURCE_MIN_RECORDS:
+        rows = _spark_source(d, records)
+    else:
+        rows = []
+    return [*rows, *_spark_sink(d)]
+
+
+def _paired(d: dict[str, Any], name: str) -> tuple[Any, str | None]:
+    # Paired rounds: {"median", "min", "max", "rounds"}; older files: one median.
+    paired = _get(d, f"{name}_ratio")
+    if isinstance(paired, dict):
+        return paired.get("median"), (
+            f"rounds {paired.get('rounds')} (min {paired.get('min')}, max {paired.get('max')})"
+        )
+    return _get(d, f"{name}_ratio_median"), None
+
+
+def _spark_source(d: dict[str, Any], records: int) -> list[dict[str, Any]]:
     src = _get(d, "source_rows_per_s") or {}
     steady = _get(d, "source_steady_rows_per_s") or {}
     startup = _get(d, "source_startup_s") or {}
-    sink = _get(d, "sink_rows_per_s") or {}
-    plan = _get(d, "planning_ms_direct") or {}
-
-    def ratio(name: str) -> tuple[Any, str | None]:
-        # Paired rounds: {"median", "min", "max", "rounds"}; older files: one median.
-        paired = _get(d, f"{name}_ratio")
-        if isinstance(paired, dict):
-            return paired.get("median"), (
-                f"rounds {paired.get('rounds')} (min {paired.get('min')}, max {paired.get('max')})"
-            )
-        return _get(d, f"{name}_ratio_median"), None
-
-    source_ratio, source_spread = ratio("source")
-    sink_ratio, sink_spread = ratio("sink")
+    source_ratio, source_spread = _paired(d, "source")
     rows = [
         _row(
-            "Spark source, `ordered-kafka`, end to end with query start-up (rows/s)",
+            f"Spark source, `ordered-kafka`, {_records(records)} records, end to end with "
+            "query start-up (rows/s)",
             _get(src, "ordered-kafka", "median"),
             f"Spark's Kafka source {_get(src, 'kafka', 'median')}",
             source_ratio,
@@ -202,7 +223,7 @@ def _spark(d: dict[str, Any]) -> list[dict[str, Any]]:
             "spark",
         )
     ]
-    steady_ratio, steady_spread = ratio("source_steady")
+    steady_ratio, steady_spread = _paired(d, "source_steady")
     if steady_ratio is not None:
         rows.append(
             _row(
@@ -228,8 +249,14 @@ def _spark(d: dict[str, Any]) -> list[dict[str, Any]]:
                 "spark",
             )
         )
+    return rows
+
+
+def _spark_sink(d: dict[str, Any]) -> list[dict[str, Any]]:
+    sink = _get(d, "sink_rows_per_s") or {}
+    plan = _get(d, "planning_ms_direct") or {}
+    sink_ratio, sink_spread = _paired(d, "sink")
     return [
-        *rows,
         _row(
             "Spark sink, `ordered-kafka` (rows/s)",
             _get(sink, "ordered-kafka", "median"),

@@ -8,7 +8,7 @@ shaded jar that ``bash scripts/setup.sh`` builds with Maven from ``jvm/`` into
 ``spark.jars``, ``CLASSPATH`` or ``plugin.path`` can take it without guessing.
 
 ``--spark 3.5`` or ``--spark 4`` prints instead the jar of the JVM Spark source
-(``format("ordered-kafka-jvm")``, ``docs/spark.md``) built for that Spark line:
+(``format("ordered-kafka-jvm")``, ``docs/spark-jvm.md``) built for that Spark line:
 ``jvm-spark/target/ordered-kafka-spark-3.5.jar`` (Spark 3.5, Scala 2.12) or
 ``jvm-spark/target/ordered-kafka-spark.jar`` (Spark 4, Scala 2.13). It goes on
 ``spark.jars`` beside the plugins' jar and Spark's Kafka connector.

@@ -23,6 +23,7 @@ partitions in its first batch.
 from __future__ import annotations
 
 import json
+import socket
 import sys
 import time
 from collections.abc import Iterator
@@ -146,7 +147,10 @@ for line in sys.stdin:
         .trigger(availableNow=True)
         .start()
     )
-    ended = query.awaitTermination(180)
+    try:
+        ended = query.awaitTermination(180)
+    except Exception:  # the query failed: reported below
+        ended = True
     error = query.exception()
     if not ended or error is not None:
         query.stop()
@@ -231,12 +235,37 @@ def test_jvm_source_keeps_key_order_through_expansions_a_shrink_and_a_restart(
 ) -> None:
     report = order_scenario(queries, store, readers, tmp_path)
     # The same topic from SQL: CREATE TABLE ... USING ordered-kafka-jvm OPTIONS (...), then
-    # SELECT ... FROM STREAM (docs/spark.md): the gated stream, every record, key order kept.
+    # SELECT ... FROM STREAM (docs/spark-jvm.md): the gated stream, every record, key order kept.
     answer = readers[0].command("sql", "SQL ")
     assert answer.startswith("SQL True None OrderedMicroBatchStream["), answer
     batches = read_batches(tmp_path / "batches.jsonl.sql")
     assert sum(len(rows) for rows in batches.values()) == report["records"], answer
     check_batches(batches)
+
+
+def test_an_unreachable_zookeeper_fails_the_query_at_its_first_trigger(
+    queries: SparkQueries, readers: list[SparkReader], tmp_path: Path
+) -> None:
+    # The stream opens its ZooKeeper session in the background when Spark makes it: the
+    # opening's error must still end the query, at the first trigger, naming ZooKeeper.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # free once closed: nothing listens there
+    topic = queries.adopted_topic(2)
+    options = {**queries.options(topic), "ordered.zookeeper.connect": f"127.0.0.1:{port}"}
+    cfg = {
+        "jars": spark_jars(),
+        "options": options,
+        "checkpoint": str(tmp_path / "checkpoint"),
+        "out": str(tmp_path / "batches.jsonl"),
+    }
+    reader = SparkReader(cfg, tmp_path / "spark.log")
+    readers.append(reader)
+    reader.expect("STARTED")
+    reader.send(f"run {PROVIDER}")
+    answer = reader.expect("FAILED ", timeout=120)
+    assert "ZooKeeper could not be reached" in answer, answer
+    assert not (tmp_path / "batches.jsonl").exists()
 
 
 def order_scenario(

@@ -7,6 +7,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.function.Supplier;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
@@ -23,14 +26,14 @@ import org.apache.spark.sql.kafka010.KafkaMicroBatchStream;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import org.orderedkafka.Json;
 import org.orderedkafka.LayoutHistories;
-import org.orderedkafka.gate.GatePlanner;
+import org.orderedkafka.gate.EpochInfo;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Spark's Kafka micro-batch stream, each batch's end capped at the gates.
  *
- * <p>At every trigger, on the driver:
+ * <p>At every trigger, on the driver ({@link TriggerPlanner} decides which reads it makes):
  *
  * <ol>
  *   <li>Kafka's end offsets, FIRST, through Spark's own reader ({@code latestOffset} of the
@@ -39,13 +42,19 @@ import org.slf4j.LoggerFactory;
  *       ({@link LayoutHistories}): every record below an end offset read in step 1 was written
  *       before the layout was read, so every epoch it carries is known ("no record outruns its
  *       epoch");
- *   <li>Kafka's log start offsets;
  *   <li>each partition of an adopted topic capped at its first closed gate ({@link
- *       GatePlanner#gateCaps}: the gate rule of {@link org.orderedkafka.gate.GateEvaluator},
- *       with the batch's start, the end of the last logged batch, as the group's progress);
+ *       org.orderedkafka.gate.GatePlanner#gateCaps}: the gate rule of {@link
+ *       org.orderedkafka.gate.GateEvaluator}, with the batch's start, the end of the last
+ *       logged batch, as the group's progress), with Kafka's log start offsets (trimmed
+ *       records count as passed) read only when a partition is held without them;
  *   <li>then {@code maxOffsetsPerTrigger} (split over the backlog below the caps, as Spark
  *       splits it) or {@code minOffsetsPerTrigger}/{@code maxTriggerDelay}.
  * </ol>
+ *
+ * <p>Under {@code Trigger.AvailableNow}, once every partition has reached the run's target,
+ * a trigger reads nothing and answers that the run is over, as Spark's own source does.
+ * The ZooKeeper session is opened when the stream is made and closed in the background
+ * when it stops.
  *
  * <p>Everything else is the wrapped stream's: initial offsets (and their checkpoint file),
  * offsets' JSON, planning the tasks (with Spark's {@code failOnDataLoss} checks), the
@@ -57,11 +66,14 @@ final class OrderedMicroBatchStream
   private static final Logger LOG = LoggerFactory.getLogger(OrderedMicroBatchStream.class);
 
   private final KafkaMicroBatchStream kafka;
-  private final Map<String, String> ordered;
-  private LayoutHistories layouts;
-  private boolean availableNow;
-  /** The AvailableNow target (frozen at the first trigger, raised where a gate needs it). */
-  private Map<TopicPartition, Long> target;
+  private final TriggerPlanner planner;
+  /**
+   * The layouts' reader, its ZooKeeper session opened in the background from the stream's
+   * creation on, so that the opening overlaps Spark's start of the query (the initial
+   * offsets, the checkpoint's files) instead of adding to the first trigger; null when the
+   * query is not gated.
+   */
+  private CompletableFuture<LayoutHistories> layouts;
 
   private long lastTriggerMillis;
   private long heldRecords;
@@ -75,7 +87,28 @@ final class OrderedMicroBatchStream
     }
     this.kafka = (KafkaMicroBatchStream) kafka;
     Map<String, String> checked = OrderedKafkaProvider.checkOrderedOptions(options);
-    this.ordered = checked != null && checked.containsKey("ordered.zookeeper.connect") ? checked : null;
+    Map<String, String> ordered =
+        checked != null && checked.containsKey("ordered.zookeeper.connect") ? checked : null;
+    this.planner = new TriggerPlanner(ordered != null);
+    this.layouts =
+        ordered == null ? null : inBackground("open", () -> new LayoutHistories(ordered));
+  }
+
+  /** {@code work} on a thread of its own ({@code ordered-zookeeper-<what>}). */
+  private static <T> CompletableFuture<T> inBackground(String what, Supplier<T> work) {
+    CompletableFuture<T> out = new CompletableFuture<>();
+    Thread thread =
+        new Thread(
+            () -> {
+              try {
+                out.complete(work.get());
+              } catch (Throwable e) {
+                out.completeExceptionally(e);
+              }
+            },
+            "ordered-zookeeper-" + what);
+    thread.start();
+    return out;
   }
 
   // --- the wrapped stream ---------------------------------------------------------------
@@ -133,8 +166,7 @@ final class OrderedMicroBatchStream
   public void prepareForTriggerAvailableNow() {
     // Not passed on: the wrapped stream must keep reading Kafka's current end offsets, so
     // that a target below a gate's source boundary can be raised (availableNowTarget).
-    availableNow = true;
-    target = null;
+    planner.prepareForTriggerAvailableNow();
   }
 
   @Override
@@ -143,8 +175,21 @@ final class OrderedMicroBatchStream
       kafka.stop();
     } finally {
       if (layouts != null) {
-        layouts.close();
+        CompletableFuture<LayoutHistories> opened = layouts;
         layouts = null;
+        // Closed in the background: ZooKeeper's close of a session (measured at about 0.1 s
+        // here, a write on the server) would otherwise add to every query's end. The thread
+        // is not a daemon, so a JVM that ends normally still closes the session.
+        inBackground(
+            "close",
+            () -> {
+              try {
+                opened.join().close();
+              } catch (RuntimeException e) {
+                // Never opened: nothing to close (its error was the first trigger's).
+              }
+              return null;
+            });
       }
     }
   }
@@ -159,112 +204,58 @@ final class OrderedMicroBatchStream
   @Override
   public Offset latestOffset(Offset startOffset, ReadLimit limit) {
     Map<TopicPartition, Long> begin = offsets(startOffset);
-    // 1. Kafka's end offsets first (Spark's reader; no limit: the caps come before it).
-    Map<TopicPartition, Long> latest = offsets(kafka.latestOffset(startOffset, ReadLimit.allAvailable()));
-    Map<String, LayoutHistories.History> histories = new HashMap<>();
-    Map<TopicPartition, Long> logStarts = new HashMap<>();
-    if (ordered != null) {
-      // 2. Then the layouts, after a sync.
-      if (layouts == null) {
-        layouts = new LayoutHistories(ordered);
-      }
-      for (String topic : byTopic(latest).keySet()) {
-        histories.put(topic, layouts.read(topic));
-      }
-      // 3. The log starts (trimmed records count as passed).
-      if (histories.values().stream().anyMatch(h -> h.adopted)) {
-        logStarts.putAll(earliest());
-      }
+    TriggerPlanner.Plan plan =
+        planner.plan(
+            begin,
+            new TriggerPlanner.Reads() {
+              @Override
+              public Map<TopicPartition, Long> ends() {
+                // Spark's reader, with no limit: the caps come before it.
+                return offsets(kafka.latestOffset(startOffset, ReadLimit.allAvailable()));
+              }
+
+              @Override
+              public List<EpochInfo> epochs(String topic) {
+                LayoutHistories.History history = layouts().read(topic);
+                return history.adopted ? history.epochs : null;
+              }
+
+              @Override
+              public Map<TopicPartition, Long> logStarts() {
+                return earliest();
+              }
+            });
+    heldRecords = plan.heldRecords;
+    heldPartitions = plan.heldPartitions;
+    if (plan.fromTarget) {
+      return startOffset;
     }
-    Map<TopicPartition, Long> goal = latest;
-    if (availableNow) {
-      goal = availableNowGoal(begin, latest, histories);
-    }
-    // 4. The caps.
-    Map<TopicPartition, Long> capped = new HashMap<>();
-    Map<String, Map<Integer, Long>> goalByTopic = byTopic(goal);
-    Map<String, Map<Integer, Long>> beginByTopic = byTopic(begin);
-    Map<String, Map<Integer, Long>> startsByTopic = byTopic(logStarts);
-    for (Map.Entry<String, Map<Integer, Long>> t : goalByTopic.entrySet()) {
-      String topic = t.getKey();
-      Map<Integer, Long> first = beginByTopic.getOrDefault(topic, Map.of());
-      LayoutHistories.History history = histories.get(topic);
-      Map<Integer, Long> caps =
-          history != null && history.adopted
-              ? GatePlanner.gateCaps(
-                  history.epochs, first, t.getValue(), startsByTopic.getOrDefault(topic, Map.of()))
-              : t.getValue();
-      for (Map.Entry<Integer, Long> c : caps.entrySet()) {
-        int p = c.getKey();
-        long last = t.getValue().get(p);
-        Long from = first.get(p);
-        // An end below the start (the partition's end went back): left as it is, so that
-        // Spark's own planning reports the loss (failOnDataLoss).
-        long cap = from != null && last < from ? last : c.getValue();
-        capped.put(new TopicPartition(topic, p), cap);
-      }
-    }
-    long held = 0;
-    int partitions = 0;
-    for (Map.Entry<TopicPartition, Long> e : capped.entrySet()) {
-      long over = goal.get(e.getKey()) - e.getValue();
-      if (over > 0) {
-        held += over;
-        partitions++;
-      }
-    }
-    heldRecords = held;
-    heldPartitions = partitions;
-    // 5. The read limit, below the caps.
-    Map<TopicPartition, Long> end = limit(limit, begin, capped, logStarts);
+    // The read limit, below the caps.
+    Map<TopicPartition, Long> end = limit(limit, begin, plan.capped, plan.logStarts);
     if (end == null) {
       return startOffset;
     }
     String json = json(end);
-    if (held > 0 && !json.equals(lastLogged)) {
+    if (plan.heldRecords > 0 && !json.equals(lastLogged)) {
       lastLogged = json;
       LOG.info(
           "ordered-kafka: batch ends at {} ({} records of {} partitions held at gates)",
-          json, held, partitions);
+          json, plan.heldRecords, plan.heldPartitions);
     }
     return kafka.deserializeOffset(json);
   }
 
-  /** The AvailableNow target, frozen at the first trigger and raised where a gate needs it. */
-  private Map<TopicPartition, Long> availableNowGoal(
-      Map<TopicPartition, Long> begin,
-      Map<TopicPartition, Long> latest,
-      Map<String, LayoutHistories.History> histories) {
-    if (target == null) {
-      target = new HashMap<>(latest);
-    }
-    Map<String, Map<Integer, Long>> latestByTopic = byTopic(latest);
-    Map<String, Map<Integer, Long>> targetByTopic = byTopic(target);
-    for (Map.Entry<String, LayoutHistories.History> h : histories.entrySet()) {
-      if (!h.getValue().adopted) {
-        continue;
+  /** The layouts' reader, once its ZooKeeper session (opened with the stream) is up. */
+  private LayoutHistories layouts() {
+    try {
+      return layouts.join();
+    } catch (CompletionException e) {
+      // The opening's own error (ZooKeeper unreachable ...), as when it was opened here.
+      if (e.getCause() instanceof RuntimeException) {
+        throw (RuntimeException) e.getCause();
       }
-      String topic = h.getKey();
-      Map<Integer, Long> raised =
-          GatePlanner.availableNowTarget(
-              h.getValue().epochs,
-              targetByTopic.getOrDefault(topic, Map.of()),
-              latestByTopic.getOrDefault(topic, Map.of()));
-      for (Map.Entry<Integer, Long> r : raised.entrySet()) {
-        target.put(new TopicPartition(topic, r.getKey()), r.getValue());
-      }
+      throw e;
     }
-    Map<TopicPartition, Long> goal = new HashMap<>();
-    for (Map.Entry<TopicPartition, Long> e : latest.entrySet()) {
-      Long frozen = target.get(e.getKey());
-      if (frozen != null) {
-        goal.put(e.getKey(), Math.min(e.getValue(), frozen));
-      } else if (begin.containsKey(e.getKey())) {
-        goal.put(e.getKey(), begin.get(e.getKey()));
-      }
-      // A partition new since the target was frozen is left for a later run.
-    }
-    return goal;
   }
 
   /**
@@ -293,7 +284,7 @@ final class OrderedMicroBatchStream
         max = (ReadMaxRows) l;
       }
     }
-    if (min != null && !availableNow && delayBatch(min, begin, capped)) {
+    if (min != null && !planner.availableNow() && delayBatch(min, begin, capped)) {
       return null;
     }
     if (max != null) {
@@ -399,14 +390,5 @@ final class OrderedMicroBatchStream
       parts.put(Integer.toString(e.getKey().partition()), e.getValue());
     }
     return Json.write(out);
-  }
-
-  static Map<String, Map<Integer, Long>> byTopic(Map<TopicPartition, Long> offsets) {
-    Map<String, Map<Integer, Long>> out = new TreeMap<>();
-    for (Map.Entry<TopicPartition, Long> e : offsets.entrySet()) {
-      out.computeIfAbsent(e.getKey().topic(), t -> new TreeMap<>())
-          .put(e.getKey().partition(), e.getValue());
-    }
-    return out;
   }
 }
