@@ -160,11 +160,16 @@ class PauseArbiter(Generic[P]):
             self._settle(tracked, bare_resume=bare)
 
     def arrived(self, part: P) -> None:
-        """``part`` is tracked now: the application's pause it left with holds again."""
+        """``part`` is tracked now: the application's pause it left with holds again.
+
+        librdkafka has kept that pause; telling it again is only insurance, so an
+        error (inside a rebalance callback) is not raised.
+        """
         key = (part.topic, part.partition)
         if key in self._kept:
             self._kept.discard(key)
-            self.wish(PauseOwner.APPLICATION, (part,))
+            with contextlib.suppress(*_QUIET):
+                self.wish(PauseOwner.APPLICATION, (part,))
 
     def left(self, part: P) -> None:
         """``part`` left the assignment: only the application's wish outlives it.

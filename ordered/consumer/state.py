@@ -72,7 +72,8 @@ class Core:
         counters: ConsumerCounters,
     ) -> None:
         self.consumer = consumer
-        # The one place that pauses and resumes partitions in librdkafka.
+        # librdkafka has one pause flag per partition and three owners want it (a held
+        # gate, the favour, the application): only the arbiter tells librdkafka.
         self.pauses: PauseArbiter[PartState] = PauseArbiter(consumer, self._gate_keeps)
         self.config = config
         self.layouts = layouts
