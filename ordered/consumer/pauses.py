@@ -25,8 +25,10 @@ assigned yet.
 
 A partition still held by its gate when its last owner lets go stays paused if the
 gate's own rule would have paused it (``Core.fire``'s, passed in as ``keep``): the
-gate takes the pause over and resumes it when it opens. Resumed at once instead, it
-would only fetch records into the stash.
+gate takes the pause over and resumes it when it opens (resumed, it would fetch more
+than its stash may hold). Else it is resumed at once, so that its records reach the
+stash before the gate opens: a partition resumed only then may wait for a fetch parked
+at the broker (``docs/consumer.md``, "A held partition and librdkafka's pause").
 """
 
 from __future__ import annotations
