@@ -29,7 +29,9 @@ away), and the others must not wait for them.
 
 Order is not at stake: a pause only changes which partition librdkafka fetches next;
 records already taken are judged as usual, and a paused partition resumes from its
-position. Never resumed here: partitions a gate or the application paused.
+position. The favour only states its wish (owner ``FAVOUR``) to the consumer's
+:class:`~ordered.consumer.pauses.PauseArbiter`: a partition a gate or the application
+also wants paused stays paused when the favour lets go.
 """
 
 from __future__ import annotations
@@ -39,7 +41,9 @@ import math
 import time
 from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import KafkaException
+
+from ordered.consumer.pauses import PauseArbiter, PauseOwner
 
 if TYPE_CHECKING:
     from ordered.consumer.state import Core, PartState
@@ -68,13 +72,24 @@ class SourceFavour:
         window: Records librdkafka pre-fetches of every partition
             (``queued.min.messages``): a source whose log ends within it of its
             delivery is not favoured.
+        pauses: The consumer's pause arbiter (default: one of its own over
+            ``consumer``, for a favour used alone).
 
     Attributes:
-        paused: The partitions this paused (and will resume).
+        paused: The partitions this wants paused (and will let go).
     """
 
-    def __init__(self, consumer: Any, core: Core, enabled: bool, window: int = 100_000) -> None:
-        self._consumer = consumer
+    def __init__(
+        self,
+        consumer: Any,
+        core: Core,
+        enabled: bool,
+        window: int = 100_000,
+        pauses: PauseArbiter[PartState] | None = None,
+    ) -> None:
+        self._pauses: PauseArbiter[PartState] = (
+            pauses if pauses is not None else PauseArbiter(consumer)
+        )
         self._core = core
         self._enabled = enabled
         self._window = window
@@ -139,38 +154,30 @@ class SourceFavour:
         parts = self._core.parts
         sources = self.lagging_sources()
         wanted = set() if not sources else {k for k in parts if k not in sources}
-        resume = [k for k in self.paused if k not in wanted]
+        release = [k for k in self.paused if k not in wanted]
         covered = (frozenset(wanted), self._core.version)
         if wanted and covered != self._paused_for:
             pause = [k for k in wanted if self._free(parts[k])]
-            self._call(self._consumer.pause, pause)
+            # Told again after each change of the core's state, as before the arbiter:
+            # librdkafka's pause flag cannot be read back, and one call per change
+            # while favouring is cheap insurance.
+            with contextlib.suppress(KafkaException, RuntimeError):
+                self._pauses.wish(PauseOwner.FAVOUR, [parts[k] for k in pause], again=True)
             self.paused.update(pause)
             self._paused_for = covered
         elif not wanted:
             self._paused_for = None
-        if resume:
-            self.paused.difference_update(resume)
-            # A gate or the application may have paused it since: theirs to resume.
-            mine = [k for k in resume if k in parts and self._free(parts[k])]
-            self._call(self._consumer.resume, mine)
+        if release:
+            self.paused.difference_update(release)
+            mine = [parts[k] for k in release if k in parts]
+            with contextlib.suppress(KafkaException, RuntimeError):
+                self._pauses.unwish(PauseOwner.FAVOUR, mine)
 
     def forget(self, key: tuple[str, int]) -> None:
-        """``key`` leaves the assignment: resume it if this paused it.
-
-        librdkafka keeps a pause across a reassignment; a partition that comes back
-        must not stay paused by a favour that no longer applies.
-        """
+        """``key`` leaves the assignment (the arbiter lifts the favour's pause of it)."""
         self._moved.pop(key, None)
-        if key in self.paused:
-            self.paused.discard(key)
-            self._call(self._consumer.resume, [key])
+        self.paused.discard(key)
 
     @staticmethod
     def _free(part: PartState) -> bool:
         return not part.gate.paused and not part.gate.user_paused
-
-    @staticmethod
-    def _call(method: Any, keys: list[tuple[str, int]]) -> None:
-        if keys:
-            with contextlib.suppress(KafkaException, RuntimeError):
-                method([TopicPartition(topic, partition) for topic, partition in keys])

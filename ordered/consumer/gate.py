@@ -51,6 +51,7 @@ from typing import Any, NamedTuple
 
 from coordinator.client.errors import StateTransitionError
 from linear_hash.gating import Wait
+from ordered.consumer.pauses import PartPauses, PauseOwner
 
 __all__ = [
     "HOLD_ALL",
@@ -170,11 +171,12 @@ class PartitionGate:
         limit: Records at or past it consult the gate rule (see the module doc).
         held: The offset of the record held back while ``BLOCKED``.
         stash: Undelivered records, by offset.
-        user_paused: The application paused the partition: never resumed by a gate.
+        pauses: Who wants the partition paused in librdkafka (written by the
+            consumer's :class:`~ordered.consumer.pauses.PauseArbiter`).
         reason: Why the last event happened (for logs and ``gate_status``).
     """
 
-    __slots__ = ("held", "limit", "partition", "reason", "stash", "state", "topic", "user_paused")
+    __slots__ = ("held", "limit", "partition", "pauses", "reason", "stash", "state", "topic")
 
     def __init__(self, topic: str, partition: int, open_limit: float = NO_LIMIT) -> None:
         self.topic = topic
@@ -183,8 +185,22 @@ class PartitionGate:
         self.limit: float = open_limit
         self.held: int | None = None
         self.stash: list[Any] = []
-        self.user_paused = False
+        self.pauses = PartPauses()
         self.reason = "assigned"
+
+    @property
+    def user_paused(self) -> bool:
+        """The application paused the partition: never resumed by a gate."""
+        return PauseOwner.APPLICATION in self.pauses.wishes
+
+    @user_paused.setter
+    def user_paused(self, paused: bool) -> None:
+        # The wish only: OrderedConsumer.pause goes through the arbiter, which also
+        # tells librdkafka.
+        if paused:
+            self.pauses.wishes.add(PauseOwner.APPLICATION)
+        else:
+            self.pauses.wishes.discard(PauseOwner.APPLICATION)
 
     @property
     def paused(self) -> bool:

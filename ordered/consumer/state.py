@@ -15,6 +15,7 @@ from ordered.consumer.announcement import Announcement
 from ordered.consumer.counters import METRICS, ConsumerCounters
 from ordered.consumer.gate import NO_LIMIT, Change, GateEvent, GateState, PartitionGate
 from ordered.consumer.layouts import LayoutTracker
+from ordered.consumer.pauses import PauseArbiter, PauseOwner
 from ordered.consumer_config import ConsumerConfig
 from ordered.listener import PartitionKeyRebalanceListener
 
@@ -34,7 +35,6 @@ class PartState:
         position: The last delivered offset + 1.
         assigned_upto: The highest boundary ``on_partition_key_assigned`` ran for.
         blocked_at: When the gate last became ``BLOCKED`` (monotonic), for the wait.
-        fetch_paused: librdkafka has it paused for its gate (see :meth:`Core.fire`).
     """
 
     topic: str
@@ -45,7 +45,11 @@ class PartState:
     position: int | None = None
     assigned_upto: int = -1
     blocked_at: float = 0.0
-    fetch_paused: bool = False
+
+    @property
+    def fetch_paused(self) -> bool:
+        """Its gate wants librdkafka to pause it (see :meth:`Core.fire`)."""
+        return PauseOwner.GATE in self.gate.pauses.wishes
 
 
 class Core:
@@ -68,6 +72,9 @@ class Core:
         counters: ConsumerCounters,
     ) -> None:
         self.consumer = consumer
+        # librdkafka has one pause flag per partition and three owners want it (a held
+        # gate, the favour, the application): only the arbiter tells librdkafka.
+        self.pauses: PauseArbiter[PartState] = PauseArbiter(consumer, self._gate_keeps)
         self.config = config
         self.layouts = layouts
         self.parts: dict[tuple[str, int], PartState] = {}
@@ -120,16 +127,18 @@ class Core:
         return view.open_limit(partition) if view is not None else NO_LIMIT
 
     def fire(self, part: PartState, event: GateEvent, **kwargs: Any) -> Change:
-        """Apply a gate event and its pause or resume (the only caller of ``gate.fire``).
+        """Apply a gate event and its pause wish (the only caller of ``gate.fire``).
 
-        A held gate (``BLOCKED``, ``DRAINING``) has librdkafka pause its partition only
-        when the partition's log reaches beyond its share of the pre-fetch window
-        (:meth:`stash_share`) past the held record, or once its stash outgrows that
-        share; else what librdkafka hands over joins the stash. A paused partition
-        resumed while librdkafka's one fetch in flight waits at the broker (every
-        other partition at its log end) is fetched only after that fetch returns, up to
-        ``fetch.wait.max.ms`` later (``docs/consumer.md``, "A held partition and
-        librdkafka's pause"). A partition the application paused is left to it.
+        A held gate (``BLOCKED``, ``DRAINING``) wants librdkafka to pause its partition
+        (:attr:`pauses`, owner ``GATE``) only when the partition's log reaches beyond
+        its share of the pre-fetch window (:meth:`stash_share`) past the held record,
+        or once its stash outgrows that share; else what librdkafka hands over joins
+        the stash. A paused partition resumed while librdkafka's one fetch in flight
+        waits at the broker (every other partition at its log end) is fetched only
+        after that fetch returns, up to ``fetch.wait.max.ms`` later
+        (``docs/consumer.md``, "A held partition and librdkafka's pause"). The wish
+        goes when the gate lets go; the partition is resumed unless another owner (the
+        application, the favour) wants it paused.
         """
         self.unquiet()
         change = part.gate.fire(event, self.open_limit(part.topic, part.partition), **kwargs)
@@ -142,12 +151,9 @@ class Core:
             if not part.fetch_paused and (
                 (change.pause and self._far(part)) or len(gate.stash) > self.stash_share()
             ):
-                part.fetch_paused = True
-                self.consumer.pause([TopicPartition(part.topic, part.partition)])
+                self.pauses.wish(PauseOwner.GATE, (part,))
         elif part.fetch_paused:
-            part.fetch_paused = False
-            if change.pause is False:  # else the application's pause holds it now
-                self.consumer.resume([TopicPartition(part.topic, part.partition)])
+            self.pauses.unwish(PauseOwner.GATE, (part,))
         if change.new is GateState.BLOCKED and change.old is not GateState.BLOCKED:
             part.blocked_at = time.monotonic()
             held = part.gate.held
@@ -177,6 +183,10 @@ class Core:
         (librdkafka itself pre-fetches up to that many records of every partition).
         """
         return self.config.prefetch_records // max(1, len(self.parts))
+
+    def _gate_keeps(self, part: PartState) -> bool:
+        """The gate holding ``part`` would pause it now (when its last pause owner lets go)."""
+        return len(part.gate.stash) > self.stash_share() or self._far(part)
 
     def _far(self, part: PartState) -> bool:
         """The partition's log reaches beyond its :meth:`stash_share` past its held records.

@@ -14,12 +14,11 @@ the history); their callbacks are its public methods.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Iterable
 from typing import Any
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import TopicPartition
 
 from coordinator.client.errors import StoreError
 from coordinator.client.history import SessionState
@@ -73,7 +72,6 @@ class ConsumerUpkeep:
         favour: SourceFavour,
     ) -> None:
         self._core = core
-        self._consumer = core.consumer
         self._layouts = core.layouts
         self._checker = checker
         self._announcer = announcer
@@ -116,6 +114,7 @@ class ConsumerUpkeep:
             key = (tp.topic, tp.partition)
             limit = core.open_limit(tp.topic, tp.partition)
             core.parts[key] = PartState(tp.topic, tp.partition, PartitionGate(*key, limit))
+            core.pauses.arrived(core.parts[key])
             if self._layout_state is LayoutState.HELD and self._layouts.topics[tp.topic].ordered:
                 core.fire(core.parts[key], GateEvent.LAYOUT_LOST)
         self._rewinds.positioned(fresh)
@@ -132,11 +131,8 @@ class ConsumerUpkeep:
         self.fetcher.take_partition(key)
         self.withdraw_call(key)
         self._favour.forget(key)
-        if part is not None and part.fetch_paused and not part.gate.user_paused:
-            # librdkafka keeps an application pause across a reassignment: a partition
-            # that comes back must not stay paused by a gate we no longer track.
-            with contextlib.suppress(KafkaException, RuntimeError):
-                self._consumer.resume([TopicPartition(part.topic, part.partition)])
+        if part is not None:
+            self._core.pauses.left(part)
 
     def withdraw_call(self, key: tuple[str, int]) -> None:
         """Take ``key``'s records out of the consume() call running now (revoked, lost).

@@ -169,7 +169,11 @@ class OrderedConsumer:
         self._announcer = Announcer(core, positions)
         self._rewinds = Rewinds(core, self._probe)
         self._favour = SourceFavour(
-            self._consumer, core, settings.fetch_favour_sources, split.prefetch_records
+            self._consumer,
+            core,
+            settings.fetch_favour_sources,
+            split.prefetch_records,
+            pauses=core.pauses,
         )
         self._upkeep = ConsumerUpkeep(
             core, self._decider, self._checker, self._announcer, self._rewinds, self._favour
@@ -430,12 +434,11 @@ class OrderedConsumer:
         """Pause ``partitions``; a gate never resumes a partition the application paused."""
         self._check_open()
         self._hand_over()
-        self._consumer.pause(partitions)
+        self._core.pauses.application(partitions, self._core.parts, pause=True)
         for tp in partitions:
             key = (tp.topic, tp.partition)
             part = self._core.parts.get(key)
             if part is not None:
-                part.gate.user_paused = True
                 # Taken from librdkafka but not delivered: kept for after the resume.
                 kept = self._fetcher.take_partition(key)
                 if kept:
@@ -445,16 +448,7 @@ class OrderedConsumer:
         """Resume ``partitions``; one held at a closed gate stays paused until it opens."""
         self._check_open()
         self._hand_over()
-        go = []
-        for tp in partitions:
-            part = self._core.parts.get((tp.topic, tp.partition))
-            if part is not None:
-                part.gate.user_paused = False
-                if part.fetch_paused:
-                    continue
-            go.append(tp)
-        if go:
-            self._consumer.resume(go)
+        self._core.pauses.application(partitions, self._core.parts, pause=False)
 
     def close(self) -> None:
         """Close the consumer (commits stored offsets with auto-commit) and ZooKeeper.
