@@ -185,8 +185,17 @@ class Core:
         return self.config.prefetch_records // max(1, len(self.parts))
 
     def _gate_keeps(self, part: PartState) -> bool:
-        """The gate holding ``part`` would pause it now (when its last pause owner lets go)."""
-        return len(part.gate.stash) > self.stash_share() or self._far(part)
+        """The gate holding ``part`` would pause it now (when its last pause owner lets go).
+
+        As :meth:`fire` has it: a stash over its share, or a closed gate far from its log
+        end. An open gate still draining its stash is not kept paused for being far: the
+        stash goes at the next call, and a partition left paused would wait a fetch
+        longer for what follows it.
+        """
+        gate = part.gate
+        return len(gate.stash) > self.stash_share() or (
+            gate.state is GateState.BLOCKED and self._far(part)
+        )
 
     def _far(self, part: PartState) -> bool:
         """The partition's log reaches beyond its :meth:`stash_share` past its held records.
