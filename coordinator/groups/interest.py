@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -192,6 +192,7 @@ def topic_interest(
     observe: bool = False,
     now: float | None = None,
     listed: Mapping[str, str] | None = None,
+    only: Collection[str] | None = None,
 ) -> TopicInterest:
     """Read the interested groups of ``topic`` and their commits on ``partitions``.
 
@@ -209,6 +210,8 @@ def topic_interest(
         now: The current unix time (default ``time.time()``).
         listed: The cluster's groups and states, if already listed this round
             (:meth:`KafkaAdmin.list_groups`); listed here otherwise.
+        only: Read these groups alone (a command about one group): each group's
+            offsets are one Kafka request, and a cluster may have thousands.
 
     Raises:
         StoreError: ZooKeeper failed (Kafka failures land in ``unreadable``).
@@ -225,6 +228,8 @@ def topic_interest(
             _log.warning("interest of %s: %s", topic, exc)
             return TopicInterest(topic, (), {ALL_GROUPS: str(exc)})
     candidates = set(registered) if settings.registered_only else set(listed) | registered
+    if only is not None:
+        candidates &= set(only)
     groups: list[GroupHold] = []
     for group in sorted(candidates):
         try:

@@ -384,7 +384,12 @@ def _describe_groups(args: argparse.Namespace) -> int:
         # The interested groups, as a trim reads them: a registered ordered group that
         # never committed holds every trim at 0, and must be named where it does.
         interest = topic_interest(
-            conn.store, conn.admin, args.topic, range(count), interest_settings(args)
+            conn.store,
+            conn.admin,
+            args.topic,
+            range(count),
+            interest_settings(args),
+            only=None if args.all_groups else [str(args.group)],
         )
         holds = {g.group: g for g in interest.holding}
         if args.all_groups:
