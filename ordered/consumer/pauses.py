@@ -109,18 +109,12 @@ class PauseArbiter(Generic[P]):
         # assignment, or when they left it paused): librdkafka keeps their pause.
         self._kept: set[tuple[str, int]] = set()
 
-    def wish(self, owner: PauseOwner, parts: Iterable[P], *, again: bool = False) -> None:
-        """``owner`` wants ``parts`` paused.
-
-        Args:
-            owner: Who.
-            parts: The partitions.
-            again: Tell librdkafka again even where it has them paused already.
-        """
+    def wish(self, owner: PauseOwner, parts: Iterable[P]) -> None:
+        """``owner`` wants ``parts`` paused (librdkafka is told where it has them not)."""
         listed = list(parts)
         for part in listed:
             part.gate.pauses.wishes.add(owner)
-        self._settle(listed, again=again)
+        self._settle(listed)
 
     def unwish(self, owner: PauseOwner, parts: Iterable[P]) -> None:
         """``owner`` no longer wants ``parts`` paused: resumed unless another owner does."""

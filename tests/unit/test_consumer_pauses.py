@@ -74,8 +74,6 @@ def test_each_owner_lets_go_of_its_own_wish_only() -> None:
     arbiter.wish(APP, [part])
     arbiter.unwish(GATE, [part])  # not the gate's pause
     assert kafka.paused == {("t", 0)} and part.gate.pauses.wishes == {APP}
-    arbiter.wish(APP, [part], again=True)  # told again, though paused already
-    assert [name for name, _ in kafka.calls] == ["pause", "pause"]
 
 
 def test_one_call_for_many_partitions_and_none_for_no_change() -> None:
