@@ -111,11 +111,6 @@ class ConsumerSettings(ZkSecuritySettings):
             fetched batches send at most this many
             ZooKeeper requests per second; a batch covered by an earlier check needs
             none (``docs/consumer.md``).
-        fetch_favour_sources: ``ordered.fetch.favour.sources`` (default ``true``):
-            while an assigned partition is a source still below a boundary that gates
-            wait for, and its log reaches beyond the pre-fetch window
-            (``queued.min.messages``), librdkafka fetches only such sources
-            (``docs/consumer.md``).
         commit_mode: ``ordered.commit.mode``: ``auto`` (the consumer commits a source's
             boundary, and a rewound source's new position, itself) or ``application``
             (it never commits: a boundary passes once the application's own commit, a
@@ -136,7 +131,6 @@ class ConsumerSettings(ZkSecuritySettings):
     audit_every: int = setting_field("audit_every")
     positions: bool = setting_field("positions")
     layout_check_max_requests_per_s: int = setting_field("layout_check_max_requests_per_s")
-    fetch_favour_sources: bool = setting_field("fetch_favour_sources")
     commit_mode: str = setting_field("commit_mode")
     hooks: tuple[object, ...] = setting_field("hooks")
 

@@ -38,6 +38,7 @@ __all__ = [
     "INT32_MAX",
     "INT64_MAX",
     "ORDERED_PREFIX",
+    "REMOVED",
     "SETTINGS",
     "SWITCH_MODES",
     "VIOLATION_POLICIES",
@@ -372,17 +373,6 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         Role.CONSUMER,
     ),
     Setting(
-        "ordered.fetch.favour.sources",
-        "fetch_favour_sources",
-        True,
-        parse_bool,
-        "while a partition this consumer reads is a source below a boundary that a gate "
-        "waits for, and its log reaches beyond librdkafka's pre-fetch window "
-        "(queued.min.messages records), pause its other partitions so the source drains "
-        "first",
-        Role.CONSUMER,
-    ),
-    Setting(
         "ordered.commit.mode",
         "commit_mode",
         "auto",
@@ -413,6 +403,14 @@ SETTINGS: Final[tuple[Setting, ...]] = (
 """Every ``ordered.`` setting of both wrappers."""
 
 _BY_ATTR: Final[dict[str, Setting]] = {s.attr: s for s in SETTINGS}
+
+REMOVED: Final[dict[str, str]] = {
+    "ordered.fetch.favour.sources": "the sources-first favour was removed, as it did not "
+    "open a new partition's gate sooner; the consumer fetches every partition alike, as "
+    "it did with this setting false",
+}
+"""Keys that were settings once -> why they went. Refused by every reader with that
+reason (not the unknown-key list), so the application knows to delete the key."""
 
 
 def default(attr: str) -> Any:
@@ -483,9 +481,12 @@ def parse_settings(
         Attribute -> value for every setting of ``role``, defaults filled in.
 
     Raises:
-        ConfigError: An unknown key, a missing required one, or a malformed value; the
-            message names the key.
+        ConfigError: An unknown or removed key (:data:`REMOVED`), a missing required
+            one, or a malformed value; the message names the key.
     """
+    for key in sorted(settings):
+        if key in REMOVED:
+            raise ConfigError(f"{key} is no longer a setting ({REMOVED[key]}): delete it")
     known = {s.key for s in SETTINGS if s.role & role}
     unknown = sorted(key for key in settings if key not in known)
     if unknown:

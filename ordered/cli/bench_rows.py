@@ -368,20 +368,20 @@ def _scale(d: dict[str, Any]) -> list[dict[str, Any]]:
         )
     g = _get(d, "gate_wait")
     if g:
-        on = [r["child_gated_s"] for r in g if r["favour_sources"]]
-        off = [r["child_gated_s"] for r in g if not r["favour_sources"]]
-        if on and off:
-            rows.append(
-                _row(
-                    "gate wait of a new partition under a lagging consumer, sources favoured (s)",
-                    round(sorted(on)[len(on) // 2], 3),
-                    f"not favoured {round(sorted(off)[len(off) // 2], 3)} s",
-                    round(sorted(on)[len(on) // 2] / max(sorted(off)[len(off) // 2], 1e-9), 3),
-                    f"rounds {on} vs {off}",
-                    "report",
-                    "scale",
-                )
+        gated = [r["child_gated_s"] for r in g]
+        drained = [r["source_drained_s"] for r in g]
+        wait, source = sorted(gated)[len(gated) // 2], sorted(drained)[len(drained) // 2]
+        rows.append(
+            _row(
+                "gate wait of a new partition under a lagging consumer (s)",
+                round(wait, 3),
+                f"source's tail delivered {round(source, 3)} s",
+                round(wait / max(source, 1e-9), 3),
+                f"rounds {gated} vs {drained}",
+                "report",
+                "scale",
             )
+        )
     p = _get(d, "partitions")
     if p:
         steps = ", ".join(f"{s['to']}: {s['seconds']} s" for s in p["steps"])

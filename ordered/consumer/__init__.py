@@ -56,7 +56,6 @@ The parts, one concern each:
 * :mod:`~ordered.consumer.audit`: the violation audit (its routing calls in one place);
 * :mod:`~ordered.consumer.recheck`: when held gates are re-checked; interest declarations;
 * :mod:`~ordered.consumer.announce`: boundary announcements and stored offsets;
-* :mod:`~ordered.consumer.favour`: sources below a boundary fetched first;
 * :mod:`~ordered.consumer.fetch`: batches from librdkafka, released once checked;
 * :mod:`~ordered.consumer.replay`: rewinds (seeks, resets, explicit offsets);
 * :mod:`~ordered.consumer.decide`: every gate decision
@@ -74,7 +73,7 @@ The parts, one concern each:
 
 They import each other in layers, in that order (an import-linter contract in
 ``pyproject.toml`` that names every module): ``wrapper``, ``upkeep``,
-``rebalance``/``batch``, ``audit``/``recheck``, ``announce``/``favour``/``fetch``/``replay``,
+``rebalance``/``batch``, ``audit``/``recheck``, ``announce``/``fetch``/``replay``,
 ``decide``, ``state``/``probe``, ``announcement``/``counters``/``gate``/``layouts``/``ready``,
 ``pacing``; a lower layer never imports a higher one, nor a part its neighbour in the
 same layer.

@@ -16,9 +16,9 @@ delivered at once; librdkafka's list is returned as it is when it fills the call
 batch that fails that judgement takes the usual way (its check, the ready queue, the
 judgement record by record where need be).
 
-Every slow call starts with the service step (layouts, announcements, re-checks, replays,
-sources first) unless it is *quiet*: the step itself says until when it will have nothing
-to do (``Core.quiet_until``: the next re-check, the sources-first pacing), and no halt
+Every slow call starts with the service step (layouts, announcements, re-checks, replays)
+unless it is *quiet*: the step itself says until when it will have nothing
+to do (``Core.quiet_until``: the next re-check, a rewind's commit read), and no halt
 came since it ran. Whatever may give it work on the poll thread ends the quiet
 (``Core.unquiet``: a gate event, a re-check scheduled, an announcement scheduled, a
 partition tracked or dropped, the layout state moved, and :meth:`CallPath.hand_over`,

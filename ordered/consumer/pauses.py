@@ -1,10 +1,10 @@
 """librdkafka's pause set, from one place: each partition's pause wishes by owner.
 
-Three owners may want a partition paused in librdkafka (:class:`PauseOwner`): a held
+Two owners may want a partition paused in librdkafka (:class:`PauseOwner`): a held
 gate (``Core.fire``: its log reaches far past the held record, or its stash outgrew
-its share), the sources-first favour (:mod:`ordered.consumer.favour`) and the
-application (``OrderedConsumer.pause``). librdkafka has one pause flag per partition,
-so each owner only states its wish (:meth:`PauseArbiter.wish`, :meth:`PauseArbiter.unwish`)
+its share) and the application (``OrderedConsumer.pause``). librdkafka has one pause
+flag per partition, so each owner only states its wish (:meth:`PauseArbiter.wish`,
+:meth:`PauseArbiter.unwish`)
 and the partition is paused while any owner wishes it: the application's ``resume``
 does not resume what a gate holds, a gate that opens does not resume what the
 application paused. :meth:`PauseArbiter._settle` is the one caller of the wrapped
@@ -18,10 +18,9 @@ The wishes and what librdkafka was last told live on each partition's gate
 librdkafka (2.16, measured on the dev cluster) keeps a partition's pause across a
 revocation and a new assignment, by ``assign`` or by a group rebalance. So a partition
 that leaves the assignment (:meth:`PauseArbiter.left`) is resumed unless the
-application paused it: the gate and the favour no longer apply to it. The
-application's pause stays, as on a plain consumer, and is remembered for the
-partition's return (:meth:`PauseArbiter.arrived`), as are its pauses of partitions not
-assigned yet.
+application paused it: the gate no longer applies to it. The application's pause stays,
+as on a plain consumer, and is remembered for the partition's return
+(:meth:`PauseArbiter.arrived`), as are its pauses of partitions not assigned yet.
 
 A partition still held by its gate when its last owner lets go stays paused if the
 gate's own rule would have paused it (``Core.fire``'s, passed in as ``keep``): the
@@ -49,8 +48,6 @@ class PauseOwner(enum.Enum):
 
     GATE = "gate"
     """A held gate (``BLOCKED``/``DRAINING``) whose partition's log reaches far past it."""
-    FAVOUR = "favour"
-    """Sources first: a non-source while a source lags below a boundary."""
     APPLICATION = "application"
     """The application's ``pause()``, until its ``resume()``."""
 
@@ -112,18 +109,12 @@ class PauseArbiter(Generic[P]):
         # assignment, or when they left it paused): librdkafka keeps their pause.
         self._kept: set[tuple[str, int]] = set()
 
-    def wish(self, owner: PauseOwner, parts: Iterable[P], *, again: bool = False) -> None:
-        """``owner`` wants ``parts`` paused.
-
-        Args:
-            owner: Who.
-            parts: The partitions.
-            again: Tell librdkafka again even where it has them paused already.
-        """
+    def wish(self, owner: PauseOwner, parts: Iterable[P]) -> None:
+        """``owner`` wants ``parts`` paused (librdkafka is told where it has them not)."""
         listed = list(parts)
         for part in listed:
             part.gate.pauses.wishes.add(owner)
-        self._settle(listed, again=again)
+        self._settle(listed)
 
     def unwish(self, owner: PauseOwner, parts: Iterable[P]) -> None:
         """``owner`` no longer wants ``parts`` paused: resumed unless another owner does."""
@@ -177,7 +168,7 @@ class PauseArbiter(Generic[P]):
         """``part`` left the assignment: only the application's wish outlives it.
 
         librdkafka keeps a pause across a reassignment (see the module doc): a pause
-        of the gate or the favour is lifted, the application's is remembered.
+        of the gate is lifted, the application's is remembered.
         """
         wishes = part.gate.pauses.wishes
         if PauseOwner.APPLICATION in wishes:

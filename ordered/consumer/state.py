@@ -72,8 +72,8 @@ class Core:
         counters: ConsumerCounters,
     ) -> None:
         self.consumer = consumer
-        # librdkafka has one pause flag per partition and three owners want it (a held
-        # gate, the favour, the application): only the arbiter tells librdkafka.
+        # librdkafka has one pause flag per partition and two owners want it (a held
+        # gate, the application): only the arbiter tells librdkafka.
         self.pauses: PauseArbiter[PartState] = PauseArbiter(consumer, self._gate_keeps)
         self.config = config
         self.layouts = layouts
@@ -137,8 +137,8 @@ class Core:
         waits at the broker (every other partition at its log end) is fetched only
         after that fetch returns, up to ``fetch.wait.max.ms`` later
         (``docs/consumer.md``, "A held partition and librdkafka's pause"). The wish
-        goes when the gate lets go; the partition is resumed unless another owner (the
-        application, the favour) wants it paused.
+        goes when the gate lets go; the partition is resumed unless the application wants
+        it paused.
         """
         self.unquiet()
         change = part.gate.fire(event, self.open_limit(part.topic, part.partition), **kwargs)

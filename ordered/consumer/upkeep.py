@@ -25,7 +25,6 @@ from coordinator.client.history import SessionState
 from ordered.consumer.announce import Announcer
 from ordered.consumer.batch import BatchFilter
 from ordered.consumer.decide import GateDecider
-from ordered.consumer.favour import SourceFavour
 from ordered.consumer.fetch import Fetcher
 from ordered.consumer.gate import (
     GateEvent,
@@ -55,7 +54,6 @@ class ConsumerUpkeep:
         checker: Re-checks held gates.
         announcer: Runs boundary announcements.
         rewinds: Applies the replay rules.
-        favour: Pauses the non-sources while a source lags.
 
     Attributes:
         fetcher: Batches from librdkafka, released once checked.
@@ -69,14 +67,12 @@ class ConsumerUpkeep:
         checker: GateChecker,
         announcer: Announcer,
         rewinds: Rewinds,
-        favour: SourceFavour,
     ) -> None:
         self._core = core
         self._layouts = core.layouts
         self._checker = checker
         self._announcer = announcer
         self._rewinds = rewinds
-        self._favour = favour
         self._layout_state = LayoutState.TRUSTED
         self.filter = BatchFilter(core, decider, announcer, self.reload_one)
         self.fetcher = Fetcher(
@@ -130,7 +126,6 @@ class ConsumerUpkeep:
         self.filter.update_single()
         self.fetcher.take_partition(key)
         self.withdraw_call(key)
-        self._favour.forget(key)
         if part is not None:
             self._core.pauses.left(part)
 
@@ -275,7 +270,6 @@ class ConsumerUpkeep:
             self._announcer.run()
         self._rewinds.service()
         self._checker.service()
-        self._favour.service()
         self._core.quiet_until = self._quiet_deadline()
 
     def _quiet_deadline(self) -> float:
@@ -284,7 +278,7 @@ class ConsumerUpkeep:
         What gives the step work: on kazoo's and the position service's threads (a
         session change, a watched topic changed, a progress notice), each of which halts
         the fast path (the caller compares halts); on a clock (the held gates'
-        re-check, a rewind's commit read, sources first), bounded here; on the poll
+        re-check, a rewind's commit read), bounded here; on the poll
         thread, anything that changes a gate (``Core.fire``), re-schedules its re-check,
         schedules an announcement, tracks or drops a partition, or moves the layout
         state, each of which calls ``Core.unquiet``. Not quiet at all while something
@@ -296,9 +290,7 @@ class ConsumerUpkeep:
             return 0.0
         if layouts.watcher.marked or self._core.draining or self._announcer.due():
             return 0.0
-        return min(
-            self._checker.quiet_until(), self._rewinds.quiet_until(), self._favour.quiet_until()
-        )
+        return min(self._checker.quiet_until(), self._rewinds.quiet_until())
 
     def slice(self, deadline: float | None) -> float:
         """How long the next inner poll may wait (short while gates or layouts need care)."""

@@ -30,7 +30,6 @@ from ordered.consumer.announce import Announcer
 from ordered.consumer.calls import POLL_BATCH, CallPath, take
 from ordered.consumer.counters import ConsumerCounters
 from ordered.consumer.decide import GateDecider
-from ordered.consumer.favour import SourceFavour
 from ordered.consumer.gate import (
     NO_LIMIT,
     GateEvent,
@@ -168,15 +167,8 @@ class OrderedConsumer:
         self._checker = GateChecker(core, self._decider, positions, member, self._halt)
         self._announcer = Announcer(core, positions)
         self._rewinds = Rewinds(core, self._probe)
-        self._favour = SourceFavour(
-            self._consumer,
-            core,
-            settings.fetch_favour_sources,
-            split.prefetch_records,
-            pauses=core.pauses,
-        )
         self._upkeep = ConsumerUpkeep(
-            core, self._decider, self._checker, self._announcer, self._rewinds, self._favour
+            core, self._decider, self._checker, self._announcer, self._rewinds
         )
         self._filter = self._upkeep.filter
         self._fetcher = self._upkeep.fetcher

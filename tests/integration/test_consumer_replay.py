@@ -121,13 +121,6 @@ def check_passes(guard: bool, first: list[Any], second: list[Any], total: int) -
 GUARD = pytest.mark.parametrize("guard", [True, False], ids=["rule", "without-rule"])
 
 
-def unfavoured(guard: bool) -> dict[str, Any]:
-    """Without the rule, the sources-first fetch alone can keep a replay in order (the
-    sources drain before the destinations; on a loaded machine it did, in one CI run of
-    the assign test): it is off there, so that the rule is what is shown."""
-    return {} if guard else {"ordered.fetch.favour.sources": False}
-
-
 @GUARD
 @pytest.mark.parametrize("mode", ["auto", "application"])
 def test_running_consumer_seeks_back_and_replays_in_order(
@@ -141,9 +134,7 @@ def test_running_consumer_seeks_back_and_replays_in_order(
     keep saying "done" until the replay passes them, and only the consumer's own
     positions (rule 2) hold the destinations back."""
     w, _ = written()
-    consumer = make_consumer(
-        group_factory(), **FETCH, **{"ordered.commit.mode": mode}, **unfavoured(guard)
-    )
+    consumer = make_consumer(group_factory(), **FETCH, **{"ordered.commit.mode": mode})
     consumer._core.replay_guard = guard
     consumer.subscribe([w.topic])
     first = read(consumer, w.total)
@@ -163,7 +154,7 @@ def test_offsets_reset_while_stopped_replay_in_order(
     consumer object has nothing cached and replays in order either way.)"""
     w, _ = written()
     group = kit.group_factory()
-    consumer = kit.make_consumer(group, **FETCH, **unfavoured(guard))
+    consumer = kit.make_consumer(group, **FETCH)
     consumer._core.replay_guard = guard
     everything = [TopicPartition(w.topic, p) for p in range(w.partitions)]
     consumer.assign(everything)
@@ -187,7 +178,7 @@ def test_assign_with_explicit_offsets_replays_in_order(
     group_factory: Callable[[], str],
 ) -> None:
     w, _ = written()
-    consumer = make_consumer(group_factory(), **FETCH, **unfavoured(guard))
+    consumer = make_consumer(group_factory(), **FETCH)
     consumer._core.replay_guard = guard
     consumer.assign([TopicPartition(w.topic, p, 0) for p in range(w.partitions)])
     first = read(consumer, w.total)

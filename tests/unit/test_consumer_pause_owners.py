@@ -1,8 +1,8 @@
 """librdkafka's pause and resume come from one place: the pause arbiter.
 
-A gate hold, the sources-first favour and the application's own pause share librdkafka's
-one pause flag per partition; each states its wish to
-:class:`~ordered.consumer.pauses.PauseArbiter`, which alone calls the wrapped consumer's
+A gate hold and the application's own pause share librdkafka's one pause flag per
+partition; each states its wish to :class:`~ordered.consumer.pauses.PauseArbiter`,
+which alone calls the wrapped consumer's
 ``pause``/``resume``. This test reads the source with :mod:`ast` and fails on any other
 module of ``ordered/`` that calls them (or takes them as a value to call later).
 """

@@ -5,27 +5,22 @@ pause it would have made itself."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-from typing import Any
-
 import pytest
 from confluent_kafka import TopicPartition
 
-from ordered.consumer.favour import SourceFavour
 from ordered.consumer.gate import GateEvent, PartitionGate
 from ordered.consumer.pauses import PauseArbiter, PauseOwner
-from ordered.consumer.state import Core, PartState
+from ordered.consumer.state import PartState
 
-GATE, FAVOUR, APP = PauseOwner.GATE, PauseOwner.FAVOUR, PauseOwner.APPLICATION
+GATE, APP = PauseOwner.GATE, PauseOwner.APPLICATION
 
 
 class Librdkafka:
     """librdkafka's pause flags, and the calls made to them."""
 
-    def __init__(self, high: int = -1) -> None:
+    def __init__(self) -> None:
         self.paused: set[tuple[str, int]] = set()
         self.calls: list[tuple[str, list[tuple[str, int]]]] = []
-        self.high = high  # every partition's cached high watermark (-1: unknown)
 
     def pause(self, tps: list[TopicPartition]) -> None:
         keys = [(tp.topic, tp.partition) for tp in tps]
@@ -36,9 +31,6 @@ class Librdkafka:
         keys = [(tp.topic, tp.partition) for tp in tps]
         self.calls.append(("resume", keys))
         self.paused.difference_update(keys)
-
-    def get_watermark_offsets(self, tp: Any, cached: bool = False) -> tuple[int, int]:
-        return 0, self.high
 
 
 def _part(partition: int = 0) -> PartState:
@@ -77,22 +69,20 @@ def test_the_applications_resume_leaves_a_gates_pause() -> None:
 def test_each_owner_lets_go_of_its_own_wish_only() -> None:
     arbiter, kafka = _arbiter()
     part = _part()
-    arbiter.unwish(FAVOUR, [part])  # never wished: nothing to do
+    arbiter.unwish(APP, [part])  # never wished: nothing to do
     assert kafka.calls == []
-    arbiter.wish(FAVOUR, [part])
+    arbiter.wish(APP, [part])
     arbiter.unwish(GATE, [part])  # not the gate's pause
-    assert kafka.paused == {("t", 0)} and part.gate.pauses.wishes == {FAVOUR}
-    arbiter.wish(FAVOUR, [part], again=True)  # told again, though paused already
-    assert [name for name, _ in kafka.calls] == ["pause", "pause"]
+    assert kafka.paused == {("t", 0)} and part.gate.pauses.wishes == {APP}
 
 
 def test_one_call_for_many_partitions_and_none_for_no_change() -> None:
     arbiter, kafka = _arbiter()
     parts = [_part(p) for p in range(3)]
-    arbiter.wish(FAVOUR, parts)
-    arbiter.wish(FAVOUR, parts)
+    arbiter.wish(APP, parts)
+    arbiter.wish(APP, parts)
     arbiter.wish(GATE, parts[:1])
-    arbiter.unwish(FAVOUR, parts)
+    arbiter.unwish(APP, parts)
     assert kafka.calls == [
         ("pause", [("t", 0), ("t", 1), ("t", 2)]),
         ("resume", [("t", 1), ("t", 2)]),
@@ -106,21 +96,20 @@ def test_a_held_gate_takes_over_a_pause_only_if_it_would_have_paused(keep: bool)
     now, so that its records are fetched into the stash meanwhile."""
     arbiter, kafka = _arbiter(keep)
     part = _part()
-    arbiter.wish(FAVOUR, [part])
+    arbiter.wish(APP, [part])
     part.gate.fire(GateEvent.GATE_CLOSED, float("inf"), held=5)
-    arbiter.unwish(FAVOUR, [part])
+    arbiter.unwish(APP, [part])
     assert (kafka.paused == {("t", 0)}) is keep
     assert part.fetch_paused is keep
 
 
 def test_a_partition_that_leaves_keeps_only_the_applications_pause() -> None:
     """librdkafka keeps a pause across a revocation and a new assignment (2.16, measured):
-    the gate's and the favour's are lifted, the application's stays and holds again
+    the gate's is lifted, the application's stays and holds again
     when the partition comes back."""
     arbiter, kafka = _arbiter()
     held, mine = _part(0), _part(1)
     arbiter.wish(GATE, [held])
-    arbiter.wish(FAVOUR, [held])
     arbiter.application([TopicPartition("t", 1)], {("t", 1): mine}, pause=True)
     arbiter.wish(GATE, [mine])
     arbiter.left(held)
@@ -152,42 +141,3 @@ def test_the_applications_pauses_of_partitions_not_tracked_go_straight_through()
     again = _part(3)
     arbiter.arrived(again)
     assert not again.gate.pauses.wishes
-
-
-class _Gates:
-    """Partition 0 gives keys away at offset 100 (a sealed epoch)."""
-
-    def source_marks(self, partition: int) -> list[int]:
-        return [100] if partition == 0 else []
-
-    def open_limit(self, partition: int) -> float:
-        return float("inf")
-
-
-def test_a_partition_the_favour_paused_and_a_gate_then_held_is_resumed_in_the_end(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Before the arbiter, the favour did not resume a partition a gate held when it let
-    go, and the gate, which had not paused it (its log ended near), did not resume it
-    when it opened: the partition stayed paused for good."""
-    now = [1000.0]
-    monkeypatch.setattr("ordered.consumer.favour.time.monotonic", lambda: now[0])
-    kafka = Librdkafka(high=1_000_000)  # every log reaches far: the source is favoured
-    view = SimpleNamespace(gates=_Gates(), open_limit=lambda partition: float("inf"))
-    layouts = SimpleNamespace(topics={"t": view})
-    events = SimpleNamespace(gate_blocked=lambda *a: None, gate_opened=lambda *a: None)
-    config = SimpleNamespace(prefetch_records=100_000)
-    core = Core(kafka, config, layouts, events, None)  # type: ignore[arg-type]
-    for p in range(2):
-        core.parts[("t", p)] = _part(p)
-    fav = SourceFavour(kafka, core, True, 100_000, pauses=core.pauses)
-    fav.service()
-    assert kafka.paused == {("t", 1)}
-    kafka.high = 20  # partition 1's log now ends near its held record
-    core.fire(core.parts[("t", 1)], GateEvent.GATE_CLOSED, held=10)
-    assert not core.parts[("t", 1)].fetch_paused  # the gate alone would not pause it
-    core.parts[("t", 0)].position = 100  # the source is through
-    now[0] += 1.0
-    fav.service()
-    core.fire(core.parts[("t", 1)], GateEvent.RECHECK_OPEN)
-    assert not kafka.paused

@@ -9,7 +9,7 @@ import pytest
 from coordinator.client.errors import ConfigError
 from ordered.config import ORDERED_KEYS, OrderedSettings, split_producer_config
 from ordered.consumer_config import CONSUMER_KEYS, ConsumerSettings, split_consumer_config
-from ordered.settings import SETTINGS, Role, parse_settings
+from ordered.settings import REMOVED, SETTINGS, Role, parse_settings
 
 CONNECT = {"ordered.zookeeper.connect": "zk:2181"}
 
@@ -62,6 +62,19 @@ def test_a_setting_of_the_other_wrapper_is_unknown() -> None:
         parse_settings({**CONNECT, "ordered.key.audit": True}, Role.PRODUCER)
     with pytest.raises(ConfigError, match=r"ordered\.epoch\.header\b"):
         split_consumer_config({**CONNECT, "ordered.epoch.header": True})
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_a_removed_setting_is_refused_with_its_reason(value: bool) -> None:
+    """``ordered.fetch.favour.sources`` went with the sources-first favour: whatever its
+    value, the consumer refuses it saying so (not as a typo), and so do the others."""
+    key = "ordered.fetch.favour.sources"
+    assert key in REMOVED and key not in CONSUMER_KEYS
+    with pytest.raises(ConfigError, match=r"ordered\.fetch\.favour\.sources is no longer a"):
+        split_consumer_config({**CONNECT, key: value})
+    for role in (Role.PRODUCER, Role.SOURCE):
+        with pytest.raises(ConfigError, match="favour was removed"):
+            parse_settings({**CONNECT, key: value}, role)
 
 
 def test_ordered_keys_never_reach_librdkafka() -> None:
