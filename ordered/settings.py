@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -32,6 +33,8 @@ from coordinator.client.hooks import check_hooks
 from coordinator.client.zk_auth import NO_AUTH, ZkAuth
 from ordered.setting_values import parse_root as _root
 from ordered.setting_values import parse_str, parse_zookeeper_connect
+
+_log = logging.getLogger("ordered.settings")
 
 __all__ = [
     "COMMIT_MODES",
@@ -409,8 +412,10 @@ REMOVED: Final[dict[str, str]] = {
     "open a new partition's gate sooner; the consumer fetches every partition alike, as "
     "it did with this setting false",
 }
-"""Keys that were settings once -> why they went. Refused by every reader with that
-reason (not the unknown-key list), so the application knows to delete the key."""
+"""Keys that were settings once -> why they went. Accepted and ignored, with a warning
+that gives the reason, as Kafka's clients warn of a configuration they do not use: a
+configuration written for the release before still starts (a rolling upgrade), and the
+log tells the operator to delete the key."""
 
 
 def default(attr: str) -> Any:
@@ -481,12 +486,15 @@ def parse_settings(
         Attribute -> value for every setting of ``role``, defaults filled in.
 
     Raises:
-        ConfigError: An unknown or removed key (:data:`REMOVED`), a missing required
-            one, or a malformed value; the message names the key.
+        ConfigError: An unknown key, a missing required one, or a malformed value; the
+            message names the key. A removed key (:data:`REMOVED`) is only warned of.
     """
     for key in sorted(settings):
         if key in REMOVED:
-            raise ConfigError(f"{key} is no longer a setting ({REMOVED[key]}): delete it")
+            _log.warning(
+                "%s is no longer a setting (%s); it is ignored: delete it", key, REMOVED[key]
+            )
+    settings = {k: v for k, v in settings.items() if k not in REMOVED}
     known = {s.key for s in SETTINGS if s.role & role}
     unknown = sorted(key for key in settings if key not in known)
     if unknown:

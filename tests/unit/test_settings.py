@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 import pytest
 
@@ -65,16 +66,24 @@ def test_a_setting_of_the_other_wrapper_is_unknown() -> None:
 
 
 @pytest.mark.parametrize("value", [True, False])
-def test_a_removed_setting_is_refused_with_its_reason(value: bool) -> None:
+def test_a_removed_setting_is_ignored_with_a_warning_that_gives_its_reason(
+    value: bool, caplog: pytest.LogCaptureFixture
+) -> None:
     """``ordered.fetch.favour.sources`` went with the sources-first favour: whatever its
-    value, the consumer refuses it saying so (not as a typo), and so do the others."""
+    value, a configuration of the release before still starts (a rolling upgrade), the
+    key reaches neither the settings nor librdkafka, and the log says to delete it."""
     key = "ordered.fetch.favour.sources"
     assert key in REMOVED and key not in CONSUMER_KEYS
-    with pytest.raises(ConfigError, match=r"ordered\.fetch\.favour\.sources is no longer a"):
-        split_consumer_config({**CONNECT, key: value})
+    with caplog.at_level(logging.WARNING, logger="ordered.settings"):
+        split = split_consumer_config({**CONNECT, key: value})
+    assert key not in split.kafka
+    assert "ordered.fetch.favour.sources is no longer a setting" in caplog.text
+    assert "delete it" in caplog.text
     for role in (Role.PRODUCER, Role.SOURCE):
-        with pytest.raises(ConfigError, match="favour was removed"):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="ordered.settings"):
             parse_settings({**CONNECT, key: value}, role)
+        assert "favour was removed" in caplog.text
 
 
 def test_ordered_keys_never_reach_librdkafka() -> None:
