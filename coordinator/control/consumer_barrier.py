@@ -192,19 +192,31 @@ class ConsumerBarrier:
             )
         ]
         first_seen: dict[str, float] = {}
+        # Read once per consumer (a registration's creation and lease never change, an
+        # ack of this announcement stays one): a round costs two listings plus what is
+        # new, not a read of every registration and ack (N^2 reads over N consumers).
+        leases: dict[str, float | None] = {}  # id -> lease in s (None: registered after)
+        acked: set[str] = set()
         try:
             while True:
                 changed.clear()
-                consumers = self._store.barrier_consumers(topic)
-                # Registered before the announcement: waited for. After it: its
-                # registration came first, then its read, which saw the announcement.
+                names = self._store.barrier_consumer_ids(topic)
+                for cid in names - set(leases):
+                    got = self._store.barrier_registration(topic, cid)
+                    if got is not None:
+                        reg, czxid = got
+                        # Registered before the announcement: waited for. After it: its
+                        # registration came first, then its read, which saw it.
+                        leases[cid] = reg.lease_ms / 1000.0 if czxid < zxid else None
                 registered = {
-                    cid: reg.lease_ms / 1000.0
-                    for cid, (reg, czxid) in consumers.items()
-                    if czxid < zxid
+                    cid: lease
+                    for cid, lease in leases.items()
+                    if cid in names and lease is not None
                 }
-                acks = self._store.barrier_acks(topic)
-                acked = {cid for cid, ack in acks.items() if ack.announcement == announcement.id}
+                for cid in (self._store.barrier_ack_ids(topic) & set(registered)) - acked:
+                    ack = self._store.barrier_ack(topic, cid)
+                    if ack is not None and ack.announcement == announcement.id:
+                        acked.add(cid)
                 now = time.time()
                 status = announcement_status(
                     announcement, registered, acked, first_seen, now, self.ack_bound_s

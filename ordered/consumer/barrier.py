@@ -69,7 +69,9 @@ LEASE_MOST_S: Final = 5.0
 """The longest lease (and never more than half the session timeout)."""
 
 REGISTER_RETRY_S: Final = 1.0
-"""Seconds between two attempts to register (a failed one, or the flag just on)."""
+"""Seconds before a failed registration is tried again (doubling, up to a minute)."""
+
+_REGISTER_RETRY_MOST_S: Final = 60.0
 
 _UNREADABLE: Final = 1 << 62  # an announcement that fails its check: never resolved
 
@@ -163,6 +165,7 @@ class BarrierClient:
         self._lease_until = 0.0  # monotonic
         self._renewal: tuple[float, Any, Any] | None = None  # (sent at, sync, exists)
         self._next_attempt = 0.0
+        self._retry_s = REGISTER_RETRY_S  # grows while registrations keep failing
         self._stopped = False
         self._flag_watch = watch_node(
             store.client,
@@ -277,7 +280,7 @@ class BarrierClient:
             if self.state is BarrierState.IN_FORCE:
                 self._set(BarrierState.LOST)
             self._set(BarrierState.REGISTERING)
-        self._next_attempt = time.monotonic() + REGISTER_RETRY_S
+        self._next_attempt = time.monotonic() + self._retry_s
         self._generation = self._watcher.generation
         started = time.monotonic()
         try:
@@ -286,9 +289,13 @@ class BarrierClient:
             for topic in topics:
                 self.register_topic(topic)
         except (StoreError, ValueError) as exc:
-            _log.warning("consumer barrier: cannot register (fetches are checked): %s", exc)
+            # Once per streak of failures (an ACL that forbids it fails every time).
+            log = _log.warning if self._retry_s == REGISTER_RETRY_S else _log.debug
+            log("consumer barrier: cannot register (fetches are checked): %s", exc)
+            self._retry_s = min(_REGISTER_RETRY_MOST_S, self._retry_s * 2)
             self._set(BarrierState.LOST)
             return None
+        self._retry_s = REGISTER_RETRY_S
         return started
 
     def register_topic(self, topic: str) -> None:

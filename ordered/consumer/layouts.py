@@ -376,7 +376,7 @@ class LayoutTracker:
         """The barrier's marker watch (kazoo's thread) saw the marker at ``zxid``."""
         with self._rewind_lock:
             view = self.topics.get(topic)
-            if view is None or view.rewind_zxid is None or zxid < 0:
+            if view is None or view.rewind_zxid is None:
                 return  # unread yet: the layout's read takes the marker's zxid then
             if zxid != view.rewind_zxid:
                 view.rewind_zxid = zxid

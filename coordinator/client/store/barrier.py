@@ -135,6 +135,62 @@ class BarrierStore(StoreBase):
         result: dict[str, tuple[BarrierRegistration, int]] = self._run(f"list {base}", attempt)
         return result
 
+    def barrier_consumer_ids(self, topic: str) -> set[str]:
+        """The ids registered on ``topic`` (a listing, no data read).
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        return self._names(paths.barrier_consumers_path(self._root, topic))
+
+    def barrier_registration(
+        self, topic: str, consumer_id: str
+    ) -> tuple[BarrierRegistration, int] | None:
+        """One registration and its creation zxid (``None``: gone).
+
+        Raises:
+            StoreError: ZooKeeper is unreachable or the record fails its check.
+        """
+        path = paths.barrier_consumer_path(self._root, topic, consumer_id)
+
+        def attempt() -> tuple[BarrierRegistration, int] | None:
+            got = self._read(path)
+            if got is None:
+                return None
+            return BarrierRegistration.from_json(got[0], path), int(got[1].czxid)
+
+        result: tuple[BarrierRegistration, int] | None = self._run(f"read {path}", attempt)
+        return result
+
+    def barrier_ack_ids(self, topic: str) -> set[str]:
+        """The ids with an ack node on ``topic`` (of any announcement; no data read).
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        return self._names(paths.barrier_acks_path(self._root, topic))
+
+    def barrier_ack(self, topic: str, consumer_id: str) -> BarrierAck | None:
+        """One consumer's ack on ``topic`` (``None``: none).
+
+        Raises:
+            StoreError: ZooKeeper is unreachable or the record fails its check.
+        """
+        ack: BarrierAck | None = self._record(
+            paths.barrier_ack_path(self._root, topic, consumer_id), BarrierAck
+        )
+        return ack
+
+    def _names(self, base: str) -> set[str]:
+        def attempt() -> set[str]:
+            try:
+                return set(self._client.get_children(base))
+            except NoNodeError:
+                return set()
+
+        result: set[str] = self._run(f"list {base}", attempt)
+        return result
+
     def barrier_acks(self, topic: str) -> dict[str, BarrierAck]:
         """The consumers' acks on ``topic`` (of any announcement): id -> ack.
 
