@@ -78,7 +78,6 @@ def announcement_status(
     announcement: AnnouncementRecord,
     registered: dict[str, float],
     acked: set[str],
-    first_seen: dict[str, float],
     now: float,
     bound_s: float,
 ) -> AnnouncementStatus:
@@ -90,9 +89,11 @@ def announcement_status(
             registered *before* the announcement was written (a later one read it when
             it registered).
         acked: Ids with an ack of this announcement.
-        first_seen: Id -> unix time this controller first waited for it (updated).
         now: The current unix time.
-        bound_s: The ack bound.
+        bound_s: The ack bound, counted from ``announced_at``: every consumer waited
+            for was registered then, and the clock survives a controller's failover
+            and a run that timed out (a run shorter than the bound would otherwise
+            never evict anyone).
     """
     waiting: list[str] = []
     evict: list[str] = []
@@ -104,9 +105,8 @@ def announcement_status(
     for cid in sorted(registered):
         if cid in acked or cid in announcement.evicted:
             continue
-        seen = first_seen.setdefault(cid, now)
         waiting.append(cid)
-        if now - seen >= bound_s:
+        if now - announcement.announced_at >= bound_s:
             evict.append(cid)
     return AnnouncementStatus(tuple(waiting), tuple(evict), lease_until)
 
@@ -191,7 +191,6 @@ class ConsumerBarrier:
                 store_paths.barrier_consumers_path(root, topic),
             )
         ]
-        first_seen: dict[str, float] = {}
         # Read once per consumer (a registration's creation and lease never change, an
         # ack of this announcement stays one): a round costs two listings plus what is
         # new, not a read of every registration and ack (N^2 reads over N consumers).
@@ -218,9 +217,7 @@ class ConsumerBarrier:
                     if ack is not None and ack.announcement == announcement.id:
                         acked.add(cid)
                 now = time.time()
-                status = announcement_status(
-                    announcement, registered, acked, first_seen, now, self.ack_bound_s
-                )
+                status = announcement_status(announcement, registered, acked, now, self.ack_bound_s)
                 if status.evict:
                     announcement = self._evict(announcement, status.evict, registered)
                     continue
