@@ -164,6 +164,11 @@ class ConsumerBarrier:
         current, _ = self._store.get_announcement(topic)
         if current is not None and current.epoch == number and current.to_active == target:
             announcement = current
+        elif current is not None and current.epoch == number:
+            # Another target for the same epoch: acks must name the new id, but the ack
+            # bound and the eviction clocks go on (a consumer stuck since the first
+            # announcement is not given a fresh bound by every retry of an autoscaler).
+            announcement = replace(current, id=random_token(32), to_active=target)
         else:
             announcement = AnnouncementRecord(
                 topic=topic,
