@@ -103,6 +103,7 @@ def test_with_the_barrier_a_deaf_consumer_keeps_order(kit: Kit) -> None:
 
 def test_without_the_barrier_in_force_every_fetch_is_checked(kit: Kit) -> None:
     """Flag off: the consumer must check (a consumer that skipped it breaks order, below)."""
+    set_feature(kit.store, CONSUMER_BARRIER, False)  # whatever the test run's default
     consumer = kit.make_consumer(kit.group_factory())
     _deaf(consumer)
     seen = _race(kit, consumer)
@@ -114,6 +115,7 @@ def test_without_the_barrier_in_force_every_fetch_is_checked(kit: Kit) -> None:
 
 def test_a_consumer_that_skips_the_check_without_the_barrier_breaks_order(kit: Kit) -> None:
     """The scenario above can fail: skipping the check while the flag is off breaks it."""
+    set_feature(kit.store, CONSUMER_BARRIER, False)
     consumer = kit.make_consumer(kit.group_factory())
     _deaf(consumer)
     consumer._layouts.barrier.relies = lambda views: True  # type: ignore[method-assign]
@@ -193,6 +195,7 @@ def test_the_transition_waits_for_an_unacked_consumer_until_its_session_ends(kit
 
 
 def test_flag_off_and_nobody_registered_announces_nothing(kit: Kit) -> None:
+    set_feature(kit.store, CONSUMER_BARRIER, False)
     topic = kit.adopted_topic(2)
     kit.controller.expand(topic, 3)
     assert kit.store.get_announcement(topic) == (None, -1)
