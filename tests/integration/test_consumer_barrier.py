@@ -9,6 +9,7 @@ flag is off or the consumer was evicted, and rewinds acked by the group's member
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from typing import Any
@@ -243,3 +244,23 @@ def test_a_rewind_is_acked_by_the_other_members_before_it_goes_on(kit: Kit) -> N
     acks = kit.store.rewind_acks(topic)
     assert b._layouts.barrier.id in acks
     assert b._layouts.rewind_waiting or topic in b._layouts.take_rewound()
+
+
+def test_the_features_command_is_validated_and_idempotent(kit: Kit) -> None:
+    disable = kit.ordered_cli("features", "disable", "consumer-barrier", "--json")
+    assert disable.returncode == 0, disable.stderr
+    first = kit.ordered_cli("features", "enable", "consumer-barrier", "--json")
+    again = kit.ordered_cli("features", "enable", "consumer-barrier", "--json")
+    assert first.returncode == 0 and again.returncode == 0, (first.stderr, again.stderr)
+    assert json.loads(first.stdout) == {
+        "changed": True,
+        "enabled": True,
+        "feature": "consumer-barrier",
+    }
+    assert json.loads(again.stdout)["changed"] is False
+    status = json.loads(kit.ordered_cli("features", "status", "--json").stdout)
+    assert status["consumer-barrier"]["enabled"] is True
+    before = kit.store.get_feature(CONSUMER_BARRIER)
+    bad = kit.ordered_cli("features", "enable", "no-such-feature")
+    assert bad.returncode == 2  # refused before anything connects
+    assert kit.store.get_feature(CONSUMER_BARRIER) == before
