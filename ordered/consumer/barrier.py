@@ -38,6 +38,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol
 
+from kazoo.exceptions import NoNodeError
+
 from coordinator.client.errors import StateTransitionError, StoreError
 from coordinator.client.history import HistoryWatcher, SessionState
 from coordinator.client.identity import host_name, random_token
@@ -52,7 +54,6 @@ from coordinator.client.store import (
 )
 from coordinator.client.store import paths as store_paths
 from coordinator.client.store.base import Watch
-from coordinator.client.store.watches import watch_node, watch_stat
 
 __all__ = [
     "BARRIER_TRANSITIONS",
@@ -167,12 +168,11 @@ class BarrierClient:
         self._next_attempt = 0.0
         self._retry_s = REGISTER_RETRY_S  # grows while registrations keep failing
         self._stopped = False
-        self._flag_watch = watch_node(
-            store.client,
-            store_paths.feature_path(store.root, CONSUMER_BARRIER),
-            self._on_flag,
-            read_now=False,
-        )
+        # Watches are one-shot chains re-armed after each event; kazoo keeps them across
+        # a reconnect of the same session, and the poll thread arms them afresh at every
+        # new generation (the flag's here, the topics' at the next registration).
+        self._flag_generation = watcher.generation
+        self._flag_watch = self._watch_flag()
 
     # --- the poll thread ---------------------------------------------------------------
 
@@ -255,6 +255,11 @@ class BarrierClient:
         """Whether :meth:`register` should run now (flag on, not registered in this session)."""
         if self._stopped:
             return False
+        generation = self._watcher.generation
+        if generation != self._flag_generation and self._watcher.state is SessionState.CONNECTED:
+            self._flag_generation = generation
+            self._flag_watch.stop()
+            self._flag_watch = self._watch_flag()
         if not self.flag:
             return self.state is not BarrierState.OFF  # to leave
         if self._watcher.state is not SessionState.CONNECTED:
@@ -283,6 +288,10 @@ class BarrierClient:
         self._next_attempt = time.monotonic() + self._retry_s
         self._generation = self._watcher.generation
         started = time.monotonic()
+        for watches in self._watches.values():  # armed again below, in this session
+            for watch in watches:
+                watch.stop()
+        self._watches.clear()
         try:
             self._store.create_member(self.id)
             self._registered = set()
@@ -374,20 +383,18 @@ class BarrierClient:
 
     # --- kazoo's thread ----------------------------------------------------------------
 
+    def _watch_flag(self) -> Watch:
+        path = store_paths.feature_path(self._store.root, CONSUMER_BARRIER)
+        return _chain(self._store.client, path, True, lambda _stat, data: self._on_flag(data))
+
     def _watch(self, topic: str) -> list[Watch]:
         root = self._store.root
         client = self._store.client
-        watches = [
-            watch_node(
-                client,
-                store_paths.barrier_announcement_path(root, topic),
-                lambda data: self._on_announcement(topic, data),
-                read_now=False,
-            )
-        ]
+        path = store_paths.barrier_announcement_path(root, topic)
+        watches = [_chain(client, path, True, lambda _s, data: self._on_announcement(topic, data))]
         if self._group:
             marker = store_paths.rewind_path(root, self._group, topic)
-            watches.append(watch_stat(client, marker, lambda stat: self._on_marker(topic, stat)))
+            watches.append(_chain(client, marker, False, lambda s, _d: self._on_marker(topic, s)))
         return watches
 
     def _on_flag(self, data: bytes | None) -> None:
@@ -464,3 +471,56 @@ class BarrierClient:
             if not waiting or time.monotonic() >= deadline:
                 return waiting
             time.sleep(0.005)
+
+
+def _chain(
+    client: Any, path: str, with_data: bool, deliver: Callable[[Any, bytes | None], None]
+) -> Watch:
+    """Call ``deliver(stat, data)`` now and after every change of ``path``, until stopped.
+
+    An exists-watch re-armed after each event, every call asynchronous (results on
+    kazoo's thread, where ``deliver`` runs and must not block); ``stat`` ``None``: no
+    node; ``data`` only ``with_data``. A read lost to a dropped connection is not retried
+    here: the owner arms a new chain at the next generation of the session.
+    """
+    handle = Watch()
+
+    def arm(_event: Any = None) -> None:
+        if handle.stopped:
+            return
+        try:
+            client.exists_async(path, watch=arm).rawlink(got_stat)
+        except Exception as exc:  # the client is closing
+            _log.debug("watch of %s not armed: %r", path, exc)
+
+    def got_stat(result: Any) -> None:
+        if handle.stopped:
+            return
+        try:
+            stat = result.get()
+        except Exception as exc:  # connection lost: armed again at the next generation
+            _log.debug("watch of %s: %r", path, exc)
+            return
+        if stat is None or not with_data:
+            deliver(stat, None)
+            return
+        try:
+            client.get_async(path).rawlink(got_data)
+        except Exception as exc:
+            _log.debug("watch of %s: %r", path, exc)
+
+    def got_data(result: Any) -> None:
+        if handle.stopped:
+            return
+        try:
+            data, stat = result.get()
+        except NoNodeError:
+            deliver(None, None)  # deleted meanwhile: the exists-watch reports it too
+            return
+        except Exception as exc:
+            _log.debug("watch of %s: %r", path, exc)
+            return
+        deliver(stat, data)
+
+    arm()
+    return handle

@@ -21,7 +21,7 @@ from coordinator.client.store.records import (
     TopicRecord,
 )
 
-__all__ = ["WatchStore", "watch_children_node", "watch_node", "watch_stat"]
+__all__ = ["WatchStore", "watch_children_node", "watch_node"]
 
 _log = logging.getLogger(__name__)
 
@@ -115,41 +115,6 @@ def watch_children_node(
         lambda watch: client.get_children_async(path, watch=watch),
         lambda value: on_children(None if value is None else list(value)),
     )
-    arm()
-    return handle
-
-
-def watch_stat(client: KazooClient, path: str, on_stat: Callable[[Any], None]) -> Watch:
-    """Call ``on_stat`` with the stat of ``path`` (``None``: no node) after every change.
-
-    The exists-watch chain of :func:`watch_node` without the data read (one request
-    per event): for data-less markers whose last-write zxid is what counts. Started
-    asynchronously (safe from a watch callback); ``on_stat`` runs on kazoo's thread
-    and must not block. Re-armed at every reconnection, so it may repeat a stat.
-
-    Returns:
-        A :class:`Watch`; ``stop()`` ends it (at the next event).
-    """
-
-    def arm(_event: Any = None) -> None:
-        if handle.stopped:
-            return
-        try:
-            client.exists_async(path, watch=arm).rawlink(got_stat)
-        except Exception as exc:  # the client is closing
-            _log.debug("watch of %s not re-armed: %r", path, exc)
-
-    def got_stat(result: Any) -> None:
-        if handle.stopped:
-            return
-        try:
-            stat = result.get()
-        except Exception as exc:  # connection lost: the listener re-arms
-            _log.debug("watch of %s: %r", path, exc)
-            return
-        on_stat(stat)
-
-    handle = _listening(client, arm)
     arm()
     return handle
 
