@@ -9,6 +9,7 @@ import json
 import platform
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +21,14 @@ from kazoo.client import KazooClient
 from coordinator import devcluster
 from coordinator.client.zk import close_client, make_client, start_client
 
-__all__ = ["environment", "parser", "scratch_root", "servers", "write_results"]
+__all__ = [
+    "enable_consumer_barrier",
+    "environment",
+    "parser",
+    "scratch_root",
+    "servers",
+    "write_results",
+]
 
 
 @contextlib.contextmanager
@@ -68,7 +76,23 @@ def parser(doc: str | None) -> argparse.ArgumentParser:
     out = argparse.ArgumentParser(description=doc.splitlines()[0] if doc else "")
     out.add_argument("--bootstrap", help="bootstrap.servers of a running Kafka")
     out.add_argument("--zookeeper", help="ZooKeeper connect string of a running ZooKeeper")
+    out.add_argument(
+        "--consumer-barrier",
+        action="store_true",
+        help="turn the consumer-barrier feature on in the scratch root (docs/consumer-barrier.md)",
+    )
     return out
+
+
+def enable_consumer_barrier(client: KazooClient, root: str) -> None:
+    """Turn the consumer barrier on under ``root`` (imported here: a benchmark run against
+    an ordered without the barrier, for a before/after pair, never imports it)."""
+    from coordinator.client.store import CONSUMER_BARRIER, FeatureRecord, LayoutStore
+
+    record = FeatureRecord(
+        feature=CONSUMER_BARRIER, enabled=True, changed_at=time.time(), changed_by="bench"
+    )
+    LayoutStore(client, root).set_feature(record)
 
 
 def write_results(path: Path, results: dict[str, Any]) -> None:

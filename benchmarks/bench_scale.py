@@ -555,6 +555,8 @@ def main(argv: list[str] | None = None) -> int:
         servers(args, "scale") as (bootstrap, zookeeper),
         scratch_root(zookeeper) as (client, root),
     ):
+        if args.consumer_barrier:
+            _common.enable_consumer_barrier(client, root)
         store = LayoutStore(client, root)
         controller = Controller(store, KafkaAdmin(bootstrap, timeout=10.0))
         if "barrier" in curves:

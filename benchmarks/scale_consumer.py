@@ -284,6 +284,11 @@ def consumer_load(
         print(f"  zookeeper load: {row}", flush=True)
     rows.append(_live(bootstrap, zookeeper, topic, ordered_cfg, args))
     print(f"  zookeeper load: {rows[-1]}", flush=True)
+    # What the server reads with no consumer at all (the benchmark's own session's
+    # pings): the idle consumer's own rate is the difference.
+    base0, wall0 = zk_packets(zookeeper), time.monotonic()
+    time.sleep(args.idle_seconds)
+    baseline = (zk_packets(zookeeper) - base0) / (time.monotonic() - wall0)
     idle = OrderedConsumer({**ordered_cfg, "group.id": f"scale-zk-{uuid.uuid4().hex}"})
     try:
         _read_backlog(idle, topic, args.zk_records, 10_000, zookeeper)
@@ -318,6 +323,8 @@ def consumer_load(
         "ratio_best_vs_best": main["ratio_vs_plain"],
         "zookeeper_requests_per_s_full_speed": full,
         "zookeeper_requests_per_s_idle": round(idle_load, 1),
+        "zookeeper_requests_per_s_idle_baseline": round(baseline, 2),
+        "zookeeper_requests_per_s_idle_consumer": round(max(0.0, idle_load - baseline), 2),
         "zookeeper_server_requests_per_s": round(capacity),
         # A 3-node ensemble serves reads from every node and writes through the leader;
         # consumers only read, so reads scale with the nodes (at ~70% target load).

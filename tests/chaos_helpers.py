@@ -10,6 +10,7 @@ that stopped early logs ``drained:`` with what every gate said then).
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -35,7 +36,9 @@ _SUMMARY = (
 
 def chaos_argv(*args: str) -> list[str]:
     """The command line of ``ordered chaos`` with ``args``, run by this interpreter."""
-    return [sys.executable, "-m", "ordered.cli", "chaos", *args]
+    # ORDERED_TEST_CONSUMER_BARRIER=1: the same runs with the consumer barrier on.
+    barrier = ["--consumer-barrier"] if os.environ.get("ORDERED_TEST_CONSUMER_BARRIER") else []
+    return [sys.executable, "-m", "ordered.cli", "chaos", *barrier, *args]
 
 
 def leftovers(directory: Path) -> list[str]:

@@ -25,7 +25,7 @@ from kazoo.client import KazooClient
 from kit import Kit
 
 from coordinator import devcluster
-from coordinator.client.store import LayoutStore
+from coordinator.client.store import CONSUMER_BARRIER, FeatureRecord, LayoutStore
 from coordinator.client.zk import close_client, make_client, start_client
 from coordinator.control.controller import Controller
 from coordinator.devcluster.cluster import ClusterState
@@ -118,8 +118,21 @@ def zk_hosts(cluster: ClusterState) -> str:
 
 @pytest.fixture
 def zk_root(zk_hosts: str) -> Iterator[str]:
-    """A fresh ZooKeeper root path for this test, deleted afterwards."""
+    """A fresh ZooKeeper root path for this test, deleted afterwards.
+
+    ``ORDERED_TEST_CONSUMER_BARRIER=1``: the root starts with the consumer barrier on
+    (``docs/consumer-barrier.md``), so that every test runs with it unchanged.
+    """
     root = "/" + unique("test")
+    if os.environ.get("ORDERED_TEST_CONSUMER_BARRIER"):
+        client = start_client(make_client(zk_hosts), 15.0)
+        try:
+            record = FeatureRecord(
+                feature=CONSUMER_BARRIER, enabled=True, changed_at=time.time(), changed_by="test"
+            )
+            LayoutStore(client, root).set_feature(record)
+        finally:
+            close_client(client)
     yield root
     client = start_client(make_client(zk_hosts), 15.0)
     try:

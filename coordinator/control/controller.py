@@ -37,6 +37,7 @@ from coordinator.client.kafka_retry import RetryPolicy
 from coordinator.client.store import EpochRecord, LayoutStore, TopicRecord
 from coordinator.client.topic_ids import check_topic_id
 from coordinator.control.adoption import Adoption
+from coordinator.control.consumer_barrier import ConsumerBarrier
 from coordinator.control.transition import (
     DEFAULT_DELIVERY_TIMEOUT_MS,
     EXPIRY_GRACE_S,
@@ -113,8 +114,12 @@ class Controller(Adoption):
         self._forged_seen: set[tuple[str, int, str]] = set()
         self._proven: dict[tuple[str, int], set[str]] = {}
         self._judged: dict[tuple[str, int], set[str]] = {}
+        self.consumers = ConsumerBarrier(store, self._progress, self._cancel)
         self._handlers: dict[Step, Callable[[_Transition], None]] = {
             Step.PARTITIONS: self._step_partitions,
+            Step.ANNOUNCE: lambda tr: self.consumers.announce_and_wait(
+                tr.record, tr.target, tr.deadline
+            ),
             Step.PUBLISH: self._step_publish,
             Step.PRODUCERS: self._step_producers,
             Step.BARRIER: self._step_barrier,

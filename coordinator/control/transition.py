@@ -46,13 +46,16 @@ class Step(Enum):
 
     Transitions (the only ones; :meth:`Controller._run` applies them)::
 
-        PARTITIONS -> PUBLISH -> PRODUCERS -> BARRIER -> SEAL -> DONE
+        PARTITIONS -> ANNOUNCE -> PUBLISH -> PRODUCERS -> BARRIER -> SEAL -> DONE
 
     A new transition enters at ``PARTITIONS``; resuming a pending epoch enters at
     ``PRODUCERS`` (its partitions exist and it is published).
 
     Attributes:
         PARTITIONS: CreatePartitions up to the target if Kafka has fewer.
+        ANNOUNCE: The consumer barrier (``docs/consumer-barrier.md``): announce the
+            epoch to consumers and wait for the registered ones (nothing when the
+            feature is off and no consumer registered).
         PUBLISH: Read the receiving partitions' end offsets; write the pending epoch
             and the topic record in one transaction.
         PRODUCERS: Record in the epoch which producers registered before it.
@@ -64,6 +67,7 @@ class Step(Enum):
     """
 
     PARTITIONS = "partitions"
+    ANNOUNCE = "announce"
     PUBLISH = "publish"
     PRODUCERS = "producers"
     BARRIER = "barrier"
@@ -73,7 +77,8 @@ class Step(Enum):
 
 NEXT_STEP: Final = {
     # The only moves; Controller._run makes them.
-    Step.PARTITIONS: Step.PUBLISH,
+    Step.PARTITIONS: Step.ANNOUNCE,
+    Step.ANNOUNCE: Step.PUBLISH,
     Step.PUBLISH: Step.PRODUCERS,
     Step.PRODUCERS: Step.BARRIER,
     Step.BARRIER: Step.SEAL,

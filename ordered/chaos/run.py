@@ -71,6 +71,8 @@ class ChaosOptions:
         network_faults: Route every process of the run through fault proxies (Kafka:
             one per broker; ZooKeeper: one per process) and inject cuts, blackholes
             and latency (:mod:`ordered.chaos.net_faults`).
+        consumer_barrier: Turn the ``consumer-barrier`` feature on in the run's root
+            before any client starts (``docs/consumer-barrier.md``).
     """
 
     duration: float
@@ -86,6 +88,7 @@ class ChaosOptions:
     spark: bool = False
     zookeepers: int = 1
     network_faults: bool = False
+    consumer_barrier: bool = False
 
 
 def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, Any]:
@@ -139,6 +142,11 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
             raise RunInterruptedError("interrupted while the cluster started")
         conn = _Connection(state.bootstrap_servers, state.zookeeper_connect, ROOT)
         _create_and_adopt(conn, TOPIC, shape, options.brokers)
+        if options.consumer_barrier:
+            code, _payload, err = conn.cli("features", "enable", "consumer-barrier")
+            if code != 0:
+                raise OrderedError(f"enabling the consumer barrier failed: {err.strip()}")
+            say("consumer barrier on")
         if options.eos:
             _create_and_adopt(conn, OUTPUT, shape, options.brokers)
         if spark is not None:

@@ -208,6 +208,13 @@ def _reader_stats(reader: VerifiableReader) -> dict[str, Any]:
         }
         positions = consumer.position(consumer.assignment())
         stats["positions"] = {str(tp.partition): tp.offset for tp in positions}
+        # The consumer barrier's part (docs/consumer-barrier.md): checks it answered
+        # without a request, and its state at the end.
+        layouts = consumer._layouts
+        stats["barrier"] = {
+            "state": layouts.barrier.state.value,
+            "virtual_checks": layouts.virtual_checks,
+        }
     except Exception as exc:  # diagnostics only: never fail the reader for them
         stats["stats_error"] = repr(exc)
     return stats

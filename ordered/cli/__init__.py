@@ -29,6 +29,7 @@ from ordered.cli import (
     cluster,
     compact,
     demo,
+    features,
     jvm,
     listing,
     trim,
@@ -87,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_parser(sub)
     trim.add_parsers(sub)
     compact.add_parser(sub)
+    features.add_parser(sub)
     autoscale.add_parsers(sub)
     bench.add_parsers(sub)
     acl.add_parser(sub)

@@ -35,6 +35,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--brokers", type=int, choices=(1, 3), default=1, help="Kafka brokers")
     p.add_argument("--rate", type=_rate, default=300.0, help="records per second (all producers)")
     p.add_argument(
+        "--consumer-barrier",
+        action="store_true",
+        help="turn the consumer-barrier feature on in the run's root before clients start",
+    )
+    p.add_argument(
         "--replays",
         action="store_true",
         help="also seek a running consumer backwards and reset a stopped group's offsets",
@@ -132,6 +137,7 @@ def _chaos(args: argparse.Namespace) -> int:
         drain_timeout=args.drain_timeout,
         zookeepers=args.zookeepers,
         network_faults=args.network_faults,
+        consumer_barrier=args.consumer_barrier,
     )
     try:
         result = run_chaos(options, progress)

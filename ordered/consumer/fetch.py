@@ -227,8 +227,15 @@ class Fetcher:
         if self._advisory is not None:
             self._take_advisory(False)
         layouts = self._layouts
-        if moved != self._moved or not layouts.covered or not layouts.usable:
-            return None  # a partition moved in there, or no coverage: the usual path
+        if (
+            moved != self._moved
+            or not layouts.covered
+            or not layouts.usable
+            or layouts.rewind_waiting
+        ):
+            # A partition moved in there, no coverage, or a rewind seen by the barrier's
+            # watch and not yet acted on (a check does, before the batch): the usual path.
+            return None
         last = judge(batch, layouts.covered)
         if last is None:
             return None
@@ -514,8 +521,10 @@ class Fetcher:
         except (KafkaException, RuntimeError) as exc:
             marks.clear()  # no coverage from this check; it still checks its batch
             _log.debug("high watermarks not noted: %s", exc)
-        self._checked()
-        return layouts.begin_check(marks)
+        check = layouts.begin_check(marks)
+        if not layouts.last_check_virtual:
+            self._checked()  # only checks that ask ZooKeeper count
+        return check
 
 
 def _answered(check: FetchCheck) -> bool:

@@ -30,16 +30,14 @@ send at most that many requests per second whatever the throughput. Coverage is
 forgotten when a topic is read again (it may have been deleted and adopted anew) and
 when a partition moves (:meth:`LayoutTracker.forget`).
 
-**Rewinds** (``docs/consumer.md``, "Replays"): a member of the group that moves the
-group's progress back (a seek back, an explicit start offset) writes the group's
-rewind marker of the topic (:func:`~coordinator.client.store.paths.rewind_path`, no data)
-before it delivers a replayed record. The same round trip reads the marker's
-last-write zxid; when it changed, the topic is reported in
-:meth:`LayoutTracker.take_rewound` and the consumer decides its gates again before the
-batch is judged. A rewind can come at any time, whatever the offsets, so coverage
-spares a batch its check only while a check began within the last pacing slot: a
-consumer of a group learns of a rewind within one slot (188 ms with one topic at the
-default) rather than at its next batch.
+**Rewinds** (``docs/consumer.md``, "Replays"): a member that moves the group's progress
+back writes the group's rewind marker of the topic before it delivers a replayed record;
+the check reads the marker's zxid too, at least once per slot, and a changed one is
+reported by :meth:`LayoutTracker.take_rewound`.
+
+**The consumer barrier** (``docs/consumer-barrier.md``, :mod:`ordered.consumer.barrier`):
+while it is in force, :meth:`LayoutTracker.begin_check` answers at once without a
+request (a *virtual* check, coverage as usual), and the markers are watched instead.
 """
 
 from __future__ import annotations
@@ -47,10 +45,11 @@ from __future__ import annotations
 import enum
 import logging
 import math
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from kazoo.client import KazooClient
 
@@ -59,8 +58,9 @@ from coordinator.client.history import HistoryWatcher, SessionState, TopicHistor
 from coordinator.client.store import LayoutStore, TopicRecord
 from coordinator.client.store import paths as store_paths
 from coordinator.client.topic_ids import TopicIds
-from linear_hash import Layout
 from linear_hash.gating import EpochInfo, GateEvaluator
+from ordered.consumer.barrier import BarrierClient
+from ordered.consumer.checks import ANSWERED, AuditSpan, FetchCheck
 from ordered.consumer.pacing import CheckPacer
 
 __all__ = [
@@ -107,24 +107,6 @@ def check_layout_transition(old: LayoutState, new: LayoutState) -> None:
 
 
 _log = logging.getLogger(__name__)
-
-
-class AuditSpan(NamedTuple):
-    """The offsets of one partition around an offset where the same epochs may write.
-
-    Attributes:
-        first: The first offset of the span.
-        end: The first offset past it (``inf``: open-ended).
-        layouts: The layouts of the epochs that may have placed a record here.
-        lo: The lowest such epoch.
-        hi: The highest such epoch.
-    """
-
-    first: int
-    end: float
-    layouts: tuple[Layout, ...]
-    lo: int
-    hi: int
 
 
 @dataclass(slots=True)
@@ -181,23 +163,6 @@ class TopicView:
         return self.gates.limit(partition) if self.gates is not None else float("inf")
 
 
-class FetchCheck(NamedTuple):
-    """A fetch check in flight: the ZooKeeper requests and what they will cover.
-
-    Attributes:
-        sync: The async result of the ``sync``.
-        reads: ``(topic, async result of an exists() on the topic znode)``.
-        marks: ``((topic, partition), high watermark)`` noted before the ``sync`` was
-            sent: every record below a mark was written before the check began.
-        rewinds: ``(topic, async result of an exists() on the group's rewind marker)``.
-    """
-
-    sync: Any
-    reads: tuple[tuple[str, Any], ...]
-    marks: tuple[tuple[tuple[str, int], int], ...] = ()
-    rewinds: tuple[tuple[str, Any], ...] = ()
-
-
 def _zxid(stat: Any) -> int:
     """The last-write zxid of a znode's stat (-1: no node)."""
     return -1 if stat is None else int(stat.mzxid)
@@ -223,6 +188,9 @@ class LayoutTracker:
         covered: ``(topic, partition)`` -> the offset below which every record was
             written before a check that answered began.
     """
+
+    last_check_virtual = False
+    """Whether the last :meth:`begin_check` sent no request (the barrier vouched)."""
 
     def __init__(
         self,
@@ -253,6 +221,13 @@ class LayoutTracker:
         self._last_sent = -math.inf
         self._pacer = CheckPacer()
         self._rewound: set[str] = set()
+        # Guards the rewind zxids and `_rewound`: the barrier's marker watch writes
+        # them on kazoo's thread.
+        self._rewind_lock = threading.Lock()
+        self.virtual_checks = 0  # checks the barrier answered without a request
+        # The requested session timeout (kazoo keeps it in ms): the lease stays below half.
+        session_s = getattr(client, "_session_timeout", 10_000) / 1000.0
+        self.barrier = BarrierClient(self.store, self.watcher, group, session_s, self._note_rewound)
 
     @property
     def usable(self) -> bool:
@@ -269,6 +244,9 @@ class LayoutTracker:
         if view is None:
             view = TopicView(name, TopicHistory(name, None))
             try:
+                # Registered before its layout is read: an announcement listed before
+                # the registration waits for it, a later one is seen by this read.
+                self._register_barrier(name)
                 self._load(view)
             except TopicIdMismatchError:
                 # Kept and watched (a watch starts dirty): every poll reads the topic
@@ -317,6 +295,8 @@ class LayoutTracker:
             view.gates.update(list(history.epochs))
         view.audit.clear()
         record = history.record
+        # After the layout's sync and read: an announcement made before it is seen.
+        self.barrier.read_announcement(view.name, -1 if record is None else record.epoch)
         self._on_reload(view.name, -1 if record is None else record.epoch)
 
     def reload_dirty(self) -> list[TopicView]:
@@ -328,11 +308,14 @@ class LayoutTracker:
         Raises:
             StoreError: ZooKeeper is unreachable; the topics stay marked.
         """
+        joined = self._join_barrier() if self.barrier.wants_registration() else []
         dirty = self.watcher.take_dirty()
         if self.watcher.generation != self._generation:
             self._generation = self.watcher.generation
             dirty |= set(self.topics)
-        return self.reload(dirty) if dirty else []
+        if joined:
+            dirty -= {view.name for view in joined}
+        return joined + (self.reload(dirty) if dirty else [])
 
     def reload(self, names: Iterable[str]) -> list[TopicView]:
         """Read ``names`` again; a failure marks them for the next call.
@@ -382,11 +365,39 @@ class LayoutTracker:
         stat = self.store.mark_rewound(self._group, topic)
         view = self.topics.get(topic)
         if view is not None:
-            view.rewind_zxid = _zxid(stat)
+            with self._rewind_lock:
+                view.rewind_zxid = _zxid(stat)
+        # The members that rely on the barrier see it by a watch; wait for their acks.
+        late = self.barrier.wait_rewind_acks(topic, _zxid(stat))
+        if late:
+            _log.warning("rewind of %s: not acked in time by %s", topic, ", ".join(late))
+
+    def _note_rewound(self, topic: str, zxid: int) -> None:
+        """The barrier's marker watch (kazoo's thread) saw the marker at ``zxid``."""
+        with self._rewind_lock:
+            view = self.topics.get(topic)
+            if view is None or view.rewind_zxid is None:
+                return  # unread yet: the layout's read takes the marker's zxid then
+            if zxid != view.rewind_zxid:
+                view.rewind_zxid = zxid
+                self._rewound.add(topic)
+
+    @property
+    def rewind_waiting(self) -> bool:
+        """Whether a rewind was seen and not yet taken (:meth:`take_rewound`)."""
+        return bool(self._rewound)
+
+    def _register_barrier(self, name: str) -> None:
+        try:
+            self.barrier.register_topic(name)
+        except StoreError as exc:
+            _log.warning("consumer barrier: cannot register on %s: %s", name, exc)
+            self.barrier.lose()  # not registered on every topic: checks stay on
 
     def take_rewound(self) -> set[str]:
         """The topics whose rewind marker changed since the last call."""
-        out, self._rewound = self._rewound, set()
+        with self._rewind_lock:
+            out, self._rewound = self._rewound, set()
         return out
 
     # --- the fetch check ---------------------------------------------------------------
@@ -404,7 +415,7 @@ class LayoutTracker:
             markers once per slot: :meth:`rewind_read_due`).
         """
         covered = self.covered
-        if not covered or not self.verify_fetch:
+        if not covered or not self.verify_fetch or self._rewound:
             return False
         for tp in positions:
             if tp.offset >= 0 and tp.offset > covered.get((tp.topic, tp.partition), -1):
@@ -419,6 +430,8 @@ class LayoutTracker:
         """
         if not self._group:
             return False
+        if self.barrier.relies(self.topics):
+            return bool(self._rewound)  # the markers are watched: nothing to read
         since = time.monotonic() - self._last_sent
         if since < self._slot(0):
             return False  # sooner than the shortest slot (asked at every call)
@@ -427,7 +440,7 @@ class LayoutTracker:
 
     def check_due_in(self) -> float:
         """Seconds until the next check may be sent (0: now)."""
-        if not self.verify_fetch:
+        if not self.verify_fetch or self.barrier.relies(self.topics):
             return 0.0
         return self._pacer.due_in(self._interval())
 
@@ -470,8 +483,14 @@ class LayoutTracker:
         Returns:
             The check in flight, or ``None`` when there is nothing to check.
         """
+        self.last_check_virtual = False
         if not self.verify_fetch or not self.topics:
             return None
+        if self.barrier.relies(self.topics):
+            # Every epoch of a record fetched so far is in our copies: no request.
+            self.last_check_virtual = True
+            self.virtual_checks += 1
+            return FetchCheck(ANSWERED, (), tuple(marks), virtual=True)
         if self.watcher.state is not SessionState.CONNECTED:
             # kazoo would queue the requests until a reconnect: fail the check now.
             self._check_failed = True
@@ -517,11 +536,7 @@ class LayoutTracker:
                 if view is not None and _zxid(stat) != view.zxid:
                     changed.append(name)
             for name, read in check.rewinds:
-                zxid = _zxid(read.get(timeout=self._check_timeout))
-                view = self.topics.get(name)
-                if view is not None and view.rewind_zxid is not None and zxid != view.rewind_zxid:
-                    view.rewind_zxid = zxid
-                    self._rewound.add(name)
+                self._note_rewound(name, _zxid(read.get(timeout=self._check_timeout)))
         except Exception as exc:  # connection loss, timeout
             # kazoo's errors (ConnectionLoss, a timeout) carry no text: name the type.
             _log.warning(
@@ -550,6 +565,26 @@ class LayoutTracker:
         self.covered_version += 1
         return reloaded
 
+    def _join_barrier(self) -> list[TopicView]:
+        """Register in the consumer barrier (or leave it), then read every layout again.
+
+        A failure leaves the barrier out of force: batches are checked until a later
+        attempt (at a later service step) succeeds.
+
+        Returns:
+            The views read again.
+        """
+        started = self.barrier.register(list(self.topics))
+        if started is None:
+            return []
+        try:
+            done = self.reload(list(self.topics))
+        except (StoreError, TopicIdMismatchError) as exc:
+            _log.warning("consumer barrier: layouts not read after registering: %s", exc)
+            return []
+        self.barrier.registered(started)
+        return done
+
     def recover(self) -> list[TopicView] | None:
         """After a failed check: read every topic again; ``None`` if that fails too."""
         try:
@@ -561,4 +596,5 @@ class LayoutTracker:
 
     def stop(self) -> None:
         """Stop the watches (never blocks)."""
+        self.barrier.stop()
         self.watcher.stop()

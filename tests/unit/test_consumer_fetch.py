@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable
 from types import SimpleNamespace
@@ -79,6 +80,13 @@ class FakeConsumer:
         return batch[0] if batch else None
 
 
+class _NoBarrier:
+    """A consumer barrier never in force: every batch is checked."""
+
+    def relies(self, views: Any) -> bool:
+        return False
+
+
 class FakeLayouts(LayoutTracker):
     """The real coverage and pacing rules (from LayoutTracker); checks only logged."""
 
@@ -95,6 +103,9 @@ class FakeLayouts(LayoutTracker):
         self._last_sent = -math.inf
         self._pacer = CheckPacer()
         self.trusted = True
+        self._rewound: set[str] = set()
+        self._rewind_lock = threading.Lock()
+        self.barrier = _NoBarrier()  # type: ignore[assignment]
 
     @property
     def usable(self) -> bool:

@@ -5,6 +5,15 @@ are in :mod:`coordinator.client.store.records`, the znode paths in
 :mod:`coordinator.client.store.paths`.
 """
 
+from coordinator.client.store.barrier_records import (
+    CONSUMER_BARRIER,
+    FEATURES,
+    AnnouncementRecord,
+    BarrierAck,
+    BarrierRegistration,
+    FeatureRecord,
+    RewindAck,
+)
 from coordinator.client.store.paths import DEFAULT_ROOT
 from coordinator.client.store.producers import DEFAULT_DELIVERY_TIMEOUT_MS
 from coordinator.client.store.records import (
@@ -24,20 +33,27 @@ from coordinator.client.store.records import (
 from coordinator.client.store.store import LayoutStore, Watch
 
 __all__ = [
+    "CONSUMER_BARRIER",
     "DEFAULT_DELIVERY_TIMEOUT_MS",
     "DEFAULT_ROOT",
     "EPOCH_STATES",
+    "FEATURES",
     "RECORD_VERSION",
     "RETIRED_STATES",
     "AckRecord",
+    "AnnouncementRecord",
+    "BarrierAck",
+    "BarrierRegistration",
     "EpochRecord",
     "EpochsRecord",
+    "FeatureRecord",
     "GroupRegistration",
     "GroupSeenRecord",
     "LayoutStore",
     "ProducerRecord",
     "RetentionRecord",
     "RetiredRecord",
+    "RewindAck",
     "TopicRecord",
     "Watch",
 ]

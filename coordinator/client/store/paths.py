@@ -20,12 +20,22 @@ __all__ = [
     "acl_policy_path",
     "autoscale_path",
     "autoscale_status_path",
+    "barrier_ack_path",
+    "barrier_acks_path",
+    "barrier_announcement_path",
+    "barrier_consumer_path",
+    "barrier_consumers_path",
+    "barrier_member_path",
+    "barrier_rewind_ack_path",
+    "barrier_rewind_acks_path",
+    "barrier_topic_path",
     "check_root",
     "check_topic",
     "election_path",
     "epoch_node",
     "epoch_path",
     "epochs_path",
+    "feature_path",
     "group_node",
     "group_path",
     "group_registration_path",
@@ -245,3 +255,62 @@ def rewind_path(root: str, group: str, topic: str) -> str:
 def acl_policy_path(root: str) -> str:
     """``{root}/acl``: the ``AclPolicyRecord`` of ``ordered acl apply``."""
     return _join(root, "acl")
+
+
+# --- the consumer barrier (docs/consumer-barrier.md) -----------------------------------
+# Everything under {root}/features and {root}/barrier is new: code of v0.5.0 and before
+# never reads it, so its records can be added without bumping an existing one.
+
+
+def feature_path(root: str, feature: str) -> str:
+    """``{root}/features/{feature}``: a ``FeatureRecord`` (absent: the feature is off)."""
+    return _join(root, "features", _check_id(feature))
+
+
+def barrier_topic_path(root: str, topic: str) -> str:
+    """``{root}/barrier/topics/{topic}``: the consumer barrier's nodes of ``topic``."""
+    return _join(root, "barrier", "topics", check_topic(topic))
+
+
+def barrier_announcement_path(root: str, topic: str) -> str:
+    """``{root}/barrier/topics/{topic}/announcement``: the ``AnnouncementRecord``."""
+    return barrier_topic_path(root, topic) + "/announcement"
+
+
+def barrier_consumers_path(root: str, topic: str) -> str:
+    """``{root}/barrier/topics/{topic}/consumers``: the registrations of its consumers."""
+    return barrier_topic_path(root, topic) + "/consumers"
+
+
+def barrier_consumer_path(root: str, topic: str, consumer_id: str) -> str:
+    """``.../consumers/{id}``: a ``BarrierRegistration`` (ephemeral)."""
+    return barrier_consumers_path(root, topic) + "/" + _check_id(consumer_id)
+
+
+def barrier_acks_path(root: str, topic: str) -> str:
+    """``{root}/barrier/topics/{topic}/acks``: the consumers' acks of the announcement."""
+    return barrier_topic_path(root, topic) + "/acks"
+
+
+def barrier_ack_path(root: str, topic: str, consumer_id: str) -> str:
+    """``.../acks/{id}``: a ``BarrierAck`` (ephemeral)."""
+    return barrier_acks_path(root, topic) + "/" + _check_id(consumer_id)
+
+
+def barrier_rewind_acks_path(root: str, topic: str) -> str:
+    """``{root}/barrier/topics/{topic}/rewinds``: the consumers' acks of rewind markers."""
+    return barrier_topic_path(root, topic) + "/rewinds"
+
+
+def barrier_rewind_ack_path(root: str, topic: str, consumer_id: str) -> str:
+    """``.../rewinds/{id}``: a ``RewindAck`` (ephemeral)."""
+    return barrier_rewind_acks_path(root, topic) + "/" + _check_id(consumer_id)
+
+
+def barrier_member_path(root: str, consumer_id: str) -> str:
+    """``{root}/barrier/members/{id}``: a consumer's member node (ephemeral).
+
+    A controller that gives up on a consumer deletes it (an eviction); the consumer's
+    lease renewal (``sync`` + ``exists`` of this node) finds it gone.
+    """
+    return _join(root, "barrier", "members", _check_id(consumer_id))

@@ -6,7 +6,8 @@ epochs), :mod:`~coordinator.client.store.producers` (registrations and acks, the
 barrier's inputs), :mod:`~coordinator.client.store.retired` (retired partitions and
 retention), :mod:`~coordinator.client.store.groups` (consumer groups),
 :mod:`~coordinator.client.store.watches` (watches and the lock) and
-:mod:`~coordinator.client.store.autoscale` (autoscaling policies), all over
+:mod:`~coordinator.client.store.autoscale` (autoscaling policies) and
+:mod:`~coordinator.client.store.barrier` (the consumer barrier, feature flags), all over
 :class:`~coordinator.client.store.base.StoreBase`, which owns the ZooKeeper calls.
 
 Errors: a record that fails its check is a :class:`~coordinator.client.errors.StoreError` naming the
@@ -18,6 +19,7 @@ a concurrent change of the topic record is a
 from __future__ import annotations
 
 from coordinator.client.store.autoscale import AutoscaleStore
+from coordinator.client.store.barrier import BarrierStore
 from coordinator.client.store.base import Watch
 from coordinator.client.store.epoch_drop import EpochDropStore
 from coordinator.client.store.groups import GroupStore
@@ -29,7 +31,13 @@ __all__ = ["LayoutStore", "Watch"]
 
 
 class LayoutStore(
-    RetiredStore, EpochDropStore, ProducerStore, GroupStore, WatchStore, AutoscaleStore
+    RetiredStore,
+    EpochDropStore,
+    ProducerStore,
+    GroupStore,
+    WatchStore,
+    AutoscaleStore,
+    BarrierStore,
 ):
     """The layout store of ``docs/protocol.md`` over a started ``KazooClient``.
 
