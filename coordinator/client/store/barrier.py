@@ -8,7 +8,8 @@ consumers' acks; consumers register, keep a member node and ack. Every node is u
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
@@ -21,6 +22,8 @@ from coordinator.client.store.barrier_records import (
     RewindAck,
 )
 from coordinator.client.store.base import StoreBase
+
+T = TypeVar("T")
 
 __all__ = ["BarrierStore"]
 
@@ -118,22 +121,13 @@ class BarrierStore(StoreBase):
             StoreError: ZooKeeper is unreachable or a record fails its check.
         """
         base = paths.barrier_consumers_path(self._root, topic)
-
-        def attempt() -> dict[str, tuple[BarrierRegistration, int]]:
-            try:
-                names = self._client.get_children(base)
-            except NoNodeError:
-                return {}
-            out = {}
-            for name in sorted(names):
-                got = self._read(f"{base}/{name}")
-                if got is not None:
-                    path = f"{base}/{name}"
-                    out[name] = (BarrierRegistration.from_json(got[0], path), int(got[1].czxid))
-            return out
-
-        result: dict[str, tuple[BarrierRegistration, int]] = self._run(f"list {base}", attempt)
-        return result
+        return self._children_records(
+            base,
+            lambda data, path, stat: (
+                BarrierRegistration.from_json(data, path),
+                int(stat.czxid),
+            ),
+        )
 
     def barrier_consumer_ids(self, topic: str) -> set[str]:
         """The ids registered on ``topic`` (a listing, no data read).
@@ -198,7 +192,9 @@ class BarrierStore(StoreBase):
             StoreError: ZooKeeper is unreachable or a record fails its check.
         """
         base = paths.barrier_acks_path(self._root, topic)
-        return self._children_records(base, BarrierAck)
+        return self._children_records(
+            base, lambda data, path, _stat: BarrierAck.from_json(data, path)
+        )
 
     def rewind_acks(self, topic: str) -> dict[str, RewindAck]:
         """The consumers' acks of rewind markers on ``topic``: id -> ack.
@@ -206,10 +202,16 @@ class BarrierStore(StoreBase):
         Raises:
             StoreError: ZooKeeper is unreachable or a record fails its check.
         """
-        return self._children_records(paths.barrier_rewind_acks_path(self._root, topic), RewindAck)
+        base = paths.barrier_rewind_acks_path(self._root, topic)
+        return self._children_records(
+            base, lambda data, path, _stat: RewindAck.from_json(data, path)
+        )
 
-    def _children_records(self, base: str, kind: Any) -> dict[str, Any]:
-        def attempt() -> dict[str, Any]:
+    def _children_records(self, base: str, parse: Callable[[bytes, str, Any], T]) -> dict[str, T]:
+        """Each child of ``base`` -> ``parse(data, path, stat)``; a child that vanishes
+        while listed is left out, and no ``base`` is no children."""
+
+        def attempt() -> dict[str, T]:
             try:
                 names = self._client.get_children(base)
             except NoNodeError:
@@ -218,10 +220,10 @@ class BarrierStore(StoreBase):
             for name in sorted(names):
                 got = self._read(f"{base}/{name}")
                 if got is not None:
-                    out[name] = kind.from_json(got[0], f"{base}/{name}")
+                    out[name] = parse(got[0], f"{base}/{name}", got[1])
             return out
 
-        result: dict[str, Any] = self._run(f"list {base}", attempt)
+        result: dict[str, T] = self._run(f"list {base}", attempt)
         return result
 
     def evict_consumer(self, topic: str, consumer_id: str) -> None:
