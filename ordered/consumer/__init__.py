@@ -63,10 +63,10 @@ The parts, one concern each:
   offsets;
 * :mod:`~ordered.consumer.state`: what they share;
 * :mod:`~ordered.consumer.probe`: the log-start probe;
-* :mod:`~ordered.consumer.announcement`: one announcement's state machine (pure);
+* :mod:`~ordered.consumer.partition`: one announcement's state machine (pure);
 * :mod:`~ordered.consumer.counters`: the counters behind ``metrics`` (the first hook;
   events go through :mod:`coordinator.client.hooks`);
-* :mod:`~ordered.consumer.gate`: the per-partition gate, pause and stash (pure);
+* :mod:`~ordered.consumer.partition`: the per-partition gate, pause and stash (pure);
 * :mod:`~ordered.consumer.layouts`: histories, their watcher, the fetch check;
 * :mod:`~ordered.consumer.ready`: checked records not yet judged;
 * :mod:`~ordered.consumer.pacing`: the pace of the layout checks.
@@ -81,7 +81,7 @@ same layer.
 
 from __future__ import annotations
 
-from ordered.consumer.gate import GateState, GateStatus
+from ordered.consumer.partition import GateState, GateStatus
 from ordered.consumer.wrapper import OrderedConsumer
 
 __all__ = ["GateState", "GateStatus", "OrderedConsumer"]

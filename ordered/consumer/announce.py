@@ -14,7 +14,8 @@ plain one, or the offsets its transaction committed) covers it; the gates of the
 destination read that commit from Kafka as they read any other.
 
 The lifecycle of one partition's announcement is the pure state machine of
-:mod:`ordered.consumer.announcement` (re-exported here).
+:mod:`ordered.consumer.partition` (:class:`~ordered.consumer.partition.Announcement`);
+this module is its shell: the callback, the commit, the stored offsets.
 """
 
 from __future__ import annotations
@@ -24,18 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import KafkaException, TopicPartition
 
-from ordered.consumer.announcement import (
-    ANNOUNCE_TRANSITIONS,
-    AnnounceEvent,
-    Announcement,
-    AnnounceState,
-)
-from ordered.consumer.state import Core, PartState
+from ordered.consumer.partition import AnnounceState, PartState
+from ordered.consumer.state import Core
 
 if TYPE_CHECKING:
     from coordinator.client.positions import PositionService
 
-__all__ = ["ANNOUNCE_TRANSITIONS", "AnnounceEvent", "AnnounceState", "Announcement", "Announcer"]
+__all__ = ["Announcer"]
 
 _log = logging.getLogger(__name__)
 
@@ -60,20 +56,12 @@ class Announcer:
 
     def check_marks(self, part: PartState) -> None:
         """Schedule an announcement if the position reached a boundary of a source."""
-        if part.position is None:
-            return
         view = self._core.layouts.topics.get(part.topic)
         if view is None or view.gates is None:
             return
         known = self._core.known_commits.get((part.topic, part.partition), -1)
-        start = part.start if part.start is not None else part.position
-        for mark in view.gates.source_marks(part.partition):
-            # Only a boundary this assignment delivered up to: a consumer that started
-            # past it has nothing of the tail to announce.
-            if max(part.ann.announced, known) < mark <= part.position and start < mark:
-                part.ann.reached(mark, part.position)
-                self._core.unquiet()
-                return
+        if part.reach_marks(view.gates.source_marks(part.partition), known):
+            self._core.unquiet()
 
     def run(self, only: set[tuple[str, int]] | None = None) -> list[Any]:
         """Call ``on_partition_key_maybe_revoked``, then commit the boundary positions.

@@ -36,7 +36,8 @@ from ordered.compiled import compiled_module, compiled_router
 from ordered.consumer.layouts import AuditSpan, TopicView
 
 if TYPE_CHECKING:
-    from ordered.consumer.state import Core, PartState
+    from ordered.consumer.partition import PartState
+    from ordered.consumer.state import Core
 
 __all__ = ["KEY_MEMO", "RecordAudit", "audit_span", "route", "route_sample"]
 

@@ -18,14 +18,15 @@ from confluent_kafka import Message, TopicPartition
 
 from ordered.compaction import is_tombstone_copy
 from ordered.consumer.audit import KEY_MEMO, RecordAudit, audit_span
-from ordered.consumer.gate import GateEvent, GateState
+from ordered.consumer.partition import GateEvent, GateState
 from ordered.consumer.scan import SCAN, SCAN_MOST
 
 if TYPE_CHECKING:
     from ordered.consumer.announce import Announcer
     from ordered.consumer.decide import GateDecider
     from ordered.consumer.layouts import TopicView
-    from ordered.consumer.state import Core, PartState
+    from ordered.consumer.partition import PartState
+    from ordered.consumer.state import Core
 
 __all__ = ["KEY_MEMO", "BatchFilter", "audit_span"]
 

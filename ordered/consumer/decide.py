@@ -27,12 +27,13 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from confluent_kafka import KafkaException, TopicPartition
 
-from ordered.consumer.gate import GateEvent
+from ordered.consumer.partition import GateEvent
 
 if TYPE_CHECKING:
     from linear_hash.gating import GateEvaluator, Wait
+    from ordered.consumer.partition import PartState
     from ordered.consumer.probe import LogStartProbe
-    from ordered.consumer.state import Core, PartState
+    from ordered.consumer.state import Core
 
 __all__ = ["CommittedView", "GateDecider", "Verdict", "cap_to_positions"]
 

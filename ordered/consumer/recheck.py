@@ -15,13 +15,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ordered.consumer.announce import AnnounceState
 from ordered.consumer.decide import CommittedView, GateDecider
-from ordered.consumer.gate import GateEvent, GateState
+from ordered.consumer.partition import AnnounceState, GateEvent, GateState
 
 if TYPE_CHECKING:
     from coordinator.client.positions import PositionService, Progress
-    from ordered.consumer.state import Core, PartState
+    from ordered.consumer.partition import PartState
+    from ordered.consumer.state import Core
 
 __all__ = ["NOTIFY_SLICE", "CommittedView", "GateChecker"]
 

@@ -35,9 +35,8 @@ from typing import TYPE_CHECKING
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
 from coordinator.client.errors import StoreError
-from ordered.consumer.announcement import Announcement
 from ordered.consumer.decide import cap_to_positions
-from ordered.consumer.gate import GateEvent
+from ordered.consumer.partition import Announcement, GateEvent
 
 if TYPE_CHECKING:
     from ordered.consumer.probe import LogStartProbe

@@ -26,19 +26,20 @@ from ordered.consumer.announce import Announcer
 from ordered.consumer.batch import BatchFilter
 from ordered.consumer.decide import GateDecider
 from ordered.consumer.fetch import Fetcher
-from ordered.consumer.gate import (
-    GateEvent,
-    GateState,
-    PartitionGate,
-)
 from ordered.consumer.layouts import (
     LayoutState,
     TopicView,
     check_layout_transition,
 )
+from ordered.consumer.partition import (
+    GateEvent,
+    GateState,
+    PartitionGate,
+    PartState,
+)
 from ordered.consumer.recheck import GateChecker
 from ordered.consumer.replay import Rewinds
-from ordered.consumer.state import Core, PartState
+from ordered.consumer.state import Core
 
 __all__ = ["ConsumerUpkeep"]
 
@@ -134,7 +135,7 @@ class ConsumerUpkeep:
 
         The application never gets them: the partition's position falls back to the
         first of them, its announcement with it (:meth:`Announcement.withdraw
-        <ordered.consumer.announcement.Announcement.withdraw>`), and their offsets,
+        <ordered.consumer.partition.Announcement.withdraw>`), and their offsets,
         stored only when the call returns, are never stored.
         """
         core = self._core

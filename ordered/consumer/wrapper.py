@@ -30,13 +30,13 @@ from ordered.consumer.announce import Announcer
 from ordered.consumer.calls import POLL_BATCH, CallPath, take
 from ordered.consumer.counters import ConsumerCounters
 from ordered.consumer.decide import GateDecider
-from ordered.consumer.gate import (
+from ordered.consumer.layouts import LayoutTracker
+from ordered.consumer.partition import (
     NO_LIMIT,
     GateEvent,
     GateState,
     GateStatus,
 )
-from ordered.consumer.layouts import LayoutTracker
 from ordered.consumer.probe import LogStartProbe
 from ordered.consumer.rebalance import Callback, RebalanceHooks
 from ordered.consumer.recheck import GateChecker

@@ -9,10 +9,8 @@ from typing import Any
 
 from linear_hash.gating import EpochInfo, GateEvaluator
 from ordered.consumer.announce import Announcer
-from ordered.consumer.announcement import AnnounceState
 from ordered.consumer.batch import BatchFilter
-from ordered.consumer.gate import PartitionGate
-from ordered.consumer.state import PartState
+from ordered.consumer.partition import AnnounceState, PartitionGate, PartState
 
 # Epoch 1: partition 0 gives keys to 2 at offset 50 (an expansion 2 -> 3).
 HISTORY = [EpochInfo(0, True), EpochInfo(1, True, ((0, 2),), {2: 0, 0: 50, 1: 60})]

@@ -10,8 +10,8 @@ import pytest
 from test_consumer_gate import gate_in, kwargs_for
 
 from coordinator.client.errors import StateTransitionError
-from ordered.consumer.gate import GateEvent, GateState
-from ordered.consumer.state import Core, PartState
+from ordered.consumer.partition import GateEvent, GateState, PartState
+from ordered.consumer.state import Core
 
 
 class _Quiet:

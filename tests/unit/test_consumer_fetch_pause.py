@@ -14,8 +14,8 @@ from test_consumer_fetch import make
 from test_consumer_gate import Msg
 
 from ordered.consumer.batch import BatchFilter
-from ordered.consumer.gate import GateEvent, GateState, PartitionGate
-from ordered.consumer.state import Core, PartState
+from ordered.consumer.partition import GateEvent, GateState, PartitionGate, PartState
+from ordered.consumer.state import Core
 from ordered.consumer.upkeep import ConsumerUpkeep
 
 WINDOW = 100

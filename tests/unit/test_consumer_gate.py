@@ -8,16 +8,14 @@ import math
 import pytest
 
 from coordinator.client.errors import StateTransitionError
-from ordered.consumer.announce import (
+from ordered.consumer.partition import (
     ANNOUNCE_TRANSITIONS,
-    AnnounceEvent,
-    Announcement,
-    AnnounceState,
-)
-from ordered.consumer.gate import (
     HOLD_ALL,
     PAUSED,
     TRANSITIONS,
+    AnnounceEvent,
+    Announcement,
+    AnnounceState,
     GateEvent,
     GateState,
     PartitionGate,

@@ -30,8 +30,7 @@ from linear_hash.gating import EpochInfo, GateEvaluator
 from ordered.consumer.announce import Announcer
 from ordered.consumer.batch import BatchFilter
 from ordered.consumer.fetch import Fetcher
-from ordered.consumer.gate import PartitionGate
-from ordered.consumer.state import PartState
+from ordered.consumer.partition import PartitionGate, PartState
 from ordered.consumer.upkeep import ConsumerUpkeep
 
 # Epoch 1: partition 0 gives keys to 2 at offset 50 (an expansion 2 -> 3).

@@ -1,7 +1,7 @@
 """librdkafka's pause and resume come from one place: the pause arbiter.
 
 A gate hold and the application's own pause share librdkafka's one pause flag per
-partition; each states its wish to :class:`~ordered.consumer.pauses.PauseArbiter`,
+partition; each states its wish to :class:`~ordered.consumer.state.PauseArbiter`,
 which alone calls the wrapped consumer's
 ``pause``/``resume``. This test reads the source with :mod:`ast` and fails on any other
 module of ``ordered/`` that calls them (or takes them as a value to call later).
@@ -13,7 +13,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-ARBITER = Path("ordered/consumer/pauses.py")
+ARBITER = Path("ordered/consumer/state.py")
 METHODS = frozenset({"pause", "resume"})
 
 

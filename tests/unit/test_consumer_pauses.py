@@ -1,4 +1,4 @@
-"""The pause arbiter's rules (:mod:`ordered.consumer.pauses`), with a fake librdkafka:
+"""The pause arbiter's rules (:class:`ordered.consumer.state.PauseArbiter`), with a fake librdkafka:
 the union of the owners' wishes, each owner's own, a partition that leaves and comes
 back, the application's pauses of partitions not tracked, and the gate taking over a
 pause it would have made itself."""
@@ -8,9 +8,8 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import TopicPartition
 
-from ordered.consumer.gate import GateEvent, PartitionGate
-from ordered.consumer.pauses import PauseArbiter, PauseOwner
-from ordered.consumer.state import PartState
+from ordered.consumer.partition import GateEvent, PartitionGate, PartState, PauseOwner
+from ordered.consumer.state import PauseArbiter
 
 GATE, APP = PauseOwner.GATE, PauseOwner.APPLICATION
 

@@ -18,8 +18,8 @@ from test_consumer_gate import gate_in, kwargs_for
 
 from ordered.consumer.announce import Announcer
 from ordered.consumer.calls import CallPath
-from ordered.consumer.gate import GateEvent, GateState
-from ordered.consumer.state import Core, PartState
+from ordered.consumer.partition import GateEvent, GateState, PartState
+from ordered.consumer.state import Core
 
 
 class _QuietUpkeep(_Upkeep):

@@ -6,9 +6,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from ordered.consumer.gate import PartitionGate
+from ordered.consumer.partition import PartitionGate, PartState
 from ordered.consumer.replay import cap_to_positions
-from ordered.consumer.state import PartState
 
 
 def core_with(parts: dict[int, tuple[int | None, int | None]], guard: bool = True) -> Any:

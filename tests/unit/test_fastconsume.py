@@ -20,9 +20,8 @@ from hypothesis import strategies as st
 from linear_hash import Layout
 from ordered.compiled import compiled_router
 from ordered.consumer.batch import BatchFilter
-from ordered.consumer.gate import PartitionGate
+from ordered.consumer.partition import PartitionGate, PartState
 from ordered.consumer.scan import SCAN, SPLIT, scan_batch, split_batch
-from ordered.consumer.state import PartState
 
 pytestmark = pytest.mark.skipif(SCAN is None, reason="ordered._fastconsume not built")
 

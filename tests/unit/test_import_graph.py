@@ -1,7 +1,8 @@
-"""The shape of the code: no import circle, no Python file over 600 lines (product,
+"""The shape of the code: no import circle, no Python file over 1,000 lines (product,
 benchmarks, scripts, tests), the kernel contract naming every service folder.
 
-The import graph is grimp's (the library import-linter runs on), built from the source.
+A module is sized by what it holds; the cap only catches a file that holds several
+concerns. The import graph is grimp's (the library import-linter runs on), built from the source.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import grimp
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("linear_hash", "coordinator", "ordered", "spark_source")
-MAX_LINES = 600
+MAX_LINES = 1000
 # Beyond the product packages, every other folder of Python the repository tracks.
 CHECKED_AREAS = ("benchmarks", "scripts", "tests")
 
@@ -90,7 +91,7 @@ def tracked_python_files() -> list[Path]:
     return [ROOT / name for name in listing.split("\0") if name and (ROOT / name).exists()]
 
 
-def test_no_module_over_600_lines() -> None:
+def test_no_module_over_1000_lines() -> None:
     sizes = {
         str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
         for path in tracked_python_files()

@@ -1,4 +1,17 @@
-"""The gate state of one assigned partition: an explicit, pure state machine.
+"""One assigned partition's state in one object, as pure state machines (no I/O).
+
+Each assigned partition has one :class:`PartState`, as each has one
+``TopicPartitionState`` in Kafka's Java consumer: its gate (state, limit, held offset,
+stash), who wants it paused in librdkafka, its boundary announcement, and where delivery
+stands. Nothing here calls Kafka, ZooKeeper or the clock: an event goes in
+(:meth:`PartitionGate.fire`, the :class:`Announcement`'s methods,
+:meth:`PartState.reach_marks`) and what the shell must do comes out (a :class:`Change`:
+pause or resume, held or let go; an announcement due). The shell that carries it out
+is ``Core.fire`` in :mod:`ordered.consumer.state`, which also holds the one caller of
+librdkafka's ``pause``/``resume``.
+
+The gate
+--------
 
 No I/O here: :meth:`PartitionGate.fire` changes the state, the limit, the held offset
 and the stash, and returns a :class:`Change` that says whether the partition became
@@ -39,31 +52,77 @@ records, else open)::
 
 Every other (state, event) pair is a :class:`~coordinator.client.errors.StateTransitionError`.
 A revoked, lost or unassigned partition's gate is simply dropped.
+
+The announcement
+----------------
+
+Lifecycle of one partition's announcement (:class:`AnnounceState`)::
+
+    IDLE --REACHED--> DUE          the position reached a source boundary
+    DUE  --REACHED--> DUE          delivery went on: the position to commit moves
+    DUE  --TOLD--> TOLD            maybe_revoked ran (a raise leaves it DUE)
+    TOLD --REACHED--> DUE          delivery went on: the callback runs again
+    DUE/TOLD --COMMITTED--> IDLE   the boundary commit succeeded
+    TOLD --TOLD--> TOLD            a commit that failed is retried without the callback
+    TOLD --RELEASED--> IDLE        application commit mode: the application commits
+    DUE/TOLD --WITHDRAWN--> IDLE   revoked with the records that reached the boundary
+                                   never given (the next owner reads them again)
+
+Any other (state, event) pair is a :class:`~coordinator.client.errors.StateTransitionError`.
 """
 
 from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from coordinator.client.errors import StateTransitionError
 from linear_hash.gating import Wait
-from ordered.consumer.pauses import PartPauses, PauseOwner
 
 __all__ = [
+    "ANNOUNCE_TRANSITIONS",
     "HOLD_ALL",
     "NO_LIMIT",
     "PAUSED",
     "TRANSITIONS",
+    "AnnounceEvent",
+    "AnnounceState",
+    "Announcement",
     "Change",
     "GateEvent",
     "GateState",
     "GateStatus",
+    "PartPauses",
+    "PartState",
     "PartitionGate",
+    "PauseOwner",
 ]
+
+
+class PauseOwner(enum.Enum):
+    """Who wants a partition paused in librdkafka."""
+
+    GATE = "gate"
+    """A held gate (``BLOCKED``/``DRAINING``) whose partition's log reaches far past it."""
+    APPLICATION = "application"
+    """The application's ``pause()``, until its ``resume()``."""
+
+
+@dataclass(slots=True)
+class PartPauses:
+    """One partition's pause wishes, and what librdkafka was last told.
+
+    Attributes:
+        wishes: The owners that want it paused; paused while not empty.
+        applied: librdkafka has it paused (written only by the shell's ``PauseArbiter``).
+    """
+
+    wishes: set[PauseOwner] = field(default_factory=set)
+    applied: bool = False
+
 
 NO_LIMIT = math.inf
 """The limit of a partition with no gate ahead."""
@@ -172,7 +231,7 @@ class PartitionGate:
         held: The offset of the record held back while ``BLOCKED``.
         stash: Undelivered records, by offset.
         pauses: Who wants the partition paused in librdkafka (written by the
-            consumer's :class:`~ordered.consumer.pauses.PauseArbiter`).
+            consumer's :class:`~ordered.consumer.state.PauseArbiter`).
         reason: Why the last event happened (for logs and ``gate_status``).
     """
 
@@ -327,3 +386,186 @@ class PartitionGate:
         out = self.stash[:limit]
         del self.stash[: len(out)]
         return out
+
+
+class AnnounceState(enum.Enum):
+    """Where one partition's boundary announcement stands."""
+
+    IDLE = "idle"
+    DUE = "due"
+    TOLD = "told"
+
+
+class AnnounceEvent(enum.Enum):
+    """What happened to an announcement."""
+
+    REACHED = "reached"
+    TOLD = "told"
+    COMMITTED = "committed"
+    RELEASED = "released"
+    WITHDRAWN = "withdrawn"
+
+
+_IDLE, _DUE, _TOLD = AnnounceState.IDLE, AnnounceState.DUE, AnnounceState.TOLD
+
+ANNOUNCE_TRANSITIONS: dict[tuple[AnnounceState, AnnounceEvent], AnnounceState] = {
+    (_IDLE, AnnounceEvent.REACHED): _DUE,
+    (_DUE, AnnounceEvent.REACHED): _DUE,
+    (_TOLD, AnnounceEvent.REACHED): _DUE,
+    (_DUE, AnnounceEvent.TOLD): _TOLD,
+    (_TOLD, AnnounceEvent.TOLD): _TOLD,
+    (_DUE, AnnounceEvent.COMMITTED): _IDLE,
+    (_TOLD, AnnounceEvent.COMMITTED): _IDLE,
+    (_TOLD, AnnounceEvent.RELEASED): _IDLE,
+    (_DUE, AnnounceEvent.WITHDRAWN): _IDLE,
+    (_TOLD, AnnounceEvent.WITHDRAWN): _IDLE,
+}
+"""Every allowed (state, event) pair and the state it leads to."""
+
+
+class Announcement:
+    """One partition's announcement and stored offset (pure).
+
+    Attributes:
+        state: The :class:`AnnounceState`; written only by :meth:`_set_state`.
+        mark: The first boundary reached and not yet committed (``None`` when idle):
+            the stored offset stays below it.
+        position: The offset the boundary commit will write.
+        announced: The highest offset a boundary commit wrote.
+        stored: The offset last stored for a commit.
+    """
+
+    __slots__ = ("announced", "mark", "position", "state", "stored")
+
+    def __init__(self) -> None:
+        self.state = _IDLE
+        self.mark: int | None = None
+        self.position = -1
+        self.announced = -1
+        self.stored: int | None = None
+
+    def _set_state(self, event: AnnounceEvent) -> None:
+        new = ANNOUNCE_TRANSITIONS.get((self.state, event))
+        if new is None:
+            raise StateTransitionError(
+                f"announcement: event {event.name} is not allowed in state {self.state.name}"
+            )
+        self.state = new
+
+    def reached(self, mark: int, position: int) -> None:
+        """The position reached source boundary ``mark``; commit ``position``."""
+        if self.state is _TOLD and position == self.position:
+            return  # the same announcement, already told
+        self._set_state(AnnounceEvent.REACHED)
+        self.position = position
+        if self.mark is None:
+            self.mark = mark
+
+    def told(self) -> None:
+        """``on_partition_key_maybe_revoked`` ran for :attr:`position`."""
+        self._set_state(AnnounceEvent.TOLD)
+
+    def committed(self, offset: int) -> None:
+        """The boundary commit of ``offset`` succeeded."""
+        self._set_state(AnnounceEvent.COMMITTED)
+        self.mark = None
+        self.stored = offset
+        self.announced = max(self.announced, offset)
+
+    def released(self) -> int:
+        """Application commit mode: ``maybe_revoked`` ran; the application commits.
+
+        Returns:
+            The position to store (the application's commit of stored offsets covers it).
+        """
+        self._set_state(AnnounceEvent.RELEASED)
+        self.mark = None
+        self.stored = self.position
+        self.announced = max(self.announced, self.position)
+        return self.position
+
+    def withdraw(self, first: int) -> None:
+        """Records from ``first`` on were taken back before the application had them.
+
+        The position to commit falls back to ``first``: still at or past the boundary,
+        the announcement stays (due again: its callback runs for the new position);
+        below it, the boundary was not reached, and the announcement ends.
+        """
+        if self.state is _IDLE or self.position <= first:
+            return
+        if self.mark is not None and first >= self.mark:
+            self._set_state(AnnounceEvent.REACHED)
+            self.position = first
+            return
+        self._set_state(AnnounceEvent.WITHDRAWN)
+        self.mark = None
+
+    def store_for(self, offset: int, pending_giver: bool) -> int | None:
+        """The offset to store after delivering up to ``offset`` (exclusive), or ``None``.
+
+        Args:
+            offset: The last delivered offset + 1.
+            pending_giver: The partition gives keys away in a pending epoch: its
+                boundary is not known yet, so the stored offset does not move.
+        """
+        if self.mark is not None:
+            stored: int | None = min(offset, self.mark - 1)
+        elif pending_giver:
+            stored = self.stored
+        else:
+            stored = offset
+        if stored is not None:
+            self.stored = stored
+        return stored
+
+
+@dataclass(slots=True)
+class PartState:
+    """One assigned partition: its gate, its announcement, where delivery stands.
+
+    Attributes:
+        gate: The gate state machine (with the stash and the pause wishes).
+        ann: The boundary announcement and the stored offset.
+        start: The first offset fetched in this assignment.
+        position: The last delivered offset + 1.
+        assigned_upto: The highest boundary ``on_partition_key_assigned`` ran for.
+        blocked_at: When the gate last became ``BLOCKED`` (monotonic), for the wait.
+    """
+
+    topic: str
+    partition: int
+    gate: PartitionGate
+    ann: Announcement = field(default_factory=Announcement)
+    start: int | None = None
+    position: int | None = None
+    assigned_upto: int = -1
+    blocked_at: float = 0.0
+
+    @property
+    def fetch_paused(self) -> bool:
+        """Its gate wants librdkafka to pause it (see ``Core.fire``)."""
+        return PauseOwner.GATE in self.gate.pauses.wishes
+
+    def reach_marks(self, marks: Iterable[int], known: int) -> bool:
+        """Make the announcement due if delivery reached one of the source boundaries ``marks``.
+
+        Only a boundary this assignment delivered up to: a consumer that started past it
+        has nothing of the tail to announce.
+
+        Args:
+            marks: The partition's source boundaries (where its keys moved away).
+            known: The highest offset this consumer committed on it (``-1``: none).
+
+        Returns:
+            Whether an announcement became due.
+        """
+        position = self.position
+        if position is None:
+            return False
+        start = self.start if self.start is not None else position
+        done = max(self.ann.announced, known)
+        for mark in marks:
+            if done < mark <= position and start < mark:
+                self.ann.reached(mark, position)
+                return True
+        return False
