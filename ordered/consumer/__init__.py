@@ -52,14 +52,14 @@ The parts, one concern each:
 * :mod:`~ordered.consumer.upkeep`: partition tracking, layout upkeep, the layout state
   (:class:`~ordered.consumer.upkeep.ConsumerUpkeep`, a part the wrapper holds);
 * :mod:`~ordered.consumer.rebalance`: ``on_assign``/``on_revoke``/``on_lost``;
-* :mod:`~ordered.consumer.batch`: the fast and checked batch paths;
+* :mod:`~ordered.consumer.judge`: the fast and checked batch paths;
 * :mod:`~ordered.consumer.audit`: the violation audit (its routing calls in one place);
-* :mod:`~ordered.consumer.recheck`: when held gates are re-checked; interest declarations;
+* :mod:`~ordered.consumer.judge`: when held gates are re-checked; interest declarations;
 * :mod:`~ordered.consumer.announce`: boundary announcements and stored offsets;
 * :mod:`~ordered.consumer.fetch`: batches from librdkafka, released once checked;
 * :mod:`~ordered.consumer.replay`: rewinds (seeks, resets, explicit offsets);
-* :mod:`~ordered.consumer.decide`: every gate decision
-  (:class:`~ordered.consumer.decide.GateDecider`), over one view of the committed
+* :mod:`~ordered.consumer.judge`: every gate decision
+  (:class:`~ordered.consumer.judge.GateDecider`), over one view of the committed
   offsets;
 * :mod:`~ordered.consumer.state`: what they share;
 * :mod:`~ordered.consumer.probe`: the log-start probe;

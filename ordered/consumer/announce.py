@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import KafkaException, TopicPartition
 
-from ordered.consumer.partition import AnnounceState, PartState
+from ordered.consumer.partition import AnnounceState
 from ordered.consumer.state import Core
 
 if TYPE_CHECKING:
@@ -53,15 +53,6 @@ class Announcer:
             if p.ann.state is not _I:
                 return True
         return False
-
-    def check_marks(self, part: PartState) -> None:
-        """Schedule an announcement if the position reached a boundary of a source."""
-        view = self._core.layouts.topics.get(part.topic)
-        if view is None or view.gates is None:
-            return
-        known = self._core.known_commits.get((part.topic, part.partition), -1)
-        if part.reach_marks(view.gates.source_marks(part.partition), known):
-            self._core.unquiet()
 
     def run(self, only: set[tuple[str, int]] | None = None) -> list[Any]:
         """Call ``on_partition_key_maybe_revoked``, then commit the boundary positions.

@@ -129,13 +129,10 @@ class RecordAudit:
 
     Args:
         core: The shared state (settings, events).
-        reload: Reads a topic's history again (a header names an epoch newer than
-            this consumer's copy).
     """
 
-    def __init__(self, core: Core, reload: Callable[[str], None]) -> None:
+    def __init__(self, core: Core) -> None:
         self._core = core
-        self.reload = reload
         self._fast_spans: dict[int, _FastSpan] = {}
         self._key_memos: dict[tuple[str, Layout], dict[Any, int]] = {}
         self._routers: dict[Layout, Callable[[Any], int]] = {}  # compiled, per layout
@@ -331,17 +328,28 @@ class RecordAudit:
 
     # --- the full audit -------------------------------------------------------------
 
-    def check(self, part: PartState, view: TopicView, message: Any, offset: int) -> bool:
+    def check(
+        self, part: PartState, view: TopicView, message: Any, offset: int, newer: bool = True
+    ) -> bool:
         """Check one record against the layout; count, log or raise a contradiction.
 
+        Args:
+            part: The record's partition.
+            view: Its topic's layouts.
+            message: The record.
+            offset: Its offset.
+            newer: Look for an epoch header newer than ``view``'s history (``False``:
+                the history was just read again for this record).
+
         Returns:
-            ``True`` if the record's epoch header made the history be read again.
+            ``True`` when the record's epoch header names an epoch newer than ``view``'s
+            history: nothing was checked; the caller reads the history again and checks
+            the record again with ``newer=False``.
 
         Raises:
             OrderViolationError: A contradiction with ``ordered.violation.policy=raise``.
         """
         core = self._core
-        reloaded = False
         settings = core.config.ordered
         problem = ""
         header_epoch: int | None = None
@@ -355,14 +363,14 @@ class RecordAudit:
                     except (TypeError, ValueError):
                         problem = f"epoch header {value!r} is not an epoch number"
                     if (
-                        header_epoch is not None
+                        newer
+                        and header_epoch is not None
                         and view.gates is not None
                         and header_epoch > view.gates.latest_epoch
                     ):
                         # A producer outside the layer wrote under an epoch newer than
-                        # our copy: read the history before deciding about it.
-                        self.reload(view.name)
-                        reloaded = True
+                        # our copy: the history is read before deciding about it.
+                        return True
         span = view.audit.get(part.partition)
         if span is None or not span.first <= offset < span.end:
             span = audit_span(view, part.partition, offset)
@@ -393,4 +401,4 @@ class RecordAudit:
             _log.warning(
                 "order violation in %s[%d]@%d: %s", part.topic, part.partition, offset, problem
             )
-        return reloaded
+        return False

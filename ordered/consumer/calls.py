@@ -235,6 +235,8 @@ class CallPath:
                 self._rejected = False
                 wait = upkeep.slice(deadline) if fetcher.waits else 0.0
                 fetcher.fetch(POLL_BATCH, wait, single=True)
+                if fetcher.notes:
+                    upkeep.absorb()  # what its check found, before its records are judged
             served = self._serve(halts)
             if served is not None:
                 message = served.pop()
@@ -339,6 +341,8 @@ class CallPath:
                 # call's own size is judged as it comes, and delivered without queueing.
                 judge = None if small else flt.judge_covered
                 judged = fetcher.fetch(need, wait, single=False, ahead=ahead, judge=judge)
+                if fetcher.notes:
+                    upkeep.absorb()  # what its check found, before its records are judged
                 if judged is not None:
                     batch, last = judged
                     flt.deliver_judged(last, len(batch))

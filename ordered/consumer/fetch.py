@@ -54,7 +54,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from confluent_kafka import KafkaException
 
@@ -63,7 +63,7 @@ from ordered.consumer.ready import ReadyRecords
 
 _log = logging.getLogger(__name__)
 
-__all__ = ["GATHER_LIMIT", "Fetcher"]
+__all__ = ["GATHER_LIMIT", "CheckNote", "Fetcher"]
 
 GATHER_LIMIT = 100_000
 """Most records a deferred batch takes from librdkafka while it waits for its check slot.
@@ -75,6 +75,20 @@ are at most what librdkafka's queue would have held.
 
 Judge = Callable[[list[Any], dict[tuple[str, int], int]], "dict[tuple[str, int], int] | None"]
 """A batch's judgement against the gates and the covered offsets: its last offsets, or ``None``."""
+
+
+class CheckNote(NamedTuple):
+    """What one answered check found, for the fetcher's owner to act on.
+
+    Attributes:
+        reloaded: The views it read again (relimit their partitions), or ``None``: it
+            failed, the layouts cannot be trusted.
+        rewound: The topics whose group rewind marker it found changed (another member
+            moved the group's progress back).
+    """
+
+    reloaded: list[TopicView] | None
+    rewound: set[str]
 
 
 @dataclass(slots=True)
@@ -94,15 +108,13 @@ class Fetcher:
         consumer: The wrapped ``confluent_kafka.Consumer``.
         layouts: The layouts the check compares.
         checked: Called once per layout check sent (the consumer's ``on_layout_check``).
-        on_reload: Called with the views a check read again.
-        on_stale: Called when a check failed (the layouts cannot be trusted).
-        on_rewound: Called with the topics whose group rewind marker the check found
-            changed (another member moved the group's progress back).
 
     Attributes:
         pipeline: Fetch ahead (default ``True``).
         taken_last: Each partition's last offset in what :meth:`take` returned last,
             when it returned whole batches whose positions were noted; else ``None``.
+        notes: What the checks that answered found, oldest first (:class:`CheckNote`),
+            for the owner to act on before it judges the records they released.
     """
 
     def __init__(
@@ -110,16 +122,11 @@ class Fetcher:
         consumer: Any,
         layouts: LayoutTracker,
         checked: Callable[[], None],
-        on_reload: Callable[[list[TopicView]], None],
-        on_stale: Callable[[], None],
-        on_rewound: Callable[[set[str]], None] | None = None,
     ) -> None:
         self._consumer = consumer
         self._layouts = layouts
         self._checked = checked
-        self._on_reload = on_reload
-        self._on_stale = on_stale
-        self._on_rewound = on_rewound
+        self.notes: list[CheckNote] = []
         self.ready = ReadyRecords()  # checked, not judged
         self._pending: _Pending | None = None
         # The periodic read of the rewind markers for a batch below the marks: taken
@@ -158,7 +165,7 @@ class Fetcher:
                 small calls from one judged batch fetches ahead more than it asked.
             judge: The steady state's judgement of a batch against the gates and the
                 covered offsets at once (:meth:`BatchFilter.judge_covered
-                <ordered.consumer.batch.BatchFilter.judge_covered>`); ``None``: every
+                <ordered.consumer.judge.BatchFilter.judge_covered>`); ``None``: every
                 batch goes through :attr:`ready`.
 
         Returns:
@@ -229,6 +236,7 @@ class Fetcher:
         layouts = self._layouts
         if (
             moved != self._moved
+            or self.notes  # the advisory read found something: acted on before a judgement
             or not layouts.covered
             or not layouts.usable
             or layouts.rewind_waiting
@@ -360,16 +368,11 @@ class Fetcher:
             self.ready.extend(pending.batch)
 
     def _finish(self, check: FetchCheck | None) -> None:
-        """Wait for ``check``'s answer and act on it (a reload, held layouts, a rewind)."""
+        """Wait for ``check``'s answer; note what it found (a reload, a failure, a rewind)."""
         reloaded = self._layouts.finish_check(check)
-        if reloaded is None:
-            self._on_stale()
-        elif reloaded:
-            self._on_reload(reloaded)
-        if self._on_rewound is not None:
-            rewound = self._layouts.take_rewound()
-            if rewound:
-                self._on_rewound(rewound)
+        rewound = self._layouts.take_rewound()
+        if reloaded is None or reloaded or rewound:
+            self.notes.append(CheckNote(reloaded, rewound))
 
     def _take_advisory(self, wait: bool) -> None:
         """Act on the rewind read in flight once it has answered (``wait``: now)."""

@@ -11,7 +11,7 @@ that premise (``docs/consumer.md``, "Replays"), so the consumer keeps three rule
    as they stand then. The same happens when another member signals a rewind through
    the group's rewind marker (read in the fetch check).
 2. **The group's progress on a partition this consumer owns is at most its own
-   position** (:func:`~ordered.consumer.decide.cap_to_positions`, applied where the
+   position** (:func:`~ordered.consumer.judge.cap_to_positions`, applied where the
    gate decision shapes its view of the group's progress; re-exported here): an
    offset committed before a rewind is not progress of the replay.
 3. **A rewind of a source is made visible to the group before the replay starts**
@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
 from coordinator.client.errors import StoreError
-from ordered.consumer.decide import cap_to_positions
+from ordered.consumer.judge import cap_to_positions
 from ordered.consumer.partition import Announcement, GateEvent
 
 if TYPE_CHECKING:

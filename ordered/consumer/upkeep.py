@@ -6,10 +6,10 @@ it tracks assigned partitions, reloads layouts, and keeps the layout state
 one checked writer. :meth:`ConsumerUpkeep.service` is the step at the start of every
 ``poll``/``consume``.
 
-It builds the two parts that report layout changes back to it: the
-:class:`~ordered.consumer.fetch.Fetcher` (a fetch check read a new history, or failed)
-and the :class:`~ordered.consumer.batch.BatchFilter` (the audit met an epoch newer than
-the history); their callbacks are its public methods.
+It builds the fetch and judge stages (:class:`~ordered.consumer.fetch.Fetcher`,
+:class:`~ordered.consumer.judge.BatchFilter`) and hands them nothing of its own: what a
+fetch check finds comes back as notes (:attr:`Fetcher.notes
+<ordered.consumer.fetch.Fetcher.notes>`) that :meth:`ConsumerUpkeep.absorb` acts on.
 """
 
 from __future__ import annotations
@@ -23,12 +23,10 @@ from confluent_kafka import TopicPartition
 from coordinator.client.errors import StoreError
 from coordinator.client.history import SessionState
 from ordered.consumer.announce import Announcer
-from ordered.consumer.batch import BatchFilter
-from ordered.consumer.decide import GateDecider
 from ordered.consumer.fetch import Fetcher
+from ordered.consumer.judge import BatchFilter, GateChecker, GateDecider
 from ordered.consumer.layouts import (
     LayoutState,
-    TopicView,
     check_layout_transition,
 )
 from ordered.consumer.partition import (
@@ -37,7 +35,6 @@ from ordered.consumer.partition import (
     PartitionGate,
     PartState,
 )
-from ordered.consumer.recheck import GateChecker
 from ordered.consumer.replay import Rewinds
 from ordered.consumer.state import Core
 
@@ -75,15 +72,8 @@ class ConsumerUpkeep:
         self._announcer = announcer
         self._rewinds = rewinds
         self._layout_state = LayoutState.TRUSTED
-        self.filter = BatchFilter(core, decider, announcer, self.reload_one)
-        self.fetcher = Fetcher(
-            core.consumer,
-            core.layouts,
-            core.events.layout_check,
-            self.after_reload,
-            self.apply_stale,
-            rewinds.forget,
-        )
+        self.filter = BatchFilter(core, decider)
+        self.fetcher = Fetcher(core.consumer, core.layouts, core.events.layout_check)
 
     @property
     def layout_state(self) -> LayoutState:
@@ -204,27 +194,25 @@ class ConsumerUpkeep:
 
     # --- layouts ------------------------------------------------------------------------
 
-    def reload_one(self, topic: str) -> None:
-        """Read ``topic``'s history again now (a failure is logged; the next check retries)."""
-        try:
-            self.after_reload(self._layouts.reload([topic]))
-        except StoreError as exc:
-            _log.warning("layout reload of %s failed: %s", topic, exc)
+    def absorb(self) -> None:
+        """Act on what the fetch stage's checks found, in the order they answered.
 
-    def after_reload(self, views: list[TopicView]) -> None:
-        """New histories were read: relimit their partitions, re-check held ones."""
-        self._core.unquiet()
-        self.filter.forget_spans()
-        names = {view.name for view in views}
-        core = self._core
-        for part in core.parts.values():
-            if part.topic not in names:
-                continue
-            if part.gate.state is GateState.BLOCKED:
-                core.check_gates_at(0.0)  # re-check it at once against the new history
-            core.fire(part, GateEvent.HISTORY)
-            if self._layouts.topics[part.topic].ordered:
-                self._announcer.check_marks(part)
+        A check read new histories (the partitions are relimited), failed (the layouts
+        are held), or found the group's progress moved back (the replay rules apply).
+        Run after every fetch, before its records are judged, and by the service step.
+        """
+        fetcher = self.fetcher
+        notes = fetcher.notes
+        if not notes:
+            return
+        fetcher.notes = []
+        for note in notes:
+            if note.reloaded is None:
+                self.apply_stale()
+            elif note.reloaded:
+                self.filter.relimit(note.reloaded)
+            if note.rewound:
+                self._rewinds.forget(note.rewound)
 
     def apply_stale(self) -> None:
         """The layouts cannot be trusted: hold every record of ordered topics from now."""
@@ -244,6 +232,7 @@ class ConsumerUpkeep:
 
     def service(self) -> None:
         """The step at the start of every poll/consume: layouts, announcements, gates."""
+        self.absorb()
         layouts = self._layouts
         if not layouts.usable:
             self.apply_stale()
@@ -252,7 +241,7 @@ class ConsumerUpkeep:
                 views = layouts.recover()
                 if views is not None:
                     self._set_layout_state(LayoutState.TRUSTED)
-                    self.after_reload(views)
+                    self.filter.relimit(views)
                     for part in self._core.parts.values():
                         if part.gate.state is not GateState.BLOCKED:
                             self._core.fire(part, GateEvent.LAYOUT_BACK)
@@ -266,7 +255,7 @@ class ConsumerUpkeep:
                 self.apply_stale()
             else:
                 if views:
-                    self.after_reload(views)
+                    self.filter.relimit(views)
         if self._announcer.due():
             self._announcer.run()
         self._rewinds.service()

@@ -29,7 +29,7 @@ from coordinator.client.zk import (
 from ordered.consumer.announce import Announcer
 from ordered.consumer.calls import POLL_BATCH, CallPath, take
 from ordered.consumer.counters import ConsumerCounters
-from ordered.consumer.decide import GateDecider
+from ordered.consumer.judge import GateChecker, GateDecider
 from ordered.consumer.layouts import LayoutTracker
 from ordered.consumer.partition import (
     NO_LIMIT,
@@ -39,7 +39,6 @@ from ordered.consumer.partition import (
 )
 from ordered.consumer.probe import LogStartProbe
 from ordered.consumer.rebalance import Callback, RebalanceHooks
-from ordered.consumer.recheck import GateChecker
 from ordered.consumer.replay import Rewinds
 from ordered.consumer.state import Core
 from ordered.consumer.upkeep import ConsumerUpkeep

@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from linear_hash.gating import EpochInfo, GateEvaluator
-from ordered.consumer.decide import GateDecider
+from ordered.consumer.judge import GateDecider
 from ordered.consumer.partition import GateEvent, PartitionGate, PartState
 
 # Epoch 1: partition 0's keys move to 2 and partition 1's to 3 (an expansion 2 -> 4).

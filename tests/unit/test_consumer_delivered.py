@@ -8,8 +8,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from linear_hash.gating import EpochInfo, GateEvaluator
-from ordered.consumer.announce import Announcer
-from ordered.consumer.batch import BatchFilter
+from ordered.consumer.judge import BatchFilter
 from ordered.consumer.partition import AnnounceState, PartitionGate, PartState
 
 # Epoch 1: partition 0 gives keys to 2 at offset 50 (an expansion 2 -> 3).
@@ -39,7 +38,6 @@ def _filter() -> tuple[BatchFilter, dict[tuple[str, int], PartState], Stores]:
     )
     flt = BatchFilter.__new__(BatchFilter)
     flt._core = core
-    flt._announcer = Announcer(core, None)
     return flt, parts, consumer
 
 

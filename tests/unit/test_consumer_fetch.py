@@ -130,7 +130,7 @@ def make(batches: list[list[Msg]], check_rate: int = 0) -> tuple[Fetcher, FakeCo
     log: list[str] = []
     consumer = FakeConsumer(batches, log)
     layouts = FakeLayouts(log, check_rate)
-    fetcher = Fetcher(consumer, layouts, lambda: None, lambda _v: None, lambda: None)
+    fetcher = Fetcher(consumer, layouts, lambda: None)
     return fetcher, consumer, log
 
 
@@ -432,10 +432,7 @@ def test_a_batch_below_the_marks_does_not_wait_for_the_rewind_read() -> None:
     log: list[str] = []
     consumer = FakeConsumer([], log)
     layouts = RewindLayouts(log, 1000)
-    rewinds: list[set[str]] = []
-    fetcher = Fetcher(
-        consumer, layouts, lambda: None, lambda _v: None, lambda: None, rewinds.append
-    )
+    fetcher = Fetcher(consumer, layouts, lambda: None)
     consumer.high = {0: 100, 1: 100}
     run([[Msg(0, 0), Msg(1, 0)]], fetcher, consumer, 10)
     assert log == ["fetch [0, 0]", "send 1", "wait 1"]  # the first batch waits for its check
@@ -447,19 +444,20 @@ def test_a_batch_below_the_marks_does_not_wait_for_the_rewind_read() -> None:
     assert log == ["fetch [1]", "send 2"]
     log.clear()
     run([[Msg(0, 2)]], fetcher, consumer, 10)
-    assert log == ["fetch [2]"] and rewinds == []  # not answered yet: nothing waits
+    assert log == ["fetch [2]"] and fetcher.notes == []  # not answered yet: nothing waits
     layouts.answer(2)
     log.clear()
     run([[Msg(0, 3)]], fetcher, consumer, 10)
-    # Answered: the next batch's settle acts on it (the rewind it found).
-    assert log == ["fetch [3]", "wait 2"] and rewinds == [{"t"}]
+    # Answered: the next batch's settle notes the rewind it found, for the owner.
+    assert log == ["fetch [3]", "wait 2"]
+    assert [note.rewound for note in fetcher.notes] == [{"t"}]
 
 
 def test_a_batch_with_a_check_of_its_own_waits_for_the_rewind_read_first() -> None:
     log: list[str] = []
     consumer = FakeConsumer([], log)
     layouts = RewindLayouts(log, 1000)
-    fetcher = Fetcher(consumer, layouts, lambda: None, lambda _v: None, lambda: None, None)
+    fetcher = Fetcher(consumer, layouts, lambda: None)
     consumer.high = {0: 100, 1: 100}
     run([[Msg(0, 0), Msg(1, 0)]], fetcher, consumer, 10)
     time.sleep(0.01)

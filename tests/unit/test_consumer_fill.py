@@ -28,6 +28,7 @@ class _Fetcher:
         self.taken_last = None
         self.waits = True  # nothing fetched ahead: every fetch may wait
         self.moved = 0  # partitions taken away so far (a revocation bumps it)
+        self.notes: list[Any] = []  # what checks found (none here)
 
     def fetch(
         self, num: int, timeout: float, single: bool, ahead: int | None = None, judge: Any = None

@@ -28,8 +28,8 @@ from test_consumer_fetch import Msg
 
 from linear_hash.gating import EpochInfo, GateEvaluator
 from ordered.consumer.announce import Announcer
-from ordered.consumer.batch import BatchFilter
 from ordered.consumer.fetch import Fetcher
+from ordered.consumer.judge import BatchFilter
 from ordered.consumer.partition import PartitionGate, PartState
 from ordered.consumer.upkeep import ConsumerUpkeep
 
@@ -88,7 +88,6 @@ class ConsumerMachine(RuleBasedStateMachine):
         self.announcer = Announcer(self.core, None)
         self.flt = BatchFilter.__new__(BatchFilter)
         self.flt._core = self.core
-        self.flt._announcer = self.announcer
         fetcher = Fetcher.__new__(Fetcher)
         fetcher.filling = None
         self.upkeep = ConsumerUpkeep.__new__(ConsumerUpkeep)

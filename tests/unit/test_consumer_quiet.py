@@ -16,8 +16,8 @@ from test_consumer_fetch import FakeLayouts
 from test_consumer_fill import _Fetcher, _Upkeep
 from test_consumer_gate import gate_in, kwargs_for
 
-from ordered.consumer.announce import Announcer
 from ordered.consumer.calls import CallPath
+from ordered.consumer.judge import BatchFilter
 from ordered.consumer.partition import GateEvent, GateState, PartState
 from ordered.consumer.state import Core
 
@@ -90,7 +90,7 @@ def test_an_announcement_scheduled_by_delivery_ends_the_quiet() -> None:
     core.layouts.topics["t"] = SimpleNamespace(gates=gates)
     part.start, part.position = 0, 11  # delivered past the source's boundary 10
     core.quiet_until = time.monotonic() + 60
-    Announcer(core, None).check_marks(part)
+    BatchFilter(core, None).check_marks(part)  # type: ignore[arg-type]
     assert part.ann.state is not part.ann.state.IDLE
     assert core.quiet_until == 0.0
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from linear_hash import Layout
 from ordered.compiled import compiled_router
-from ordered.consumer.batch import BatchFilter
+from ordered.consumer.judge import BatchFilter
 from ordered.consumer.partition import PartitionGate, PartState
 from ordered.consumer.scan import SCAN, SPLIT, scan_batch, split_batch
 
@@ -208,7 +208,7 @@ def _judging_filter(limits: dict[int, float], compacted: bool = False) -> Any:
         config=SimpleNamespace(ordered=settings),
         version=0,
     )
-    flt = BatchFilter(core, None, None, lambda _t: None)  # type: ignore[arg-type]
+    flt = BatchFilter(core, None)  # type: ignore[arg-type]
     flt.single = "t"
     flt.core = core  # type: ignore[attr-defined]  # for the tests of the cached limits
     return flt, parts
