@@ -49,8 +49,8 @@ Commits and the guarantee:
 The parts, one concern each:
 
 * :mod:`~ordered.consumer.wrapper`: the confluent API surface; holds the parts below;
-* :mod:`~ordered.consumer.upkeep`: partition tracking, layout upkeep, the layout state
-  (:class:`~ordered.consumer.upkeep.ConsumerUpkeep`, a part the wrapper holds);
+* :mod:`~ordered.consumer.calls`: partition tracking, layout upkeep, the layout state
+  (:class:`~ordered.consumer.calls.ConsumerUpkeep`, a part the wrapper holds);
 * :mod:`~ordered.consumer.rebalance`: ``on_assign``/``on_revoke``/``on_lost``;
 * :mod:`~ordered.consumer.judge`: the fast and checked batch paths;
 * :mod:`~ordered.consumer.audit`: the violation audit (its routing calls in one place);

@@ -27,7 +27,7 @@ from coordinator.client.zk import (
     start_client,
 )
 from ordered.consumer.announce import Announcer
-from ordered.consumer.calls import POLL_BATCH, CallPath, take
+from ordered.consumer.calls import POLL_BATCH, CallPath, ConsumerUpkeep, take
 from ordered.consumer.counters import ConsumerCounters
 from ordered.consumer.judge import GateChecker, GateDecider
 from ordered.consumer.layouts import LayoutTracker
@@ -41,7 +41,6 @@ from ordered.consumer.probe import LogStartProbe
 from ordered.consumer.rebalance import Callback, RebalanceHooks
 from ordered.consumer.replay import Rewinds
 from ordered.consumer.state import Core
-from ordered.consumer.upkeep import ConsumerUpkeep
 from ordered.consumer_config import ConsumerConfig, split_consumer_config
 from ordered.listener import PartitionKeyRebalanceListener
 from ordered.unbuilt import Unbuilt, quiet_kazoo, require_config

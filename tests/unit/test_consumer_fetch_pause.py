@@ -13,10 +13,10 @@ from test_consumer_fetch import Msg as Record
 from test_consumer_fetch import make
 from test_consumer_gate import Msg
 
+from ordered.consumer.calls import ConsumerUpkeep
 from ordered.consumer.judge import BatchFilter
 from ordered.consumer.partition import GateEvent, GateState, PartitionGate, PartState
 from ordered.consumer.state import Core
-from ordered.consumer.upkeep import ConsumerUpkeep
 
 WINDOW = 100
 

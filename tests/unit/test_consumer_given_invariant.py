@@ -28,10 +28,10 @@ from test_consumer_fetch import Msg
 
 from linear_hash.gating import EpochInfo, GateEvaluator
 from ordered.consumer.announce import Announcer
+from ordered.consumer.calls import ConsumerUpkeep
 from ordered.consumer.fetch import Fetcher
 from ordered.consumer.judge import BatchFilter
 from ordered.consumer.partition import PartitionGate, PartState
-from ordered.consumer.upkeep import ConsumerUpkeep
 
 # Epoch 1: partition 0 gives keys to 2 at offset 50 (an expansion 2 -> 3).
 HISTORY = [EpochInfo(0, True), EpochInfo(1, True, ((0, 2),), {2: 0, 0: 50, 1: 60})]

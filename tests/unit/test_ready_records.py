@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ordered.consumer.ready import ReadyRecords
+from ordered.consumer.fetch import ReadyRecords
 
 
 def test_a_whole_batch_is_handed_back_as_the_same_list() -> None:
