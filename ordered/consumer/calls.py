@@ -254,44 +254,9 @@ class CallPath:
             self._failed = None
             raise failed
         self._end_served()
-        deadline = _deadline(timeout)
-        upkeep = self._upkeep
-        flt = self._filter
-        fetcher = self._fetcher
-        while True:
-            halts = self._halts
-            self._service(halts)
-            if upkeep.unstash():
-                self._rejected = False  # records to judge at the front
-            stashed = upkeep.take_stash(1)
-            if stashed:
-                out = flt.filter(stashed, from_stash=True)
-                if out:
-                    return out[0]
-                continue
-            if not fetcher.ready:
-                self._rejected = False
-                wait = upkeep.slice(deadline) if fetcher.waits else 0.0
-                fetcher.fetch(POLL_BATCH, wait, single=True)
-                if fetcher.notes:
-                    upkeep.absorb()  # what its check found, before its records are judged
-            served = self._serve(halts)
-            if served is not None:
-                message = served.pop()
-                if not served:
-                    self.account()  # all of it handed out: recorded now
-                return message
-            parts = self._core.parts
-            while fetcher.ready:
-                held = fetcher.take_held(parts)
-                if held:
-                    flt.hold(held)
-                    continue
-                out = flt.filter(fetcher.take(1))
-                if out:
-                    return out[0]
-            if _expired(deadline):
-                return None
+        out: list[Any] = []
+        self._run(out, 1, _deadline(timeout), single=True)
+        return out[0] if out else None
 
     def consume(self, num_messages: int, timeout: float) -> list[Any]:
         """``consume()`` when the fast path cannot fill the call (see the wrapper).
@@ -325,7 +290,7 @@ class CallPath:
         # (Core.call_stores; a revocation takes them out, Fetcher.withdraw).
         self._core.call_stores = {}
         try:
-            whole = self._fill(out, num_messages, deadline)
+            whole = self._run(out, num_messages, deadline, single=False)
             if whole is not None:
                 return whole
         except Exception as exc:
@@ -340,8 +305,22 @@ class CallPath:
             self._filter.store_call()
         return out
 
-    def _fill(self, out: list[Any], num_messages: int, deadline: float | None) -> list[Any] | None:
-        """Append deliverable records to ``out`` until it holds ``num_messages`` or time is up.
+    def _run(
+        self, out: list[Any], want: int, deadline: float | None, single: bool
+    ) -> list[Any] | None:
+        """The one loop of ``poll()`` and ``consume()``: append deliverable records to ``out``.
+
+        Each round runs the stages in order: the service step, the stashes of gates
+        that opened, the fetch stage (and what its checks found), then the judge stage
+        on the checked records, until ``out`` holds ``want`` records or time is up.
+
+        Args:
+            out: The call's records so far.
+            want: How many the call returns at most (1 for ``poll()``).
+            deadline: When the call ends (``time.monotonic()``; ``None``: never).
+            single: ``poll()``: fetch as it does (wait for one record, then take what
+                is there), and leave a served batch's records to the wrapper's fast path
+                (their delivery is recorded once the batch is out).
 
         Returns:
             The list librdkafka returned, when it is the whole call (judged at once, it
@@ -351,9 +330,9 @@ class CallPath:
         upkeep = self._upkeep
         flt = self._filter
         fetcher = self._fetcher
-        small = num_messages < POLL_BATCH
+        small = want < POLL_BATCH
         while True:
-            need = num_messages - len(out)
+            need = want - len(out)
             halts = self._halts
             self._service(halts)
             if out and upkeep.announcing():
@@ -364,46 +343,59 @@ class CallPath:
                 # order), and no librdkafka call (a revocation) comes in between.
                 return None
             if upkeep.unstash():
-                self._rejected = False
+                self._rejected = False  # records to judge at the front
             stashed = upkeep.take_stash(need)
             if stashed:
                 out += flt.filter(stashed, from_stash=True)
-                if len(out) >= num_messages:
+                if len(out) >= want:
                     return None
                 continue
             if not fetcher.ready:
                 self._rejected = False
-                ahead = POLL_BATCH if small else num_messages
                 wait = upkeep.slice(deadline) if fetcher.waits else 0.0
-                # The steady state (no check, gate or audit in the way): a batch of the
-                # call's own size is judged as it comes, and delivered without queueing.
-                judge = None if small else flt.judge_covered
-                judged = fetcher.fetch(need, wait, single=False, ahead=ahead, judge=judge)
+                if single:
+                    judged = fetcher.fetch(POLL_BATCH, wait, single=True)
+                else:
+                    # The steady state (no check, gate or audit in the way): a batch of
+                    # the call's own size is judged as it comes, and delivered without
+                    # queueing.
+                    judge = None if small else flt.judge_covered
+                    ahead = POLL_BATCH if small else want
+                    judged = fetcher.fetch(need, wait, single=False, ahead=ahead, judge=judge)
                 if fetcher.notes:
                     upkeep.absorb()  # what its check found, before its records are judged
                 if judged is not None:
                     batch, last = judged
                     flt.deliver_judged(last, len(batch))
-                    if not out and len(batch) >= num_messages:
+                    if not out and len(batch) >= want:
                         return batch
                     out += batch
-                    if len(out) >= num_messages or _expired(deadline):
+                    if len(out) >= want or _expired(deadline):
                         return None
                     continue
             if small:
                 served = self._serve(halts)
                 if served is not None:
                     out += take(served, need)
-                    # Recorded now, before any other librdkafka call: a revocation in
-                    # there takes them out of the call with their partition's position.
-                    self.account()
-                    if len(out) >= num_messages:
+                    if not single or not served:
+                        # Recorded now, before any other librdkafka call: a revocation
+                        # in there takes them out of the call with their partition's
+                        # position. poll() leaves the rest to the fast path, recorded
+                        # once the batch is out.
+                        self.account()
+                    if len(out) >= want:
                         return None
                     continue
+            held = fetcher.take_held(self._core.parts)
+            if held:
+                # A run of records that their gates hold: stashed at once, not judged
+                # one call each.
+                flt.hold(held)
+                continue
             batch = fetcher.take(need)
             if batch:
                 out += flt.filter(batch, last=fetcher.taken_last)
-                if len(out) >= num_messages:
+                if len(out) >= want:
                     return None
             if _expired(deadline):
                 return None

@@ -41,6 +41,9 @@ class _Fetcher:
         del self.ready[:num]
         return out
 
+    def take_held(self, parts: Any) -> list[str]:
+        return []  # no gate holds a partition here
+
 
 class _Filter:
     single = None  # no served batches: every record goes through filter()
@@ -83,7 +86,7 @@ class _Upkeep:
 
 def _path(upkeep: _Upkeep) -> CallPath:
     # Never quiet (the fake service step does not say until when): it runs every time.
-    core = SimpleNamespace(quiet_until=0.0, unquiet=lambda: None, call_stores=None)
+    core = SimpleNamespace(quiet_until=0.0, unquiet=lambda: None, call_stores=None, parts={})
     return CallPath(core, upkeep, lambda: None)  # type: ignore[arg-type]
 
 

@@ -35,7 +35,7 @@ class _QuietUpkeep(_Upkeep):
 
 
 def _quiet_path() -> tuple[CallPath, _QuietUpkeep, Any]:
-    core = SimpleNamespace(quiet_until=0.0, call_stores=None)
+    core = SimpleNamespace(quiet_until=0.0, call_stores=None, parts={})
     core.unquiet = lambda: setattr(core, "quiet_until", 0.0)
     upkeep = _QuietUpkeep(core)
     return CallPath(core, upkeep, lambda: None), upkeep, core  # type: ignore[arg-type]
