@@ -54,15 +54,22 @@ CALLS = ("poll", "consume_1", "consume_100", "consume_500", "consume_10000")
 GOALS = {"poll": 0.9, "consume_500": 0.9, "consume_10000": 0.95, "expansion_poll": 0.9}
 
 
-def read_all(consumer: Any, call: str, count: int, from_start: bool = False) -> tuple[float, float]:
-    """Read ``count`` records with ``call``; (records/s, CPU microseconds per record).
+def read_all(
+    consumer: Any, call: str, count: int, from_start: bool = False
+) -> tuple[float, float, float]:
+    """Read ``count`` records with ``call``.
 
     Timed from the first record, or (``from_start``) from this call on.
+
+    Returns:
+        Records/s, CPU microseconds per record, and when the first record came
+        (``time.perf_counter()``).
     """
     got = 0
     started = cpu = 0.0
     if from_start:
         started, cpu = time.perf_counter(), time.process_time()
+    first = 0.0
     deadline = time.monotonic() + 300
     if call == "poll":
         poll = consumer.poll
@@ -74,8 +81,10 @@ def read_all(consumer: Any, call: str, count: int, from_start: bool = False) -> 
                 continue
             if m.error() is not None:
                 continue
-            if not got and not from_start:
-                started, cpu = time.perf_counter(), time.process_time()
+            if not got:
+                first = time.perf_counter()
+                if not from_start:
+                    started, cpu = first, time.process_time()
             got += 1
     else:
         num = int(call.split("_")[1])
@@ -86,11 +95,13 @@ def read_all(consumer: Any, call: str, count: int, from_start: bool = False) -> 
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"only {got} of {count} records arrived")
                 continue
-            if not got and not from_start:
-                started, cpu = time.perf_counter(), time.process_time()
+            if not got:
+                first = time.perf_counter()
+                if not from_start:
+                    started, cpu = first, time.process_time()
             got += len(batch)
     elapsed = time.perf_counter() - started
-    return count / elapsed, (time.process_time() - cpu) / count * 1e6
+    return count / elapsed, (time.process_time() - cpu) / count * 1e6, first
 
 
 def _base(bootstrap: str) -> dict[str, Any]:
@@ -103,20 +114,23 @@ def _base(bootstrap: str) -> dict[str, Any]:
 
 def _runner(
     bootstrap: str, zookeeper: str, root: str, topic: str, ordered: bool, from_start: bool = False
-) -> Callable[[str, int], tuple[float, float, dict[str, int]]]:
-    def run(call: str, count: int) -> tuple[float, float, dict[str, int]]:
+) -> Callable[[str, int], tuple[float, float, dict[str, int], float]]:
+    """A reader of ``topic``: (records/s, CPU us/record, metrics, subscribe() to first record s)."""
+
+    def run(call: str, count: int) -> tuple[float, float, dict[str, int], float]:
         config = {**_base(bootstrap), "group.id": f"bench-{uuid.uuid4().hex[:8]}"}
         if ordered:
             config["ordered.zookeeper.connect"] = zookeeper
             config["ordered.zookeeper.root"] = root
         consumer: Any = OrderedConsumer(config) if ordered else Consumer(config)
         try:
+            subscribed = time.perf_counter()
             consumer.subscribe([topic])
-            rate, cpu = read_all(consumer, call, count, from_start)
+            rate, cpu, first = read_all(consumer, call, count, from_start)
             metrics: dict[str, int] = consumer.metrics if ordered else {}
             if metrics.get("violations"):
                 raise RuntimeError(f"{metrics['violations']} violations in a clean topic")
-            return rate, cpu, metrics
+            return rate, cpu, metrics, first - subscribed
         finally:
             consumer.close()
 
@@ -151,6 +165,7 @@ def calls(
     plain = _runner(bootstrap, zookeeper, root, topic, False)
     ordered = _runner(bootstrap, zookeeper, root, topic, True)
     out: dict[str, Any] = {}
+    firsts: dict[str, list[float]] = {"plain": [], "ordered": []}
     for call in args.calls:
         runs: dict[str, list[tuple[float, float]]] = {"plain": [], "ordered": []}
         for round_ in range(args.rounds):
@@ -158,15 +173,33 @@ def calls(
             order = (("plain", plain), ("ordered", ordered))
             for name, run in order if round_ % 2 == 0 else order[::-1]:
                 gc.collect()
-                rate, cpu, _ = run(call, args.records)
+                rate, cpu, _, first = run(call, args.records)
                 runs[name].append((rate, cpu))
+                firsts[name].append(first)
                 print(
                     f"  {call} round {round_ + 1} {name}: {rate:,.0f} rec/s, {cpu:.3f} us CPU/rec",
                     flush=True,
                 )
         out[call] = _summary(runs["plain"], runs["ordered"])
         print(f"  {call}: {out[call]}", flush=True)
+    if firsts["plain"]:
+        out["subscribe_to_first_record"] = _first_record(firsts["plain"], firsts["ordered"])
     return out
+
+
+def _first_record(plain: list[float], ordered: list[float]) -> dict[str, Any]:
+    """From ``subscribe()`` to the first record (the group join included), every call's rounds."""
+    extra = [o - p for p, o in zip(plain, ordered, strict=True)]
+    ratios = [o / p for p, o in zip(plain, ordered, strict=True)]
+    return {
+        "plain_median_s": round(statistics.median(plain), 3),
+        "ordered_median_s": round(statistics.median(ordered), 3),
+        "ratio_median": round(statistics.median(ratios), 3),
+        "ratio_range": [round(min(ratios), 3), round(max(ratios), 3)],
+        "extra_median_s": round(statistics.median(extra), 3),
+        "extra_range_s": [round(min(extra), 3), round(max(extra), 3)],
+        "rounds": len(extra),
+    }
 
 
 def expansion(
@@ -190,7 +223,7 @@ def expansion(
         order = (("plain", plain), ("ordered", ordered))
         for name, run in order if round_ % 2 == 0 else order[::-1]:
             gc.collect()
-            rate, cpu, metrics = run("poll", args.expansion_records)
+            rate, cpu, metrics, _ = run("poll", args.expansion_records)
             runs[name].append((rate, cpu))
             if metrics:
                 blocks.append(metrics["blocks"])
