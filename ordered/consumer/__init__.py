@@ -46,37 +46,47 @@ Commits and the guarantee:
   runs due announcements before it commits. While an epoch in which a partition gives
   keys away is pending, that partition's stored offset does not advance.
 
-The parts, one concern each:
+The parts, one concern each. Every assigned partition's state lives in one object
+(:class:`~ordered.consumer.partition.PartState`, after Kafka's ``TopicPartitionState``),
+pure; one shell carries out what it asks for; the stages of a call around them:
 
 * :mod:`~ordered.consumer.wrapper`: the confluent API surface; holds the parts below;
-* :mod:`~ordered.consumer.calls`: partition tracking, layout upkeep, the layout state
-  (:class:`~ordered.consumer.calls.ConsumerUpkeep`, a part the wrapper holds);
+* :mod:`~ordered.consumer.calls`: the one loop of ``poll``/``consume`` and the service
+  step each slow call starts with (partition tracking, layout upkeep, stashes, what the
+  fetch stage's checks found: :class:`~ordered.consumer.calls.ConsumerUpkeep`);
 * :mod:`~ordered.consumer.rebalance`: ``on_assign``/``on_revoke``/``on_lost``;
-* :mod:`~ordered.consumer.judge`: the fast and checked batch paths;
-* :mod:`~ordered.consumer.audit`: the violation audit (its routing calls in one place);
-* :mod:`~ordered.consumer.judge`: when held gates are re-checked; interest declarations;
 * :mod:`~ordered.consumer.announce`: boundary announcements and stored offsets;
-* :mod:`~ordered.consumer.fetch`: batches from librdkafka, released once checked;
+* :mod:`~ordered.consumer.fetch`: the fetch stage: batches from librdkafka, released
+  once their layout check answered (it leaves a note for the loop; it calls nothing
+  above it);
 * :mod:`~ordered.consumer.replay`: rewinds (seeks, resets, explicit offsets);
-* :mod:`~ordered.consumer.judge`: every gate decision
-  (:class:`~ordered.consumer.judge.GateDecider`), over one view of the committed
-  offsets;
-* :mod:`~ordered.consumer.state`: what they share;
+* :mod:`~ordered.consumer.judge`: the judge stage: which records of a batch may be given
+  (fast and checked paths), every gate decision
+  (:class:`~ordered.consumer.judge.GateDecider`, over one view of the committed
+  offsets), and when held gates are decided again;
+* :mod:`~ordered.consumer.audit`: the violation audit (its routing calls in one place);
+* :mod:`~ordered.consumer.state`: the shell: what the parts share, applying a
+  partition's changes (``Core.fire``), and the one caller of librdkafka's
+  ``pause``/``resume`` (:class:`~ordered.consumer.state.PauseArbiter`);
 * :mod:`~ordered.consumer.probe`: the log-start probe;
-* :mod:`~ordered.consumer.partition`: one announcement's state machine (pure);
 * :mod:`~ordered.consumer.counters`: the counters behind ``metrics`` (the first hook;
   events go through :mod:`coordinator.client.hooks`);
-* :mod:`~ordered.consumer.partition`: the per-partition gate, pause and stash (pure);
 * :mod:`~ordered.consumer.layouts`: histories, their watcher, the fetch check;
-* :mod:`~ordered.consumer.ready`: checked records not yet judged;
-* :mod:`~ordered.consumer.pacing`: the pace of the layout checks.
+* :mod:`~ordered.consumer.partition`: one partition's state, pure: its gate, pause
+  wishes and stash, its announcement, its replay marks;
+* :mod:`~ordered.consumer.barrier`, :mod:`~ordered.consumer.checks`,
+  :mod:`~ordered.consumer.pacing`, :mod:`~ordered.consumer.scan`: the consumer barrier's
+  client, the fetch check's values, the pace of the checks, the compiled per-record
+  pass with its reference.
 
 They import each other in layers, in that order (an import-linter contract in
-``pyproject.toml`` that names every module): ``wrapper``, ``upkeep``,
-``rebalance``/``batch``, ``audit``/``recheck``, ``announce``/``fetch``/``replay``,
-``decide``, ``state``/``probe``, ``announcement``/``counters``/``gate``/``layouts``/``ready``,
-``pacing``; a lower layer never imports a higher one, nor a part its neighbour in the
-same layer.
+``pyproject.toml`` that names every module): ``wrapper``, ``calls``, ``rebalance``,
+``announce``/``fetch``/``replay``, ``judge``, ``audit``, ``state``/``probe``,
+``counters``/``layouts``, ``barrier``/``checks``/``pacing``/``partition``/``scan``; a
+lower layer never imports a higher one, nor a part its neighbour in the same layer.
+The one call that goes up is a wake-up: a layout change or an answered check, seen on
+another thread, ends a waiting call early (``CallPath.halt``, as
+``KafkaConsumer.wakeup()`` does, but it raises nothing).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The consumer's gate decision (``ordered/consumer/decide.py``): one view per decision.
+"""The consumer's gate decision (``ordered/consumer/judge.py``): one view per decision.
 
 Pure logic over a stand-in core: the only I/O of a decision is the read of the group's
 committed offsets, which a recording stand-in answers here.
