@@ -9,7 +9,8 @@ producer      create its registration under ``topics/{t}/producers`` and its ack
               ``topics/{t}/epochs/{e}/acks``; read (its registration ends with its
               session: removing it early would need DELETE on every registration)
 consumer      create its group under ``groups``; write its group's subtree (interest,
-              progress, registrations); read
+              progress, registrations); create its consumer barrier nodes (member
+              node, registrations, acks, rewind acks) under ``barrier``; read
 reader        read
 ============  =======================================================================
 
@@ -66,6 +67,8 @@ class NodeKind(enum.Enum):
     ACK = "ack"  # topics/{t}/epochs/{e}/acks/{id}: owned by the producer
     GROUPS = "groups"  # groups: consumers create their group
     GROUP = "group"  # groups/{g} and everything below: owned by the group's consumers
+    BARRIER = "barrier"  # barrier/{topics/{t}/{consumers,acks,rewinds},members}: consumers create
+    BARRIER_NODE = "barrier node"  # a consumer's own node below those: owned by the consumer
 
 
 def policy_path(root: str) -> str:
@@ -124,12 +127,36 @@ def classify(root: str, path: str) -> tuple[NodeKind, str | None] | None:
             return NodeKind.PRODUCERS, None
         if len(parts) == 4:
             return NodeKind.REGISTRATION, None
+    if parts and parts[0] == "barrier":
+        return _barrier_kind(parts), None
     if len(parts) >= 5 and parts[0] == "topics" and parts[2] == "epochs" and parts[4] == "acks":
         if len(parts) == 5:
             return NodeKind.ACKS, None
         if len(parts) == 6:
             return NodeKind.ACK, None
     return NodeKind.OTHER, None
+
+
+_BARRIER_DIRS: Final = frozenset({"consumers", "acks", "rewinds"})
+
+
+def _barrier_kind(parts: list[str]) -> NodeKind:
+    """``barrier`` and below: the containers consumers create in, and their own nodes.
+
+    A topic's ``announcement`` is the coordinator's (``OTHER``). Consumers get CREATE on
+    the containers but not DELETE: with DELETE one consumer could remove another's
+    registration, and a controller would then publish without waiting for it.
+    """
+    if len(parts) <= 2 and parts[1:] in ([], ["topics"], ["members"]):
+        return NodeKind.BARRIER
+    if len(parts) == 3 and parts[1] == "members":
+        return NodeKind.BARRIER_NODE
+    if len(parts) >= 3 and parts[1] == "topics":
+        if len(parts) == 3 or (len(parts) == 4 and parts[3] in _BARRIER_DIRS):
+            return NodeKind.BARRIER
+        if len(parts) == 5 and parts[3] in _BARRIER_DIRS:
+            return NodeKind.BARRIER_NODE
+    return NodeKind.OTHER
 
 
 def _everyone(policy: AclPolicyRecord) -> list[str]:
@@ -183,7 +210,7 @@ def acl_for_new(
         return _base(policy, dict.fromkeys(policy.producers, Permissions.CREATE))
     if kind is NodeKind.ACKS:
         return _base(policy, dict.fromkeys(policy.producers, Permissions.CREATE))
-    if kind is NodeKind.GROUPS:
+    if kind in (NodeKind.GROUPS, NodeKind.BARRIER):
         return _base(policy, dict.fromkeys(policy.consumers, Permissions.CREATE))
     if kind is NodeKind.GROUP:
         owners = _group_owners(policy, group)
@@ -194,7 +221,7 @@ def acl_for_new(
                 return _base(policy, {})
             return _base(policy, dict.fromkeys(policy.consumers, OWNER_PERMS))
         return [*_base(policy, {}), ACL(OWNER_PERMS, _CREATOR)]
-    if kind in (NodeKind.REGISTRATION, NodeKind.ACK):
+    if kind in (NodeKind.REGISTRATION, NodeKind.ACK, NodeKind.BARRIER_NODE):
         return [*_base(policy, {}), ACL(OWNER_PERMS, _CREATOR)]
     return _base(policy, {})
 
@@ -233,7 +260,7 @@ def acl_for_existing(
     kind, group = found
     if kind is NodeKind.GROUP and _under_seen(root, path):
         return _base(policy, {}), ""  # the daemon's: when a group is stale
-    if kind not in (NodeKind.GROUP, NodeKind.REGISTRATION, NodeKind.ACK):
+    if kind not in (NodeKind.GROUP, NodeKind.REGISTRATION, NodeKind.ACK, NodeKind.BARRIER_NODE):
         acl = acl_for_new(policy, root, path)
         assert acl is not None  # classify() found it under the root
         return acl, ""
@@ -249,7 +276,8 @@ def acl_for_existing(
         note = "open before: shared by every consumer identity"
     else:
         owners = []
-        note = "open before: no owner (the producer must register again)"
+        who = "consumer" if kind is NodeKind.BARRIER_NODE else "producer"
+        note = f"open before: no owner (the {who} must register again)"
     return _base(policy, dict.fromkeys(owners, OWNER_PERMS)), note
 
 

@@ -122,6 +122,8 @@ def tree_is_open(client: KazooClient, root: str) -> bool:
 def _required(client: KazooClient, root: str) -> list[str]:
     """The nodes that must exist so no role needs CREATE where it must not have it."""
     needed = [root, paths.topics_path(root), paths.groups_path(root)]
+    # Consumers create their barrier nodes below these, but nothing directly under root.
+    needed += [paths.barrier_topics_path(root), paths.barrier_members_path(root)]
     try:
         topics = client.get_children(paths.topics_path(root))
     except NoNodeError:

@@ -18,12 +18,14 @@ from secure_fixtures import Secure
 
 from coordinator.client.errors import StoreAuthError
 from coordinator.client.positions import PositionService
-from coordinator.client.store import paths
+from coordinator.client.store import CONSUMER_BARRIER, paths
 from coordinator.client.store.records import AckRecord, Interest, ProducerRecord, Progress
 from coordinator.client.zk import make_client, start_client
 from coordinator.control.controller import Controller
 from coordinator.security.acl_apply import apply_policy, show_acls
-from ordered import OrderedProducer
+from ordered import OrderedConsumer, OrderedProducer
+from ordered.cli.features import set_feature
+from ordered.consumer.barrier import BarrierState
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -288,3 +290,47 @@ def test_a_forged_ack_of_a_producer_gone_does_not_cut_its_expiry_short(
     # Unprovable without its registration: the barrier waited out the expiry.
     assert time.monotonic() - forged_at >= 3.5
     assert "gone" in result.expired
+
+
+@pytest.mark.timeout(180)
+def test_the_consumer_barrier_comes_into_force_under_the_acl_policy(
+    secure: Secure, secure_root: str
+) -> None:
+    """A consumer creates and owns its barrier nodes; another consumer cannot remove them."""
+    coordinator = secure.store("coordinator", secure_root)
+    set_feature(coordinator, CONSUMER_BARRIER, True)
+    topic, controller = _adopted(secure, secure_root)
+    settings = {
+        **secure.kafka("consumer"),
+        "ordered.zookeeper.auth": secure.zk_auth("consumer"),
+        **secure.zk_tls_settings(),
+    }
+    config = consumer_config(
+        secure.bootstrap, secure.zk_hosts, secure_root, unique("g"), **settings
+    )
+    consumer = OrderedConsumer(config)
+    try:
+        consumer.subscribe([topic])
+        barrier = consumer._layouts.barrier
+
+        def in_force() -> bool:
+            consumer.poll(0.2)
+            return bool(consumer.assignment()) and barrier.state is BarrierState.IN_FORCE
+
+        wait_until(in_force, 60.0, what="the barrier in force")
+        controller.expand(topic, 3)  # waits for the consumer's ack
+        announcement, _ = coordinator.get_announcement(topic)
+        assert announcement is not None
+        assert coordinator.barrier_acks(topic)[barrier.id].announcement == announcement.id
+        eve = secure.store("eve", secure_root)
+        for path in (
+            paths.barrier_consumer_path(secure_root, topic, barrier.id),
+            paths.barrier_member_path(secure_root, barrier.id),
+        ):
+            with pytest.raises(NoAuthError, match="NoAuth"):
+                eve.client.delete(path)
+            assert coordinator.client.exists(path) is not None
+        opened = [n.path for n in show_acls(secure.client("admin"), secure_root) if n.open]
+        assert opened == []
+    finally:
+        consumer.close()

@@ -59,6 +59,17 @@ def test_classify_by_path() -> None:
     assert classify(r, "/o/groups") == (NodeKind.GROUPS, None)
     assert classify(r, "/o/groups/g%2F1/interest/t/m") == (NodeKind.GROUP, "g%2F1")
     assert classify("/", "/topics/t/producers") == (NodeKind.PRODUCERS, None)
+    # The consumer barrier: containers consumers create in, their own nodes, and the
+    # coordinator's announcement and feature flags.
+    for container in ("barrier", "barrier/topics", "barrier/members", "barrier/topics/t"):
+        assert classify(r, f"/o/{container}") == (NodeKind.BARRIER, None), container
+    for kind in ("consumers", "acks", "rewinds"):
+        assert classify(r, f"/o/barrier/topics/t/{kind}") == (NodeKind.BARRIER, None)
+        assert classify(r, f"/o/barrier/topics/t/{kind}/c1") == (NodeKind.BARRIER_NODE, None)
+    assert classify(r, "/o/barrier/members/c1") == (NodeKind.BARRIER_NODE, None)
+    assert classify(r, "/o/barrier/topics/t/announcement") == (NodeKind.OTHER, None)
+    assert classify(r, "/o/barrier/other") == (NodeKind.OTHER, None)
+    assert classify(r, "/o/features/consumer-barrier") == (NodeKind.OTHER, None)
 
 
 def _perms(acls: list[ACL] | None) -> dict[str, int]:
@@ -81,6 +92,13 @@ def test_new_nodes_by_role() -> None:
     assert group[Q] & Permissions.WRITE and not group[K] & Permissions.WRITE
     assert "auth:" not in group
     assert acl_for_new(POLICY, "/o", "/elsewhere") is None
+    # Consumers create their barrier nodes, own them, and cannot delete another's.
+    acks = _perms(acl_for_new(POLICY, "/o", "/o/barrier/topics/t/acks"))
+    assert acks[K] == Permissions.READ | Permissions.CREATE and acks[P] == Permissions.READ
+    member = _perms(acl_for_new(POLICY, "/o", "/o/barrier/members/c1"))
+    assert member["auth:"] == OWNER_PERMS and member[K] == Permissions.READ
+    announcement = _perms(acl_for_new(POLICY, "/o", "/o/barrier/topics/t/announcement"))
+    assert announcement[K] == Permissions.READ and announcement[C] == Permissions.ALL
     # The daemon relays progress into a group: its consumers can still write it ...
     relayed = _perms(acl_for_new(POLICY, "/o", "/o/groups/g/progress/t/0", creator=C))
     assert relayed[K] == OWNER_PERMS and "auth:" not in relayed
@@ -103,6 +121,8 @@ def test_existing_nodes_keep_their_owner_and_open_ones_are_closed() -> None:
     after, note = acl_for_existing(POLICY, "/o", "/o/groups/g", world)
     assert _perms(after)[K] == OWNER_PERMS and "shared" in note
     assert acl_text(after)[0].startswith("digest:")
+    after, note = acl_for_existing(POLICY, "/o", "/o/barrier/topics/t/consumers/c1", world)
+    assert not is_open(after) and "consumer must register again" in note
 
 
 def test_identities() -> None:

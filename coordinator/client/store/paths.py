@@ -26,9 +26,11 @@ __all__ = [
     "barrier_consumer_path",
     "barrier_consumers_path",
     "barrier_member_path",
+    "barrier_members_path",
     "barrier_rewind_ack_path",
     "barrier_rewind_acks_path",
     "barrier_topic_path",
+    "barrier_topics_path",
     "check_root",
     "check_topic",
     "election_path",
@@ -267,6 +269,16 @@ def feature_path(root: str, feature: str) -> str:
     return _join(root, "features", _check_id(feature))
 
 
+def barrier_topics_path(root: str) -> str:
+    """``{root}/barrier/topics``: the consumer barrier's nodes, by topic."""
+    return _join(root, "barrier", "topics")
+
+
+def barrier_members_path(root: str) -> str:
+    """``{root}/barrier/members``: the consumers' member nodes."""
+    return _join(root, "barrier", "members")
+
+
 def barrier_topic_path(root: str, topic: str) -> str:
     """``{root}/barrier/topics/{topic}``: the consumer barrier's nodes of ``topic``."""
     return _join(root, "barrier", "topics", check_topic(topic))
@@ -313,4 +325,4 @@ def barrier_member_path(root: str, consumer_id: str) -> str:
     A controller that gives up on a consumer deletes it (an eviction); the consumer's
     lease renewal (``sync`` + ``exists`` of this node) finds it gone.
     """
-    return _join(root, "barrier", "members", _check_id(consumer_id))
+    return barrier_members_path(root) + "/" + _check_id(consumer_id)
