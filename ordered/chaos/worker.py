@@ -257,6 +257,10 @@ def main(argv: list[str] | None = None) -> int:
     except OrderedError as exc:
         _log(spec, f"failed: {exc}")
         return 1
+    finally:
+        # Done: a drain signal sent again now must not kill the exiting process (the
+        # interpreter's shutdown restores the default action, which terminates).
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
     return 0
 
 
