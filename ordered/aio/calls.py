@@ -35,6 +35,7 @@ from ordered.listener import PartitionKeyRebalanceListener
 __all__ = [
     "AsyncKeyListener",
     "Built",
+    "Late",
     "OneAtATime",
     "ReentryContext",
     "async_call",
@@ -81,6 +82,40 @@ class Built(Generic[C]):
     async def wait(self) -> C:
         """Await the client (raises what its constructor raised)."""
         return await asyncio.wrap_future(self._future)
+
+
+class Late(Generic[C]):
+    """The sync client as its callers in the executor see it, before it is made.
+
+    ``late.poll`` is a function that calls the client's ``poll`` when it runs (on an
+    executor thread, once the client is made), so the asyncio client can hold what
+    confluent's holds in ``_producer``/``_consumer`` from its constructor on. Each
+    method's function is made once and kept: two reads of ``late.poll`` are the same
+    object, as two reads of a bound method compare equal.
+
+    Args:
+        built: The client being made.
+    """
+
+    def __init__(self, built: Built[C]) -> None:
+        self._built = built
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        if name.startswith("_"):
+            raise AttributeError(name)  # no dunder or private lookups through the proxy
+        built = self._built
+
+        def forward(*args: Any, **kwargs: Any) -> Any:
+            return getattr(built.get(), name)(*args, **kwargs)
+
+        forward.__name__ = forward.__qualname__ = name
+        self.__dict__[name] = forward
+        return forward
+
+    def __len__(self) -> int:
+        """The client's ``len()`` once it is made, else 0 (never waits)."""
+        made = self._built.ready()
+        return len(made) if made is not None else 0  # type: ignore[arg-type]
 
 
 class OneAtATime:

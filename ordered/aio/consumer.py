@@ -26,7 +26,7 @@ from typing import Any
 
 from confluent_kafka.aio import _common
 
-from ordered.aio.calls import Built, OneAtATime, wrap_listener
+from ordered.aio.calls import Built, Late, OneAtATime, wrap_listener
 from ordered.consumer import OrderedConsumer
 from ordered.consumer_config import split_consumer_config
 
@@ -70,9 +70,16 @@ class OrderedAIOConsumer:
         conf = dict(consumer_conf)
         _common.wrap_common_callbacks(loop, conf)
         _common.wrap_conf_callback(loop, conf, "on_commit")
-        self._built: Built[OrderedConsumer] = Built(self.executor, lambda: OrderedConsumer(conf))
+        self._built: Built[OrderedConsumer] = Built(self.executor, lambda: self._sync_client(conf))
+        self._consumer: Late[OrderedConsumer] = Late(self._built)
         self._calls = OneAtATime(self.executor)
         self._face: Any = self  # what rebalance callbacks get (the deserializing one: itself)
+
+    def _sync_client(self, conf: dict[str, Any]) -> OrderedConsumer:
+        """Make the sync client (in the executor). confluent's test suite, run against
+        this class, makes it through ``confluent_kafka.Consumer`` instead, which its
+        tests replace with a mock."""
+        return OrderedConsumer(conf)
 
     async def __aenter__(self) -> OrderedAIOConsumer:
         return self
@@ -92,19 +99,21 @@ class OrderedAIOConsumer:
             raise RuntimeError("the OrderedConsumer is not made yet: await a call first")
         return made
 
-    async def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+    async def _call(self, blocking_task: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run ``blocking_task(*args, **kwargs)`` in the executor, one call at a time
+        (confluent's ``_call``; ``self._consumer.poll`` and the like reach the
+        ``OrderedConsumer``)."""
         if self._closed:
             raise RuntimeError("Consumer closed")
-        built = self._built
-        return await self._calls.call(lambda: getattr(built.get(), name)(*args, **kwargs))
+        return await self._calls.call(blocking_task, *args, **kwargs)
 
     async def poll(self, *args: Any, **kwargs: Any) -> Any:
         """One message, as ``OrderedConsumer.poll`` (prefer :meth:`consume` for throughput)."""
-        return await self._call("poll", *args, **kwargs)
+        return await self._call(self._consumer.poll, *args, **kwargs)
 
     async def consume(self, *args: Any, **kwargs: Any) -> Any:
         """A batch of messages, as ``OrderedConsumer.consume``."""
-        return await self._call("consume", *args, **kwargs)
+        return await self._call(self._consumer.consume, *args, **kwargs)
 
     def _edit_rebalance_callbacks_args(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
         return (self._face, *args[1:])
@@ -123,15 +132,15 @@ class OrderedAIOConsumer:
                 )
         if "key_listener" in kwargs:
             kwargs["key_listener"] = wrap_listener(loop, kwargs["key_listener"])
-        return await self._call("subscribe", *args, **kwargs)
+        return await self._call(self._consumer.subscribe, *args, **kwargs)
 
     async def unsubscribe(self, *args: Any, **kwargs: Any) -> Any:
         """confluent's ``unsubscribe``."""
-        return await self._call("unsubscribe", *args, **kwargs)
+        return await self._call(self._consumer.unsubscribe, *args, **kwargs)
 
     async def commit(self, *args: Any, **kwargs: Any) -> Any:
         """``OrderedConsumer.commit`` (confluent's arguments)."""
-        return await self._call("commit", *args, **kwargs)
+        return await self._call(self._consumer.commit, *args, **kwargs)
 
     async def close(self, *args: Any, **kwargs: Any) -> Any:
         """Close the ``OrderedConsumer`` (it commits and leaves ZooKeeper), then the executor.
@@ -143,7 +152,7 @@ class OrderedAIOConsumer:
                 await self._built.wait()
             except Exception:
                 return None
-            return await self._call("close", *args, **kwargs)
+            return await self._call(self._consumer.close, *args, **kwargs)
         finally:
             self._closed = True
             if self._owns_executor:
@@ -151,69 +160,69 @@ class OrderedAIOConsumer:
 
     async def seek(self, *args: Any, **kwargs: Any) -> Any:
         """``OrderedConsumer.seek``."""
-        return await self._call("seek", *args, **kwargs)
+        return await self._call(self._consumer.seek, *args, **kwargs)
 
     async def pause(self, *args: Any, **kwargs: Any) -> Any:
         """``OrderedConsumer.pause``."""
-        return await self._call("pause", *args, **kwargs)
+        return await self._call(self._consumer.pause, *args, **kwargs)
 
     async def resume(self, *args: Any, **kwargs: Any) -> Any:
         """``OrderedConsumer.resume``."""
-        return await self._call("resume", *args, **kwargs)
+        return await self._call(self._consumer.resume, *args, **kwargs)
 
     async def store_offsets(self, *args: Any, **kwargs: Any) -> Any:
         """``OrderedConsumer.store_offsets``."""
-        return await self._call("store_offsets", *args, **kwargs)
+        return await self._call(self._consumer.store_offsets, *args, **kwargs)
 
     async def committed(self, *args: Any, **kwargs: Any) -> Any:
         """``OrderedConsumer.committed``."""
-        return await self._call("committed", *args, **kwargs)
+        return await self._call(self._consumer.committed, *args, **kwargs)
 
     async def assign(self, *args: Any, **kwargs: Any) -> Any:
         """``OrderedConsumer.assign`` (gates apply)."""
-        return await self._call("assign", *args, **kwargs)
+        return await self._call(self._consumer.assign, *args, **kwargs)
 
     async def unassign(self, *args: Any, **kwargs: Any) -> Any:
         """``OrderedConsumer.unassign``."""
-        return await self._call("unassign", *args, **kwargs)
+        return await self._call(self._consumer.unassign, *args, **kwargs)
 
     async def incremental_assign(self, *args: Any, **kwargs: Any) -> Any:
         """``OrderedConsumer.incremental_assign`` (gates apply)."""
-        return await self._call("incremental_assign", *args, **kwargs)
+        return await self._call(self._consumer.incremental_assign, *args, **kwargs)
 
     async def incremental_unassign(self, *args: Any, **kwargs: Any) -> Any:
         """``OrderedConsumer.incremental_unassign``."""
-        return await self._call("incremental_unassign", *args, **kwargs)
+        return await self._call(self._consumer.incremental_unassign, *args, **kwargs)
 
     async def assignment(self, *args: Any, **kwargs: Any) -> Any:
         """confluent's ``assignment``."""
-        return await self._call("assignment", *args, **kwargs)
+        return await self._call(self._consumer.assignment, *args, **kwargs)
 
     async def position(self, *args: Any, **kwargs: Any) -> Any:
         """``OrderedConsumer.position``."""
-        return await self._call("position", *args, **kwargs)
+        return await self._call(self._consumer.position, *args, **kwargs)
 
     async def consumer_group_metadata(self, *args: Any, **kwargs: Any) -> Any:
         """confluent's ``consumer_group_metadata``."""
-        return await self._call("consumer_group_metadata", *args, **kwargs)
+        return await self._call(self._consumer.consumer_group_metadata, *args, **kwargs)
 
     async def set_sasl_credentials(self, *args: Any, **kwargs: Any) -> Any:
         """confluent's ``set_sasl_credentials``."""
-        return await self._call("set_sasl_credentials", *args, **kwargs)
+        return await self._call(self._consumer.set_sasl_credentials, *args, **kwargs)
 
     async def list_topics(self, *args: Any, **kwargs: Any) -> Any:
         """confluent's ``list_topics``."""
-        return await self._call("list_topics", *args, **kwargs)
+        return await self._call(self._consumer.list_topics, *args, **kwargs)
 
     async def cluster_id(self, *args: Any, **kwargs: Any) -> str:
         """confluent's ``cluster_id``."""
-        found: str = await self._call("cluster_id", *args, **kwargs)
+        found: str = await self._call(self._consumer.cluster_id, *args, **kwargs)
         return found
 
     async def get_watermark_offsets(self, *args: Any, **kwargs: Any) -> Any:
         """confluent's ``get_watermark_offsets``."""
-        return await self._call("get_watermark_offsets", *args, **kwargs)
+        return await self._call(self._consumer.get_watermark_offsets, *args, **kwargs)
 
     async def offsets_for_times(self, *args: Any, **kwargs: Any) -> Any:
         """confluent's ``offsets_for_times``."""
-        return await self._call("offsets_for_times", *args, **kwargs)
+        return await self._call(self._consumer.offsets_for_times, *args, **kwargs)

@@ -40,32 +40,13 @@ from confluent_kafka.aio.producer._buffer_timeout_manager import BufferTimeoutMa
 from confluent_kafka.aio.producer._kafka_batch_executor import ProducerBatchExecutor
 from confluent_kafka.aio.producer._producer_batch_processor import ProducerBatchManager
 
-from ordered.aio.calls import Built, async_call
+from ordered.aio.calls import Built, Late, async_call
 from ordered.producer import OrderedProducer
 from ordered.producer.config import split_producer_config
 
 __all__ = ["OrderedAIOProducer"]
 
 _log = logging.getLogger("ordered.aio.producer")
-
-
-class _Late:
-    """The producer as confluent's batch executor sees it, reached once it is made.
-
-    Every method runs on an executor thread (confluent's executor calls them there).
-    """
-
-    def __init__(self, built: Built[OrderedProducer]) -> None:
-        self._built = built
-
-    def produce_batch(self, *args: Any, **kwargs: Any) -> int:
-        return self._built.get().produce_batch(*args, **kwargs)
-
-    def poll(self, *args: Any, **kwargs: Any) -> int:
-        return self._built.get().poll(*args, **kwargs)
-
-    def flush(self, *args: Any, **kwargs: Any) -> int:
-        return self._built.get().flush(*args, **kwargs)
 
 
 class _InOrder:
@@ -116,8 +97,8 @@ class OrderedAIOProducer:
         self._loop = asyncio.get_running_loop()
         conf = dict(producer_conf)
         _common.wrap_common_callbacks(self._loop, conf)
-        self._built: Built[OrderedProducer] = Built(self.executor, lambda: OrderedProducer(conf))
-        self._producer = _Late(self._built)
+        self._built: Built[OrderedProducer] = Built(self.executor, lambda: self._sync_client(conf))
+        self._producer: Late[OrderedProducer] = Late(self._built)
         self._batch_size = batch_size
         self._is_closed = False
         self._order = asyncio.Lock()
@@ -128,6 +109,12 @@ class OrderedAIOProducer:
         )
         if buffer_timeout > 0:
             self._buffer_timeout_manager.start_timeout_monitoring()
+
+    def _sync_client(self, conf: dict[str, Any]) -> OrderedProducer:
+        """Make the sync client (in the executor). confluent's test suite, run against
+        this class, makes it through ``confluent_kafka.Producer`` instead, which its
+        tests replace with a mock."""
+        return OrderedProducer(conf)
 
     async def __aenter__(self) -> OrderedAIOProducer:
         return self
@@ -172,7 +159,7 @@ class OrderedAIOProducer:
             except Exception:
                 _log.error("Error flushing messages during close", exc_info=True)
                 raise
-            await self._call("close")
+            await self._call(self._producer.close)
         await asyncio.get_running_loop().run_in_executor(None, self.executor.shutdown, True)
 
     def __del__(self) -> None:
@@ -190,7 +177,7 @@ class OrderedAIOProducer:
 
     async def poll(self, timeout: float = 0, *args: Any, **kwargs: Any) -> int:
         """Serve delivery reports (confluent's ``poll``), in the executor."""
-        served: int = await self._call("poll", timeout, *args, **kwargs)
+        served: int = await self._call(self._producer.poll, timeout, *args, **kwargs)
         return served
 
     async def produce(
@@ -237,50 +224,50 @@ class OrderedAIOProducer:
         """Hand the buffer over (after any hand-over in flight), then flush the producer."""
         await self._flush_buffer()
         self._buffer_timeout_manager.mark_activity()
-        return await self._call("flush", *args, **kwargs)
+        return await self._call(self._producer.flush, *args, **kwargs)
 
     async def purge(self, *args: Any, **kwargs: Any) -> Any:
         """Fail the buffered records' futures (cancelled) and purge the producer."""
         self._batch_processor.cancel_pending_futures()
         self._batch_processor.clear_buffer()
         self._buffer_timeout_manager.mark_activity()
-        return await self._call("purge", *args, **kwargs)
+        return await self._call(self._producer.purge, *args, **kwargs)
 
     async def list_topics(self, *args: Any, **kwargs: Any) -> Any:
         """confluent's ``list_topics``, in the executor."""
-        return await self._call("list_topics", *args, **kwargs)
+        return await self._call(self._producer.list_topics, *args, **kwargs)
 
     async def cluster_id(self, *args: Any, **kwargs: Any) -> str:
         """confluent's ``cluster_id``, in the executor."""
-        found: str = await self._call("cluster_id", *args, **kwargs)
+        found: str = await self._call(self._producer.cluster_id, *args, **kwargs)
         return found
 
     async def init_transactions(self, *args: Any, **kwargs: Any) -> Any:
         """confluent's ``init_transactions``, in the executor."""
-        return await self._call("init_transactions", *args, **kwargs)
+        return await self._call(self._producer.init_transactions, *args, **kwargs)
 
     async def begin_transaction(self, *args: Any, **kwargs: Any) -> Any:
         """Flush (as confluent's), then ``begin_transaction``."""
         await self.flush()
-        return await self._call("begin_transaction", *args, **kwargs)
+        return await self._call(self._producer.begin_transaction, *args, **kwargs)
 
     async def send_offsets_to_transaction(self, *args: Any, **kwargs: Any) -> Any:
         """confluent's ``send_offsets_to_transaction``, in the executor."""
-        return await self._call("send_offsets_to_transaction", *args, **kwargs)
+        return await self._call(self._producer.send_offsets_to_transaction, *args, **kwargs)
 
     async def commit_transaction(self, *args: Any, **kwargs: Any) -> Any:
         """Flush the buffer and the producer (as confluent's), then commit."""
         await self.flush()
-        return await self._call("commit_transaction", *args, **kwargs)
+        return await self._call(self._producer.commit_transaction, *args, **kwargs)
 
     async def abort_transaction(self, *args: Any, **kwargs: Any) -> Any:
         """Flush (as confluent's), then abort."""
         await self.flush()
-        return await self._call("abort_transaction", *args, **kwargs)
+        return await self._call(self._producer.abort_transaction, *args, **kwargs)
 
     async def set_sasl_credentials(self, *args: Any, **kwargs: Any) -> Any:
         """confluent's ``set_sasl_credentials``, in the executor."""
-        return await self._call("set_sasl_credentials", *args, **kwargs)
+        return await self._call(self._producer.set_sasl_credentials, *args, **kwargs)
 
     async def _flush_buffer(self, target_topic: str | None = None) -> None:
         """Hand the buffer over to the producer, one flush at a time, in order."""
@@ -299,10 +286,10 @@ class OrderedAIOProducer:
                 _to_front(processor, taken)
                 raise
 
-    async def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        """Call the ``OrderedProducer``'s method ``name`` in the executor."""
-        built = self._built
-        return await async_call(self.executor, lambda: getattr(built.get(), name)(*args, **kwargs))
+    async def _call(self, blocking_task: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run ``blocking_task(*args, **kwargs)`` in the executor (confluent's ``_call``;
+        ``self._producer.poll`` and the like reach the ``OrderedProducer``)."""
+        return await async_call(self.executor, blocking_task, *args, **kwargs)
 
 
 def _to_front(processor: ProducerBatchManager, count: int) -> None:
