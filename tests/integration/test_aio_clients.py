@@ -1,6 +1,8 @@
 """The asyncio clients against the real cluster: order through 2 -> 3 -> 4 -> 2 -> 4 with a
 group of two (one joining late), judged by the verify checker, with the event loop's lag
-probed all along; the async serializing pair routed by the serialized key."""
+probed all along; the async serializing pair routed by the serialized key; the loop's
+worst lag through an expansion (barrier switch and gate wait) beside confluent's own
+asyncio clients on the same schedule."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaException
+from confluent_kafka.aio import AIOConsumer, AIOProducer
 from confluent_kafka.serialization import (
     MessageField,
     SerializationContext,
@@ -42,6 +45,13 @@ STAGE = 1000
 LAG_BOUND_S = 0.5
 """The loop's longest lag the test accepts: a gate wait or a barrier switch on the loop
 would hold it for seconds; a loaded 2-core CI machine, for tens of milliseconds."""
+
+LAG_ROUNDS = 3
+LAG_RECORDS = 40_000
+LAG_FLOOR_S = 0.05
+LAG_FACTOR = 1.5
+"""Beside confluent's asyncio clients on the same schedule, ours may lag at most
+``max(LAG_FLOOR_S, LAG_FACTOR * theirs)`` (worst of every round on each side)."""
 
 
 class LagProbe:
@@ -305,3 +315,92 @@ def test_async_serializing_pair_routes_by_serialized_key_through_an_expansion(
         assert isinstance(key, str) and n > last.get(key, -1), (key, n, last.get(key))
         last[key] = n
     assert last == {k: 2 * per_stage // 30 - 1 for k in keys}
+
+
+async def _lag_round(kit: Kit, ours: bool) -> tuple[float, int, dict[str, Any]]:
+    """One producer and one consumer through an expansion 2 -> 3, the loop probed.
+
+    The producer writes half the records, goes on writing while the topic is expanded
+    (ours: through the barrier's switch) and after it; the consumer joins once the new
+    partition has records and the old ones a backlog, so the new one waits at its gate
+    until their tails are read (ours), while the producer writes the rest. Returns the
+    worst lag (s), the probe's samples and, for ours, what the sync clients saw.
+    """
+    loop = asyncio.get_running_loop()
+    topic = await loop.run_in_executor(None, kit.adopted_topic, 2)
+    settings: dict[str, Any] = {"bootstrap.servers": kit.bootstrap}
+    if ours:
+        settings["ordered.zookeeper.connect"] = kit.zk_hosts
+        settings["ordered.zookeeper.root"] = kit.zk_root
+    group = {"group.id": f"lag-{ours}-{topic}", "auto.offset.reset": "earliest"}
+    probe = LagProbe()
+    probe.start()
+    producer: Any = (OrderedAIOProducer if ours else AIOProducer)({**settings, "linger.ms": 5})
+    consumer: Any = (OrderedAIOConsumer if ours else AIOConsumer)({**settings, **group})
+    got = 0
+
+    async def write(first: int, count: int) -> None:
+        for i in range(first, first + count):
+            await producer.produce(topic, value=b"v" * 100, key=KEYS[i % len(KEYS)].encode())
+
+    async def read() -> None:
+        nonlocal got
+        await consumer.subscribe([topic])
+        deadline = time.monotonic() + 60
+        while got < LAG_RECORDS and time.monotonic() < deadline:
+            got += sum(1 for m in await consumer.consume(500, 0.2) if m.error() is None)
+
+    half, eighth = LAG_RECORDS // 2, LAG_RECORDS // 8
+    await write(0, half)
+    await producer.flush()
+    expanding = loop.run_in_executor(None, kit.controller.expand, topic, 3)
+    await write(half, eighth)
+    await expanding
+    await write(half + eighth, eighth)
+    await producer.flush()
+    reading = loop.create_task(read())
+    await write(half + 2 * eighth, LAG_RECORDS - half - 2 * eighth)
+    await producer.flush()
+    await reading
+    seen: dict[str, Any] = {"read": got}
+    if ours:
+        seen["blocks"] = consumer.consumer.metrics["blocks"]
+        route = await loop.run_in_executor(None, producer.producer.layout, topic)
+        seen["producer_partitions"] = None if route is None else route.active
+    await consumer.close()
+    await producer.close()
+    await probe.stop()
+    return probe.worst, probe.samples, seen
+
+
+def test_loop_lag_beside_confluents_async_clients(
+    kit: Kit, record_property: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    worst: dict[bool, list[float]] = {True: [], False: []}
+    seen: list[dict[str, Any]] = []
+
+    async def rounds() -> None:
+        for r in range(LAG_ROUNDS):
+            for ours in (True, False) if r % 2 == 0 else (False, True):
+                lag, samples, facts = await _lag_round(kit, ours)
+                assert samples >= 10 and facts["read"] == LAG_RECORDS, (ours, samples, facts)
+                worst[ours].append(lag)
+                if ours:
+                    seen.append(facts)
+
+    asyncio.run(rounds())
+    ours_ms, theirs_ms = max(worst[True]) * 1000, max(worst[False]) * 1000
+    bound_ms = max(LAG_FLOOR_S * 1000, LAG_FACTOR * theirs_ms)
+    record_property("loop_lag_max_ms_ours", round(ours_ms, 1))
+    record_property("loop_lag_max_ms_confluent", round(theirs_ms, 1))
+    with capsys.disabled():
+        print(
+            f"\nevent loop's worst lag: ours {ours_ms:.1f} ms "
+            f"{[round(x * 1000, 1) for x in worst[True]]}, confluent's {theirs_ms:.1f} ms "
+            f"{[round(x * 1000, 1) for x in worst[False]]}; bound {bound_ms:.1f} ms"
+        )
+    # The schedule went through what could block the loop: the producer's switch to the
+    # new layout, and the new partition's gate.
+    assert all(f["producer_partitions"] == 3 for f in seen), seen
+    assert sum(f["blocks"] for f in seen) >= 1, seen
+    assert ours_ms <= bound_ms, (worst, bound_ms)
