@@ -67,17 +67,26 @@ UNIT_TESTS = (
     "tests/test_Messages.py",
     "tests/test_topic_partition.py",
     "tests/test_enums.py",
-    "tests/test_kafka_error.py",
     "tests/test_serializer_error.py",
     "tests/test_partitioners.py",
-    "tests/test_AIOProducer.py",
-    "tests/test_AIOConsumer.py",
+    "tests/test_kafka_error.py",
 )
 """confluent's unit tests that build a ``Producer`` or ``Consumer`` (or test what they
 return); the Admin, share-consumer and Schema Registry ones do not touch the wrappers.
 ``test_Wakeable.py`` is left out: its tests interrupt their own process with SIGINT,
 and on a loaded 2-core machine the baseline itself hung in it (and, within a larger
-run, stopped the pytest session early)."""
+run, stopped the pytest session early). ``test_kafka_error.py`` comes last: with
+confluent-kafka 2.16 installed, 2.15's ``test_kafkaError_unknown_error`` ends the pytest
+session on both sides (its ``raise KafkaError(12345)`` escapes pytest), and the files
+after it in the same process never ran."""
+
+AIO_TESTS = (
+    "tests/test_AIOProducer.py",
+    "tests/test_AIOConsumer.py",
+)
+"""confluent's unit tests of its asyncio clients, a pytest process of their own. Wrapped,
+their ``AIOProducer``, ``AIOConsumer``, ``AsyncSerializingProducer`` and
+``AsyncDeserializingConsumer`` are the ordered ones (:func:`_substitute_aio`)."""
 
 INTEGRATION_TESTS = (
     "tests/integration/producer",
@@ -203,6 +212,52 @@ def _substitute(extra: dict[str, Any]) -> None:
 
     for cls in (Producer, Consumer, SerializingProducer, DeserializingConsumer):
         setattr(confluent_kafka, cls.__name__, cls)
+    _substitute_aio(extra)
+
+
+def _substitute_aio(extra: dict[str, Any]) -> None:
+    """confluent's four asyncio classes replaced by the ordered ones, in every module of
+    ``confluent_kafka.aio`` that names them (confluent's tests import them from
+    ``confluent_kafka.aio._AIOConsumer`` and ``confluent_kafka.aio.producer._AIOProducer``)."""
+    import confluent_kafka.aio
+
+    import ordered.aio
+
+    # The sync client is made as confluent's asyncio classes make theirs, through
+    # ``confluent_kafka.Producer``/``Consumer`` looked up when it is made: the ordered
+    # classes (substituted above), or the mock a test of confluent's puts there.
+    class AIOProducer(ordered.aio.OrderedAIOProducer):
+        def __init__(self, producer_conf: Any, *args: Any, **kwargs: Any) -> None:
+            conf = {**producer_conf, **extra} if isinstance(producer_conf, dict) else producer_conf
+            super().__init__(conf, *args, **kwargs)
+
+        def _sync_client(self, conf: dict[str, Any]) -> Any:
+            return confluent_kafka.Producer(conf)
+
+    class AIOConsumer(ordered.aio.OrderedAIOConsumer):
+        def __init__(self, consumer_conf: Any, *args: Any, **kwargs: Any) -> None:
+            conf = {**consumer_conf, **extra} if isinstance(consumer_conf, dict) else consumer_conf
+            super().__init__(conf, *args, **kwargs)
+
+        def _sync_client(self, conf: dict[str, Any]) -> Any:
+            return confluent_kafka.Consumer(conf)
+
+    class AsyncSerializingProducer(ordered.aio.OrderedAsyncSerializingProducer):  # type: ignore[type-arg]
+        async def __init__(self, conf: Any, **kwargs: Any) -> None:  # type: ignore[misc]
+            await super().__init__({**conf, **extra} if isinstance(conf, dict) else conf, **kwargs)
+
+    class AsyncDeserializingConsumer(ordered.aio.OrderedAsyncDeserializingConsumer):  # type: ignore[type-arg]
+        async def __init__(self, conf: Any, **kwargs: Any) -> None:  # type: ignore[misc]
+            await super().__init__({**conf, **extra} if isinstance(conf, dict) else conf, **kwargs)
+
+    wrapped = (AIOProducer, AIOConsumer, AsyncSerializingProducer, AsyncDeserializingConsumer)
+    for name, module in list(sys.modules.items()):
+        if module is None or not name.startswith("confluent_kafka.aio"):
+            continue
+        for cls in wrapped:
+            if cls.__name__ in vars(module):
+                setattr(module, cls.__name__, cls)
+    assert confluent_kafka.aio.AIOProducer is AIOProducer
 
 
 # --- the driver ----------------------------------------------------------------------
@@ -336,6 +391,7 @@ def run(
     """One run: a pytest process per group of paths (a test that stops its process,
     say with a signal, costs only its group); the outcomes by test id, merged."""
     outcomes: dict[str, tuple[str, str]] = {}
+    by_group: dict[str, dict[str, int]] = {}
     exits: dict[str, int] = {}
     atexit = 0
     started = time.monotonic()
@@ -362,7 +418,9 @@ def run(
             env={
                 **os.environ,
                 **env,
-                "PYTHONPATH": str(ROOT / "scripts"),
+                # This checkout first: the venv's path file names the project's
+                # editable install, which may be another checkout (a git worktree).
+                "PYTHONPATH": os.pathsep.join((str(ROOT / "scripts"), str(ROOT))),
                 ADOPTED_ENV: str(adopted),
             },
             capture_output=True,
@@ -371,20 +429,26 @@ def run(
             check=False,
         )
         (src / f"{name}-{group}.log").write_text(proc.stdout + "\n--- stderr ---\n" + proc.stderr)
-        outcomes.update(_outcomes(xml) if xml.exists() else {})
+        found = _outcomes(xml) if xml.exists() else {}
+        by_group[group] = _counts(found)
+        outcomes.update(found)
         exits[group] = proc.returncode
         atexit += (proc.stdout + proc.stderr).count("Exception ignored in atexit")
-    counts = {
-        k: sum(1 for o in outcomes.values() if o[0] == k)
-        for k in ("passed", "failed", "error", "skipped")
-    }
     return {
-        "counts": counts,
+        "counts": _counts(outcomes),
+        "group_counts": by_group,
         "seconds": round(time.monotonic() - started, 1),
         "pytest_exit_codes": exits,
         "atexit_tracebacks": atexit,
         "adopted_topics": len(adopted.read_text().splitlines()) if adopted.exists() else 0,
         "outcomes": outcomes,
+    }
+
+
+def _counts(outcomes: dict[str, tuple[str, str]]) -> dict[str, int]:
+    return {
+        k: sum(1 for o in outcomes.values() if o[0] == k)
+        for k in ("passed", "failed", "error", "skipped")
     }
 
 
@@ -416,9 +480,13 @@ def wrapped_only(baseline: dict[str, Any], wrapped: dict[str, Any]) -> list[dict
 
 
 def _node_id(test: str) -> str:
-    """pytest's node id of a JUnit ``classname::name`` (module-level tests)."""
-    module, name = test.split("::", 1)
-    return module.replace(".", "/") + ".py::" + name
+    """pytest's node id of a JUnit ``classname::name`` (a module's test, or a class's:
+    ``tests.test_AIOProducer.TestAIOProducer::test_x``)."""
+    dotted, name = test.split("::", 1)
+    parts = dotted.split(".")
+    module = next((i for i, p in enumerate(parts) if p.startswith("test_")), len(parts) - 1)
+    path = "/".join(parts[: module + 1]) + ".py"
+    return "::".join([path, *parts[module + 1 :], name])
 
 
 def confirm(
@@ -478,10 +546,11 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, dict[str, Any]] = {}
     with cluster(work, args.brokers, args.zookeeper) as (brokers, zookeeper):
         env = {"BROKERS": brokers, ZK_ENV: zookeeper}
-        both = [("unit", UNIT_TESTS)] + ([("integration", integration)] if integration else [])
+        both = [("unit", UNIT_TESTS), ("aio", AIO_TESTS)]
+        both += [("integration", integration)] if integration else []
         plan = [("baseline", both, {}), ("wrapped-plain", both, {MODE_ENV: "plain"})]
         if integration:
-            plan.append(("wrapped-adopted", both[1:], {MODE_ENV: "adopted"}))
+            plan.append(("wrapped-adopted", both[2:], {MODE_ENV: "adopted"}))
         for name, groups, mode in plan:
             root = {ROOT_ENV: f"/confluent-suite-{uuid.uuid4().hex[:8]}"}
             _say(f"{name}: {[g for g, _ in groups]}")
@@ -505,6 +574,7 @@ def main(argv: list[str] | None = None) -> int:
         "tests_from": origin,
         "tests_match_installed": tests_version == version,
         "unit_tests": list(UNIT_TESTS),
+        "aio_tests": list(AIO_TESTS),
         "integration_tests": list(integration),
         "runs": {name: {k: v for k, v in r.items() if k != "outcomes"} for name, r in runs.items()},
         "wrapped_only_failures": failures,
@@ -518,6 +588,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{name:16} {r['counts']}  {r['seconds']} s  atexit tracebacks "
             f"{r['atexit_tracebacks']}  topics adopted {r['adopted_topics']}"
         )
+        for group, counts in r["group_counts"].items():
+            print(f"  {group:14} {counts}")
     for name, failed in result["wrapped_only_failures"].items():
         print(f"{name}: {len(failed)} wrapped-only failure(s)")
         for f in failed:
