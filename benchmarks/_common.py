@@ -60,12 +60,13 @@ def scratch_root(zookeeper: str) -> Iterator[tuple[KazooClient, str]]:
 
 def environment(benchmark: str) -> dict[str, Any]:
     """The facts every result file starts with."""
+    version = confluent_kafka.version()  # a tuple before 2.16, the version string since
     return {
         "benchmark": benchmark,
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
-        "confluent_kafka": confluent_kafka.version()[0],
+        "confluent_kafka": version[0] if isinstance(version, tuple) else version,
         "librdkafka": confluent_kafka.libversion()[0],
     }
 

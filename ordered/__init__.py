@@ -2,8 +2,10 @@
 
 :class:`OrderedProducer` routes keys by the topic's layout and takes part in the
 producer barrier; :class:`OrderedConsumer` delivers every key in order across layout
-changes; :class:`PartitionKeyRebalanceListener` receives KIP-253's key-rebalance
-callbacks. The error classes are those of :mod:`coordinator.client.errors`.
+changes; the asyncio ones (:class:`OrderedAIOProducer`, :class:`OrderedAIOConsumer`
+and the serializing pair, :mod:`ordered.aio`) run them in an executor;
+:class:`PartitionKeyRebalanceListener` receives KIP-253's key-rebalance callbacks. The
+error classes are those of :mod:`coordinator.client.errors`.
 
 The clients are imported on first use (module ``__getattr__``): importing a submodule
 such as :mod:`ordered.settings` or :mod:`ordered.producer` runs this file, and the
@@ -39,6 +41,12 @@ from coordinator.client.errors import (
 )
 
 if TYPE_CHECKING:
+    from ordered.aio import (
+        OrderedAIOConsumer,
+        OrderedAIOProducer,
+        OrderedAsyncDeserializingConsumer,
+        OrderedAsyncSerializingProducer,
+    )
     from ordered.config import OrderedSettings
     from ordered.consumer import OrderedConsumer
     from ordered.deserializing import OrderedDeserializingConsumer
@@ -54,6 +62,10 @@ __all__ = [
     "LayoutUnavailableError",
     "NotAdoptedError",
     "OrderViolationError",
+    "OrderedAIOConsumer",
+    "OrderedAIOProducer",
+    "OrderedAsyncDeserializingConsumer",
+    "OrderedAsyncSerializingProducer",
     "OrderedConsumer",
     "OrderedDeserializingConsumer",
     "OrderedError",
@@ -80,6 +92,10 @@ __all__ = [
 
 # Public name -> the module that defines it (imported when the name is first read).
 _LAZY = {
+    "OrderedAIOConsumer": "ordered.aio",
+    "OrderedAIOProducer": "ordered.aio",
+    "OrderedAsyncDeserializingConsumer": "ordered.aio",
+    "OrderedAsyncSerializingProducer": "ordered.aio",
     "OrderedSettings": "ordered.config",
     "OrderedConsumer": "ordered.consumer",
     "OrderedDeserializingConsumer": "ordered.deserializing",

@@ -27,9 +27,8 @@ The output lists, per run, the passed/failed/skipped counts, and the *wrapped-on
 failures*: tests that pass on the baseline and fail (or error) wrapped. Also as JSON
 (``benchmarks/results/confluent-suite.json`` by default).
 
-This file is also the pytest plugin of the wrapped runs (``-p confluent_suite``, with
-``ORDERED_SUITE_MODE`` set): loading it substitutes the classes, before pytest loads
-the tests' conftest files and any test module imports them.
+The wrapped runs load ``confluent_suite_plugin.py`` (beside this file) as their pytest
+plugin: it substitutes the classes before pytest loads the tests' conftest files.
 """
 
 from __future__ import annotations
@@ -45,13 +44,14 @@ import sys
 import tarfile
 import tempfile
 import time
-import types
 import uuid
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from confluent_suite_plugin import ADOPTED_ENV, MODE_ENV, ROOT_ENV, ZK_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "confluent-suite.json"
@@ -67,17 +67,26 @@ UNIT_TESTS = (
     "tests/test_Messages.py",
     "tests/test_topic_partition.py",
     "tests/test_enums.py",
-    "tests/test_kafka_error.py",
     "tests/test_serializer_error.py",
     "tests/test_partitioners.py",
-    "tests/test_AIOProducer.py",
-    "tests/test_AIOConsumer.py",
+    "tests/test_kafka_error.py",
 )
 """confluent's unit tests that build a ``Producer`` or ``Consumer`` (or test what they
 return); the Admin, share-consumer and Schema Registry ones do not touch the wrappers.
 ``test_Wakeable.py`` is left out: its tests interrupt their own process with SIGINT,
 and on a loaded 2-core machine the baseline itself hung in it (and, within a larger
-run, stopped the pytest session early)."""
+run, stopped the pytest session early). ``test_kafka_error.py`` comes last: with
+confluent-kafka 2.16 installed, 2.15's ``test_kafkaError_unknown_error`` ends the pytest
+session on both sides (its ``raise KafkaError(12345)`` escapes pytest), and the files
+after it in the same process never ran."""
+
+AIO_TESTS = (
+    "tests/test_AIOProducer.py",
+    "tests/test_AIOConsumer.py",
+)
+"""confluent's unit tests of its asyncio clients, a pytest process of their own. Wrapped,
+their ``AIOProducer``, ``AIOConsumer``, ``AsyncSerializingProducer`` and
+``AsyncDeserializingConsumer`` are the ordered ones (``confluent_suite_plugin``)."""
 
 INTEGRATION_TESTS = (
     "tests/integration/producer",
@@ -105,105 +114,6 @@ TEST_REQUIREMENTS = (
 )
 """Imported by confluent's test modules and fixtures (trivup only at import: the
 broker comes from ``BROKERS``)."""
-
-MODE_ENV = "ORDERED_SUITE_MODE"
-ADOPTED_ENV = "ORDERED_SUITE_ADOPTED"
-"""A file the plugin appends each topic it adopted to (``topic partitions``)."""
-ZK_ENV = "ORDERED_SUITE_ZOOKEEPER"
-ROOT_ENV = "ORDERED_SUITE_ROOT"
-
-
-# --- the plugin (inside the wrapped pytest runs) -------------------------------------
-
-
-def pytest_collection_finish(session: Any) -> None:
-    """In ``adopted`` mode, adopt every topic the cluster fixture creates."""
-    if os.environ.get(MODE_ENV) != "adopted":
-        return
-    fixture = sys.modules.get("tests.integration.cluster_fixture")
-    if fixture is None:
-        return
-    cls = fixture.KafkaClusterFixture
-    original = cls.create_topic
-
-    def create_topic(self: Any, prefix: str, conf: Any = None, **kwargs: Any) -> str:
-        name: str = original(self, prefix, conf, **kwargs)
-        _adopt(name)
-        return name
-
-    cls.create_topic = create_topic
-
-
-_controller: Any = None
-
-
-def _adopt(topic: str) -> None:
-    global _controller
-    from coordinator.client.store import LayoutStore
-    from coordinator.client.zk import make_client, start_client
-    from coordinator.control.controller import Controller
-    from coordinator.kafka.kafka_admin import KafkaAdmin
-
-    if _controller is None:
-        client = start_client(make_client(os.environ[ZK_ENV]), 15.0)
-        store = LayoutStore(client, os.environ[ROOT_ENV])
-        _controller = Controller(store, KafkaAdmin(os.environ["BROKERS"], timeout=10.0))
-    record = _controller.adopt(topic)
-    log = os.environ.get(ADOPTED_ENV)
-    if log:
-        with open(log, "a") as out:
-            out.write(f"{topic} {record.active}\n")
-
-
-def _with(extra: dict[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Add ``extra`` to a client's configuration, given as confluent takes it."""
-    if args and isinstance(args[0], dict):
-        return ({**args[0], **extra}, *args[1:]), kwargs
-    if not args and kwargs:
-        return args, {**kwargs, **extra}
-    return args, kwargs  # no configuration: the wrapper's own error, as an app gets it
-
-
-def _substitute(extra: dict[str, Any]) -> None:
-    import confluent_kafka
-
-    import ordered.consumer
-    import ordered.deserializing
-    import ordered.producer
-    import ordered.serializing
-
-    # The wrappers' own modules keep confluent's classes: every module of the project
-    # that holds the ``confluent_kafka`` module gets a copy with the originals.
-    originals = types.ModuleType("confluent_kafka")
-    originals.__dict__.update(vars(confluent_kafka))
-    for name, module in list(sys.modules.items()):
-        if module is None or name.split(".")[0] not in ("ordered", "coordinator", "linear_hash"):
-            continue
-        for attr, value in list(vars(module).items()):
-            if value is confluent_kafka:
-                setattr(module, attr, originals)
-
-    class Producer(ordered.producer.OrderedProducer):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            a, k = _with(extra, args, kwargs)
-            super().__init__(*a, **k)
-
-    class Consumer(ordered.consumer.OrderedConsumer):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            a, k = _with(extra, args, kwargs)
-            super().__init__(*a, **k)
-
-    class SerializingProducer(ordered.serializing.OrderedSerializingProducer):  # type: ignore[type-arg]
-        def __init__(self, conf: Any) -> None:
-            super().__init__({**conf, **extra} if isinstance(conf, dict) else conf)
-
-    class DeserializingConsumer(ordered.deserializing.OrderedDeserializingConsumer):  # type: ignore[type-arg]
-        def __init__(self, conf: Any) -> None:
-            super().__init__({**conf, **extra} if isinstance(conf, dict) else conf)
-
-    for cls in (Producer, Consumer, SerializingProducer, DeserializingConsumer):
-        setattr(confluent_kafka, cls.__name__, cls)
-
 
 # --- the driver ----------------------------------------------------------------------
 
@@ -336,6 +246,7 @@ def run(
     """One run: a pytest process per group of paths (a test that stops its process,
     say with a signal, costs only its group); the outcomes by test id, merged."""
     outcomes: dict[str, tuple[str, str]] = {}
+    by_group: dict[str, dict[str, int]] = {}
     exits: dict[str, int] = {}
     atexit = 0
     started = time.monotonic()
@@ -352,7 +263,7 @@ def run(
                 "-p",
                 "no:cacheprovider",
                 "-p",
-                "confluent_suite",
+                "confluent_suite_plugin",
                 "--timeout",
                 "120",
                 f"--junitxml={xml}",
@@ -362,7 +273,9 @@ def run(
             env={
                 **os.environ,
                 **env,
-                "PYTHONPATH": str(ROOT / "scripts"),
+                # This checkout first: the venv's path file names the project's
+                # editable install, which may be another checkout (a git worktree).
+                "PYTHONPATH": os.pathsep.join((str(ROOT / "scripts"), str(ROOT))),
                 ADOPTED_ENV: str(adopted),
             },
             capture_output=True,
@@ -371,20 +284,26 @@ def run(
             check=False,
         )
         (src / f"{name}-{group}.log").write_text(proc.stdout + "\n--- stderr ---\n" + proc.stderr)
-        outcomes.update(_outcomes(xml) if xml.exists() else {})
+        found = _outcomes(xml) if xml.exists() else {}
+        by_group[group] = _counts(found)
+        outcomes.update(found)
         exits[group] = proc.returncode
         atexit += (proc.stdout + proc.stderr).count("Exception ignored in atexit")
-    counts = {
-        k: sum(1 for o in outcomes.values() if o[0] == k)
-        for k in ("passed", "failed", "error", "skipped")
-    }
     return {
-        "counts": counts,
+        "counts": _counts(outcomes),
+        "group_counts": by_group,
         "seconds": round(time.monotonic() - started, 1),
         "pytest_exit_codes": exits,
         "atexit_tracebacks": atexit,
         "adopted_topics": len(adopted.read_text().splitlines()) if adopted.exists() else 0,
         "outcomes": outcomes,
+    }
+
+
+def _counts(outcomes: dict[str, tuple[str, str]]) -> dict[str, int]:
+    return {
+        k: sum(1 for o in outcomes.values() if o[0] == k)
+        for k in ("passed", "failed", "error", "skipped")
     }
 
 
@@ -416,9 +335,13 @@ def wrapped_only(baseline: dict[str, Any], wrapped: dict[str, Any]) -> list[dict
 
 
 def _node_id(test: str) -> str:
-    """pytest's node id of a JUnit ``classname::name`` (module-level tests)."""
-    module, name = test.split("::", 1)
-    return module.replace(".", "/") + ".py::" + name
+    """pytest's node id of a JUnit ``classname::name`` (a module's test, or a class's:
+    ``tests.test_AIOProducer.TestAIOProducer::test_x``)."""
+    dotted, name = test.split("::", 1)
+    parts = dotted.split(".")
+    module = next((i for i, p in enumerate(parts) if p.startswith("test_")), len(parts) - 1)
+    path = "/".join(parts[: module + 1]) + ".py"
+    return "::".join([path, *parts[module + 1 :], name])
 
 
 def confirm(
@@ -478,10 +401,11 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, dict[str, Any]] = {}
     with cluster(work, args.brokers, args.zookeeper) as (brokers, zookeeper):
         env = {"BROKERS": brokers, ZK_ENV: zookeeper}
-        both = [("unit", UNIT_TESTS)] + ([("integration", integration)] if integration else [])
+        both = [("unit", UNIT_TESTS), ("aio", AIO_TESTS)]
+        both += [("integration", integration)] if integration else []
         plan = [("baseline", both, {}), ("wrapped-plain", both, {MODE_ENV: "plain"})]
         if integration:
-            plan.append(("wrapped-adopted", both[1:], {MODE_ENV: "adopted"}))
+            plan.append(("wrapped-adopted", both[2:], {MODE_ENV: "adopted"}))
         for name, groups, mode in plan:
             root = {ROOT_ENV: f"/confluent-suite-{uuid.uuid4().hex[:8]}"}
             _say(f"{name}: {[g for g, _ in groups]}")
@@ -505,6 +429,7 @@ def main(argv: list[str] | None = None) -> int:
         "tests_from": origin,
         "tests_match_installed": tests_version == version,
         "unit_tests": list(UNIT_TESTS),
+        "aio_tests": list(AIO_TESTS),
         "integration_tests": list(integration),
         "runs": {name: {k: v for k, v in r.items() if k != "outcomes"} for name, r in runs.items()},
         "wrapped_only_failures": failures,
@@ -518,6 +443,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{name:16} {r['counts']}  {r['seconds']} s  atexit tracebacks "
             f"{r['atexit_tracebacks']}  topics adopted {r['adopted_topics']}"
         )
+        for group, counts in r["group_counts"].items():
+            print(f"  {group:14} {counts}")
     for name, failed in result["wrapped_only_failures"].items():
         print(f"{name}: {len(failed)} wrapped-only failure(s)")
         for f in failed:
@@ -530,12 +457,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-elif os.environ.get(MODE_ENV) in ("plain", "adopted"):
-    # Loaded as the plugin (``-p confluent_suite``): substitute now, before pytest loads
-    # the tests' conftest files, which import confluent's classes.
-    _substitute(
-        {
-            "ordered.zookeeper.connect": os.environ[ZK_ENV],
-            "ordered.zookeeper.root": os.environ[ROOT_ENV],
-        }
-    )

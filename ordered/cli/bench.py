@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from coordinator import devcluster
 from coordinator.client.errors import OrderedError, UsageError
+from ordered.cli.bench_aio import AIO_QUICK
 from ordered.cli.bench_calls import CALLS_QUICK
 from ordered.cli.bench_rows import render_markdown, render_text, summarise
 from ordered.cli.output import emit, progress
@@ -53,6 +54,7 @@ BENCHMARKS: Final[dict[str, tuple[str, list[str], list[str], bool]]] = {
         True,
     ),
     "calls": ("bench_calls.py", [], CALLS_QUICK, True),
+    "aio": ("bench_aio.py", [], AIO_QUICK, True),
     "scale": ("bench_scale.py", [], ["--quick"], True),
     "spark": (
         "bench_spark.py",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
+from ordered.cli.bench_aio import aio_rows
 from ordered.cli.bench_calls import calls_rows
 from ordered.cli.bench_spark_jvm import spark_jvm_rows
 
@@ -476,6 +477,7 @@ _EXTRACT: Final[dict[str, Callable[[dict[str, Any]], list[dict[str, Any]]]]] = {
     "producer": _producer,
     "consumer": _consumer,
     "calls": calls_rows,
+    "aio": aio_rows,
     "spark": _spark,
     "scale": _scale,
     "jvm": _jvm,

@@ -451,9 +451,9 @@ class OrderedProducer:
     ) -> int:
         """Produce a batch of records, as ``confluent_kafka.Producer.produce_batch``.
 
-        A plain topic is passed to confluent unchanged. For an ordered topic every
-        record is routed and sent through :meth:`produce`; a record that fails gets an
-        ``_error`` field (its ``KafkaError``) as confluent does.
+        A plain topic is passed to confluent unchanged. An ordered topic's records are
+        routed as :meth:`produce` routes them (:func:`ordered.producer.batch.send`); a
+        record that fails gets an ``_error`` field (its ``KafkaError``) as confluent does.
 
         Returns:
             The number of records queued.
@@ -467,20 +467,7 @@ class OrderedProducer:
             return int(
                 self._producer.produce_batch(topic, messages, partition, callback, on_delivery)
             )
-        _batch.check_messages(messages)
-        if self._topics.closed:
-            raise RuntimeError(_CLOSED)
-        # A topic without a route yet: each record's produce() uses it first (or holds it).
-        suspended = route is not None and route.state is TopicState.SUSPENDED
-        unusable = not self._session.usable or suspended
-        routed = route is not None and not route.plain
-        if routed and unusable and any(m.get("key") is not None for m in messages):
-            raise LayoutUnavailableError(
-                f"cannot route keyed records to {topic}: the ZooKeeper session is "
-                "not usable; poll() and retry"
-            )
-        default = callback if callback is not None else on_delivery
-        return _batch.send_each(self.produce, topic, messages, partition, default)
+        return _batch.send(self, route, topic, messages, partition, callback, on_delivery)
 
     # --- the rest of confluent's API (explicit: no __getattr__ fall-through) ---------
 
