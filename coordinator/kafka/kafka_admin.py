@@ -26,11 +26,13 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient
-from confluent_kafka.admin._config import ConfigResource
-from confluent_kafka.admin._listoffsets import OffsetSpec
-from confluent_kafka.admin._resource import ResourceType
-from confluent_kafka.cimpl import NewPartitions
 
+from coordinator.client.confluent_private import (
+    ConfigResource,
+    NewPartitions,
+    OffsetSpec,
+    ResourceType,
+)
 from coordinator.client.errors import OrderedKafkaError, UnknownTopicError
 from coordinator.client.kafka_retry import (
     TRANSIENT_ERRORS,
