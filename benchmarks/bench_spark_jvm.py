@@ -59,10 +59,10 @@ from bench_spark import CONNECTOR_JARS, VALUE, create_topic, tree_cpu_s
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
 from coordinator.devcluster import jars
-from coordinator.kafka.kafka_admin import KafkaAdmin
 from ordered.cli.jvm import jar_path
 from ordered.producer import OrderedProducer
 

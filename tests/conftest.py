@@ -25,11 +25,11 @@ from kazoo.client import KazooClient
 from kit import Kit
 
 from coordinator import devcluster
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import CONSUMER_BARRIER, FeatureRecord, LayoutStore
 from coordinator.client.zk import close_client, make_client, start_client
 from coordinator.control.controller import Controller
 from coordinator.devcluster.cluster import ClusterState
-from coordinator.kafka.kafka_admin import KafkaAdmin
 
 _capture: Any = None
 

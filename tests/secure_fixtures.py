@@ -26,6 +26,7 @@ from confluent_kafka.admin import (
 )
 from helpers import create_topic, unique
 
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
 from coordinator.client.store.records import AclPolicyRecord
 from coordinator.client.zk import close_client, make_client, start_client
@@ -34,7 +35,6 @@ from coordinator.client.zk_client import AuthClient
 from coordinator.client.zk_tls import CA, ENABLE, ZkTls
 from coordinator.devcluster import secure as devsecure
 from coordinator.devcluster.cluster import ClusterState
-from coordinator.kafka.kafka_admin import KafkaAdmin
 from coordinator.security.acl_apply import apply_policy
 
 __all__ = ["ALLOWED", "NO_DELETE", "Secure", "secure", "secure_root"]

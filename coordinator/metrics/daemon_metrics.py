@@ -30,9 +30,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from coordinator.client.errors import ConfigError, OrderedError
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
 from coordinator.groups.interest import InterestSettings, topic_interest
-from coordinator.kafka.kafka_admin import KafkaAdmin
 from coordinator.metrics.prometheus import PrometheusHooks
 from coordinator.metrics.server import HealthSource, MetricsServer
 

@@ -35,11 +35,11 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 from coordinator import devcluster
 from coordinator.client.errors import ClusterError, OrderedError
 from coordinator.client.identity import random_token
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import DEFAULT_ROOT, LayoutStore
 from coordinator.client.zk import close_client, make_client, start_client
 from coordinator.control.controller import Controller
 from coordinator.groups.group_status import group_status
-from coordinator.kafka.kafka_admin import KafkaAdmin
 from coordinator.trims.retention import Sweeper
 from ordered import verify
 from ordered.demo import timeline

@@ -70,8 +70,8 @@ def test_public_errors_are_defined_in_the_leaf_module(module_name: str) -> None:
 
 
 def test_old_import_paths_still_work() -> None:
+    from coordinator.client.kafka_admin import UnknownTopicError as from_admin
     from coordinator.control.controller import BarrierTimeoutError as from_controller
-    from coordinator.kafka.kafka_admin import UnknownTopicError as from_admin
 
     assert from_controller is coordinator.client.errors.BarrierTimeoutError
     assert from_admin is coordinator.client.errors.UnknownTopicError
