@@ -399,7 +399,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         (),
         check_hooks,
         "a list of hook objects that receive the client's events (coordinator.client.hooks), "
-        "e.g. coordinator.metrics.prometheus.PrometheusHooks",
+        "e.g. ordered.hooks.PrometheusHooks",
         Role.BOTH,
     ),
 )
