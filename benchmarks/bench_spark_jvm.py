@@ -62,8 +62,8 @@ from confluent_kafka.admin import AdminClient
 from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
-from coordinator.devcluster import jars
 from ordered.cli.jvm import jar_path
+from ordered.devcluster import jars
 from ordered.producer import OrderedProducer
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -23,8 +23,8 @@ from typing import IO, Any
 
 import pytest
 
-from coordinator.devcluster import jars
 from ordered.cli.jvm import JarNotBuiltError, jar_path
+from ordered.devcluster import jars
 
 __all__ = [
     "INTERCEPTOR",

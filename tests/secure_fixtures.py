@@ -33,9 +33,9 @@ from coordinator.client.zk import close_client, make_client, start_client
 from coordinator.client.zk_auth import ZkAuth
 from coordinator.client.zk_client import AuthClient
 from coordinator.client.zk_tls import CA, ENABLE, ZkTls
-from coordinator.devcluster import secure as devsecure
-from coordinator.devcluster.cluster import ClusterState
 from coordinator.security.acl_apply import apply_policy
+from ordered.devcluster import secure as devsecure
+from ordered.devcluster.cluster import ClusterState
 
 __all__ = ["ALLOWED", "NO_DELETE", "Secure", "secure", "secure_root"]
 

@@ -32,7 +32,6 @@ from typing import Any, Final
 
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from coordinator import devcluster
 from coordinator.client.errors import ClusterError, OrderedError
 from coordinator.client.identity import random_token
 from coordinator.client.kafka_admin import KafkaAdmin
@@ -41,7 +40,7 @@ from coordinator.client.zk import close_client, make_client, start_client
 from coordinator.control.controller import Controller
 from coordinator.groups.group_status import group_status
 from coordinator.trims.retention import Sweeper
-from ordered import verify
+from ordered import devcluster, verify
 from ordered.demo import timeline
 from ordered.demo.monitor import Monitor, Sample
 from ordered.demo.view import View, make_view

@@ -22,8 +22,8 @@ from helpers import create_topic, unique, wait_until
 
 from coordinator.client.errors import OrderedKafkaError
 from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.devcluster.cluster import ClusterState
-from coordinator.devcluster.restart import restart_node
+from ordered.devcluster.cluster import ClusterState
+from ordered.devcluster.restart import restart_node
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 

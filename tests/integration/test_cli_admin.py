@@ -14,7 +14,7 @@ from kit import Kit
 from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
 from coordinator.client.zk import close_client
-from coordinator.devcluster.cluster import ClusterState
+from ordered.devcluster.cluster import ClusterState
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 

@@ -25,10 +25,10 @@ from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
 from coordinator.client.zk import close_client, make_client, start_client
 from coordinator.control.controller import Controller
-from coordinator.devcluster.cluster import ClusterState
-from coordinator.devcluster.process import is_alive
-from coordinator.devcluster.restart import restart_node
 from ordered import OrderedProducer
+from ordered.devcluster.cluster import ClusterState
+from ordered.devcluster.process import is_alive
+from ordered.devcluster.restart import restart_node
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 

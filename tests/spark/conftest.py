@@ -26,7 +26,7 @@ from spark_cluster import StandaloneCluster
 from spark_helpers import SparkQueries
 
 import spark_source
-from coordinator.devcluster import jars
+from ordered.devcluster import jars
 from spark_source.verifiable import session_builder
 
 # Spark's own Kafka connector (scripts/setup.sh fetches it): only these of its jars;
