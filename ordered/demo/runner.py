@@ -385,7 +385,14 @@ def _with_cluster(
                 run,
                 SPARK,
                 [
-                    *[sys.executable, "-m", "spark_source.verifiable", *common, "--group", SPARK],
+                    *[
+                        sys.executable,
+                        "-m",
+                        "ordered.verify.spark_query",
+                        *common,
+                        "--group",
+                        SPARK,
+                    ],
                     *["--commit-group", f"{group}-spark"],
                     *["--history", str(run.workdir / f"{SPARK}.jsonl")],
                     *["--stats", str(run.workdir / f"{SPARK}.json")],

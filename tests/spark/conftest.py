@@ -27,7 +27,7 @@ from spark_helpers import SparkQueries
 
 import spark_source
 from ordered.devcluster import jars
-from spark_source.verifiable import session_builder
+from ordered.verify.spark_query import session_builder
 
 # Spark's own Kafka connector (scripts/setup.sh fetches it): only these of its jars;
 # the rest ship with pyspark.
