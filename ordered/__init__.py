@@ -3,7 +3,7 @@
 :class:`OrderedProducer` routes keys by the topic's layout and takes part in the
 producer barrier; :class:`OrderedConsumer` delivers every key in order across layout
 changes; :class:`PartitionKeyRebalanceListener` receives KIP-253's key-rebalance
-callbacks. The error classes are those of :mod:`coordinator.client.errors`.
+callbacks. Every error class of :mod:`coordinator.client.errors` is importable from here.
 
 The clients are imported on first use (module ``__getattr__``): importing a submodule
 such as :mod:`ordered.settings` or :mod:`ordered.producer` runs this file, and the
@@ -18,8 +18,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from coordinator.client.errors import (
+    BarrierTimeoutError,
+    BatchStoppedError,
     ClusterError,
+    CommandLineError,
     ConfigError,
+    DataLossError,
+    JarNotBuiltError,
     LayoutError,
     LayoutUnavailableError,
     NotAdoptedError,
@@ -27,7 +32,9 @@ from coordinator.client.errors import (
     OrderedKafkaError,
     OrderViolationError,
     RecordCorruptError,
+    RunInterruptedError,
     StateTransitionError,
+    StoreAuthError,
     StoreError,
     StoreUnavailableError,
     SwitchDrainingError,
@@ -35,21 +42,27 @@ from coordinator.client.errors import (
     TransitionInProgressError,
     TrimError,
     TrimRequestError,
+    UnknownTopicError,
     UsageError,
 )
 
 if TYPE_CHECKING:
-    from ordered.config import OrderedSettings
     from ordered.consumer import OrderedConsumer
     from ordered.deserializing import OrderedDeserializingConsumer
     from ordered.listener import PartitionKeyRebalanceListener
     from ordered.producer import OrderedProducer, TopicState
     from ordered.producer.config import ProducerConfig, ProducerSettings, split_producer_config
+    from ordered.producer.config import ProducerSettings as OrderedSettings
     from ordered.serializing import OrderedSerializingProducer
 
 __all__ = [
+    "BarrierTimeoutError",
+    "BatchStoppedError",
     "ClusterError",
+    "CommandLineError",
     "ConfigError",
+    "DataLossError",
+    "JarNotBuiltError",
     "LayoutError",
     "LayoutUnavailableError",
     "NotAdoptedError",
@@ -65,7 +78,9 @@ __all__ = [
     "ProducerConfig",
     "ProducerSettings",
     "RecordCorruptError",
+    "RunInterruptedError",
     "StateTransitionError",
+    "StoreAuthError",
     "StoreError",
     "StoreUnavailableError",
     "SwitchDrainingError",
@@ -74,13 +89,14 @@ __all__ = [
     "TransitionInProgressError",
     "TrimError",
     "TrimRequestError",
+    "UnknownTopicError",
     "UsageError",
     "split_producer_config",
 ]
 
 # Public name -> the module that defines it (imported when the name is first read).
 _LAZY = {
-    "OrderedSettings": "ordered.config",
+    "OrderedSettings": "ordered.producer.config",
     "OrderedConsumer": "ordered.consumer",
     "OrderedDeserializingConsumer": "ordered.deserializing",
     "PartitionKeyRebalanceListener": "ordered.listener",
@@ -92,13 +108,16 @@ _LAZY = {
     "split_producer_config": "ordered.producer.config",
 }
 
+# A public name kept from before its class was renamed -> the name it has now.
+_FIRST_NAMES = {"OrderedSettings": "ProducerSettings"}
+
 
 def __getattr__(name: str) -> Any:
     """Import a client's module when one of its public names is first read (PEP 562)."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'ordered' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(module), _FIRST_NAMES.get(name, name))
     globals()[name] = value  # later reads skip this function
     return value
 

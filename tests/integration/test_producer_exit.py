@@ -26,8 +26,8 @@ from coordinator.client.store import LayoutStore
 from coordinator.client.zk import close_client, make_client, start_client
 from coordinator.control.controller import Controller
 from ordered import devcluster
-from ordered.config import DEFAULT_DELIVERY_TIMEOUT_MS
 from ordered.devcluster.cluster import ClusterState
+from ordered.producer.config import DEFAULT_DELIVERY_TIMEOUT_MS
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
