@@ -6,7 +6,10 @@ is checked, what it means and who reads it (:class:`Role`: the producer, the con
 the Spark source; the Spark sink hands its ``ordered.`` options to a producer).
 The value parsers the table names (:func:`parse_str`, :func:`parse_root`,
 :func:`parse_zookeeper_connect`, :func:`parse_bool`, :func:`parse_int`) live here too;
-the command line checks ``--zookeeper`` with the same rule.
+the command line checks ``--zookeeper`` with the same rule. So does the split of a client's dict
+(:func:`split_client_config`: librdkafka's keys, and the ``ordered.`` keys parsed into
+the client's view, whose ZooKeeper security fields :class:`ZkSecuritySettings` declares
+once for both clients).
 
 :mod:`ordered.producer.config` and :mod:`ordered.consumer_config` declare their settings
 objects with :func:`setting_field` and :func:`settings_view` (defaults, keys and the
@@ -49,6 +52,7 @@ __all__ = [
     "IntRange",
     "Role",
     "Setting",
+    "ZkSecuritySettings",
     "default",
     "keys_for",
     "parse_bool",
@@ -59,6 +63,7 @@ __all__ = [
     "parse_zookeeper_connect",
     "setting_field",
     "settings_view",
+    "split_client_config",
     "split_ordered",
 ]
 
@@ -644,3 +649,69 @@ def settings_view(role: Role) -> Callable[[_View], _View]:
         return cls
 
     return check
+
+
+# --- the split of a client's dict: librdkafka's keys and its ``ordered.`` view -----------
+
+V = TypeVar("V")
+
+
+def split_client_config(
+    config: Mapping[str, Any] | None,
+    overrides: Mapping[str, Any] | None,
+    role: Role,
+    view: Callable[..., V],
+) -> tuple[dict[str, Any], V]:
+    """Split a client's configuration into its librdkafka keys and its ``ordered.`` view.
+
+    Args:
+        config: The configuration dict, as given to confluent; not modified.
+        overrides: Keyword-argument settings; they win over ``config``.
+        role: The client whose settings the ``ordered.`` keys must be.
+        view: The settings view built from the parsed settings (attribute -> value).
+
+    Returns:
+        A new dict of every non-``ordered.`` key, and the view.
+
+    Raises:
+        ConfigError: ``config`` is not a mapping, a key is not a string, an unknown
+            ``ordered.`` key, a missing required one, or a malformed value.
+    """
+    kafka, ordered = split_ordered(config, overrides)
+    return kafka, view(**parse_settings(ordered, role))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ZkSecuritySettings:
+    """The ZooKeeper authentication and TLS settings of a client's settings view.
+
+    The base of :class:`~ordered.producer.config.ProducerSettings` and
+    :class:`~ordered.consumer_config.ConsumerSettings`: its fields come from the settings
+    table like theirs (keyword-only, so a view's own fields keep their positions), and
+    the TLS settings are checked as a whole whenever a view is made.
+
+    Attributes:
+        zookeeper_auth: ``ordered.zookeeper.auth`` (its ``repr`` hides the password).
+        zookeeper_ssl_client_enable, zookeeper_ssl_ca_location,
+            zookeeper_ssl_certificate_location, zookeeper_ssl_key_location,
+            zookeeper_ssl_endpoint_identification_algorithm: ZooKeeper over TLS
+            (``ordered.zookeeper.ssl.*``; together: :attr:`zookeeper_tls`).
+    """
+
+    zookeeper_auth: ZkAuth = setting_field("zookeeper_auth")
+    zookeeper_ssl_client_enable: bool = setting_field("zookeeper_ssl_client_enable")
+    zookeeper_ssl_ca_location: str = setting_field("zookeeper_ssl_ca_location")
+    zookeeper_ssl_certificate_location: str = setting_field("zookeeper_ssl_certificate_location")
+    zookeeper_ssl_key_location: str = setting_field("zookeeper_ssl_key_location")
+    zookeeper_ssl_endpoint_identification_algorithm: str = setting_field(
+        "zookeeper_ssl_endpoint_identification_algorithm"
+    )
+
+    def __post_init__(self) -> None:
+        # The TLS settings as a whole, however the view is made: refused at the door.
+        zk_tls.ZkTls.from_parsed(self)
+
+    @property
+    def zookeeper_tls(self) -> zk_tls.ZkTls:
+        """The ``ordered.zookeeper.ssl.*`` settings together (checked as a whole)."""
+        return zk_tls.ZkTls.from_parsed(self)
