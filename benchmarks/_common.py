@@ -18,8 +18,8 @@ from typing import Any
 import confluent_kafka
 from kazoo.client import KazooClient
 
-from coordinator import devcluster
 from coordinator.client.zk import close_client, make_client, start_client
+from ordered import devcluster
 
 __all__ = [
     "enable_consumer_barrier",

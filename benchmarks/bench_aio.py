@@ -47,9 +47,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import environment, parser, scratch_root, servers, write_results
 
 from coordinator.client.errors import UnknownTopicError
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
-from coordinator.kafka.kafka_admin import KafkaAdmin
 from ordered import OrderedAIOConsumer, OrderedAIOProducer
 
 RESULTS = Path(__file__).resolve().parent / "results" / "aio.json"

@@ -31,9 +31,9 @@ from _common import environment, scratch_root, servers
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
-from coordinator.kafka.kafka_admin import KafkaAdmin
 
 RESULTS = Path(__file__).resolve().parent / "results" / "balance.json"
 STRATEGIES = ("range", "roundrobin", "cooperative-sticky")

@@ -51,9 +51,9 @@ from _common import environment, scratch_root, servers
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
-from coordinator.kafka.kafka_admin import KafkaAdmin
 from linear_hash import Layout
 from ordered.consumer import OrderedConsumer
 from ordered.listener import PartitionKeyRebalanceListener

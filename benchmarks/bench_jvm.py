@@ -49,11 +49,11 @@ import _common
 from _common import environment, scratch_root, servers
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
-from coordinator.devcluster import jars
-from coordinator.kafka.kafka_admin import KafkaAdmin
 from ordered.cli.jvm import jar_path
+from ordered.devcluster import jars
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "jvm.json"

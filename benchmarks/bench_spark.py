@@ -61,10 +61,10 @@ import _common
 from _common import environment, scratch_root, servers
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
-from coordinator.devcluster import jars
-from coordinator.kafka.kafka_admin import KafkaAdmin
+from ordered.devcluster import jars
 from ordered.producer import OrderedProducer
 
 PROFILE: dict[str, list[dict[str, Any]]] = {}

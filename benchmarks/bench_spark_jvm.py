@@ -59,11 +59,11 @@ from bench_spark import CONNECTOR_JARS, VALUE, create_topic, tree_cpu_s
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
-from coordinator.devcluster import jars
-from coordinator.kafka.kafka_admin import KafkaAdmin
 from ordered.cli.jvm import jar_path
+from ordered.devcluster import jars
 from ordered.producer import OrderedProducer
 
 ROOT = Path(__file__).resolve().parents[1]

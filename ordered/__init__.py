@@ -4,8 +4,8 @@
 producer barrier; :class:`OrderedConsumer` delivers every key in order across layout
 changes; the asyncio ones (:class:`OrderedAIOProducer`, :class:`OrderedAIOConsumer`
 and the serializing pair, :mod:`ordered.aio`) run them in an executor;
-:class:`PartitionKeyRebalanceListener` receives KIP-253's key-rebalance callbacks. The
-error classes are those of :mod:`coordinator.client.errors`.
+:class:`PartitionKeyRebalanceListener` receives KIP-253's key-rebalance callbacks. Every
+error class of :mod:`coordinator.client.errors` is importable from here.
 
 The clients are imported on first use (module ``__getattr__``): importing a submodule
 such as :mod:`ordered.settings` or :mod:`ordered.producer` runs this file, and the
@@ -20,8 +20,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from coordinator.client.errors import (
+    BarrierTimeoutError,
+    BatchStoppedError,
     ClusterError,
+    CommandLineError,
     ConfigError,
+    DataLossError,
+    JarNotBuiltError,
     LayoutError,
     LayoutUnavailableError,
     NotAdoptedError,
@@ -29,7 +34,9 @@ from coordinator.client.errors import (
     OrderedKafkaError,
     OrderViolationError,
     RecordCorruptError,
+    RunInterruptedError,
     StateTransitionError,
+    StoreAuthError,
     StoreError,
     StoreUnavailableError,
     SwitchDrainingError,
@@ -37,6 +44,7 @@ from coordinator.client.errors import (
     TransitionInProgressError,
     TrimError,
     TrimRequestError,
+    UnknownTopicError,
     UsageError,
 )
 
@@ -47,17 +55,22 @@ if TYPE_CHECKING:
         OrderedAsyncDeserializingConsumer,
         OrderedAsyncSerializingProducer,
     )
-    from ordered.config import OrderedSettings
     from ordered.consumer import OrderedConsumer
     from ordered.deserializing import OrderedDeserializingConsumer
     from ordered.listener import PartitionKeyRebalanceListener
     from ordered.producer import OrderedProducer, TopicState
     from ordered.producer.config import ProducerConfig, ProducerSettings, split_producer_config
+    from ordered.producer.config import ProducerSettings as OrderedSettings
     from ordered.serializing import OrderedSerializingProducer
 
 __all__ = [
+    "BarrierTimeoutError",
+    "BatchStoppedError",
     "ClusterError",
+    "CommandLineError",
     "ConfigError",
+    "DataLossError",
+    "JarNotBuiltError",
     "LayoutError",
     "LayoutUnavailableError",
     "NotAdoptedError",
@@ -77,7 +90,9 @@ __all__ = [
     "ProducerConfig",
     "ProducerSettings",
     "RecordCorruptError",
+    "RunInterruptedError",
     "StateTransitionError",
+    "StoreAuthError",
     "StoreError",
     "StoreUnavailableError",
     "SwitchDrainingError",
@@ -86,6 +101,7 @@ __all__ = [
     "TransitionInProgressError",
     "TrimError",
     "TrimRequestError",
+    "UnknownTopicError",
     "UsageError",
     "split_producer_config",
 ]
@@ -96,7 +112,7 @@ _LAZY = {
     "OrderedAIOProducer": "ordered.aio",
     "OrderedAsyncDeserializingConsumer": "ordered.aio",
     "OrderedAsyncSerializingProducer": "ordered.aio",
-    "OrderedSettings": "ordered.config",
+    "OrderedSettings": "ordered.producer.config",
     "OrderedConsumer": "ordered.consumer",
     "OrderedDeserializingConsumer": "ordered.deserializing",
     "PartitionKeyRebalanceListener": "ordered.listener",
@@ -108,13 +124,16 @@ _LAZY = {
     "split_producer_config": "ordered.producer.config",
 }
 
+# A public name kept from before its class was renamed -> the name it has now.
+_FIRST_NAMES = {"OrderedSettings": "ProducerSettings"}
+
 
 def __getattr__(name: str) -> Any:
     """Import a client's module when one of its public names is first read (PEP 562)."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'ordered' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(module), _FIRST_NAMES.get(name, name))
     globals()[name] = value  # later reads skip this function
     return value
 

@@ -33,16 +33,17 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from coordinator.client.errors import ConfigError
-from ordered.client_config import ZkSecuritySettings, split_client_config
 from ordered.settings import (
     ORDERED_PREFIX,
     VIOLATION_POLICIES,
     Role,
+    ZkSecuritySettings,
     keys_for,
     parse_bool,
     parse_settings,
     setting_field,
     settings_view,
+    split_client_config,
 )
 
 __all__ = [
@@ -83,7 +84,7 @@ class ConsumerSettings(ZkSecuritySettings):
         zookeeper_root: ``ordered.zookeeper.root``.
         zookeeper_session_timeout_ms: ``ordered.zookeeper.session.timeout.ms``.
         zookeeper_auth, zookeeper_ssl_*, zookeeper_tls: ZooKeeper authentication and
-            TLS (:class:`~ordered.client_config.ZkSecuritySettings`).
+            TLS (:class:`~ordered.settings.ZkSecuritySettings`).
         violation_policy: ``log`` (count and log) or ``raise`` (``OrderViolationError``).
         header_audit: ``ordered.epoch.header.audit`` (off by default): compare each
             record's epoch header with the boundaries, for producers outside the

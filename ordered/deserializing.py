@@ -12,7 +12,8 @@ same ``KeyDeserializationError`` / ``ValueDeserializationError`` / ``ConsumeErro
 Records are deserialized after the ordered consumer has let them through its gates:
 the order is the wrapped consumer's, the deserializer only changes what ``key()`` and
 ``value()`` return. The builder handling is confluent's own code
-(``confluent_kafka._serde_builder``), as in :mod:`ordered.serializing`.
+(``confluent_kafka._serde_builder``, through :mod:`coordinator.client.confluent_private`),
+as in :mod:`ordered.serializing`.
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from confluent_kafka import TopicPartition
-from confluent_kafka._serde_builder import close_serdes
 from confluent_kafka.error import ConsumeError, KeyDeserializationError, ValueDeserializationError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
+from coordinator.client.confluent_private import close_serdes
 from ordered.consumer import OrderedConsumer
 from ordered.listener import PartitionKeyRebalanceListener
 from ordered.serde_setup import build_with_serdes

@@ -33,7 +33,7 @@ from coordinator.client.hooks import (
     HookTombstoneCopySent,
     HookViolation,
 )
-from coordinator.metrics.prometheus import PrometheusHooks
+from coordinator.client.prometheus import PrometheusHooks
 from ordered.consumer.counters import METRICS, ConsumerCounters
 
 __all__ = [

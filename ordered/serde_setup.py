@@ -3,9 +3,10 @@
 :class:`~ordered.serializing.OrderedSerializingProducer` and
 :class:`~ordered.deserializing.OrderedDeserializingConsumer` take their serdes out of
 the configuration in the same way: confluent's own ``confluent_kafka._serde_builder``
-code pops the ``key.*``/``value.*`` properties and builds what is given as a builder, the
-wrapped client is made from what is left, and its cluster id is handed to the serdes
-that ask for it. This is that one sequence.
+code (through :mod:`coordinator.client.confluent_private`) pops the
+``key.*``/``value.*`` properties and builds what is given as a builder, the wrapped
+client is made from what is left, and its cluster id is handed to the serdes that ask
+for it. This is that one sequence.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
-from confluent_kafka._serde_builder import (
+from coordinator.client.confluent_private import (
     SharedClusterIdResolver,
     build_serdes,
     close_serdes,

@@ -16,7 +16,8 @@ it, so applications that serialize by hand and those that use this class agree.
 
 The builder handling (``*.serializer.builder``, the cluster id resolver handed to
 Schema Registry serializers, closing the serializers the client built) is confluent's
-own code (``confluent_kafka._serde_builder``), so it stays in step with
+own code (``confluent_kafka._serde_builder``, reached through
+:mod:`coordinator.client.confluent_private`), so it stays in step with
 ``SerializingProducer`` of the installed version.
 """
 
@@ -24,10 +25,10 @@ from __future__ import annotations
 
 from typing import Any, Generic, TypeVar
 
-from confluent_kafka._serde_builder import close_serdes
 from confluent_kafka.error import KeySerializationError, ValueSerializationError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
+from coordinator.client.confluent_private import close_serdes
 from ordered.producer import DeliveryCallback, OrderedProducer
 from ordered.serde_setup import build_with_serdes
 

@@ -4,6 +4,12 @@ Every setting of the ordering layer is one :class:`Setting` in :data:`SETTINGS`:
 key, the attribute it becomes, its default (stated here and nowhere else), how its value
 is checked, what it means and who reads it (:class:`Role`: the producer, the consumer,
 the Spark source; the Spark sink hands its ``ordered.`` options to a producer).
+The value parsers the table names (:func:`parse_str`, :func:`parse_root`,
+:func:`parse_zookeeper_connect`, :func:`parse_bool`, :func:`parse_int`) live here too;
+the command line checks ``--zookeeper`` with the same rule. So does the split of a client's dict
+(:func:`split_client_config`: librdkafka's keys, and the ``ordered.`` keys parsed into
+the client's view, whose ZooKeeper security fields :class:`ZkSecuritySettings` declares
+once for both clients).
 
 :mod:`ordered.producer.config` and :mod:`ordered.consumer_config` declare their settings
 objects with :func:`setting_field` and :func:`settings_view` (defaults, keys and the
@@ -31,8 +37,6 @@ from coordinator.client import zk_tls
 from coordinator.client.errors import ConfigError
 from coordinator.client.hooks import check_hooks
 from coordinator.client.zk_auth import NO_AUTH, ZkAuth
-from ordered.setting_values import parse_root as _root
-from ordered.setting_values import parse_str, parse_zookeeper_connect
 
 _log = logging.getLogger("ordered.settings")
 
@@ -48,15 +52,18 @@ __all__ = [
     "IntRange",
     "Role",
     "Setting",
+    "ZkSecuritySettings",
     "default",
     "keys_for",
     "parse_bool",
     "parse_int",
+    "parse_root",
     "parse_settings",
     "parse_str",
     "parse_zookeeper_connect",
     "setting_field",
     "settings_view",
+    "split_client_config",
     "split_ordered",
 ]
 
@@ -105,6 +112,92 @@ class Role(enum.Flag):
     SOURCE = enum.auto()
     BOTH = PRODUCER | CONSUMER
     ALL = PRODUCER | CONSUMER | SOURCE
+
+
+# --- value parsers: a string, a znode root, a connect string (the command line checks
+# ``--zookeeper`` with the same rule), a bool, an int -----------------------------------
+
+
+def parse_str(key: str, value: Any) -> str:
+    """Parse a non-empty string setting (stripped).
+
+    Raises:
+        ConfigError: Not a string, empty, or not encodable as UTF-8 (a lone surrogate:
+            ZooKeeper, Kafka headers and librdkafka take UTF-8 only).
+    """
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{key}: expected a non-empty string, got {value!r}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(f"{key}: expected UTF-8 text, got {value!r}") from None
+    return value.strip()
+
+
+def _znode_chars_ok(text: str) -> bool:
+    """ZooKeeper's ``PathUtils.validatePath`` character rule."""
+    for ch in text:
+        c = ord(ch)
+        if c == 0 or 0x01 <= c <= 0x1F or 0x7F <= c <= 0x9F:
+            return False
+        if 0xD800 <= c <= 0xF8FF or 0xFFF0 <= c <= 0xFFFF:
+            return False
+    return True
+
+
+def parse_root(key: str, value: Any) -> str:
+    """Parse an absolute znode path (``/ordered``): no empty, ``.`` or ``..`` part, no
+    character ZooKeeper refuses.
+
+    Raises:
+        ConfigError: The path is malformed; the message names the key.
+    """
+    root = parse_str(key, value)
+    if not root.startswith("/") or (len(root) > 1 and root.endswith("/")):
+        raise ConfigError(f"{key}: expected an absolute znode path like /ordered, got {root!r}")
+    parts = root.split("/")[1:]
+    if root != "/" and any(part in ("", ".", "..") for part in parts):
+        raise ConfigError(f"{key}: a znode path has no empty, '.' or '..' component, got {root!r}")
+    if not _znode_chars_ok(root):
+        raise ConfigError(
+            f"{key}: {root!r} holds a character ZooKeeper refuses in a path (control "
+            "characters, U+D800-U+F8FF, U+FFF0-U+FFFF)"
+        )
+    return root
+
+
+def parse_zookeeper_connect(key: str, value: Any) -> str:
+    """Parse a ZooKeeper connect string: ``host[:port][,host[:port]...][/chroot]``.
+
+    Ports are 1 to 65535 (an IPv6 host is bracketed: ``[::1]:2181``); a chroot is a
+    znode path. The same rule checks ``--zookeeper`` on the command line.
+
+    Raises:
+        ConfigError: The string is malformed; the message names the key and the part.
+    """
+    text = parse_str(key, value)
+    hosts, slash, chroot = text.partition("/")
+    if not hosts:
+        raise ConfigError(f"{key}: expected host:port[,host:port...][/chroot], got {text!r}")
+    for part in hosts.split(","):
+        host, port = part, "2181"
+        if part.startswith("["):
+            close = part.find("]")
+            if close < 0 or (part[close + 1 :] and not part[close + 1 :].startswith(":")):
+                raise ConfigError(f"{key}: bad ZooKeeper host {part!r} in {text!r}")
+            host, port = part[: close + 1], part[close + 2 :] or "2181"
+        elif ":" in part:
+            host, port = part.rsplit(":", 1)
+        host = host.strip()
+        if not host or (not host.startswith("[") and ":" in host):
+            raise ConfigError(
+                f"{key}: bad ZooKeeper host {part!r} in {text!r} (expected host:port)"
+            )
+        if not (port.isascii() and port.isdigit()) or not 1 <= int(port) <= 65535:
+            raise ConfigError(f"{key}: bad ZooKeeper port {port!r} in {text!r} (expected 1-65535)")
+    if slash:
+        parse_root(f"{key} (chroot)", "/" + chroot)
+    return text
 
 
 def parse_bool(key: str, value: Any) -> bool:
@@ -234,7 +327,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "ordered.zookeeper.root",
         "zookeeper_root",
         "/ordered",
-        _root,
+        parse_root,
         "root znode of the layout store",
         Role.ALL,
     ),
@@ -399,7 +492,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         (),
         check_hooks,
         "a list of hook objects that receive the client's events (coordinator.client.hooks), "
-        "e.g. coordinator.metrics.prometheus.PrometheusHooks",
+        "e.g. ordered.hooks.PrometheusHooks",
         Role.BOTH,
     ),
 )
@@ -556,3 +649,69 @@ def settings_view(role: Role) -> Callable[[_View], _View]:
         return cls
 
     return check
+
+
+# --- the split of a client's dict: librdkafka's keys and its ``ordered.`` view -----------
+
+V = TypeVar("V")
+
+
+def split_client_config(
+    config: Mapping[str, Any] | None,
+    overrides: Mapping[str, Any] | None,
+    role: Role,
+    view: Callable[..., V],
+) -> tuple[dict[str, Any], V]:
+    """Split a client's configuration into its librdkafka keys and its ``ordered.`` view.
+
+    Args:
+        config: The configuration dict, as given to confluent; not modified.
+        overrides: Keyword-argument settings; they win over ``config``.
+        role: The client whose settings the ``ordered.`` keys must be.
+        view: The settings view built from the parsed settings (attribute -> value).
+
+    Returns:
+        A new dict of every non-``ordered.`` key, and the view.
+
+    Raises:
+        ConfigError: ``config`` is not a mapping, a key is not a string, an unknown
+            ``ordered.`` key, a missing required one, or a malformed value.
+    """
+    kafka, ordered = split_ordered(config, overrides)
+    return kafka, view(**parse_settings(ordered, role))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ZkSecuritySettings:
+    """The ZooKeeper authentication and TLS settings of a client's settings view.
+
+    The base of :class:`~ordered.producer.config.ProducerSettings` and
+    :class:`~ordered.consumer_config.ConsumerSettings`: its fields come from the settings
+    table like theirs (keyword-only, so a view's own fields keep their positions), and
+    the TLS settings are checked as a whole whenever a view is made.
+
+    Attributes:
+        zookeeper_auth: ``ordered.zookeeper.auth`` (its ``repr`` hides the password).
+        zookeeper_ssl_client_enable, zookeeper_ssl_ca_location,
+            zookeeper_ssl_certificate_location, zookeeper_ssl_key_location,
+            zookeeper_ssl_endpoint_identification_algorithm: ZooKeeper over TLS
+            (``ordered.zookeeper.ssl.*``; together: :attr:`zookeeper_tls`).
+    """
+
+    zookeeper_auth: ZkAuth = setting_field("zookeeper_auth")
+    zookeeper_ssl_client_enable: bool = setting_field("zookeeper_ssl_client_enable")
+    zookeeper_ssl_ca_location: str = setting_field("zookeeper_ssl_ca_location")
+    zookeeper_ssl_certificate_location: str = setting_field("zookeeper_ssl_certificate_location")
+    zookeeper_ssl_key_location: str = setting_field("zookeeper_ssl_key_location")
+    zookeeper_ssl_endpoint_identification_algorithm: str = setting_field(
+        "zookeeper_ssl_endpoint_identification_algorithm"
+    )
+
+    def __post_init__(self) -> None:
+        # The TLS settings as a whole, however the view is made: refused at the door.
+        zk_tls.ZkTls.from_parsed(self)
+
+    @property
+    def zookeeper_tls(self) -> zk_tls.ZkTls:
+        """The ``ordered.zookeeper.ssl.*`` settings together (checked as a whole)."""
+        return zk_tls.ZkTls.from_parsed(self)

@@ -6,7 +6,7 @@ README.md and is generated from ``benchmarks/results/bench.json`` when it exists
 ``benchmarks/results/bench-quick.json``; ``--check`` exits 1 when the README differs.
 
 ``--add NAME`` first puts one benchmark's rows into that summary (its
-``benchmarks/results/NAME.json``, or ``--from FILE``), replacing the rows it had, and
+``benchmarks/results/<name>.json``, or ``--from FILE``), replacing the rows it had, and
 leaves every other benchmark's rows as they were: the way to refresh one row after
 running one benchmark script alone (``ordered bench --only NAME`` writes a summary of
 NAME alone).

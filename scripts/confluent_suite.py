@@ -10,7 +10,7 @@
 2. **A venv for them** (``<work>/venv``): this project's ``.venv`` site-packages (so
    confluent-kafka and ordered are the installed ones) plus confluent's test
    requirements that are missing there (pytest-asyncio, requests-mock, trivup, ...).
-3. **A local cluster** (``coordinator.devcluster``, one broker and ZooKeeper), stopped
+3. **A local cluster** (``ordered.devcluster``, one broker and ZooKeeper), stopped
    at the end.
 4. **Runs**, each one pytest process, parsed from its JUnit XML:
 
@@ -225,7 +225,7 @@ def cluster(work: Path, brokers: str | None, zookeeper: str | None) -> Iterator[
     if brokers and zookeeper:
         yield brokers, zookeeper
         return
-    from coordinator import devcluster
+    from ordered import devcluster
 
     directory = work / "cluster"
     state = devcluster.up(directory, brokers=1, progress=_say)

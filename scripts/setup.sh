@@ -50,7 +50,7 @@ fi
 # Resolve the pinned Kafka and ZooKeeper jars (a no-op when the cache holds them).
 .venv/bin/ordered cluster fetch
 # Spark's own Kafka connector, the yardstick of benchmarks/bench_spark.py (same cache).
-.venv/bin/python -c "from coordinator.devcluster import jars; jars.resolve('spark-kafka', progress=print)"
+.venv/bin/python -c "from ordered.devcluster import jars; jars.resolve('spark-kafka', progress=print)"
 # Everything JVM (Kafka's tools and the JVM plugins' jar) is for the tests, the JVM
 # benchmark and JVM users, not for the demo: ORDERED_SETUP_JVM=0 (scripts/dev.sh) skips
 # it, so a newcomer's first demo does not wait for a Maven build.
@@ -60,7 +60,7 @@ else
   # Kafka's tools (ConsoleProducer) with kafka-clients 4.x: the JVM tests' classpath
   # (tests/jvm_helpers.py), tests/integration/test_jvm_kafka_tools.py and
   # benchmarks/bench_jvm.py. Fetched here, so that no test resolves it from Maven mid-run.
-  .venv/bin/python -c "from coordinator.devcluster import jars; jars.resolve('kafka-tools', progress=print)"
+  .venv/bin/python -c "from ordered.devcluster import jars; jars.resolve('kafka-tools', progress=print)"
   # The JVM plugins' shaded jar (jvm/target/ordered-kafka-jvm.jar), from Maven Central only,
   # rebuilt only when a jvm/ source is newer than it. One quick Java test (both Surefire runs:
   # kafka-clients 4.1 and 3.9) after a build also fetches the test runner's own artifacts, so
@@ -96,7 +96,7 @@ else
   # its PySpark driver there (the topic is written from .venv). About 320 MB to download
   # once; a re-run only checks the stamp.
   if command -v mvn >/dev/null; then
-    .venv/bin/python -c "from coordinator.devcluster import jars; jars.resolve('spark-kafka-3.5', progress=print)"
+    .venv/bin/python -c "from ordered.devcluster import jars; jars.resolve('spark-kafka-3.5', progress=print)"
   fi
   pyspark35=3.5.7
   [ -x .venv-spark35/bin/python ] || "$PY" -m venv .venv-spark35

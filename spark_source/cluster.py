@@ -20,12 +20,11 @@ from collections.abc import Iterable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
+from confluent_kafka import IsolationLevel
 
 from coordinator.client import identity
-from coordinator.client.errors import OrderedKafkaError
-from coordinator.client.kafka_retry import RetryPolicy
+from coordinator.client.kafka_admin import KafkaAdmin
+from coordinator.client.kafka_offsets import Offsets
 from spark_source.options import SourceOptions
 
 if TYPE_CHECKING:
@@ -81,19 +80,13 @@ def client_settings(options: SourceOptions, *, admin: bool) -> dict[str, Any]:
     return settings
 
 
-def _isolation(options: SourceOptions) -> Any:
+def _isolation(options: SourceOptions) -> IsolationLevel:
     # Spark's Java consumer reads uncommitted by default; so do we (librdkafka's own
     # default is read_committed).
     level = options.kafka.get("isolation.level", "read_uncommitted").strip().lower()
     if level == "read_committed":
         return IsolationLevel.READ_COMMITTED
     return IsolationLevel.READ_UNCOMMITTED
-
-
-def _no_offset(what: str, tp: TopicPartition, offset: int) -> KafkaError:
-    """The retriable error of a ListOffsets answer that holds no offset."""
-    reason = f"no {what} offset of {tp.topic}[{tp.partition}] in Kafka's answer ({offset})"
-    return KafkaError(KafkaError.OFFSET_NOT_AVAILABLE, reason, retriable=True)
 
 
 class Cluster:
@@ -117,7 +110,8 @@ class Cluster:
         # AdminClient is a producer to librdkafka, whose default would allow it).
         settings.setdefault("allow.auto.create.topics", "false")
         settings["logger"] = _rdkafka_log
-        self._admin = AdminClient(settings)
+        settings.pop("bootstrap.servers", None)
+        self._admin = KafkaAdmin(options.bootstrap_servers, timeout, config=settings)
         self._isolation = _isolation(options)
         self._kazoo: Any = None
         self._store: LayoutStore | None = None
@@ -136,14 +130,6 @@ class Cluster:
 
     # --- Kafka ------------------------------------------------------------------------
 
-    def _fail(self, what: str, exc: BaseException) -> OrderedKafkaError:
-        error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-        detail = error.str() if isinstance(error, KafkaError) else str(exc)
-        return OrderedKafkaError(
-            f"Kafka at {self._options.bootstrap_servers}: {what}: {detail}",
-            error if isinstance(error, KafkaError) else None,
-        )
-
     def partitions(self) -> dict[str, list[int]]:
         """The topic partitions the options name, as Kafka's metadata lists them now.
 
@@ -153,48 +139,20 @@ class Cluster:
         options = self._options
         if options.strategy == "assign":
             return {t: list(ps) for t, ps in options.assigned.items()}
-        try:
-            if options.strategy == "subscribe":
-                # Only the named topics: the whole cluster's metadata grows with every
-                # topic in it (2,800 partitions took 11 ms a call) and planning asks
-                # at every micro-batch.
-                names: Iterable[str] = options.topics
-                topics = {
-                    name: self._admin.list_topics(name, timeout=self._timeout).topics.get(name)
-                    for name in names
-                }
-            else:
-                topics = dict(self._admin.list_topics(timeout=self._timeout).topics)
-                pattern = re.compile(options.pattern)
-                names = sorted(t for t in topics if pattern.fullmatch(t))
-        except KafkaException as exc:
-            raise self._fail("cannot read the topic metadata", exc) from exc
-        out: dict[str, list[int]] = {}
-        for name in names:
-            info = topics.get(name)
-            if info is None or info.error is not None:
-                continue
-            out[name] = sorted(info.partitions)
-        return out
-
-    def list_offsets(
-        self, partitions: dict[str, list[int]], latest: bool
-    ) -> dict[str, dict[int, int]]:
-        """Kafka's end (``latest``) or log start offsets of ``partitions``, in one request.
-
-        Raises:
-            OrderedKafkaError: Kafka reported an error or did not answer in time.
-        """
-        ends, starts = self.offsets(partitions, ends=latest, starts=not latest)
-        return ends if latest else starts
+        if options.strategy == "subscribe":
+            return self._admin.topic_partitions(options.topics)
+        pattern = re.compile(options.pattern)
+        every = self._admin.topic_partitions()
+        return {t: every[t] for t in sorted(every) if pattern.fullmatch(t)}
 
     def offsets(
         self, partitions: dict[str, list[int]], *, ends: bool = True, starts: bool = True
-    ) -> tuple[dict[str, dict[int, int]], dict[str, dict[int, int]]]:
+    ) -> tuple[Offsets, Offsets]:
         """Kafka's end and log start offsets of ``partitions``, both requests in flight at once.
 
         Both answers are in before this returns, so a layout read afterwards comes after
-        the end offsets (what the gates need).
+        the end offsets (what the gates need). The end is the last stable offset under
+        ``kafka.isolation.level=read_committed``.
 
         Returns:
             ``(end offsets, log start offsets)``; a dict not asked for is empty.
@@ -202,40 +160,9 @@ class Cluster:
         Raises:
             OrderedKafkaError: Kafka reported an error or did not answer in time.
         """
-        # A partition created a moment ago may have no leader yet: asked again.
-        policy = RetryPolicy(max_tries=None, deadline=self._timeout, delay=0.1, max_delay=1.0)
-        return policy.call(self._offsets_once, partitions, ends, starts)
-
-    def _offsets_once(
-        self, partitions: dict[str, list[int]], ends: bool, starts: bool
-    ) -> tuple[dict[str, dict[int, int]], dict[str, dict[int, int]]]:
-        specs: list[tuple[str, Any]] = []
-        if ends:
-            specs.append(("end", OffsetSpec.latest()))  # type: ignore[no-untyped-call]
-        if starts:
-            specs.append(("start", OffsetSpec.earliest()))  # type: ignore[no-untyped-call]
-        found: dict[str, dict[str, dict[int, int]]] = {"end": {}, "start": {}}
-        pending: list[tuple[str, Any]] = []
-        try:
-            for what, spec in specs:
-                found[what] = {t: {} for t in partitions}
-                request = {TopicPartition(t, p): spec for t, ps in partitions.items() for p in ps}
-                if request:
-                    futures = self._admin.list_offsets(
-                        request, isolation_level=self._isolation, request_timeout=self._timeout
-                    )
-                    pending.append((what, futures))
-            for what, futures in pending:
-                for tp, future in futures.items():
-                    offset = int(future.result(timeout=self._timeout).offset)
-                    if offset < 0:
-                        # No offset in the answer (OFFSET_INVALID, -1001: seen while a
-                        # broker restarts): not an end that went back, asked again.
-                        raise KafkaException(_no_offset(what, tp, offset))
-                    found[what][tp.topic][tp.partition] = offset
-        except KafkaException as exc:
-            raise self._fail("cannot list the partitions' offsets", exc) from exc
-        return found["end"], found["start"]
+        return self._admin.offsets(
+            partitions, ends=ends, starts=starts, isolation_level=self._isolation
+        )
 
     # --- the layout store -------------------------------------------------------------
 
@@ -303,12 +230,13 @@ class Cluster:
         return out
 
     def close(self) -> None:
-        """Close the ZooKeeper session (the admin client needs no closing).
+        """Close the ZooKeeper session and the admin helper.
 
         A session still being opened in the background is closed once it is open.
         """
         from coordinator.client.zk import close_client
 
+        self._admin.close()
         opening, self._opening = self._opening, None
         if opening is not None:
             opening.add_done_callback(_close_opened)

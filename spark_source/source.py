@@ -229,7 +229,7 @@ class OrderedKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
     def prepareForTriggerAvailableNow(self) -> None:
         """Freeze the target: Kafka's end offsets now. Batches then run up to it, gated."""
         cluster = self.cluster
-        self._target = cluster.list_offsets(cluster.partitions(), latest=True)
+        self._target, _ = cluster.offsets(cluster.partitions(), starts=False)
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, dict[str, int]]:
         """The end of the next batch: Kafka's end offsets, capped by the gates and limited.

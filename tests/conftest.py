@@ -24,12 +24,12 @@ from helpers import create_topic, unique
 from kazoo.client import KazooClient
 from kit import Kit
 
-from coordinator import devcluster
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import CONSUMER_BARRIER, FeatureRecord, LayoutStore
 from coordinator.client.zk import close_client, make_client, start_client
 from coordinator.control.controller import Controller
-from coordinator.devcluster.cluster import ClusterState
-from coordinator.kafka.kafka_admin import KafkaAdmin
+from ordered import devcluster
+from ordered.devcluster.cluster import ClusterState
 
 _capture: Any = None
 

@@ -21,12 +21,11 @@ from helpers import run_cli, wait_until
 from kazoo.client import KazooClient, KazooState
 from kazoo.protocol.connection import _CONNECTION_DROP
 
-from coordinator import devcluster
 from coordinator.client.store import ProducerRecord
 from coordinator.client.zk import close_client, make_client, start_client
-from coordinator.devcluster.cluster import ClusterState
-from ordered import OrderedProducer
+from ordered import OrderedProducer, devcluster
 from ordered.consumer import OrderedConsumer
+from ordered.devcluster.cluster import ClusterState
 
 __all__ = [
     "CONSUMER_DEFAULTS",

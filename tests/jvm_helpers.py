@@ -1,7 +1,7 @@
 """Helpers of the JVM producer tests: the ordered jar, kafka-clients classpaths, Java drivers.
 
 The Java drivers are single-file programs under ``tests/jvm/``, run by Java's
-single-source launcher (``java -cp ... tests/jvm/X.java``): nothing to build but the
+single-source launcher (``java -cp ... tests/jvm/<Driver>.java``): nothing to build but the
 ordered jar itself (``bash scripts/setup.sh``). kafka-clients comes from the jars cache:
 4.x with Kafka's own tools (:func:`clients_classpath` ``"4"``), 3.9 as Spark's Kafka
 connector bundles it (``"3.9"``).
@@ -23,8 +23,8 @@ from typing import IO, Any
 
 import pytest
 
-from coordinator.devcluster import jars
 from ordered.cli.jvm import JarNotBuiltError, jar_path
+from ordered.devcluster import jars
 
 __all__ = [
     "INTERCEPTOR",

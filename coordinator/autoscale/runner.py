@@ -32,6 +32,7 @@ from coordinator.autoscale.decide import Action, Decision, RateSample, Threshold
 from coordinator.client.errors import OrderedError
 from coordinator.client.hooks import CoordinatorEvents
 from coordinator.client.identity import random_token
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore, TopicRecord
 from coordinator.client.store.autoscale_records import (
     DECISION_LOG_SIZE,
@@ -40,7 +41,6 @@ from coordinator.client.store.autoscale_records import (
 )
 from coordinator.control.controller import BarrierTimeoutError, Controller
 from coordinator.groups.interest import InterestSettings, topic_interest
-from coordinator.kafka.kafka_admin import KafkaAdmin
 
 __all__ = ["DEFAULT_AUTOSCALE_INTERVAL_S", "Autoscaler", "RecordSizer"]
 

@@ -8,7 +8,7 @@ implements as many or as few of them as it likes; the clients take a list of hoo
 ``hooks`` argument of the controller, the sweeper, the relay and the daemon).
 
 The consumer's own counters (``OrderedConsumer.metrics``) are one such hook, and
-Prometheus (:mod:`coordinator.metrics.prometheus`) is another; nothing here depends on either.
+Prometheus (:mod:`coordinator.client.prometheus`) is another; nothing here depends on either.
 
 Threads and errors: the consumer's events arrive on the thread that calls ``poll`` or
 ``consume``; the producer's on the thread that applied a layout (its worker, or the

@@ -20,22 +20,17 @@ per topic, never one per record.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol
 
-from confluent_kafka import KafkaError, KafkaException, TopicCollection
-from confluent_kafka.admin import AdminClient
-
 from coordinator.client.errors import (
     ConfigError,
-    OrderedKafkaError,
     TopicIdMismatchError,
     UnknownTopicError,
 )
-from coordinator.client.kafka_retry import kafka_error_of
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store.records import TopicRecord
 
 __all__ = ["RECHECK_S", "TopicIds", "check_topic_id"]
@@ -68,11 +63,6 @@ _ADMIN_PREFIXES: Final = (
 )
 
 
-# librdkafka logs every refused connection; the errors reach the caller as exceptions.
-_rdkafka_log = logging.getLogger(f"{__name__}.librdkafka")
-_rdkafka_log.addHandler(logging.NullHandler())
-
-
 class TopicIdSource(Protocol):
     """Anything that answers Kafka's topic id of a topic (``KafkaAdmin``, say)."""
 
@@ -84,29 +74,13 @@ class TopicIdSource(Protocol):
 def _describe_topic_id(
     bootstrap: str, extra: Mapping[str, Any], topic: str, timeout_s: float
 ) -> str:
-    """One DescribeTopics request with a client made for it (what a client needs once)."""
-    conf = {
-        "bootstrap.servers": bootstrap,
-        "socket.timeout.ms": int(timeout_s * 1000),
-        "logger": _rdkafka_log,
-        **extra,
-    }
-    # Held until the answer is in: a client collected earlier fails its requests.
-    client = AdminClient(conf)
+    """One DescribeTopics request with a helper made for it (what a client needs once)."""
+    admin = KafkaAdmin(bootstrap, timeout=timeout_s, config=dict(extra))
     try:
-        futures = client.describe_topics(TopicCollection([topic]), request_timeout=timeout_s)
-        return str(futures[topic].result(timeout=timeout_s + 5).topic_id)
-    except KafkaException as exc:
-        error = kafka_error_of(exc)
-        if error is not None and error.code() in (
-            KafkaError.UNKNOWN_TOPIC_OR_PART,
-            KafkaError._UNKNOWN_TOPIC,
-        ):
-            raise UnknownTopicError(f"topic {topic} does not exist in Kafka") from None
-        detail = error.str() if error is not None else str(exc)
-        raise OrderedKafkaError(
-            f"Kafka at {bootstrap}: cannot describe topic {topic}: {detail}", error
-        ) from exc
+        # No diagnosis on a timeout: the caller retries, within one timeout a try.
+        return admin.describe_topic(topic, diagnose=False).topic_id
+    finally:
+        admin.close()
 
 
 def check_topic_id(record: TopicRecord | None, kafka_topic_id: str | None) -> None:

@@ -14,12 +14,12 @@ from coordinator.client.errors import (
     StoreError,
     TransitionInProgressError,
 )
+from coordinator.client.kafka_admin import KafkaAdmin, KafkaTopic, UnknownTopicError
 from coordinator.client.store import EpochRecord, LayoutStore, TopicRecord
 from coordinator.client.topic_ids import check_topic_id
 from coordinator.control.transition import (
     _id_text,
 )
-from coordinator.kafka.kafka_admin import KafkaAdmin, KafkaTopic, UnknownTopicError
 from linear_hash import ALGORITHMS
 
 __all__ = ["Adoption", "adopted_topic_deleted"]

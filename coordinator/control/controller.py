@@ -33,6 +33,7 @@ from coordinator.client.errors import (
 )
 from coordinator.client.hooks import CoordinatorEvents
 from coordinator.client.identity import process_identity
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.kafka_retry import RetryPolicy
 from coordinator.client.store import EpochRecord, LayoutStore, TopicRecord
 from coordinator.client.topic_ids import check_topic_id
@@ -53,7 +54,6 @@ from coordinator.control.transition import (
     _waiting_text,
     barrier_status,
 )
-from coordinator.kafka.kafka_admin import KafkaAdmin
 from linear_hash import key_flow
 
 __all__ = [

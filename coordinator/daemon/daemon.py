@@ -51,13 +51,13 @@ from coordinator.autoscale import DEFAULT_AUTOSCALE_INTERVAL_S, Autoscaler
 from coordinator.client.errors import OrderedError, StoreError, TransitionInProgressError
 from coordinator.client.hooks import CoordinatorEvents, ThreadEvents
 from coordinator.client.identity import process_identity
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.kafka_retry import RetryPolicy
 from coordinator.client.store import LayoutStore, paths
 from coordinator.client.store.records import TopicRecord
 from coordinator.client.supervise import Heartbeat, LoopHealth, SupervisionSettings, Supervisor
 from coordinator.control.controller import BarrierTimeoutError, Controller
 from coordinator.daemon.topic_cache import TopicCache
-from coordinator.kafka.kafka_admin import KafkaAdmin
 from coordinator.metrics.daemon_metrics import DaemonMetrics
 from coordinator.relay.position_relay import DEFAULT_CHECK_INTERVAL_S, PositionRelay
 from coordinator.trims.history_compaction import compact_all

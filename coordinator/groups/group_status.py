@@ -33,10 +33,10 @@ from typing import Any, Literal
 
 from coordinator.client.errors import NotAdoptedError
 from coordinator.client.history import TopicHistory
+from coordinator.client.kafka_admin import GroupDescription, GroupMember, KafkaAdmin
 from coordinator.client.positions import Interest, PositionService
 from coordinator.client.store import EpochRecord, LayoutStore
 from coordinator.client.topic_ids import check_topic_id
-from coordinator.kafka.kafka_admin import GroupDescription, GroupMember, KafkaAdmin
 from linear_hash.gating import GateEvaluator, OffsetMaps, Wait
 
 __all__ = [

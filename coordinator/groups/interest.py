@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from coordinator.client.errors import OrderedKafkaError, RecordCorruptError
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import GroupSeenRecord, LayoutStore
-from coordinator.kafka.kafka_admin import KafkaAdmin
 
 __all__ = [
     "DEFAULT_STALE_AFTER_MS",

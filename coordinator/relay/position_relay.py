@@ -47,11 +47,11 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from coordinator.client.errors import OrderedError, StoreError
 from coordinator.client.hooks import CoordinatorEvents
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.positions import PositionService
 from coordinator.client.store import paths
 from coordinator.client.store.records import Progress
 from coordinator.client.supervise import SupervisionSettings, Supervisor
-from coordinator.kafka.kafka_admin import KafkaAdmin
 from coordinator.relay.commit_tail import CommitTail
 from coordinator.relay.wait_cache import WaitCache, Waits, read_waits
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator.client.errors import NotAdoptedError, OrderedError
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
 from coordinator.client.topic_ids import check_topic_id
-from coordinator.kafka.kafka_admin import KafkaAdmin
 from coordinator.trims.trim_rules import retired_partitions, trimmed_record
 from linear_hash.compact import Compaction, compactable
 from linear_hash.gating import EpochInfo

@@ -33,9 +33,9 @@ from typing import Any, Final
 
 from coordinator.client.errors import NotAdoptedError, OrderedError, OrderedKafkaError
 from coordinator.client.hooks import CoordinatorEvents
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore, RetiredRecord
 from coordinator.groups.interest import GroupHold, InterestSettings, topic_interest
-from coordinator.kafka.kafka_admin import KafkaAdmin
 from coordinator.trims.trim import PartitionTrim, Trimmer
 from coordinator.trims.trim_rules import (
     RetiredPartition,

@@ -17,18 +17,18 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Generic, TypeVar, cast
 
-from confluent_kafka._serde_builder import (
+from confluent_kafka.error import ConsumeError, KeyDeserializationError, ValueDeserializationError
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from coordinator.client.confluent_private import (
     AsyncSharedClusterIdResolver,
     async_build_serdes,
     async_close_serdes,
+    asyncinit,
     maybe_await,
     pop_serde_props,
     propagate_async_cluster_id_resolver,
 )
-from confluent_kafka._util.asyncinit import asyncinit
-from confluent_kafka.error import ConsumeError, KeyDeserializationError, ValueDeserializationError
-from confluent_kafka.serialization import MessageField, SerializationContext
-
 from ordered.aio.consumer import OrderedAIOConsumer
 from ordered.consumer import OrderedConsumer
 

@@ -35,11 +35,12 @@ import concurrent.futures
 import logging
 from typing import Any, cast
 
-from confluent_kafka.aio import _common
-from confluent_kafka.aio.producer._buffer_timeout_manager import BufferTimeoutManager
-from confluent_kafka.aio.producer._kafka_batch_executor import ProducerBatchExecutor
-from confluent_kafka.aio.producer._producer_batch_processor import ProducerBatchManager
-
+from coordinator.client.confluent_private import (
+    BufferTimeoutManager,
+    ProducerBatchExecutor,
+    ProducerBatchManager,
+)
+from coordinator.client.confluent_private import aio_common as _common
 from ordered.aio.calls import Built, Late, async_call
 from ordered.producer import OrderedProducer
 from ordered.producer.config import split_producer_config

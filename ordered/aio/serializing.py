@@ -20,18 +20,18 @@ import asyncio
 import contextlib
 from typing import Any, Generic, TypeVar
 
-from confluent_kafka._serde_builder import (
+from confluent_kafka.error import KeySerializationError, ValueSerializationError
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from coordinator.client.confluent_private import (
     AsyncSharedClusterIdResolver,
     async_build_serdes,
     async_close_serdes,
+    asyncinit,
     maybe_await,
     pop_serde_props,
     propagate_async_cluster_id_resolver,
 )
-from confluent_kafka._util.asyncinit import asyncinit
-from confluent_kafka.error import KeySerializationError, ValueSerializationError
-from confluent_kafka.serialization import MessageField, SerializationContext
-
 from ordered.aio.producer import OrderedAIOProducer
 from ordered.producer import OrderedProducer
 

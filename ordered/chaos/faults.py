@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from coordinator.client.errors import OrderedError
-from coordinator.devcluster.restart import restart_node
 from ordered.chaos.net_faults import NET_KINDS, NetFaults
 from ordered.chaos.processes import Slot, Slots
 from ordered.chaos.schedule import FaultKind, ScheduledFault, ScheduleShape
 from ordered.chaos.spark_faults import SPARK_KINDS, SparkFaults
 from ordered.chaos.zk_faults import ZOOKEEPER_KINDS, ZookeeperFaults
+from ordered.devcluster.restart import restart_node
 from ordered.verify import HistoryWriter
 
 __all__ = ["FaultRunner"]

@@ -27,9 +27,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from coordinator.devcluster.process import free_ports
 from ordered.chaos.netproxy import HOST, FaultProxy, Mode, ProxyHost
 from ordered.chaos.schedule import FaultKind, ScheduledFault
+from ordered.devcluster.process import free_ports
 
 __all__ = ["KAFKA_KINDS", "NET_KINDS", "ZOOKEEPER_KINDS", "NetFaults", "NetProxies", "totals"]
 

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coordinator import devcluster
 from coordinator.client.errors import OrderedError, RunInterruptedError
+from ordered import devcluster
 from ordered.chaos.faults import FaultRunner
 from ordered.chaos.net_faults import NetFaults, NetProxies, totals
 from ordered.chaos.processes import Slots

@@ -2,7 +2,7 @@
 
 The run starts a Spark standalone master and two one-core workers
 (:mod:`~ordered.chaos.spark_cluster`) and one driver slot, ``spark-0``: a reader of
-group ``spark`` whose process runs ``python -m spark_source.verifiable`` (the worker
+group ``spark`` whose process runs ``python -m ordered.verify.spark_query`` (the worker
 execs it; ``ordered`` never imports ``spark_source``). Its streaming query reads the
 run's topic with the ``ordered-kafka`` source on the standalone cluster, keeps its
 checkpoint in the run's directory (a driver that replaces a killed one goes on from
@@ -53,7 +53,7 @@ def driver_argv(spec: dict[str, Any]) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "spark_source.verifiable",
+        "ordered.verify.spark_query",
         *["--topic", str(spec["topic"]), "--bootstrap", str(spec["bootstrap"])],
         *["--zookeeper", str(spec["zookeeper"]), "--root", str(spec["root"])],
         *["--history", str(spec["history"]), "--stats", str(spec["stats"])],

@@ -22,10 +22,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from coordinator.devcluster import ensemble
-from coordinator.devcluster.restart import restart_nodes
-from coordinator.devcluster.state import load_state
 from ordered.chaos.schedule import FaultKind, ScheduledFault, ScheduleShape
+from ordered.devcluster import ensemble
+from ordered.devcluster.restart import restart_nodes
+from ordered.devcluster.state import load_state
 
 __all__ = ["ZOOKEEPER_KINDS", "ZookeeperFaults"]
 

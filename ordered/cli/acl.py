@@ -23,7 +23,6 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoAuthError
 
-from coordinator import devcluster
 from coordinator.client.errors import StoreAuthError, StoreUnavailableError, UsageError
 from coordinator.client.kafka_security import load_properties
 from coordinator.client.store import DEFAULT_ROOT
@@ -32,6 +31,7 @@ from coordinator.client.zk import close_client, make_client, start_client
 from coordinator.client.zk_acl import parse_identity
 from coordinator.client.zk_auth import ZkAuth
 from coordinator.security.acl_apply import ApplyResult, apply_policy, change_dict, show_acls
+from ordered import devcluster
 from ordered.cli.options import seconds
 from ordered.cli.output import emit, progress
 from ordered.cli.security import resolve_security, security_arguments

@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 from typing import Any, Final
 
-from coordinator import devcluster
 from coordinator.client.errors import OrderedError, UsageError
+from ordered import devcluster
 from ordered.cli.bench_aio import AIO_QUICK
 from ordered.cli.bench_calls import CALLS_QUICK
 from ordered.cli.bench_rows import render_markdown, render_text, summarise

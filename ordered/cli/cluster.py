@@ -6,13 +6,13 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-from coordinator import devcluster
 from coordinator.client.errors import ClusterError
-from coordinator.devcluster import ensemble, secure
-from coordinator.devcluster.cluster import ClusterState
+from ordered import devcluster
 from ordered.cli import cluster_env
 from ordered.cli.options import IntArg, cluster_dir_arguments, seconds
 from ordered.cli.output import emit, progress, warn
+from ordered.devcluster import ensemble, secure
+from ordered.devcluster.cluster import ClusterState
 
 __all__ = ["add_parser"]
 

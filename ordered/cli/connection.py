@@ -18,11 +18,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
-from coordinator import devcluster
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import DEFAULT_ROOT, LayoutStore, TopicRecord
 from coordinator.client.store.paths import check_root
 from coordinator.client.zk import close_client, make_client, start_client
-from coordinator.kafka.kafka_admin import KafkaAdmin
+from ordered import devcluster
 from ordered.cli.options import (
     CommandLineError,
     kafka_seconds,

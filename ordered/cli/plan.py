@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from coordinator.client.errors import LayoutError, NotAdoptedError, TransitionInProgressError
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore, ProducerRecord, TopicRecord
 from coordinator.client.topic_ids import check_topic_id
-from coordinator.kafka.kafka_admin import KafkaAdmin
 from linear_hash import key_flow
 
 __all__ = [

@@ -23,13 +23,13 @@ from typing import Any
 
 from kazoo.exceptions import KazooException, NoAuthError
 
-from coordinator import devcluster
 from coordinator.client.errors import ConfigError, StoreAuthError, StoreUnavailableError
 from coordinator.client.kafka_security import load_properties, translate
 from coordinator.client.store import LayoutStore, TopicRecord
 from coordinator.client.zk_auth import NO_AUTH, ZkAuth
 from coordinator.client.zk_tls import NO_TLS, TLS_KEYS, ZkTls
 from coordinator.security.acl_apply import tree_is_open
+from ordered import devcluster
 from ordered.settings import Role, parse_settings
 
 __all__ = [

@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import Message
-
+from coordinator.client.confluent_private import bind_message_layout
 from ordered.compiled import compiled_consume_module
 
 __all__ = ["SCAN", "SCAN_MOST", "SPLIT", "Scan", "Split", "scan_batch", "split_batch"]
@@ -115,8 +114,7 @@ def _bound() -> Any | None:
     if module is None:
         return None
     # The compiled helpers read confluent's Message struct: only once a probe reads back.
-    probe = Message(topic="probe", partition=4242, offset=1_234_567_890_123, key=b"probe")
-    if not module.bind(probe, 4242, 1_234_567_890_123, b"probe"):
+    if not bind_message_layout(module):
         return None
     return module
 

@@ -23,9 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from coordinator.client.errors import OrderedError
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
 from coordinator.groups.group_status import group_status
-from coordinator.kafka.kafka_admin import KafkaAdmin
 from coordinator.trims.retention import retired_status
 
 __all__ = ["STATES", "Monitor", "PartSample", "Sample"]

@@ -32,16 +32,15 @@ from typing import Any, Final
 
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from coordinator import devcluster
 from coordinator.client.errors import ClusterError, OrderedError
 from coordinator.client.identity import random_token
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import DEFAULT_ROOT, LayoutStore
 from coordinator.client.zk import close_client, make_client, start_client
 from coordinator.control.controller import Controller
 from coordinator.groups.group_status import group_status
-from coordinator.kafka.kafka_admin import KafkaAdmin
 from coordinator.trims.retention import Sweeper
-from ordered import verify
+from ordered import devcluster, verify
 from ordered.demo import timeline
 from ordered.demo.monitor import Monitor, Sample
 from ordered.demo.view import View, make_view
@@ -386,7 +385,14 @@ def _with_cluster(
                 run,
                 SPARK,
                 [
-                    *[sys.executable, "-m", "spark_source.verifiable", *common, "--group", SPARK],
+                    *[
+                        sys.executable,
+                        "-m",
+                        "ordered.verify.spark_query",
+                        *common,
+                        "--group",
+                        SPARK,
+                    ],
                     *["--commit-group", f"{group}-spark"],
                     *["--history", str(run.workdir / f"{SPARK}.jsonl")],
                     *["--stats", str(run.workdir / f"{SPARK}.json")],

@@ -21,16 +21,17 @@ from typing import Any, Final
 
 from coordinator.client.errors import ConfigError
 from coordinator.client.store import DEFAULT_DELIVERY_TIMEOUT_MS
-from ordered.client_config import ZkSecuritySettings, split_client_config
 from ordered.settings import (
     ORDERED_PREFIX,
     Role,
+    ZkSecuritySettings,
     keys_for,
     parse_bool,
     parse_int,
     parse_settings,
     setting_field,
     settings_view,
+    split_client_config,
 )
 
 __all__ = [
@@ -64,7 +65,7 @@ class ProducerSettings(ZkSecuritySettings):
         hooks: ``ordered.hooks``: objects that receive the producer's events
             (:mod:`coordinator.client.hooks`).
         zookeeper_auth, zookeeper_ssl_*, zookeeper_tls: ZooKeeper authentication and
-            TLS (:class:`~ordered.client_config.ZkSecuritySettings`).
+            TLS (:class:`~ordered.settings.ZkSecuritySettings`).
         switch_mode: ``ordered.switch.mode``: ``track`` or ``pause`` (what the send
             path does while a route switch drains; see :class:`~ordered.OrderedProducer`).
     """

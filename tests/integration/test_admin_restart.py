@@ -21,9 +21,9 @@ from confluent_kafka import Consumer, TopicPartition
 from helpers import create_topic, unique, wait_until
 
 from coordinator.client.errors import OrderedKafkaError
-from coordinator.devcluster.cluster import ClusterState
-from coordinator.devcluster.restart import restart_node
-from coordinator.kafka.kafka_admin import KafkaAdmin
+from coordinator.client.kafka_admin import KafkaAdmin
+from ordered.devcluster.cluster import ClusterState
+from ordered.devcluster.restart import restart_node
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -35,7 +35,7 @@ READER = textwrap.dedent(
     """
     import json, pathlib, sys
     from coordinator.client.errors import OrderedKafkaError
-    from coordinator.kafka.kafka_admin import KafkaAdmin
+    from coordinator.client.kafka_admin import KafkaAdmin
     bootstrap, topic, stop = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
     admin = KafkaAdmin(bootstrap, timeout=1.0)
     calls = failures = 0

@@ -11,10 +11,10 @@ from fixtures import producer_record, snapshot
 from helpers import closed_port, run_cli, unique
 from kit import Kit
 
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
 from coordinator.client.zk import close_client
-from coordinator.devcluster.cluster import ClusterState
-from coordinator.kafka.kafka_admin import KafkaAdmin
+from ordered.devcluster.cluster import ClusterState
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 

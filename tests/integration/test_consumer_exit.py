@@ -15,12 +15,12 @@ import pytest
 from confluent_kafka import Producer
 from helpers import create_topic, unique
 
-from coordinator import devcluster
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
 from coordinator.client.zk import close_client, make_client, start_client
 from coordinator.control.controller import Controller
-from coordinator.devcluster.cluster import ClusterState
-from coordinator.kafka.kafka_admin import KafkaAdmin
+from ordered import devcluster
+from ordered.devcluster.cluster import ClusterState
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

@@ -20,10 +20,10 @@ from coordinator.client.errors import (
     OrderedKafkaError,
     TransitionInProgressError,
 )
+from coordinator.client.kafka_admin import KafkaAdmin, UnknownTopicError
 from coordinator.client.store import AckRecord, LayoutStore
 from coordinator.client.zk import close_client
 from coordinator.control.controller import BarrierTimeoutError, Controller, TransitionResult
-from coordinator.kafka.kafka_admin import KafkaAdmin, UnknownTopicError
 from linear_hash import key_flow
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]

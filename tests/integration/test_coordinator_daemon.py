@@ -18,11 +18,11 @@ from kazoo.client import KazooClient
 from kit import Kit
 
 from coordinator.client.errors import StoreError
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import AckRecord, LayoutStore, paths
 from coordinator.client.zk import close_client
 from coordinator.control.controller import BarrierTimeoutError, Controller
 from coordinator.daemon import CoordinatorDaemon, Role
-from coordinator.kafka.kafka_admin import KafkaAdmin
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from coordinator.devcluster.cluster import ClusterState
+from ordered.devcluster.cluster import ClusterState
 
 pytestmark = pytest.mark.integration
 

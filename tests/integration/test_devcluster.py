@@ -18,8 +18,8 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from helpers import run_cli, unique, wait_until
 from kazoo.client import KazooClient
 
-from coordinator.devcluster.cluster import ClusterState, load_state
-from coordinator.devcluster.process import ProcessRecord, is_alive
+from ordered.devcluster.cluster import ClusterState, load_state
+from ordered.devcluster.process import ProcessRecord, is_alive
 
 pytestmark = pytest.mark.integration
 

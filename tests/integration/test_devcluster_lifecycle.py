@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from helpers import kill_process, run_cli, wait_until
 
-from coordinator.devcluster.cluster import load_state
-from coordinator.devcluster.process import is_alive
+from ordered.devcluster.cluster import load_state
+from ordered.devcluster.process import is_alive
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 

@@ -20,9 +20,9 @@ from kit import Kit
 
 from coordinator.client.errors import LayoutError
 from coordinator.client.history import load_history
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import paths
 from coordinator.daemon import CoordinatorDaemon
-from coordinator.kafka.kafka_admin import KafkaAdmin
 from coordinator.metrics.daemon_metrics import StateCollector
 from coordinator.trims.history_compaction import compact_topic
 from coordinator.trims.retention import Sweeper, retired_partitions, retired_status

@@ -19,9 +19,9 @@ from helpers import drain, keys_for, moving_keys, wait_held, wait_until
 from kit import Kit
 
 from coordinator.client.hooks import CONSUMER_HOOKS, COORDINATOR_HOOKS, PRODUCER_HOOKS, check_hooks
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import RetentionRecord
 from coordinator.control.controller import Controller
-from coordinator.kafka.kafka_admin import KafkaAdmin
 from coordinator.trims.retention import Sweeper
 from linear_hash import Layout
 

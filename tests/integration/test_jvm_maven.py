@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.devcluster.cluster import ClusterState
+from ordered.devcluster.cluster import ClusterState
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 

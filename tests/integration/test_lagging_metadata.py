@@ -16,8 +16,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from kit import Kit
 
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.control.controller import Controller
-from coordinator.kafka.kafka_admin import KafkaAdmin
 
 pytestmark = pytest.mark.integration
 
@@ -77,7 +77,7 @@ def test_no_leaders_found_is_asked_again_with_a_fresh_client(
     topic = topic_factory(3)
     admin = KafkaAdmin(bootstrap, timeout=5.0)
     try:
-        admin._admin = _NoLeadersClient()  # type: ignore[assignment]
+        admin._offsets._client = _NoLeadersClient()
         assert admin.end_offsets(topic, [1, 2]) == {1: 0, 2: 0}
     finally:
         admin.close()

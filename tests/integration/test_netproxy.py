@@ -17,11 +17,11 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from helpers import wait_until
 from kazoo.client import KazooClient, KazooState
 
-from coordinator import devcluster
 from coordinator.client.zk import close_client, make_client, start_client
-from coordinator.devcluster.cluster import ClusterState
+from ordered import devcluster
 from ordered.chaos.net_faults import NetProxies
 from ordered.chaos.netproxy import Mode
+from ordered.devcluster.cluster import ClusterState
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 

@@ -21,14 +21,14 @@ from fixtures import run_in_background, snapshot
 from helpers import create_topic, unique, wait_until
 from kit import Kit
 
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
 from coordinator.client.zk import close_client, make_client, start_client
 from coordinator.control.controller import Controller
-from coordinator.devcluster.cluster import ClusterState
-from coordinator.devcluster.process import is_alive
-from coordinator.devcluster.restart import restart_node
-from coordinator.kafka.kafka_admin import KafkaAdmin
 from ordered import OrderedProducer
+from ordered.devcluster.cluster import ClusterState
+from ordered.devcluster.process import is_alive
+from ordered.devcluster.restart import restart_node
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 

@@ -20,14 +20,14 @@ import pytest
 from helpers import create_topic, unique, wait_until
 from kit import Kit
 
-from coordinator import devcluster
 from coordinator.client.errors import ClusterError
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
 from coordinator.client.zk import close_client, make_client, start_client
 from coordinator.control.controller import Controller
-from coordinator.devcluster.cluster import ClusterState
-from coordinator.kafka.kafka_admin import KafkaAdmin
-from ordered.config import DEFAULT_DELIVERY_TIMEOUT_MS
+from ordered import devcluster
+from ordered.devcluster.cluster import ClusterState
+from ordered.producer.config import DEFAULT_DELIVERY_TIMEOUT_MS
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

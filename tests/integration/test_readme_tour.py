@@ -20,7 +20,7 @@ from kazoo.client import KazooClient
 
 from coordinator.client.store import DEFAULT_ROOT
 from coordinator.client.store.paths import group_path, topic_path
-from coordinator.devcluster.cluster import ClusterState
+from ordered.devcluster.cluster import ClusterState
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

@@ -30,8 +30,8 @@ from coordinator.client.kafka_security import client_config
 from coordinator.client.zk import make_client, start_client
 from coordinator.client.zk_tls import CA, ENABLE
 from coordinator.control.controller import Controller
-from coordinator.devcluster import secure as devsecure
 from ordered import OrderedConsumer, OrderedProducer
+from ordered.devcluster import secure as devsecure
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

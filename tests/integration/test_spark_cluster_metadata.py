@@ -38,8 +38,8 @@ class _Recording:
 def _cluster(bootstrap: str, **options: str) -> tuple[Cluster, _Recording]:
     parsed = parse_source_options({"kafka.bootstrap.servers": bootstrap, **options}, streaming=True)
     cluster = Cluster(parsed, timeout=20, open_store=False)
-    recording = _Recording(cluster._admin)
-    cluster._admin = recording
+    recording = _Recording(cluster._admin._admin)
+    cluster._admin._admin = recording
     return cluster, recording
 
 

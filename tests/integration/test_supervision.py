@@ -19,11 +19,11 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from fixtures import run_in_background
 from helpers import wait_until
 
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore, RetentionRecord
 from coordinator.client.supervise import SupervisionSettings, inject_faults
 from coordinator.control.controller import Controller
 from coordinator.daemon import CoordinatorDaemon, Role
-from coordinator.kafka.kafka_admin import KafkaAdmin
 from coordinator.metrics.daemon_metrics import DaemonMetrics
 from ordered import OrderedProducer
 from ordered.hooks import PrometheusHooks

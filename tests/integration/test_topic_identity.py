@@ -26,11 +26,11 @@ from coordinator.client.errors import (
     TransitionInProgressError,
 )
 from coordinator.client.history import load_history
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
 from coordinator.client.topic_ids import TopicIds
 from coordinator.control.controller import BarrierTimeoutError
 from coordinator.daemon import CoordinatorDaemon
-from coordinator.kafka.kafka_admin import KafkaAdmin
 from ordered import OrderedConsumer, OrderedProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]

@@ -23,15 +23,15 @@ from fixtures import run_in_background
 from helpers import consume_until, create_topic, run_cli, unique, wait_until
 from kit import Kit
 
+from coordinator.client.kafka_admin import KafkaAdmin, UnknownTopicError
 from coordinator.client.store import LayoutStore, RetentionRecord
 from coordinator.control.controller import Controller
 from coordinator.daemon import CoordinatorDaemon
-from coordinator.devcluster.cluster import ClusterState
-from coordinator.kafka.kafka_admin import KafkaAdmin, UnknownTopicError
 from coordinator.trims.retention import Sweeper, SweepSettings, retired_status
 from coordinator.trims.trim import Trimmer, TrimStatus
 from linear_hash import Layout
 from ordered.consumer import OrderedConsumer
+from ordered.devcluster.cluster import ClusterState
 
 pytestmark = [pytest.mark.integration, pytest.mark.replicated, pytest.mark.timeout(240)]
 

@@ -29,14 +29,14 @@ import pytest
 from fixtures import consumer_config
 from helpers import create_topic, kill_process, run_cli, wait_until
 
-from coordinator import devcluster
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
 from coordinator.client.zk import close_client, make_client, start_client
 from coordinator.control.controller import Controller
-from coordinator.devcluster.cluster import ClusterState
-from coordinator.devcluster.ensemble import member_roles, modes
-from coordinator.devcluster.process import ProcessRecord, is_alive
-from coordinator.kafka.kafka_admin import KafkaAdmin
+from ordered import devcluster
+from ordered.devcluster.cluster import ClusterState
+from ordered.devcluster.ensemble import member_roles, modes
+from ordered.devcluster.process import ProcessRecord, is_alive
 from ordered.verify import VerifiableProducer, VerifiableReader, check, read_events
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(400)]

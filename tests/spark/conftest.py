@@ -26,8 +26,8 @@ from spark_cluster import StandaloneCluster
 from spark_helpers import SparkQueries
 
 import spark_source
-from coordinator.devcluster import jars
-from spark_source.verifiable import session_builder
+from ordered.devcluster import jars
+from ordered.verify.spark_query import session_builder
 
 # Spark's own Kafka connector (scripts/setup.sh fetches it): only these of its jars;
 # the rest ship with pyspark.

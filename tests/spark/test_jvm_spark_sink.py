@@ -23,8 +23,8 @@ from spark_helpers import DriverProcess
 
 from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
-from coordinator.devcluster import jars
 from ordered.consumer import OrderedConsumer
+from ordered.devcluster import jars
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(300)]
 

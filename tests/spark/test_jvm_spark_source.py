@@ -43,14 +43,14 @@ from spark_helpers import (
 )
 
 from coordinator.client.store import LayoutStore
-from coordinator.devcluster import jars
+from ordered.devcluster import jars
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(420)]
 
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_JAR = ROOT / "jvm-spark" / "target" / "ordered-kafka-spark.jar"
 # Each Spark line: the source's jar (scripts/setup.sh builds both) and the cached
-# connector's component (coordinator/devcluster/jars.py).
+# connector's component (ordered/devcluster/jars.py).
 LINES = {
     "4": (SPARK_JAR, "spark-kafka"),
     "3.5": (ROOT / "jvm-spark" / "target" / "ordered-kafka-spark-3.5.jar", "spark-kafka-3.5"),

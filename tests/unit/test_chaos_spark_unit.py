@@ -48,7 +48,7 @@ def test_the_driver_command_line_names_its_incarnation_checkpoint_and_commit_gro
         "checkpoint": "/w/spark/checkpoint",
     }
     argv = driver_argv(spec)
-    assert argv[1:3] == ["-m", "spark_source.verifiable"]
+    assert argv[1:3] == ["-m", "ordered.verify.spark_query"]
     pairs = dict(zip(argv[3::2], argv[4::2], strict=True))
     assert pairs["--reader"] == "spark-0.3" and pairs["--group"] == "spark"
     assert pairs["--checkpoint"] == "/w/spark/checkpoint"

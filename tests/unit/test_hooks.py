@@ -11,10 +11,10 @@ from prometheus_client import CollectorRegistry
 from coordinator.client.errors import ConfigError, OrderedError
 from coordinator.client.hooks import ConsumerEvents, CoordinatorEvents, ProducerEvents, check_hooks
 from coordinator.metrics.daemon_metrics import DaemonMetrics, open_metrics, parse_metrics_address
-from ordered.config import split_producer_config
 from ordered.consumer.counters import METRICS, ConsumerCounters
 from ordered.consumer_config import split_consumer_config
 from ordered.hooks import PrometheusHooks
+from ordered.producer.config import split_producer_config
 
 CONNECT = {"ordered.zookeeper.connect": "zk:2181"}
 

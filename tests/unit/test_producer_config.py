@@ -1,4 +1,4 @@
-"""Unit tests of ordered.config: splitting a producer config and checking ordered.* keys."""
+"""Unit tests of ordered.producer.config: splitting a producer config, checking ordered.* keys."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import pytest
 
 from coordinator.client.errors import ConfigError
 from coordinator.client.zk_auth import ZkAuth
-from ordered.config import (
+from ordered.producer.config import (
     DEFAULT_DELIVERY_TIMEOUT_MS,
-    ORDERED_KEYS,
-    OrderedSettings,
+    PRODUCER_KEYS,
+    ProducerSettings,
     parse_bool,
     split_producer_config,
 )
@@ -31,7 +31,7 @@ def test_split_removes_ordered_keys_and_forces_idempotence() -> None:
         "enable.idempotence": True,
         "delivery.timeout.ms": DEFAULT_DELIVERY_TIMEOUT_MS,
     }
-    assert split.ordered == OrderedSettings(
+    assert split.ordered == ProducerSettings(
         zookeeper_connect="127.0.0.1:2181/chroot", epoch_header=False
     )
     assert config["ordered.epoch.header"] == "false"  # the caller's dict is untouched
@@ -67,10 +67,10 @@ def test_every_documented_key_is_accepted() -> None:
         "ordered.zookeeper.ssl.key.location": "",
         "ordered.zookeeper.ssl.endpoint.identification.algorithm": "NONE",
     }
-    assert set(values) == set(ORDERED_KEYS)
+    assert set(values) == set(PRODUCER_KEYS)
     settings = split_producer_config(values).ordered
     hooks = tuple(values["ordered.hooks"])
-    assert settings == OrderedSettings(
+    assert settings == ProducerSettings(
         "zk:2181",
         "/x/y",
         2000,
@@ -91,10 +91,10 @@ def test_every_documented_key_is_accepted() -> None:
 def test_the_view_keeps_its_positions_and_the_rest_is_keyword_only() -> None:
     # The first six by position as always; zookeeper_auth (7th before the ZooKeeper
     # security fields moved to a shared base) must not land in switch_mode unseen.
-    settings = OrderedSettings("zk:2181", "/r", 2000, True, "e", ())
+    settings = ProducerSettings("zk:2181", "/r", 2000, True, "e", ())
     assert (settings.zookeeper_session_timeout_ms, settings.epoch_header_name) == (2000, "e")
     with pytest.raises(TypeError):
-        OrderedSettings("zk:2181", "/r", 2000, True, "e", (), ZkAuth("digest", "u", "p"))  # type: ignore[misc]
+        ProducerSettings("zk:2181", "/r", 2000, True, "e", (), ZkAuth("digest", "u", "p"))  # type: ignore[misc]
 
 
 class _SwitchHook:

@@ -8,8 +8,8 @@ import logging
 import pytest
 
 from coordinator.client.errors import ConfigError
-from ordered.config import ORDERED_KEYS, OrderedSettings, split_producer_config
 from ordered.consumer_config import CONSUMER_KEYS, ConsumerSettings, split_consumer_config
+from ordered.producer.config import PRODUCER_KEYS, ProducerSettings, split_producer_config
 from ordered.settings import REMOVED, SETTINGS, Role, parse_settings
 
 CONNECT = {"ordered.zookeeper.connect": "zk:2181"}
@@ -24,7 +24,7 @@ def test_every_key_is_unique_and_prefixed() -> None:
 
 
 @pytest.mark.parametrize(
-    ("cls", "role"), [(OrderedSettings, Role.PRODUCER), (ConsumerSettings, Role.CONSUMER)]
+    ("cls", "role"), [(ProducerSettings, Role.PRODUCER), (ConsumerSettings, Role.CONSUMER)]
 )
 def test_dataclass_defaults_come_from_the_table(cls: type, role: Role) -> None:
     fields = {f.name: f for f in dataclasses.fields(cls)}
@@ -51,11 +51,11 @@ def test_shared_settings_have_one_name_in_both_wrappers() -> None:
 
 
 def test_keys_are_documented_per_role() -> None:
-    assert "ordered.epoch.header" in ORDERED_KEYS
+    assert "ordered.epoch.header" in PRODUCER_KEYS
     assert "ordered.epoch.header" not in CONSUMER_KEYS
     assert "ordered.key.audit" in CONSUMER_KEYS
-    assert "ordered.key.audit" not in ORDERED_KEYS
-    assert ORDERED_KEYS["ordered.epoch.header"].endswith("(default false)")
+    assert "ordered.key.audit" not in PRODUCER_KEYS
+    assert PRODUCER_KEYS["ordered.epoch.header"].endswith("(default false)")
 
 
 def test_a_setting_of_the_other_wrapper_is_unknown() -> None:
@@ -89,7 +89,7 @@ def test_a_removed_setting_is_ignored_with_a_warning_that_gives_its_reason(
 def test_ordered_keys_never_reach_librdkafka() -> None:
     every = {s.key: s.default for s in SETTINGS if s.default is not None}
     producer = split_producer_config(
-        {**CONNECT, **{k: v for k, v in every.items() if k in ORDERED_KEYS}}
+        {**CONNECT, **{k: v for k, v in every.items() if k in PRODUCER_KEYS}}
     )
     consumer = split_consumer_config(
         {**CONNECT, **{k: v for k, v in every.items() if k in CONSUMER_KEYS}}

@@ -1,4 +1,4 @@
-"""The Spark chaos reader's progress relay (``spark_source.verifiable._commit``) waits out
+"""The Spark chaos reader's progress relay (``ordered.verify.spark_query._commit``) waits out
 an outage.
 
 A chaos run (seed 84129) lost its Spark driver: the relay of a batch's progress to the
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from spark_source import verifiable
+from ordered.verify import spark_query
 
 
 class _Admin:
@@ -43,12 +43,12 @@ def test_a_timed_out_or_transient_relay_is_made_again(monkeypatch: pytest.Monkey
     monkeypatch.setattr("time.sleep", lambda _s: None)
     transport = KafkaException(KafkaError(KafkaError._TRANSPORT))
     admin = _Admin([TimeoutError(), transport])
-    verifiable._commit(admin, "g", [TopicPartition("t", 0, 5)])  # type: ignore[arg-type]
+    spark_query._commit(admin, "g", [TopicPartition("t", 0, 5)])  # type: ignore[arg-type]
     assert admin.tries == 3
 
 
 def test_any_other_error_is_raised() -> None:
     admin = _Admin([KafkaException(KafkaError(KafkaError.GROUP_AUTHORIZATION_FAILED))])
     with pytest.raises(KafkaException):
-        verifiable._commit(admin, "g", [TopicPartition("t", 0, 5)])  # type: ignore[arg-type]
+        spark_query._commit(admin, "g", [TopicPartition("t", 0, 5)])  # type: ignore[arg-type]
     assert admin.tries == 1

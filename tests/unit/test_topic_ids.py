@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from coordinator.client.errors import ConfigError, TopicIdMismatchError, UsageError
+from coordinator.client.kafka_admin import UnknownTopicError
 from coordinator.client.store import TopicRecord
 from coordinator.client.topic_ids import RECHECK_S, TopicIds, check_topic_id
-from coordinator.kafka.kafka_admin import UnknownTopicError
 
 
 def record(topic_id: str | None, topic: str = "t") -> TopicRecord:

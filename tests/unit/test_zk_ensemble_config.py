@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from coordinator.client.errors import ClusterError, UsageError
-from coordinator.devcluster import cluster, ensemble
-from coordinator.devcluster.cluster import up
-from coordinator.devcluster.ensemble import MemberPorts
-from coordinator.devcluster.process import ProcessRecord
-from coordinator.devcluster.restart import roles_of
-from coordinator.devcluster.state import STATE_FILE, ClusterState, load_state
+from ordered.devcluster import cluster, ensemble
+from ordered.devcluster.cluster import up
+from ordered.devcluster.ensemble import MemberPorts
+from ordered.devcluster.process import ProcessRecord
+from ordered.devcluster.restart import roles_of
+from ordered.devcluster.state import STATE_FILE, ClusterState, load_state
 
 NO_PID = 2**31 - 1  # above any pid_max: no process, nothing that a stray signal could reach
 

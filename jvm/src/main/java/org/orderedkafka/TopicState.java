@@ -26,7 +26,7 @@ import org.slf4j.LoggerFactory;
  * checks it.
  *
  * <p>States (one checked writer, {@link #setState}, against {@link #TRANSITIONS}), as
- * Python's {@code ordered/producer_routes.py}:
+ * Python's {@code ordered/producer/routes.py}:
  *
  * <pre>
  *   UNKNOWN   -> PLAIN | ROUTING | SWITCHING | SUSPENDED   first use: register, read the record

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Final
 
 from coordinator.client.errors import ClusterError
-from coordinator.devcluster import secure
-from coordinator.devcluster.process import HOST, ProcessRecord, is_alive, spawn
+from ordered.devcluster import secure
+from ordered.devcluster.process import HOST, ProcessRecord, is_alive, spawn
 
 __all__ = [
     "JVM_OPTS",

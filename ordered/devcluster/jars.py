@@ -45,7 +45,7 @@ class Component:
 
     Attributes:
         name: Short name used in the cache directory and messages.
-        pom: File name of its POM under ``coordinator/devcluster/resources``.
+        pom: File name of its POM under ``ordered/devcluster/resources``.
         version_property: The POM property that pins its version.
         artifact: ``group:artifact`` shown in messages.
     """
@@ -114,7 +114,7 @@ def cache_dir() -> Path:
 
 
 def _pom_text(component: Component) -> str:
-    return (resources.files("coordinator.devcluster") / "resources" / component.pom).read_text()
+    return (resources.files("ordered.devcluster") / "resources" / component.pom).read_text()
 
 
 def pinned_version(name: str) -> str:

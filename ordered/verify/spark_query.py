@@ -1,6 +1,6 @@
 """A verifiable reader over the ``ordered-kafka`` source: a Spark query that records every row.
 
-``python -m spark_source.verifiable --topic T --history FILE --stats FILE ...`` runs a
+``python -m ordered.verify.spark_query --topic T --history FILE --stats FILE ...`` runs a
 streaming query (``local[2]``, or ``--master spark://...``: a standalone cluster) on the
 topic from its start, with its checkpoint in ``--checkpoint`` (a restart with the same
 folder goes on from there) or a fresh temporary folder. Every micro-batch is ordered
@@ -95,7 +95,7 @@ def _commit(admin: AdminClient, group: str, offsets: list[TopicPartition]) -> No
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m spark_source.verifiable")
+    p = argparse.ArgumentParser(prog="python -m ordered.verify.spark_query")
     p.add_argument("--topic", required=True)
     p.add_argument("--bootstrap", required=True)
     p.add_argument("--zookeeper", required=True)

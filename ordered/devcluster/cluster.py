@@ -1,14 +1,14 @@
 """The local development cluster: ZooKeeper (one server or an ensemble) and Kafka KRaft.
 
 ``up`` starts ZooKeeper (one server, or an ensemble of 3 or 5 in quorum mode:
-:mod:`coordinator.devcluster.ensemble`) and Kafka (one combined broker+controller, or
+:mod:`ordered.devcluster.ensemble`) and Kafka (one combined broker+controller, or
 three combined nodes forming the controller quorum) on loopback, waits until Kafka's
 metadata and ZooKeeper answer (an ensemble: a leader elected, every member serving),
 and records everything in ``<dir>/cluster.json``. ``down`` stops the
 processes that file names, by pid and start time. A failed ``up`` stops whatever it
 had started before it raises, so nothing is left running.
 
-The state file is :mod:`coordinator.devcluster.state`. The cluster directory is owned
+The state file is :mod:`ordered.devcluster.state`. The cluster directory is owned
 by one cluster: its state file carries the Kafka
 cluster id that the broker storage was formatted with, and ``up`` refuses a directory
 that holds another cluster's files.
@@ -25,9 +25,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from coordinator.client.errors import ClusterError, UsageError
-from coordinator.devcluster import ensemble, jars, secure
-from coordinator.devcluster.ensemble import MemberPorts, is_zookeeper, member_roles
-from coordinator.devcluster.process import (
+from ordered.devcluster import ensemble, jars, secure
+from ordered.devcluster.ensemble import MemberPorts, is_zookeeper, member_roles
+from ordered.devcluster.process import (
     HOST,
     ProcessRecord,
     check_port_free,
@@ -37,7 +37,7 @@ from coordinator.devcluster.process import (
     spawn,
     terminate,
 )
-from coordinator.devcluster.servers import (
+from ordered.devcluster.servers import (
     check_meta,
     format_storage,
     kafka_argv,
@@ -46,7 +46,7 @@ from coordinator.devcluster.servers import (
     start_zookeeper,
     wait_kafka,
 )
-from coordinator.devcluster.state import (
+from ordered.devcluster.state import (
     STATE_FILE,
     ClusterState,
     _write_state,
@@ -216,7 +216,7 @@ def up(
         progress: Called with a line of text per step.
         secured: Start the secure variant (SASL/SCRAM-SHA-512 with ACLs, ZooKeeper
             authentication) and write the client property files
-            (:mod:`coordinator.devcluster.secure`).
+            (:mod:`ordered.devcluster.secure`).
         zookeepers: 1 (a standalone ZooKeeper), or 3 or 5 (an ensemble in quorum mode,
             members ``zookeeper-1``...; ``up`` returns once a leader is elected and every
             member serves). Default: as many as the directory's cluster has, else 1.

@@ -1,11 +1,14 @@
-"""Thin helpers over confluent-kafka's ``AdminClient`` for the controller.
+"""The one helper for Kafka admin calls, over confluent-kafka's ``AdminClient``.
 
-Topic descriptions (partition count and Kafka's topic id), partition counts, an
-idempotent CreatePartitions, end and start offsets (high and low watermarks), a group's
-committed offsets and the ``cleanup.policy`` of a topic. Every call is bounded by the
-helper's ``timeout`` so a Kafka that is down fails fast. Kafka errors become
-:class:`~coordinator.client.errors.OrderedKafkaError` keeping the original ``KafkaError``; a
-topic that does not exist is an :class:`UnknownTopicError` (a usage error).
+Every admin call of the service, the ``ordered`` commands, the clients' topic-id check
+and the Spark source goes through :class:`KafkaAdmin`: topic metadata and descriptions
+(partition count and Kafka's topic id), an idempotent CreatePartitions, end, start and
+by-time offsets (ListOffsets, :mod:`coordinator.client.kafka_offsets`), DeleteRecords,
+consumer groups (their committed offsets, state and members) and the ``cleanup.policy``
+of a topic. Every call is bounded by the helper's ``timeout`` so a Kafka that is down
+fails fast. Kafka errors become :class:`~coordinator.client.errors.OrderedKafkaError`
+keeping the original ``KafkaError``; a topic that does not exist is an
+:class:`UnknownTopicError` (a usage error).
 """
 
 from __future__ import annotations
@@ -20,26 +23,20 @@ from typing import Any
 
 from confluent_kafka import (
     ConsumerGroupState,
+    IsolationLevel,
     KafkaError,
     KafkaException,
     TopicCollection,
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient
-from confluent_kafka.admin._config import ConfigResource
-from confluent_kafka.admin._listoffsets import OffsetSpec
-from confluent_kafka.admin._resource import ResourceType
-from confluent_kafka.cimpl import NewPartitions
 
+from coordinator.client.confluent_private import ConfigResource, NewPartitions, ResourceType
 from coordinator.client.errors import OrderedKafkaError, UnknownTopicError
-from coordinator.client.kafka_retry import (
-    TRANSIENT_ERRORS,
-    RetryPolicy,
-    kafka_error_of,
-    kafka_retriable,
-)
-from coordinator.kafka.group_probes import GroupProbes
-from coordinator.kafka.replicas import PartitionReplicas, replicas_of
+from coordinator.client.group_probes import GroupProbes
+from coordinator.client.kafka_offsets import EARLIEST, LATEST, OffsetLister, Offsets, at_time
+from coordinator.client.kafka_retry import TRANSIENT_ERRORS, kafka_error_of
+from coordinator.client.replicas import PartitionReplicas, replicas_of
 
 __all__ = [
     "TRANSIENT_ERRORS",
@@ -57,15 +54,12 @@ WaitReport = Callable[[int, float], None]
 
 # librdkafka logs every refused connection; the errors that matter reach the caller as
 # exceptions, so these logs go to the application's logging only if it configures it.
-_rdkafka_log = logging.getLogger("coordinator.kafka.kafka_admin.librdkafka")
+_rdkafka_log = logging.getLogger("coordinator.client.kafka_admin.librdkafka")
 _rdkafka_log.addHandler(logging.NullHandler())
 
 
-_LATEST: OffsetSpec = OffsetSpec.latest()  # type: ignore[no-untyped-call]
 # Group clients kept for committed-offset reads (the position relay asks every round).
 _MAX_PROBES = 64
-
-_EARLIEST: OffsetSpec = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
 
 
 @dataclass(frozen=True)
@@ -161,6 +155,7 @@ class KafkaAdmin:
         self._config = dict(config or {})
         self._conf = conf
         self._admin = AdminClient(conf)
+        self._offsets = OffsetLister(self._admin, lambda: AdminClient(conf), timeout, self._fail)
         self._probes = GroupProbes(self.client_config(), timeout, _rdkafka_log, _MAX_PROBES)
 
     @property
@@ -291,7 +286,7 @@ class KafkaAdmin:
         Raises:
             OrderedKafkaError: Kafka reported an error or did not answer in time.
         """
-        return self._list_offsets(topic, partitions, _LATEST, "end")
+        return self._offsets.read({topic: partitions}, {"end": LATEST})["end"][topic]
 
     def start_offsets(self, topic: str, partitions: Iterable[int]) -> dict[int, int]:
         """Return the log start offset (low watermark) of each of ``partitions``.
@@ -299,7 +294,65 @@ class KafkaAdmin:
         Raises:
             OrderedKafkaError: Kafka reported an error or did not answer in time.
         """
-        return self._list_offsets(topic, partitions, _EARLIEST, "start")
+        return self._offsets.read({topic: partitions}, {"start": EARLIEST})["start"][topic]
+
+    def offsets(
+        self,
+        partitions: Mapping[str, Iterable[int]],
+        *,
+        ends: bool = True,
+        starts: bool = True,
+        isolation_level: IsolationLevel | None = None,
+    ) -> tuple[Offsets, Offsets]:
+        """End and log start offsets of several topics' partitions, both asked at once.
+
+        Both answers are in before this returns, so whatever is read afterwards (a
+        layout, say) comes after the end offsets.
+
+        Args:
+            partitions: Topic -> partitions.
+            ends: Ask the end offsets.
+            starts: Ask the log start offsets.
+            isolation_level: ``READ_COMMITTED``: the end is the last stable offset.
+
+        Returns:
+            ``(end offsets, log start offsets)``; one not asked for is empty.
+
+        Raises:
+            OrderedKafkaError: Kafka reported an error or did not answer in time.
+        """
+        specs = {"end": LATEST} if ends else {}
+        if starts:
+            specs["start"] = EARLIEST
+        found = self._offsets.read(partitions, specs, isolation_level)
+        return found.get("end", {}), found.get("start", {})
+
+    def topic_partitions(self, topics: Iterable[str] | None = None) -> dict[str, list[int]]:
+        """The partitions of ``topics`` (every topic when ``None``), as the metadata says.
+
+        Named topics are asked for by name, never the whole cluster's metadata (it grows
+        with every topic in the cluster); a named topic that does not exist is left out,
+        and not created when the client's ``allow.auto.create.topics`` is ``false``.
+
+        Raises:
+            OrderedKafkaError: Kafka did not answer in time.
+        """
+        listed: dict[str, Any]
+        try:
+            if topics is None:
+                listed = dict(self._admin.list_topics(timeout=self._timeout).topics)
+            else:
+                listed = {
+                    name: self._admin.list_topics(name, timeout=self._timeout).topics.get(name)
+                    for name in topics
+                }
+        except KafkaException as exc:
+            raise self._fail("cannot read the topic metadata", exc) from exc
+        return {
+            name: sorted(info.partitions)
+            for name, info in listed.items()
+            if info is not None and info.error is None
+        }
 
     def committed_offsets(
         self, group: str, topic: str, partitions: Iterable[int]
@@ -398,9 +451,8 @@ class KafkaAdmin:
         Raises:
             OrderedKafkaError: Kafka reported an error or did not answer in time.
         """
-        spec: OffsetSpec = OffsetSpec.for_timestamp(timestamp_ms)
         wanted = sorted(set(partitions))
-        found = self._list_offsets(topic, wanted, spec, "time")
+        found = self._offsets.read({topic: wanted}, {"time": at_time(timestamp_ms)})["time"][topic]
         missing = [p for p in wanted if found.get(p, -1) < 0]
         if missing:
             found.update(self.end_offsets(topic, missing))
@@ -491,53 +543,6 @@ class KafkaAdmin:
     def close(self) -> None:
         """Close the cached group clients (the admin client needs no closing)."""
         self._probes.close()
-
-    def _list_offsets(
-        self, topic: str, partitions: Iterable[int], spec: OffsetSpec, name: str
-    ) -> dict[int, int]:
-        wanted = sorted(set(partitions))
-        out: dict[int, int] = {}
-        client = self._admin
-
-        def ask_missing() -> dict[int, int]:
-            """One ListOffsets for the partitions not answered yet; raises if some failed."""
-            nonlocal client
-            missing = [p for p in wanted if p not in out]
-            if not missing:
-                return out
-            request = {TopicPartition(topic, p): spec for p in missing}
-            try:
-                futures: dict[TopicPartition, Future[Any]] = client.list_offsets(
-                    request, request_timeout=self._timeout
-                )
-            except KafkaException as exc:
-                raise self._fail(f"cannot list {name} offsets of {topic}", exc) from exc
-            retry: KafkaException | None = None
-            for tp, future in futures.items():
-                try:
-                    out[tp.partition] = int(future.result(timeout=self._timeout + 5).offset)
-                except KafkaException as exc:
-                    if not kafka_retriable(exc):
-                        raise self._fail(
-                            f"cannot list the {name} offset of {topic}[{tp.partition}]", exc
-                        ) from exc
-                    retry = exc
-                    error = _kafka_error(exc)
-                    if error is not None and error.code() == KafkaError._NOENT:
-                        # "No leaders found": on three brokers one broker's metadata
-                        # was seen to lag by over a minute, and a client whose cache
-                        # it filled kept missing the partitions created a moment ago,
-                        # forced refreshes notwithstanding. A new client starts from
-                        # a fresh cache (and most likely asks another broker).
-                        client = AdminClient(self._conf)
-            if retry is not None:
-                # The answered partitions stay in ``out``: the next try asks the rest.
-                raise self._fail(f"cannot list {name} offsets of {topic}", retry)
-            return out
-
-        # A partition whose leader is not ready yet (just created) is asked again.
-        policy = RetryPolicy(max_tries=None, deadline=self._timeout, delay=0.1, max_delay=1.0)
-        return policy.call(ask_missing)
 
     def is_compacted(self, topic: str) -> bool:
         """Return whether ``topic``'s ``cleanup.policy`` includes ``compact``.

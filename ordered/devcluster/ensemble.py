@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Final
 
 from coordinator.client.errors import ClusterError, UsageError
-from coordinator.devcluster.process import HOST, ProcessRecord, is_alive
-from coordinator.devcluster.servers import _four_letter, tail
-from coordinator.devcluster.state import ClusterState, load_state
+from ordered.devcluster.process import HOST, ProcessRecord, is_alive
+from ordered.devcluster.servers import _four_letter, tail
+from ordered.devcluster.state import ClusterState, load_state
 
 __all__ = [
     "SIZES",

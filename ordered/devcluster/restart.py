@@ -20,9 +20,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from coordinator.client.errors import ClusterError
-from coordinator.devcluster.ensemble import is_zookeeper
-from coordinator.devcluster.process import ProcessRecord, is_alive, spawn
-from coordinator.devcluster.state import STATE_FILE, load_state
+from ordered.devcluster.ensemble import is_zookeeper
+from ordered.devcluster.process import ProcessRecord, is_alive, spawn
+from ordered.devcluster.state import STATE_FILE, load_state
 
 __all__ = ["restart_node", "restart_nodes", "roles_of"]
 

@@ -1,7 +1,7 @@
 """The record of a development cluster: ``<dir>/cluster.json`` and where the directory is.
 
 :class:`ClusterState` is what ``up`` started (schema version 1, JSON with sorted keys);
-:mod:`coordinator.devcluster.cluster` writes it and re-exports these names.
+:mod:`ordered.devcluster.cluster` writes it and re-exports these names.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.client.errors import ClusterError
-from coordinator.devcluster.process import (
+from ordered.devcluster.process import (
     ProcessRecord,
     is_alive,
 )
@@ -52,10 +52,10 @@ class ClusterState:
         started_at: Unix time of the last successful ``up``.
         start_seconds: How long the last ``up`` took.
         secure: Whether Kafka asks for SASL/SCRAM with ACLs and ZooKeeper for
-            authentication (``up --secure``; :mod:`coordinator.devcluster.secure`).
+            authentication (``up --secure``; :mod:`ordered.devcluster.secure`).
         client_properties: The admin's Java client properties file (secure only).
         zookeepers: Number of ZooKeeper servers: 1 (role ``zookeeper``) or an ensemble
-            of 3 or 5 (roles ``zookeeper-1``...; :mod:`coordinator.devcluster.ensemble`).
+            of 3 or 5 (roles ``zookeeper-1``...; :mod:`ordered.devcluster.ensemble`).
             A state file written before ensembles existed has 1.
     """
 
