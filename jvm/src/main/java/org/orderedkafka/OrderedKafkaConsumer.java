@@ -133,6 +133,9 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
   private final Map<TopicPartition, Long> crossed = new HashMap<>();
   /** Announcements due: partition -> the offset to commit. */
   private final Map<TopicPartition, Long> due = new LinkedHashMap<>();
+
+  /** The unannounced boundary of each partition in {@link #due}: its stored offset stays below. */
+  private final Map<TopicPartition, Long> dueMark = new HashMap<>();
   /** Due announcements whose maybe-revoked callback already ran for that offset. */
   private final Map<TopicPartition, Long> told = new HashMap<>();
   /** The highest offset an announcement of this assignment committed (or released). */
@@ -419,6 +422,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       due.remove(tp);
       told.remove(tp);
       announced.remove(tp);
+      ownCommitted.remove(tp);
       appPaused.remove(tp);
     }
     if (!resume.isEmpty()) {
@@ -529,9 +533,12 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       if (!wait || now + need > deadline) {
         return false;
       }
-      sleepNanos(need);
+      sleeper.accept(need);
     }
   }
+
+  /** How the check's pacing waits (tests: a fake clock that the wait advances). */
+  java.util.function.LongConsumer sleeper = OrderedKafkaConsumer::sleepNanos;
 
   private static void sleepNanos(long nanos) {
     try {
@@ -665,6 +672,10 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       }
     }
     if (!anyOrdered) {
+      for (TopicPartition tp : batch.partitions()) {
+        List<ConsumerRecord<K, V>> records = batch.records(tp);
+        given.put(tp, records.get(records.size() - 1).offset() + 1);
+      }
       return batch;
     }
     if (!recover()) {
@@ -919,7 +930,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     return next;
   }
 
-  private static <K, V> ConsumerRecords<K, V> records(
+  static <K, V> ConsumerRecords<K, V> records(
       Map<TopicPartition, List<ConsumerRecord<K, V>>> out,
       Map<TopicPartition, OffsetAndMetadata> next) {
     if (twoArgRecords) {
@@ -994,15 +1005,31 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     for (long m : marks) {
       if (m > from && m <= p && m > done) {
         due.put(tp, p);
+        dueMark.put(tp, m);
         return;
       }
     }
   }
 
   private OrderedConsumerRebalanceListener keyListener() {
+    if (keyListener != null) {
+      return keyListener;
+    }
     return userListener instanceof OrderedConsumerRebalanceListener
         ? (OrderedConsumerRebalanceListener) userListener
         : null;
+  }
+
+  private OrderedConsumerRebalanceListener keyListener;
+
+  /**
+   * The key-state callbacks for a consumer that calls {@code assign()} (no rebalance listener),
+   * or to hear them apart from the listener given to {@code subscribe()}: once set, only this
+   * listener's {@code onPartitionKeyMaybeRevoked} and {@code onPartitionKeyAssigned} run; null
+   * goes back to the subscription's listener.
+   */
+  public void setKeyListener(OrderedConsumerRebalanceListener listener) {
+    keyListener = listener;
   }
 
   // --- held partitions -------------------------------------------------------------------
@@ -1134,26 +1161,44 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
         store.publishProgress(group, tp.topic(), tp.partition(), d.getValue());
       }
     }
+    // Our own boundary commit may open a gate we hold: decide again at once.
+    if (!held.isEmpty()) {
+      nextRecheck = clock.getAsLong();
+    }
   }
 
   /**
    * What a commit of positions may write: each assigned partition's offset after its last
-   * given record, but not a partition with an announcement due (C-COMMIT-3) nor a pending
+   * given record, below the boundary of a due announcement (C-COMMIT-3), not a pending
    * giver (C-COMMIT-4).
    */
   private Map<TopicPartition, OffsetAndMetadata> commitable(Set<TopicPartition> only) {
+    return storedOffsets(only, true);
+  }
+
+  private Map<TopicPartition, OffsetAndMetadata> storedOffsets(
+      Set<TopicPartition> only, boolean unwritten) {
     Map<TopicPartition, OffsetAndMetadata> out = new HashMap<>();
     Set<TopicPartition> owned = inner.assignment();
     for (Map.Entry<TopicPartition, Long> g : given.entrySet()) {
       TopicPartition tp = g.getKey();
-      if ((only != null && !only.contains(tp)) || !owned.contains(tp) || due.containsKey(tp)) {
+      if ((only != null && !only.contains(tp)) || !owned.contains(tp)) {
         continue;
       }
       TopicGates t = topics.get(tp.topic());
       if (t != null && t.ordered() && t.pendingGivers.contains(tp.partition())) {
         continue;
       }
-      out.put(tp, new OffsetAndMetadata(g.getValue()));
+      long offset = g.getValue();
+      if (due.containsKey(tp)) {
+        // C-COMMIT-3: at most m - 1 until the announcement of boundary m has committed it.
+        offset = Math.min(offset, dueMark.getOrDefault(tp, offset + 1) - 1);
+      }
+      if ((unwritten && offset == ownCommitted.getOrDefault(tp, -1L))
+          || offset < start.getOrDefault(tp, 0L)) {
+        continue; // the boundary commit just wrote it, or nothing was given yet
+      }
+      out.put(tp, new OffsetAndMetadata(offset));
     }
     return out;
   }
@@ -1167,6 +1212,11 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       return;
     }
     nextAutoCommit = now + TimeUnit.MILLISECONDS.toNanos(autoCommitIntervalMs);
+    autoCommitNow();
+  }
+
+  /** One auto-commit of the stored offsets (C-COMMIT-8); the scenarios' {@code auto_commit}. */
+  void autoCommitNow() {
     Map<TopicPartition, OffsetAndMetadata> offsets = commitable(null);
     if (!offsets.isEmpty()) {
       inner.commitAsync(
@@ -1176,6 +1226,19 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
               LOG.debug("auto-commit of {} failed: {}", o, e.toString());
             }
           });
+    }
+  }
+
+  /** After a commit of stored offsets: the progress of ordered partitions (C-POS). */
+  private void committedProgress(Map<TopicPartition, OffsetAndMetadata> offsets) {
+    if (!settings.positions || group == null) {
+      return;
+    }
+    for (Map.Entry<TopicPartition, OffsetAndMetadata> e : offsets.entrySet()) {
+      TopicGates t = topics.get(e.getKey().topic());
+      if (t != null && t.ordered()) {
+        store.publishProgress(group, e.getKey().topic(), e.getKey().partition(), e.getValue().offset());
+      }
     }
   }
 
@@ -1197,6 +1260,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     Map<TopicPartition, OffsetAndMetadata> offsets = commitable(null);
     if (!offsets.isEmpty()) {
       inner.commitSync(offsets);
+      committedProgress(offsets);
     }
   }
 
@@ -1207,6 +1271,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     Map<TopicPartition, OffsetAndMetadata> offsets = commitable(null);
     if (!offsets.isEmpty()) {
       inner.commitSync(offsets, timeout);
+      committedProgress(offsets);
     }
   }
 
@@ -1367,6 +1432,18 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
    */
   public Map<TopicPartition, Long> heldPartitions() {
     return Map.copyOf(held);
+  }
+
+  /** What each held partition's gate waits on, as last decided (the conformance scenarios). */
+  Map<TopicPartition, List<GateEvaluator.Wait>> waits() {
+    Map<TopicPartition, List<GateEvaluator.Wait>> out = new HashMap<>(waits);
+    out.keySet().retainAll(held.keySet());
+    return out;
+  }
+
+  /** What a commit of positions would write now: the spec's stored offsets. */
+  Map<TopicPartition, OffsetAndMetadata> stored() {
+    return storedOffsets(null, false);
   }
 
   // --- pauses (C-APP-2, C-HOLD-5) --------------------------------------------------------
