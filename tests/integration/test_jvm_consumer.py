@@ -21,16 +21,15 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 from helpers import unique, wait_until
 from jvm_helpers import JavaReader, compile_reader
 
-from confluent_kafka import Consumer, TopicPartition
 from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
 from ordered.verify import VerifiableProducer, check, read_events
@@ -47,7 +46,9 @@ def first_out_of_order(events: list[dict[str, Any]], group: str) -> int:
     seen: set[tuple[str, int]] = set()
     top: dict[tuple[str, str], int] = {}
     bad = 0
-    for ev in sorted((e for e in events if e["ev"] == "dlv" and e["g"] == group), key=lambda e: e["ts"]):
+    for ev in sorted(
+        (e for e in events if e["ev"] == "dlv" and e["g"] == group), key=lambda e: e["ts"]
+    ):
         rid = (ev["p"], int(ev["s"]))
         if rid in seen:
             continue
@@ -174,8 +175,15 @@ def test_kafka_consumer_loses_order_and_ours_keeps_it(
 
         def start(rid: str, delay: int = 0) -> JavaReader:
             reader = JavaReader(
-                classpath, impl, topic, group, rid, hist / f"{rid}.jsonl", props,
-                commit=commit, delay_ms=delay,
+                classpath,
+                impl,
+                topic,
+                group,
+                rid,
+                hist / f"{rid}.jsonl",
+                props,
+                commit=commit,
+                delay_ms=delay,
             )
             readers.append(reader)
             return reader
@@ -185,12 +193,16 @@ def test_kafka_consumer_loses_order_and_ours_keeps_it(
         members = [start("a", delay)] + ([start("b", delay)] if case != "one" else [])
         held_at_kill: list[list[int]] = []
         if case == "kill":
+
             def a_holds() -> bool:
                 held = [e for e in read_events([hist / "a.jsonl"]) if e["ev"] == "held"]
                 return impl == "kafka" or bool(held and held[-1]["held"])
 
             wait_until(
-                lambda: delivered(hist, group) > acked // 5 and a_holds(), 120, what="a holds", interval=0.2
+                lambda: delivered(hist, group) > acked // 5 and a_holds(),
+                120,
+                what="a holds",
+                interval=0.2,
             )
             members[0].kill()
             if impl == "ordered":
@@ -206,7 +218,10 @@ def test_kafka_consumer_loses_order_and_ours_keeps_it(
                 assert after.get(tp, 0) <= offset, (tp, offset, after)
             members.append(start("a2"))
         wait_until(
-            lambda: delivered(hist, group) >= acked, 240, what=f"{name}: all delivered", interval=0.5
+            lambda: delivered(hist, group) >= acked,
+            240,
+            what=f"{name}: all delivered",
+            interval=0.5,
         )
         for reader in members[1:] if case == "kill" else members:
             reader.stop()
@@ -228,9 +243,11 @@ def test_kafka_consumer_loses_order_and_ours_keeps_it(
                 if case == "kill" and protocol == "consumer" and commit == "sync" and not FULL:
                     continue
                 for impl in ("ordered", "kafka"):
-                    if impl == "kafka" and not (FULL or (protocol == "classic" and commit == "auto")):
+                    if impl == "kafka" and not (
+                        FULL or (protocol == "classic" and commit == "auto")
+                    ):
                         continue
-                    if not ONLY or ONLY == f"{impl}-{protocol}-{commit}-{case}":
+                    if not ONLY or f"{impl}-{protocol}-{commit}-{case}" == ONLY:
                         run_case(impl, protocol, commit, case)
     print("first deliveries out of order:", json.dumps(figures, indent=1, sort_keys=True))
     # Kafka's consumer loses order in every case run: the scenario can tell them apart.

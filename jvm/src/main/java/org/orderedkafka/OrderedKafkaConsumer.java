@@ -561,6 +561,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       return true;
     }
     Map<TopicPartition, Long> marks = new HashMap<>();
+    List<TopicPartition> unknown = new ArrayList<>();
     for (TopicPartition tp : inner.assignment()) {
       TopicGates t = topics.get(tp.topic());
       if (t == null || !t.ordered()) {
@@ -570,9 +571,21 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
         OptionalLong lag = inner.currentLag(tp);
         if (lag.isPresent()) {
           marks.put(tp, inner.position(tp, Duration.ZERO) + lag.getAsLong());
+        } else {
+          unknown.add(tp);
         }
       } catch (RuntimeException noPosition) {
-        // no fetch yet: nothing to cover
+        unknown.add(tp); // no fetch yet
+      }
+    }
+    if (!unknown.isEmpty()) {
+      // No fetch has told the client these partitions' end yet (the first batches of a
+      // read): ask for it, read before the check as the lag is, so that one check covers
+      // every partition's backlog instead of one check per partition as its first batch comes.
+      try {
+        marks.putAll(inner.endOffsets(unknown, Duration.ofMillis(500)));
+      } catch (RuntimeException e) {
+        LOG.debug("end offsets of {} not read: {}", unknown, e.toString());
       }
     }
     List<String> markers = new ArrayList<>();
