@@ -579,6 +579,9 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       }
     }
     if (!unknown.isEmpty()) {
+      unknown.removeAll(inner.paused()); // a paused partition brings no batch to cover
+    }
+    if (!unknown.isEmpty()) {
       // No fetch has told the client these partitions' end yet (the first batches of a
       // read): ask for it, read before the check as the lag is, so that one check covers
       // every partition's backlog instead of one check per partition as its first batch comes.
