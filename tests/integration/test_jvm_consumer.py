@@ -192,23 +192,38 @@ def test_kafka_consumer_loses_order_and_ours_keeps_it(
         delay = 0 if case == "one" else 40
         members = [start("a", delay)] + ([start("b", delay)] if case != "one" else [])
         held_at_kill: list[list[int]] = []
+        victim: list[int] = []
         if case == "kill":
+            ids = ["a", "b"]
 
-            def a_holds() -> bool:
-                held = [e for e in read_events([hist / "a.jsonl"]) if e["ev"] == "held"]
-                return impl == "kafka" or bool(held and held[-1]["held"])
+            def holder() -> int | None:
+                """The first member whose gates hold a partition now (either may)."""
+                for i, rid in enumerate(ids):
+                    path = hist / f"{rid}.jsonl"
+                    if impl == "kafka":
+                        return i
+                    held = (
+                        [e for e in read_events([path]) if e["ev"] == "held"]
+                        if path.exists()
+                        else []
+                    )
+                    if held and held[-1]["held"]:
+                        return i
+                return None
 
-            wait_until(
-                lambda: delivered(hist, group) > acked // 5 and a_holds(),
-                120,
-                what="a holds",
-                interval=0.2,
-            )
-            members[0].kill()
+            def a_member_holds() -> bool:
+                found = holder() if delivered(hist, group) > acked // 5 else None
+                if found is not None:
+                    victim.append(found)
+                return found is not None
+
+            wait_until(a_member_holds, 120, what="a member holds", interval=0.2)
+            rid = ids[victim[-1]]
+            members[victim[-1]].kill()
             if impl == "ordered":
                 held_at_kill = next(
                     e["held"]
-                    for e in reversed(list(read_events([hist / "a.jsonl"])))
+                    for e in reversed(list(read_events([hist / f"{rid}.jsonl"])))
                     if e["ev"] == "held"
                 )
             after = record_committed(hist / "read.jsonl", bootstrap, group, topic)
@@ -216,17 +231,18 @@ def test_kafka_consumer_loses_order_and_ours_keeps_it(
             # After the kill, no committed offset of a held partition is past its held record.
             for tp, offset in held_at_kill:
                 assert after.get(tp, 0) <= offset, (tp, offset, after)
-            members.append(start("a2"))
+            members.append(start(f"{rid}2"))
         wait_until(
             lambda: delivered(hist, group) >= acked,
             240,
             what=f"{name}: all delivered",
             interval=0.5,
         )
-        for reader in members[1:] if case == "kill" else members:
-            reader.stop()
-        if case == "kill":
-            members[0].kill()
+        for i, reader in enumerate(members):
+            if victim and i == victim[-1]:
+                reader.kill()  # killed already
+            else:
+                reader.stop()
         record_committed(hist / "read.jsonl", bootstrap, group, topic)
         events = list(read_events(sorted(hist.glob("*.jsonl"))))
         figures[name] = first_out_of_order(events, group)
