@@ -61,6 +61,8 @@ else
   # (tests/jvm_helpers.py), tests/integration/test_jvm_kafka_tools.py and
   # benchmarks/bench_jvm.py. Fetched here, so that no test resolves it from Maven mid-run.
   .venv/bin/python -c "from ordered.devcluster import jars; jars.resolve('kafka-tools', progress=print)"
+  # Kafka Streams (tests/integration/test_jvm_streams.py), fetched here for the same reason.
+  .venv/bin/python -c "from ordered.devcluster import jars; jars.resolve('kafka-streams', progress=print)"
   # The JVM plugins' shaded jar (jvm/target/ordered-kafka-jvm.jar), from Maven Central only,
   # rebuilt only when a jvm/ source is newer than it. One quick Java test (both Surefire runs:
   # kafka-clients 4.1 and 3.9) after a build also fetches the test runner's own artifacts, so

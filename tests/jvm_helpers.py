@@ -30,7 +30,11 @@ __all__ = [
     "INTERCEPTOR",
     "PARTITIONER",
     "JavaProducer",
+    "JavaReader",
+    "StreamsReader",
     "clients_classpath",
+    "compile_reader",
+    "compile_streams_reader",
     "java",
     "ordered_jar",
     "plugin_properties",
@@ -219,3 +223,179 @@ def read_keyed(
             count += 1
     assert count == total, (count, total)
     return seqs, partitions
+
+
+def compile_reader(into: Path, line: str = "4") -> str:
+    """Compile ``tests/jvm/VerifiableReader.java`` once into ``into``; the classpath to run it
+    (a JVM per reader then starts without compiling)."""
+    classpath = f"{ordered_jar()}:{clients_classpath(line)}"
+    javac = shutil.which("javac")
+    assert javac, "javac not found (Java 17 JDK)"
+    into.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [
+            javac,
+            "-nowarn",
+            "-cp",
+            classpath,
+            "-d",
+            str(into),
+            str(JVM_TESTS / "VerifiableReader.java"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return f"{into}:{classpath}"
+
+
+class JavaReader:
+    """``tests/jvm/VerifiableReader.java`` in its own JVM: reads ``topic`` in group ``group``
+    with ``impl`` (``ordered``: ``OrderedKafkaConsumer``; ``kafka``: ``KafkaConsumer``) and
+    writes its deliveries to ``history``; :meth:`stop` closes it, :meth:`kill` is SIGKILL."""
+
+    def __init__(
+        self,
+        classpath: str,
+        impl: str,
+        topic: str,
+        group: str,
+        reader_id: str,
+        history: Path,
+        props: dict[str, str],
+        *,
+        commit: str = "auto",
+        delay_ms: int = 0,
+    ) -> None:
+        self.history = history
+        history.parent.mkdir(parents=True, exist_ok=True)
+        self.log_path = history.with_suffix(".log")
+        self.stop_file = history.with_suffix(".stop")
+        args = [
+            java(),
+            "-Xmx128m",
+            "-XX:TieredStopAtLevel=1",
+            "-cp",
+            classpath,
+            "VerifiableReader",
+            "--impl",
+            impl,
+            "--topic",
+            topic,
+            "--group",
+            group,
+            "--reader-id",
+            reader_id,
+            "--history",
+            str(history),
+            "--commit",
+            commit,
+            "--stop-file",
+            str(self.stop_file),
+            "--delay-ms",
+            str(delay_ms),
+        ]
+        for key, value in props.items():
+            args += ["--property", f"{key}={value}"]
+        self._log: IO[bytes] = open(self.log_path, "wb")  # noqa: SIM115 (closed in stop/kill)
+        self.proc = subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=self._log, text=True, cwd=ROOT
+        )
+
+    def log(self) -> str:
+        """The tail of the JVM's stderr."""
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Ask it to close its consumer and exit; it must exit cleanly."""
+        self.stop_file.touch()
+        try:
+            self.proc.wait(timeout)
+        finally:
+            self.kill()
+        assert self.proc.returncode == 0, f"rc {self.proc.returncode}\n{self.log()}"
+
+    def kill(self) -> None:
+        """SIGKILL, whatever state it is in."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            self.proc.communicate(timeout=10)
+        self._log.close()
+
+
+def compile_streams_reader(into: Path) -> str:
+    """Compile ``tests/jvm/StreamsReader.java`` once into ``into`` against Kafka Streams (the
+    jars cache's ``kafka-streams``); the classpath to run it."""
+    classpath = f"{ordered_jar()}:{jars.resolve('kafka-streams').classpath}"
+    javac = shutil.which("javac")
+    assert javac, "javac not found (Java 17 JDK)"
+    into.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [
+            javac,
+            "-nowarn",
+            "-cp",
+            classpath,
+            "-d",
+            str(into),
+            str(JVM_TESTS / "StreamsReader.java"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return f"{into}:{classpath}"
+
+
+class StreamsReader:
+    """``tests/jvm/StreamsReader.java`` in its own JVM: a stateless Kafka Streams application
+    (``supplier``: ``ordered``, with ``OrderedKafkaClientSupplier``; ``kafka``: without) that
+    writes what it processes to ``history``; :meth:`stop` closes it, :meth:`kill` is SIGKILL."""
+
+    def __init__(
+        self,
+        classpath: str,
+        supplier: str,
+        topic: str,
+        application_id: str,
+        reader_id: str,
+        history: Path,
+        props: dict[str, str],
+        *,
+        delay_ms: int = 0,
+    ) -> None:
+        history.parent.mkdir(parents=True, exist_ok=True)
+        self.log_path = history.with_suffix(".log")
+        self.stop_file = history.with_suffix(".stop")
+        args = [java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", classpath, "StreamsReader"]
+        args += ["--supplier", supplier, "--topic", topic, "--application-id", application_id]
+        args += ["--reader-id", reader_id, "--history", str(history)]
+        args += ["--stop-file", str(self.stop_file), "--delay-ms", str(delay_ms)]
+        for key, value in props.items():
+            args += ["--property", f"{key}={value}"]
+        self._log: IO[bytes] = open(self.log_path, "wb")  # noqa: SIM115 (closed in stop/kill)
+        self.proc = subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=self._log, text=True, cwd=ROOT
+        )
+
+    def log(self) -> str:
+        """The tail of the JVM's stderr."""
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Ask it to close Streams and exit; it must exit cleanly."""
+        self.stop_file.touch()
+        try:
+            self.proc.wait(timeout)
+        finally:
+            self.kill()
+        assert self.proc.returncode == 0, f"rc {self.proc.returncode}\n{self.log()}"
+
+    def kill(self) -> None:
+        """SIGKILL, whatever state it is in."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            self.proc.communicate(timeout=10)
+        self._log.close()

@@ -472,6 +472,32 @@ def _jvm(d: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def _jvm_consumer(d: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    names = {
+        "steady": "Java OrderedKafkaConsumer, keyed 100 B backlog, no layout change (records/s)",
+        "expansion": "... through an expansion 2 -> 4, timed from subscribe() (records/s)",
+    }
+    for workload, figure in names.items():
+        w = _get(d, workload) or {}
+        rates = w.get("records_per_s") or {}
+        ratio = w.get("ratio") or {}
+        rows.append(
+            _row(
+                figure,
+                _get(rates, "ordered", "median"),
+                f"KafkaConsumer {_get(rates, 'kafka', 'median')}",
+                ratio.get("median"),
+                f"quartiles {ratio.get('q1')}-{ratio.get('q3')} (min {ratio.get('min')}, max "
+                f"{ratio.get('max')}) over {d.get('rounds')} rounds of {d.get('records')} "
+                f"records{_jvm_load(d)}",
+                _get(d, "goals", workload),
+                "jvm_consumer",
+            )
+        )
+    return rows
+
+
 _EXTRACT: Final[dict[str, Callable[[dict[str, Any]], list[dict[str, Any]]]]] = {
     "linear_hash": _linear_hash,
     "producer": _producer,
@@ -481,6 +507,7 @@ _EXTRACT: Final[dict[str, Callable[[dict[str, Any]], list[dict[str, Any]]]]] = {
     "spark": _spark,
     "scale": _scale,
     "jvm": _jvm,
+    "jvm_consumer": _jvm_consumer,
     "spark_jvm": spark_jvm_rows,
 }
 

@@ -80,6 +80,14 @@ COMPONENTS: dict[str, Component] = {
     "kafka-tools": Component(
         "kafka-tools", "kafka-tools-pom.xml", "kafka-tools.version", "org.apache.kafka:kafka-tools"
     ),
+    # Kafka Streams (without RocksDB's native library): the Streams test's application runs
+    # with OrderedKafkaClientSupplier on it (not a server).
+    "kafka-streams": Component(
+        "kafka-streams",
+        "kafka-streams-pom.xml",
+        "kafka-streams.version",
+        "org.apache.kafka:kafka-streams",
+    ),
 }
 
 
@@ -155,7 +163,8 @@ def resolve(
     """Return the cached classpath of ``name``, fetching it with Maven when missing.
 
     Args:
-        name: ``kafka``, ``zookeeper``, ``spark-kafka``, ``spark-kafka-3.5`` or ``kafka-tools``.
+        name: ``kafka``, ``zookeeper``, ``spark-kafka``, ``spark-kafka-3.5``, ``kafka-tools``
+            or ``kafka-streams``.
         cache: The cache directory (default :func:`cache_dir`).
         progress: Called with a line of text for each step worth telling a user.
 

@@ -33,6 +33,13 @@ INTEGRATION_SUITES = (
 """The suites that need the servers (the second run puts kafka-clients 3.9 in place of 4.1,
 as Spark 4.2's Kafka connector bundles it): each must have run, none skipped."""
 
+CONFORMANCE_SUITES = (
+    "org.orderedkafka.ConsumerConformanceTest",
+    "org.orderedkafka.ConsumerConformanceTest-kafka-clients-3.9",
+)
+"""The consumer conformance scenarios (vectors/consumer/) on OrderedKafkaConsumer, on both
+kafka-clients: each must have run, none skipped (a scenario not run is listed in the test)."""
+
 
 def _suites() -> dict[str, tuple[int, int, int, int]]:
     """Report name (the suite, with the run's suffix) -> (tests, failures, errors, skipped)."""
@@ -67,7 +74,7 @@ def test_java_tests_pass_against_the_session_servers(cluster: ClusterState) -> N
     tail = "\n".join((result.stdout + result.stderr).splitlines()[-80:])
     assert result.returncode == 0, f"mvn test failed (exit {result.returncode}):\n{tail}"
     suites = _suites()
-    for name in INTEGRATION_SUITES:
+    for name in INTEGRATION_SUITES + CONFORMANCE_SUITES:
         assert name in suites, f"{name} did not run; suites: {sorted(suites)}"
         tests, failures, errors, skipped = suites[name]
         assert tests > 0 and failures == 0 and errors == 0, f"{name}: {suites[name]}"

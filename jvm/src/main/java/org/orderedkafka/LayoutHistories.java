@@ -32,11 +32,25 @@ public final class LayoutHistories implements Closeable {
     public final boolean adopted;
 
     public final List<EpochInfo> epochs;
+    /**
+     * The topic znode's last-write zxid as read <em>before</em> the {@code sync} (-1: no node):
+     * a later {@code exists} that answers another one means the history changed since.
+     */
+    public final long mzxid;
+    /** Whether the topic record says the topic is compacted (tombstone copies to pass over). */
+    public final boolean compacted;
 
     History(String topic, boolean adopted, List<EpochInfo> epochs) {
+      this(topic, adopted, epochs, -1, false);
+    }
+
+    public History(
+        String topic, boolean adopted, List<EpochInfo> epochs, long mzxid, boolean compacted) {
       this.topic = topic;
       this.adopted = adopted;
       this.epochs = Collections.unmodifiableList(epochs);
+      this.mzxid = mzxid;
+      this.compacted = compacted;
     }
 
     @Override
@@ -70,6 +84,16 @@ public final class LayoutHistories implements Closeable {
     zk = ZkSession.acquire(settings);
   }
 
+  /** Share the session of a consumer's checked settings. */
+  LayoutHistories(OrderedSettings settings) {
+    this.settings = settings;
+    zk = ZkSession.acquire(settings);
+  }
+
+  ZkSession session() {
+    return zk;
+  }
+
   /**
    * Read {@code topic}'s history after a {@code sync}.
    *
@@ -79,16 +103,20 @@ public final class LayoutHistories implements Closeable {
     CuratorFramework client = zk.client;
     String path = Records.topicPath(settings.root, topic);
     try {
+      // The change signal is read before the sync (C-COPY-2): read after the history, a
+      // write in between would go unnoticed by the next check.
+      org.apache.zookeeper.data.Stat before = client.checkExists().forPath(path);
+      long mzxid = before == null ? -1 : before.getMzxid();
       sync(client, path);
       byte[] data;
       try {
         data = client.getData().forPath(path);
       } catch (KeeperException.NoNodeException absent) {
-        return new History(topic, false, List.of());
+        return new History(topic, false, List.of(), mzxid, false);
       }
       Records.TopicRecord record = Records.TopicRecord.parse(data, path);
       if (record == null || !record.ordered) {
-        return new History(topic, false, List.of());
+        return new History(topic, false, List.of(), mzxid, false);
       }
       String parent = path + "/epochs";
       List<String> names;
@@ -123,7 +151,7 @@ public final class LayoutHistories implements Closeable {
         epochs.add(info);
       }
       sealed.put(topic, kept);
-      return new History(topic, true, epochs);
+      return new History(topic, true, epochs, mzxid, record.compacted);
     } catch (KafkaException | Records.CorruptRecordException e) {
       throw e;
     } catch (InterruptedException e) {

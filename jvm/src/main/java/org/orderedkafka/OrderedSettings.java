@@ -41,6 +41,25 @@ public final class OrderedSettings {
   public static final String SSL_IDENTIFICATION =
       "ordered.zookeeper.ssl.endpoint.identification.algorithm";
 
+  public static final String VIOLATION_POLICY = "ordered.violation.policy";
+  public static final String HEADER_AUDIT = "ordered.epoch.header.audit";
+  public static final String KEY_AUDIT = "ordered.key.audit";
+  public static final String GATE_POLL_INTERVAL = "ordered.gate.poll.interval.ms";
+  public static final String AUDIT_EVERY = "ordered.audit.every";
+  public static final String CHECK_RATE = "ordered.layout.check.max.requests.per.s";
+  public static final String COMMIT_MODE = "ordered.commit.mode";
+  public static final String POSITIONS = "ordered.positions";
+
+  /** Keys that were consumer settings once: accepted and ignored (Python's {@code REMOVED}). */
+  static final List<String> REMOVED = List.of("ordered.fetch.favour.sources");
+
+  /** The consumer's keys, as {@code keys_for(Role.CONSUMER)} lists them. */
+  static final List<String> CONSUMER_KNOWN =
+      List.of(
+          CONNECT, ROOT, AUTH, SESSION_TIMEOUT, SSL_ENABLE, SSL_CA, SSL_CERTIFICATE, SSL_KEY,
+          SSL_IDENTIFICATION, EPOCH_HEADER_NAME, VIOLATION_POLICY, HEADER_AUDIT, KEY_AUDIT,
+          GATE_POLL_INTERVAL, AUDIT_EVERY, CHECK_RATE, COMMIT_MODE, POSITIONS, HOOKS);
+
   /** The producer's keys, as {@code keys_for(Role.PRODUCER)} lists them. */
   static final List<String> KNOWN =
       List.of(
@@ -73,11 +92,26 @@ public final class OrderedSettings {
   public final String tlsCa;
   /** Whether ZooKeeper's certificate must name the host connected to ({@code https}). */
   public final boolean tlsHostnameCheck;
+  // The consumer's settings (at their defaults in a producer's).
+  /** {@code log} or {@code raise}. */
+  public final String violationPolicy;
 
-  private OrderedSettings(Map<String, ?> config) {
+  public final boolean headerAudit;
+  public final boolean keyAudit;
+  public final int gatePollIntervalMs;
+  public final int auditEvery;
+  /** ZooKeeper requests per second the fetch checks may send on average; 0: no pacing. */
+  public final int checkRate;
+  /** {@code auto} or {@code application}. */
+  public final String commitMode;
+
+  public final boolean positions;
+
+  private OrderedSettings(Map<String, ?> config, boolean consumer) {
+    List<String> known = consumer ? CONSUMER_KNOWN : KNOWN;
     List<String> unknown = new ArrayList<>();
     for (String key : config.keySet()) {
-      if (key.startsWith("ordered.") && !KNOWN.contains(key)) {
+      if (key.startsWith("ordered.") && !known.contains(key) && !(consumer && REMOVED.contains(key))) {
         unknown.add(key);
       }
     }
@@ -87,7 +121,7 @@ public final class OrderedSettings {
           "unknown setting(s) "
               + String.join(", ", unknown)
               + " (known: "
-              + String.join(", ", new TreeSet<>(KNOWN))
+              + String.join(", ", new TreeSet<>(known))
               + ")");
     }
     Object connect = config.get(CONNECT);
@@ -102,6 +136,29 @@ public final class OrderedSettings {
     authPassword = auth[2];
     sessionTimeoutMs =
         config.containsKey(SESSION_TIMEOUT) ? parseInt(SESSION_TIMEOUT, config.get(SESSION_TIMEOUT), 1) : 10_000;
+    violationPolicy =
+        config.containsKey(VIOLATION_POLICY)
+            ? parseChoice(VIOLATION_POLICY, config.get(VIOLATION_POLICY), "log", "raise")
+            : "log";
+    headerAudit = config.containsKey(HEADER_AUDIT) && parseBool(HEADER_AUDIT, config.get(HEADER_AUDIT));
+    keyAudit = !config.containsKey(KEY_AUDIT) || parseBool(KEY_AUDIT, config.get(KEY_AUDIT));
+    gatePollIntervalMs =
+        config.containsKey(GATE_POLL_INTERVAL)
+            ? parseInt(GATE_POLL_INTERVAL, config.get(GATE_POLL_INTERVAL), 1, 86_400_000)
+            : 100;
+    auditEvery =
+        config.containsKey(AUDIT_EVERY)
+            ? parseInt(AUDIT_EVERY, config.get(AUDIT_EVERY), 1, Integer.MAX_VALUE)
+            : 16;
+    checkRate =
+        config.containsKey(CHECK_RATE)
+            ? parseInt(CHECK_RATE, config.get(CHECK_RATE), 0, 1_000_000)
+            : 16;
+    commitMode =
+        config.containsKey(COMMIT_MODE)
+            ? parseChoice(COMMIT_MODE, config.get(COMMIT_MODE), "auto", "application")
+            : "auto";
+    positions = !config.containsKey(POSITIONS) || parseBool(POSITIONS, config.get(POSITIONS));
     if (config.containsKey(EPOCH_HEADER) && parseBool(EPOCH_HEADER, config.get(EPOCH_HEADER))) {
       throw new ConfigException(
           EPOCH_HEADER
@@ -143,6 +200,14 @@ public final class OrderedSettings {
     if (config.containsKey(HOOKS) && !isEmpty(config.get(HOOKS))) {
       throw new ConfigException(
           HOOKS + ": hook objects are Python objects; the JVM plugins take none (leave it unset)");
+    }
+    if (consumer) {
+      deliveryTimeoutMs = JAVA_DEFAULT_DELIVERY_TIMEOUT_MS;
+      Object id = config.get("client.id");
+      clientId = id == null ? "" : String.valueOf(id);
+      maxBlockMs = 60_000L;
+      batchSize = 16_384;
+      return;
     }
     Object idempotence = config.get("enable.idempotence");
     if (idempotence != null && !parseBool("enable.idempotence", idempotence)) {
@@ -206,7 +271,18 @@ public final class OrderedSettings {
               + PARTITIONER
               + ": OrderedProducerInterceptor works only together with it");
     }
-    return new OrderedSettings(config);
+    return new OrderedSettings(config, false);
+  }
+
+  /**
+   * Check the {@code ordered.*} keys of a consumer configuration ({@code OrderedKafkaConsumer}):
+   * the Python consumer's keys, rules and messages. The Kafka keys the consumer itself needs
+   * are checked by the consumer.
+   *
+   * @throws ConfigException an unknown, missing or malformed setting
+   */
+  public static OrderedSettings parseConsumer(Map<String, ?> config) {
+    return new OrderedSettings(config, true);
   }
 
   /** Class names of a {@code partitioner.class}/{@code interceptor.classes} value in any form Kafka takes. */
@@ -284,6 +360,28 @@ public final class OrderedSettings {
       throw new ConfigException(key + ": must be >= " + minimum + ", got " + number);
     }
     return (int) Math.min(number, Integer.MAX_VALUE);
+  }
+
+  /** An integer in {@code [minimum, maximum]}, with Python's {@code parse_int} messages. */
+  static int parseInt(String key, Object value, int minimum, int maximum) {
+    int number = parseInt(key, value, minimum);
+    if (number > maximum) {
+      throw new ConfigException(
+          key + ": must be between " + minimum + " and " + maximum + ", got " + number);
+    }
+    return number;
+  }
+
+  /** One of {@code choices} (as given, trimmed), with Python's {@code _one_of} message. */
+  static String parseChoice(String key, Object value, String... choices) {
+    String text = parseStr(key, value).toLowerCase(Locale.ROOT);
+    for (String c : choices) {
+      if (c.equals(text)) {
+        return c;
+      }
+    }
+    throw new ConfigException(
+        key + ": expected one of " + String.join(", ", choices) + ", got " + repr(value));
   }
 
   static boolean parseBool(String key, Object value) {

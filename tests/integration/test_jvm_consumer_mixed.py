@@ -1,0 +1,163 @@
+"""A group of a Python ``OrderedConsumer`` and a Java ``OrderedKafkaConsumer``.
+
+Both languages follow one consumer protocol and read the same records in ZooKeeper and
+Kafka: the gate trusts committed offsets whoever committed them, and a boundary one
+language announces opens a gate the other holds. While a producer writes, the topic
+expands 2 -> 3, the Java member leaves and comes back (two rebalances), and the topic
+expands 3 -> 4; the verify checker then finds every key in order, nothing lost and no
+commit past a record the group had not returned.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from fixtures import consumer_config
+from helpers import unique, wait_until
+from jvm_helpers import JavaReader, compile_reader
+
+from coordinator.client.store import LayoutStore
+from coordinator.control.controller import Controller
+from ordered.verify import VerifiableProducer, VerifiableReader, check, read_events
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+KEYS = [f"k{i}" for i in range(30)]
+
+
+@pytest.fixture
+def java_readers() -> Iterator[list[JavaReader]]:
+    started: list[JavaReader] = []
+    yield started
+    for reader in started:
+        reader.kill()
+
+
+def test_python_and_java_consumers_share_a_group_through_expansions_and_rebalances(
+    tmp_path: Path,
+    topic_factory: Callable[..., str],
+    controller: Controller,
+    store: LayoutStore,
+    bootstrap: str,
+    zk_hosts: str,
+    zk_root: str,
+    java_readers: list[JavaReader],
+) -> None:
+    topic = topic_factory(2)
+    controller.adopt(topic)
+    group = unique("g-mixed")
+    history = tmp_path / "history"
+    classpath = compile_reader(tmp_path / "classes")
+    producer = VerifiableProducer(
+        {
+            "bootstrap.servers": bootstrap,
+            "ordered.zookeeper.connect": zk_hosts,
+            "ordered.zookeeper.root": zk_root,
+            "linger.ms": 5,
+        },
+        "py",
+        topic,
+        history / "producer.jsonl",
+        KEYS,
+    )
+    java_props = {
+        "bootstrap.servers": bootstrap,
+        "ordered.zookeeper.connect": zk_hosts,
+        "ordered.zookeeper.root": zk_root,
+        "ordered.gate.poll.interval.ms": "50",
+        "session.timeout.ms": "6000",
+        "heartbeat.interval.ms": "500",
+        "max.poll.records": "100",
+    }
+
+    def java(rid: str) -> JavaReader:
+        reader = JavaReader(
+            classpath,
+            "ordered",
+            topic,
+            group,
+            rid,
+            history / f"{rid}.jsonl",
+            java_props,
+            commit="sync",
+            delay_ms=20,
+        )
+        java_readers.append(reader)
+        return reader
+
+    second: JavaReader | None = None
+    python = VerifiableReader(
+        consumer_config(bootstrap, zk_hosts, zk_root, group),
+        group,
+        "py-r",
+        topic,
+        history / "py-r.jsonl",
+    )
+    stop_writing = stop_reading = False
+    writer = threading.Thread(target=lambda: producer.run(400.0, stop=lambda: stop_writing))
+    python.subscribe()
+    reading = threading.Thread(target=lambda: python.run(lambda: stop_reading))
+    writer.start()
+    reading.start()
+    try:
+        first = java("j1")
+
+        def delivered_by(reader: str) -> int:
+            return sum(
+                1
+                for e in read_events(sorted(history.glob("*.jsonl")))
+                if e["ev"] == "dlv" and e["r"] == reader
+            )
+
+        wait_until(lambda: delivered_by("j1") > 50, 60, what="the Java member reads", interval=0.2)
+        controller.expand(topic, 3, timeout=60)
+        time.sleep(3.0)
+        first.stop()  # a rebalance: the Python member takes every partition
+        time.sleep(3.0)
+        second = java("j2")  # another: the partitions are shared again
+        wait_until(
+            lambda: delivered_by("j2") > 50, 60, what="the Java member reads again", interval=0.2
+        )
+        controller.expand(topic, 4, timeout=60)
+        time.sleep(3.0)
+    finally:
+        stop_writing = True
+        writer.join(60)
+        producer.close()
+    acked = producer.acked
+
+    def group_delivered() -> int:
+        return len(
+            {
+                (e["p"], e["s"])
+                for e in read_events(sorted(history.glob("*.jsonl")))
+                if e["ev"] == "dlv"
+            }
+        )
+
+    try:
+        wait_until(lambda: group_delivered() >= acked, 120, what="every record", interval=0.5)
+    finally:
+        if second is not None:
+            second.stop()
+        stop_reading = True
+        reading.join(60)
+        python.close()
+    events = list(read_events(sorted(history.glob("*.jsonl"))))
+    verdict = check(events, topic=topic)
+    assert verdict.holds, verdict.to_dict()
+    stats = verdict.groups[group]
+    assert stats["lost"] == 0 and stats["committed_past_undelivered"] == 0, stats
+    readers = {e["r"] for e in events if e["ev"] == "dlv"}
+    assert {"py-r", "j1", "j2"} <= readers, readers
+    # Both languages read partitions that received keys, and the gates of each were opened
+    # by the other's commits at least once: some partition was read by both.
+    by_partition: dict[int, set[str]] = {}
+    for e in events:
+        if e["ev"] == "dlv":
+            by_partition.setdefault(e["tp"], set()).add("java" if e["r"].startswith("j") else "py")
+    assert any(langs == {"java", "py"} for langs in by_partition.values()), by_partition
