@@ -34,6 +34,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Collection, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -50,6 +51,10 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+
+READ_THREADS: Final = 8
+"""Groups whose offsets are read at once: each group is one request, a cluster may have
+thousands, and read one after the other they made a trim round last seconds."""
 
 DEFAULT_STALE_AFTER_MS: Final = 7 * 24 * 60 * 60 * 1000
 """Kafka's default ``offsets.retention.minutes`` (10080) in milliseconds."""
@@ -231,13 +236,12 @@ def topic_interest(
     if only is not None:
         candidates &= set(only)
     groups: list[GroupHold] = []
-    for group in sorted(candidates):
-        try:
-            committed = admin.group_offsets(group, topic, wanted)
-        except OrderedKafkaError as exc:
-            _log.warning("interest of %s: group %s: %s", topic, group, exc)
-            unreadable[group] = str(exc)
+    for group, committed_or_error in _read_offsets(admin, sorted(candidates), topic, wanted):
+        if isinstance(committed_or_error, OrderedKafkaError):
+            _log.warning("interest of %s: group %s: %s", topic, group, committed_or_error)
+            unreadable[group] = str(committed_or_error)
             continue
+        committed = committed_or_error
         state = listed.get(group, "UNKNOWN")
         if not committed:
             if group in registered:
@@ -253,6 +257,24 @@ def topic_interest(
         )
         groups.append(GroupHold(group, state, group in registered, committed, stale, seen))
     return TopicInterest(topic, tuple(groups), unreadable)
+
+
+def _read_offsets(
+    admin: KafkaAdmin, groups: list[str], topic: str, wanted: list[int]
+) -> list[tuple[str, dict[int, int] | OrderedKafkaError]]:
+    """Each group's committed offsets on ``wanted`` (or why not), in ``groups``' order."""
+
+    def read(group: str) -> dict[int, int] | OrderedKafkaError:
+        try:
+            return admin.group_offsets(group, topic, wanted)
+        except OrderedKafkaError as exc:
+            return exc
+
+    if len(groups) <= 1:
+        return [(g, read(g)) for g in groups]
+    # KafkaAdmin.committed_offsets allows calls for different groups in parallel threads.
+    with ThreadPoolExecutor(min(READ_THREADS, len(groups)), "interest") as pool:
+        return list(zip(groups, pool.map(read, groups), strict=True))
 
 
 def _registered_without_commits(
