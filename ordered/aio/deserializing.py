@@ -14,23 +14,15 @@ the order.
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any, Generic, TypeVar, cast
 
 from confluent_kafka.error import ConsumeError, KeyDeserializationError, ValueDeserializationError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from coordinator.client.confluent_private import (
-    AsyncSharedClusterIdResolver,
-    async_build_serdes,
-    async_close_serdes,
-    asyncinit,
-    maybe_await,
-    pop_serde_props,
-    propagate_async_cluster_id_resolver,
-)
+from coordinator.client.confluent_private import async_close_serdes, asyncinit, maybe_await
 from ordered.aio.consumer import OrderedAIOConsumer
 from ordered.consumer import OrderedConsumer
+from ordered.serde_setup import async_build_with_serdes
 
 __all__ = ["OrderedAsyncDeserializingConsumer"]
 
@@ -55,20 +47,15 @@ class OrderedAsyncDeserializingConsumer(Generic[K, V]):
     """
 
     async def __init_impl(self, conf: dict[str, Any], **kwargs: Any) -> None:
-        specs, conf_copy = pop_serde_props(conf, "key.deserializer", "value.deserializer")
-        serdes, self._owned_serdes, conf_copy = await async_build_serdes(specs, conf_copy)
+        def make_consumer(conf_copy: dict[str, Any]) -> OrderedAIOConsumer:
+            aio = OrderedAIOConsumer(conf_copy, **kwargs)
+            aio._face = self  # rebalance callbacks get this object
+            return aio
+
+        serdes, self._owned_serdes, self._aio = await async_build_with_serdes(
+            conf, "key.deserializer", "value.deserializer", make_consumer
+        )
         self._key_deserializer, self._value_deserializer = serdes
-        try:
-            self._aio = OrderedAIOConsumer(conf_copy, **kwargs)
-            self._aio._face = self
-            propagate_async_cluster_id_resolver(
-                AsyncSharedClusterIdResolver(self._aio.cluster_id), serdes
-            )
-        except BaseException:
-            owned, self._owned_serdes = self._owned_serdes, []
-            with contextlib.suppress(Exception):  # the constructor's own error is the one to see
-                await async_close_serdes(owned)
-            raise
 
     __init__ = __init_impl  # asyncinit awaits it
 

@@ -17,23 +17,15 @@ The layout routes the *serialized* key, as with the sync
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any, Generic, TypeVar
 
 from confluent_kafka.error import KeySerializationError, ValueSerializationError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from coordinator.client.confluent_private import (
-    AsyncSharedClusterIdResolver,
-    async_build_serdes,
-    async_close_serdes,
-    asyncinit,
-    maybe_await,
-    pop_serde_props,
-    propagate_async_cluster_id_resolver,
-)
+from coordinator.client.confluent_private import async_close_serdes, asyncinit, maybe_await
 from ordered.aio.producer import OrderedAIOProducer
 from ordered.producer import OrderedProducer
+from ordered.serde_setup import async_build_with_serdes
 
 __all__ = ["OrderedAsyncSerializingProducer"]
 
@@ -58,19 +50,13 @@ class OrderedAsyncSerializingProducer(Generic[K, V]):
     """
 
     async def __init_impl(self, conf: dict[str, Any], **kwargs: Any) -> None:
-        specs, conf_copy = pop_serde_props(conf, "key.serializer", "value.serializer")
-        serdes, self._owned_serdes, conf_copy = await async_build_serdes(specs, conf_copy)
+        serdes, self._owned_serdes, self._aio = await async_build_with_serdes(
+            conf,
+            "key.serializer",
+            "value.serializer",
+            lambda conf_copy: OrderedAIOProducer(conf_copy, **kwargs),
+        )
         self._key_serializer, self._value_serializer = serdes
-        try:
-            self._aio = OrderedAIOProducer(conf_copy, **kwargs)
-            propagate_async_cluster_id_resolver(
-                AsyncSharedClusterIdResolver(self._aio.cluster_id), serdes
-            )
-        except BaseException:
-            owned, self._owned_serdes = self._owned_serdes, []
-            with contextlib.suppress(Exception):  # the constructor's own error is the one to see
-                await async_close_serdes(owned)
-            raise
 
     __init__ = __init_impl  # asyncinit awaits it
 
