@@ -34,6 +34,7 @@ __all__ = [
     "consumer_config",
     "epoch_of",
     "expire_session",
+    "jvm_processes",
     "kazoo_factory",
     "lose_connection",
     "make_consumer",
@@ -226,6 +227,16 @@ def make_producer(
     for producer in made:
         with contextlib.suppress(Exception):
             producer.close()
+
+
+@pytest.fixture
+def jvm_processes() -> Iterator[list[Any]]:
+    """The driver JVMs a test starts (``jvm_helpers``' readers): the test appends each, and
+    each is killed at teardown."""
+    started: list[Any] = []
+    yield started
+    for process in started:
+        process.kill()
 
 
 CONSUMER_DEFAULTS: dict[str, Any] = {

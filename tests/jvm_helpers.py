@@ -16,15 +16,21 @@ import select
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import pytest
 
 from ordered.cli.jvm import JarNotBuiltError, jar_path
 from ordered.devcluster import jars
+from ordered.verify import VerifiableProducer, read_events
+
+if TYPE_CHECKING:
+    from kit import Kit
 
 __all__ = [
     "INTERCEPTOR",
@@ -35,10 +41,15 @@ __all__ = [
     "clients_classpath",
     "compile_reader",
     "compile_streams_reader",
+    "delivered",
+    "first_out_of_order",
     "java",
     "ordered_jar",
     "plugin_properties",
     "read_keyed",
+    "reader_properties",
+    "verify_producer_config",
+    "write_backlog",
 ]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,7 +107,52 @@ def write_properties(path: Path, props: dict[str, str]) -> Path:
     return path
 
 
-class JavaProducer:
+class _Jvm:
+    """A Java driver of ``tests/jvm/`` in its own JVM, its stderr in ``log_path``;
+    :meth:`kill` is SIGKILL."""
+
+    log_path: Path
+    proc: subprocess.Popen[str]
+
+    def _start(self, args: list[str], props: dict[str, str], stdin: int | None = None) -> None:
+        """Start ``args`` with ``props`` as ``--property key=value`` arguments."""
+        for key, value in props.items():
+            args += ["--property", f"{key}={value}"]
+        self._log: IO[bytes] = open(self.log_path, "wb")  # noqa: SIM115 (closed in kill)
+        self.proc = subprocess.Popen(
+            args, stdin=stdin, stdout=subprocess.PIPE, stderr=self._log, text=True, cwd=ROOT
+        )
+
+    def log(self) -> str:
+        """The tail of the JVM's stderr."""
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+    def kill(self) -> None:
+        """SIGKILL, whatever state it is in."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            self.proc.communicate(timeout=10)
+        self._log.close()
+
+
+class _StoppableJvm(_Jvm):
+    """A :class:`_Jvm` that closes and exits once its ``stop_file`` exists (:meth:`stop`)."""
+
+    stop_file: Path
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Ask it to close its client and exit; it must exit cleanly."""
+        self.stop_file.touch()
+        try:
+            self.proc.wait(timeout)
+        finally:
+            self.kill()
+        assert self.proc.returncode == 0, f"rc {self.proc.returncode}\n{self.log()}"
+
+
+class JavaProducer(_Jvm):
     """``tests/jvm/VerifiableProducer.java`` in its own JVM; killed in :meth:`kill`.
 
     Its history (``history``) is in the format of :mod:`ordered.verify`; stderr goes to
@@ -139,21 +195,7 @@ class JavaProducer:
             "--seed",
             str(seed),
         ]
-        for key, value in props.items():
-            args += ["--property", f"{key}={value}"]
-        self._log: IO[bytes] = open(self.log_path, "wb")  # noqa: SIM115 (closed in kill)
-        self.proc = subprocess.Popen(
-            args,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            text=True,
-            cwd=ROOT,
-        )
-
-    def log(self) -> str:
-        """The tail of the JVM's stderr."""
-        return self.log_path.read_text(errors="replace")[-4000:]
+        self._start(args, props, stdin=subprocess.PIPE)
 
     def _line(self, timeout: float) -> str:
         assert self.proc.stdout is not None
@@ -190,15 +232,6 @@ class JavaProducer:
         """SIGSTOP: it neither sends nor acks until killed."""
         os.kill(self.proc.pid, signal.SIGSTOP)
 
-    def kill(self) -> None:
-        """SIGKILL, whatever state it is in."""
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.proc.pid, signal.SIGKILL)
-        with contextlib.suppress(Exception):
-            self.proc.communicate(timeout=10)
-        self._log.close()
-
 
 def read_keyed(
     consumer: Any, total: int, seconds: float
@@ -228,27 +261,24 @@ def read_keyed(
 def compile_reader(into: Path, line: str = "4") -> str:
     """Compile ``tests/jvm/VerifiableReader.java`` once into ``into``; the classpath to run it
     (a JVM per reader then starts without compiling)."""
-    classpath = f"{ordered_jar()}:{clients_classpath(line)}"
+    return _compile("VerifiableReader.java", into, f"{ordered_jar()}:{clients_classpath(line)}")
+
+
+def _compile(source: str, into: Path, classpath: str) -> str:
+    """Compile ``tests/jvm/<source>`` against ``classpath`` into ``into``; the classpath to
+    run it."""
     javac = shutil.which("javac")
     assert javac, "javac not found (Java 17 JDK)"
     into.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        [
-            javac,
-            "-nowarn",
-            "-cp",
-            classpath,
-            "-d",
-            str(into),
-            str(JVM_TESTS / "VerifiableReader.java"),
-        ],
+        [javac, "-nowarn", "-cp", classpath, "-d", str(into), str(JVM_TESTS / source)],
         check=True,
         capture_output=True,
     )
     return f"{into}:{classpath}"
 
 
-class JavaReader:
+class JavaReader(_StoppableJvm):
     """``tests/jvm/VerifiableReader.java`` in its own JVM: reads ``topic`` in group ``group``
     with ``impl`` (``ordered``: ``OrderedKafkaConsumer``; ``kafka``: ``KafkaConsumer``) and
     writes its deliveries to ``history``; :meth:`stop` closes it, :meth:`kill` is SIGKILL."""
@@ -294,60 +324,17 @@ class JavaReader:
             "--delay-ms",
             str(delay_ms),
         ]
-        for key, value in props.items():
-            args += ["--property", f"{key}={value}"]
-        self._log: IO[bytes] = open(self.log_path, "wb")  # noqa: SIM115 (closed in stop/kill)
-        self.proc = subprocess.Popen(
-            args, stdout=subprocess.PIPE, stderr=self._log, text=True, cwd=ROOT
-        )
-
-    def log(self) -> str:
-        """The tail of the JVM's stderr."""
-        return self.log_path.read_text(errors="replace")[-4000:]
-
-    def stop(self, timeout: float = 60.0) -> None:
-        """Ask it to close its consumer and exit; it must exit cleanly."""
-        self.stop_file.touch()
-        try:
-            self.proc.wait(timeout)
-        finally:
-            self.kill()
-        assert self.proc.returncode == 0, f"rc {self.proc.returncode}\n{self.log()}"
-
-    def kill(self) -> None:
-        """SIGKILL, whatever state it is in."""
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.proc.pid, signal.SIGKILL)
-        with contextlib.suppress(Exception):
-            self.proc.communicate(timeout=10)
-        self._log.close()
+        self._start(args, props)
 
 
 def compile_streams_reader(into: Path) -> str:
     """Compile ``tests/jvm/StreamsReader.java`` once into ``into`` against Kafka Streams (the
     jars cache's ``kafka-streams``); the classpath to run it."""
     classpath = f"{ordered_jar()}:{jars.resolve('kafka-streams').classpath}"
-    javac = shutil.which("javac")
-    assert javac, "javac not found (Java 17 JDK)"
-    into.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        [
-            javac,
-            "-nowarn",
-            "-cp",
-            classpath,
-            "-d",
-            str(into),
-            str(JVM_TESTS / "StreamsReader.java"),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return f"{into}:{classpath}"
+    return _compile("StreamsReader.java", into, classpath)
 
 
-class StreamsReader:
+class StreamsReader(_StoppableJvm):
     """``tests/jvm/StreamsReader.java`` in its own JVM: a stateless Kafka Streams application
     (``supplier``: ``ordered``, with ``OrderedKafkaClientSupplier``; ``kafka``: without) that
     writes what it processes to ``history``; :meth:`stop` closes it, :meth:`kill` is SIGKILL."""
@@ -371,31 +358,85 @@ class StreamsReader:
         args += ["--supplier", supplier, "--topic", topic, "--application-id", application_id]
         args += ["--reader-id", reader_id, "--history", str(history)]
         args += ["--stop-file", str(self.stop_file), "--delay-ms", str(delay_ms)]
-        for key, value in props.items():
-            args += ["--property", f"{key}={value}"]
-        self._log: IO[bytes] = open(self.log_path, "wb")  # noqa: SIM115 (closed in stop/kill)
-        self.proc = subprocess.Popen(
-            args, stdout=subprocess.PIPE, stderr=self._log, text=True, cwd=ROOT
-        )
+        self._start(args, props)
 
-    def log(self) -> str:
-        """The tail of the JVM's stderr."""
-        return self.log_path.read_text(errors="replace")[-4000:]
 
-    def stop(self, timeout: float = 60.0) -> None:
-        """Ask it to close Streams and exit; it must exit cleanly."""
-        self.stop_file.touch()
-        try:
-            self.proc.wait(timeout)
-        finally:
-            self.kill()
-        assert self.proc.returncode == 0, f"rc {self.proc.returncode}\n{self.log()}"
+def verify_producer_config(kit: Kit) -> dict[str, Any]:
+    """The readers' tests' ``OrderedProducer`` configuration: this test's cluster and store
+    root, ``linger.ms`` 5."""
+    return {
+        "bootstrap.servers": kit.bootstrap,
+        "ordered.zookeeper.connect": kit.zk_hosts,
+        "ordered.zookeeper.root": kit.zk_root,
+        "linger.ms": 5,
+    }
 
-    def kill(self) -> None:
-        """SIGKILL, whatever state it is in."""
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.proc.pid, signal.SIGKILL)
-        with contextlib.suppress(Exception):
-            self.proc.communicate(timeout=10)
-        self._log.close()
+
+def reader_properties(kit: Kit, extra: dict[str, str]) -> dict[str, str]:
+    """A Java reader's properties: this test's cluster and store root, gates polled every
+    50 ms, then ``extra``."""
+    return {
+        "bootstrap.servers": kit.bootstrap,
+        "ordered.zookeeper.connect": kit.zk_hosts,
+        "ordered.zookeeper.root": kit.zk_root,
+        "ordered.gate.poll.interval.ms": "50",
+        **extra,
+    }
+
+
+def write_backlog(
+    kit: Kit, history: Path, keys: list[str], steps: Sequence[tuple[str, int]]
+) -> tuple[str, int]:
+    """A topic of 2 partitions, adopted, into which a ``VerifiableProducer`` writes ``keys``
+    (80 bytes of padding, 2,500 records a second; its history ``history/producer.jsonl``)
+    while the controller takes ``steps`` (``("expand", 3)``...: a method and a partition
+    count) 1.5 s apart; the topic and the records acked (none nacked)."""
+    topic = kit.adopted_topic(2)
+    producer = VerifiableProducer(
+        verify_producer_config(kit), "py", topic, history / "producer.jsonl", keys, padding=80
+    )
+    stop = False
+    writer = threading.Thread(target=lambda: producer.run(2500.0, stop=lambda: stop))
+    writer.start()
+    try:
+        time.sleep(1.5)
+        for step, to in steps:
+            getattr(kit.controller, step)(topic, to, timeout=60)
+            time.sleep(1.5)
+    finally:
+        stop = True
+        writer.join(60)
+        producer.close()
+    assert [e.to_active for e in kit.store.epochs(topic)] == [2, *(to for _, to in steps)]
+    assert producer.nacked == 0, producer.nacked
+    return topic, int(producer.acked)
+
+
+def delivered(history: Path, group: str | None = None) -> int:
+    """The records (producer, sequence) delivered in ``history``'s ``*.jsonl`` (to ``group``,
+    or to any group)."""
+    return len(
+        {
+            (e["p"], e["s"])
+            for e in read_events(sorted(history.glob("*.jsonl")))
+            if e["ev"] == "dlv" and (group is None or e["g"] == group)
+        }
+    )
+
+
+def first_out_of_order(events: list[dict[str, Any]], group: str) -> int:
+    """First deliveries to ``group`` whose sequence is below one delivered before for the key."""
+    seen: set[tuple[str, int]] = set()
+    top: dict[tuple[str, str], int] = {}
+    bad = 0
+    dlv = (e for e in events if e["ev"] == "dlv" and e["g"] == group)
+    for ev in sorted(dlv, key=lambda e: e["ts"]):
+        rid = (ev["p"], int(ev["s"]))
+        if rid in seen:
+            continue
+        seen.add(rid)
+        key = (ev["p"], ev["k"])
+        if int(ev["s"]) < top.get(key, -1):
+            bad += 1
+        top[key] = max(top.get(key, -1), int(ev["s"]))
+    return bad

@@ -21,53 +21,28 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from helpers import unique, wait_until
-from jvm_helpers import JavaReader, compile_reader
+from jvm_helpers import (
+    JavaReader,
+    compile_reader,
+    delivered,
+    first_out_of_order,
+    reader_properties,
+    write_backlog,
+)
+from kit import Kit
 
-from coordinator.client.store import LayoutStore
-from coordinator.control.controller import Controller
-from ordered.verify import VerifiableProducer, check, read_events
+from ordered.verify import check, read_events
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 KEYS = [f"k{i}" for i in range(40)]
 FULL = os.environ.get("ORDERED_JVM_CONSUMER_MATRIX") == "full"
 ONLY = os.environ.get("ORDERED_JVM_CONSUMER_CASE", "")  # e.g. "ordered-classic-auto-one"
-
-
-def first_out_of_order(events: list[dict[str, Any]], group: str) -> int:
-    """First deliveries to ``group`` whose sequence is below one delivered before for the key."""
-    seen: set[tuple[str, int]] = set()
-    top: dict[tuple[str, str], int] = {}
-    bad = 0
-    for ev in sorted(
-        (e for e in events if e["ev"] == "dlv" and e["g"] == group), key=lambda e: e["ts"]
-    ):
-        rid = (ev["p"], int(ev["s"]))
-        if rid in seen:
-            continue
-        seen.add(rid)
-        key = (ev["p"], ev["k"])
-        if int(ev["s"]) < top.get(key, -1):
-            bad += 1
-        top[key] = max(top.get(key, -1), int(ev["s"]))
-    return bad
-
-
-def delivered(history: Path, group: str) -> int:
-    return len(
-        {
-            (e["p"], e["s"])
-            for e in read_events(sorted(history.glob("*.jsonl")))
-            if e["ev"] == "dlv" and e["g"] == group
-        }
-    )
 
 
 def committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
@@ -90,63 +65,13 @@ def record_committed(path: Path, bootstrap: str, group: str, topic: str) -> dict
     return found
 
 
-@pytest.fixture
-def readers() -> Iterator[list[JavaReader]]:
-    started: list[JavaReader] = []
-    yield started
-    for reader in started:
-        reader.kill()
-
-
-def write_backlog(
-    history: Path, topic: str, controller: Controller, store: LayoutStore, config: dict[str, Any]
-) -> int:
-    """Write keyed records while the topic goes 2 -> 3 -> 4 -> 2 -> 4; the records acked."""
-    producer = VerifiableProducer(config, "py", topic, history / "producer.jsonl", KEYS, padding=80)
-    stop = False
-    import threading
-
-    writer = threading.Thread(target=lambda: producer.run(2500.0, stop=lambda: stop))
-    writer.start()
-    try:
-        time.sleep(1.5)
-        for step, to in (("expand", 3), ("expand", 4), ("shrink", 2), ("expand", 4)):
-            getattr(controller, step)(topic, to, timeout=60)
-            time.sleep(1.5)
-    finally:
-        stop = True
-        writer.join(60)
-        producer.close()
-    assert [e.to_active for e in store.epochs(topic)] == [2, 3, 4, 2, 4]
-    assert producer.nacked == 0
-    return int(producer.acked)
-
-
 def test_kafka_consumer_loses_order_and_ours_keeps_it(
-    tmp_path: Path,
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    store: LayoutStore,
-    bootstrap: str,
-    zk_hosts: str,
-    zk_root: str,
-    readers: list[JavaReader],
+    tmp_path: Path, kit: Kit, jvm_processes: list[JavaReader]
 ) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
+    bootstrap = kit.bootstrap
     backlog = tmp_path / "backlog"
-    acked = write_backlog(
-        backlog,
-        topic,
-        controller,
-        store,
-        {
-            "bootstrap.servers": bootstrap,
-            "ordered.zookeeper.connect": zk_hosts,
-            "ordered.zookeeper.root": zk_root,
-            "linger.ms": 5,
-        },
-    )
+    steps = (("expand", 3), ("expand", 4), ("shrink", 2), ("expand", 4))
+    topic, acked = write_backlog(kit, backlog, KEYS, steps)
     assert acked > 10_000
     classpath = compile_reader(tmp_path / "classes")
     figures: dict[str, int] = {}
@@ -157,15 +82,14 @@ def test_kafka_consumer_loses_order_and_ours_keeps_it(
         hist = tmp_path / name
         hist.mkdir()
         (hist / "producer.jsonl").symlink_to(backlog / "producer.jsonl")
-        props = {
-            "bootstrap.servers": bootstrap,
-            "group.protocol": protocol,
-            "max.poll.records": "200",
-            "ordered.zookeeper.connect": zk_hosts,
-            "ordered.zookeeper.root": zk_root,
-            "ordered.gate.poll.interval.ms": "50",
-            "auto.commit.interval.ms": "300",
-        }
+        props = reader_properties(
+            kit,
+            {
+                "group.protocol": protocol,
+                "max.poll.records": "200",
+                "auto.commit.interval.ms": "300",
+            },
+        )
         if protocol == "classic":
             props.update({"session.timeout.ms": "6000", "heartbeat.interval.ms": "500"})
         else:
@@ -185,7 +109,7 @@ def test_kafka_consumer_loses_order_and_ours_keeps_it(
                 commit=commit,
                 delay_ms=delay,
             )
-            readers.append(reader)
+            jvm_processes.append(reader)
             return reader
 
         # Slowed down so that two members share the backlog (alone, one reads it in a second).

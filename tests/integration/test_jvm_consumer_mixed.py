@@ -12,16 +12,20 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from fixtures import consumer_config
 from helpers import unique, wait_until
-from jvm_helpers import JavaReader, compile_reader
+from jvm_helpers import (
+    JavaReader,
+    compile_reader,
+    delivered,
+    reader_properties,
+    verify_producer_config,
+)
+from kit import Kit
 
-from coordinator.client.store import LayoutStore
-from coordinator.control.controller import Controller
 from ordered.verify import VerifiableProducer, VerifiableReader, check, read_events
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -29,50 +33,21 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 KEYS = [f"k{i}" for i in range(30)]
 
 
-@pytest.fixture
-def java_readers() -> Iterator[list[JavaReader]]:
-    started: list[JavaReader] = []
-    yield started
-    for reader in started:
-        reader.kill()
-
-
 def test_python_and_java_consumers_share_a_group_through_expansions_and_rebalances(
-    tmp_path: Path,
-    topic_factory: Callable[..., str],
-    controller: Controller,
-    store: LayoutStore,
-    bootstrap: str,
-    zk_hosts: str,
-    zk_root: str,
-    java_readers: list[JavaReader],
+    tmp_path: Path, kit: Kit, jvm_processes: list[JavaReader]
 ) -> None:
-    topic = topic_factory(2)
-    controller.adopt(topic)
+    controller = kit.controller
+    topic = kit.adopted_topic(2)
     group = unique("g-mixed")
     history = tmp_path / "history"
     classpath = compile_reader(tmp_path / "classes")
     producer = VerifiableProducer(
-        {
-            "bootstrap.servers": bootstrap,
-            "ordered.zookeeper.connect": zk_hosts,
-            "ordered.zookeeper.root": zk_root,
-            "linger.ms": 5,
-        },
-        "py",
-        topic,
-        history / "producer.jsonl",
-        KEYS,
+        verify_producer_config(kit), "py", topic, history / "producer.jsonl", KEYS
     )
-    java_props = {
-        "bootstrap.servers": bootstrap,
-        "ordered.zookeeper.connect": zk_hosts,
-        "ordered.zookeeper.root": zk_root,
-        "ordered.gate.poll.interval.ms": "50",
-        "session.timeout.ms": "6000",
-        "heartbeat.interval.ms": "500",
-        "max.poll.records": "100",
-    }
+    java_props = reader_properties(
+        kit,
+        {"session.timeout.ms": "6000", "heartbeat.interval.ms": "500", "max.poll.records": "100"},
+    )
 
     def java(rid: str) -> JavaReader:
         reader = JavaReader(
@@ -86,12 +61,12 @@ def test_python_and_java_consumers_share_a_group_through_expansions_and_rebalanc
             commit="sync",
             delay_ms=20,
         )
-        java_readers.append(reader)
+        jvm_processes.append(reader)
         return reader
 
     second: JavaReader | None = None
     python = VerifiableReader(
-        consumer_config(bootstrap, zk_hosts, zk_root, group),
+        consumer_config(kit.bootstrap, kit.zk_hosts, kit.zk_root, group),
         group,
         "py-r",
         topic,
@@ -130,17 +105,8 @@ def test_python_and_java_consumers_share_a_group_through_expansions_and_rebalanc
         producer.close()
     acked = producer.acked
 
-    def group_delivered() -> int:
-        return len(
-            {
-                (e["p"], e["s"])
-                for e in read_events(sorted(history.glob("*.jsonl")))
-                if e["ev"] == "dlv"
-            }
-        )
-
     try:
-        wait_until(lambda: group_delivered() >= acked, 120, what="every record", interval=0.5)
+        wait_until(lambda: delivered(history) >= acked, 120, what="every record", interval=0.5)
     finally:
         if second is not None:
             second.stop()
