@@ -36,45 +36,25 @@ import argparse
 import json
 import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
 
 import _common
-from _common import environment, scratch_root, servers
+import _jvm
+from _common import environment
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
-from ordered.cli.jvm import jar_path
-from ordered.devcluster import jars
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "jvm.json"
 SOURCE = HERE / "jvm" / "KeyedPerf.java"
-
-
-def _java(name: str) -> str:
-    found = shutil.which(name)
-    if found is None:
-        raise SystemExit(f"{name} not found: install Java 17 (a JDK)")
-    return found
-
-
-def compile_driver(into: Path, classpath: str) -> None:
-    """Compile ``KeyedPerf.java`` once (a single-source launch would compile per JVM)."""
-    subprocess.run(
-        [_java("javac"), "-d", str(into), "-cp", classpath, str(SOURCE)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
 
 
 def run_side(
@@ -82,7 +62,7 @@ def run_side(
 ) -> dict[str, Any]:
     """One JVM, one producer: its JSON line."""
     cmd = [
-        _java("java"),
+        _jvm.java_tool("java"),
         "-Xmx512m",
         "-cp",
         classpath,
@@ -116,13 +96,6 @@ def run_side(
     return result
 
 
-def _quartiles(values: list[float]) -> tuple[float, float]:
-    if len(values) < 2:
-        return values[0], values[0]
-    q = statistics.quantiles(values, n=4, method="inclusive")
-    return q[0], q[2]
-
-
 def main() -> None:
     """Run the benchmark, print the results, write the JSON."""
     parser = _common.parser(__doc__)
@@ -132,28 +105,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7, help="paired rounds")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
-    jar = jar_path()
-    tools = jars.resolve("kafka-tools")
-    load_start = os.getloadavg()
-    with (
-        servers(args, "jvm") as (bootstrap, zookeeper),
-        scratch_root(zookeeper) as (kz, root),
-        tempfile.TemporaryDirectory(prefix="bench-jvm-") as tmp,
-    ):
-        classes = Path(tmp) / "classes"
-        compile_driver(classes, tools.classpath)
-        classpath = f"{classes}:{jar}:{tools.classpath}"
+    with _jvm.jvm_run(args, "jvm") as run:
+        _jvm.javac(run.classes, run.tools.classpath, [SOURCE])
+        classpath = f"{run.classes}:{run.jar}:{run.tools.classpath}"
         topic = f"bench-jvm-{uuid.uuid4().hex[:8]}"
-        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin = AdminClient({"bootstrap.servers": run.bootstrap})
         admin.create_topics([NewTopic(topic, 4, 1)])[topic].result(30)
-        Controller(LayoutStore(kz, root), KafkaAdmin(bootstrap)).adopt(topic)
-        plain = {"bootstrap.servers": bootstrap}
+        Controller(LayoutStore(run.kz, run.root), KafkaAdmin(run.bootstrap)).adopt(topic)
+        plain = {"bootstrap.servers": run.bootstrap}
         ordered = {
             **plain,
-            "partitioner.class": "org.orderedkafka.OrderedPartitioner",
-            "interceptor.classes": "org.orderedkafka.OrderedProducerInterceptor",
-            "ordered.zookeeper.connect": zookeeper,
-            "ordered.zookeeper.root": root,
+            **_jvm.ORDERED_PRODUCER_PLUGINS,
+            "ordered.zookeeper.connect": run.zookeeper,
+            "ordered.zookeeper.root": run.root,
         }
         sides = {"plain": plain, "ordered": ordered}
         rates: dict[str, list[float]] = {"plain": [], "ordered": []}
@@ -166,9 +130,10 @@ def main() -> None:
             order = ["plain", "ordered"] if r % 2 == 0 else ["ordered", "plain"]
             got, used = {}, {}
             for side in order:
-                run = run_side(classpath, topic, sides[side], args)
-                got[side], used[side] = run["records_per_s"], run["timed_cpu_us_per_record"]
-                life[side].append(run["life_cpu_us_per_record"])
+                figures = run_side(classpath, topic, sides[side], args)
+                got[side] = figures["records_per_s"]
+                used[side] = figures["timed_cpu_us_per_record"]
+                life[side].append(figures["life_cpu_us_per_record"])
                 rates[side].append(got[side])
                 cpu[side].append(used[side])
             ratios.append(got["ordered"] / got["plain"])
@@ -180,15 +145,9 @@ def main() -> None:
                 f"{used['plain']:.2f} us, ordered {used['ordered']:.2f} us (load {loads[-1]:.2f})",
                 flush=True,
             )
-    low, high = _quartiles(ratios)
-    kafka_clients = sorted(p.name for p in tools.directory.glob("kafka-clients-*.jar"))
     results = {
         **environment("jvm"),
-        "java": subprocess.run(
-            [_java("java"), "-version"], capture_output=True, text=True, check=False
-        ).stderr.splitlines()[0],
-        "kafka_clients": kafka_clients[0] if kafka_clients else None,
-        "jar": jar.name,
+        **_jvm.jvm_facts(run),
         "records": args.records,
         "warmup": args.warmup,
         "keys": args.keys,
@@ -199,31 +158,10 @@ def main() -> None:
             "fresh JVM per side and round, KeyedPerf (ProducerPerformance's loop with keys), "
             "kafka-clients defaults; ratio ordered/plain per round, rounds alternate order"
         ),
-        "records_per_s": {
-            side: {
-                "median": round(statistics.median(v)),
-                "min": round(min(v)),
-                "max": round(max(v)),
-                "rounds": [round(x) for x in v],
-            }
-            for side, v in rates.items()
-        },
-        "ratio": {
-            "median": round(statistics.median(ratios), 3),
-            "q1": round(low, 3),
-            "q3": round(high, 3),
-            "min": round(min(ratios), 3),
-            "max": round(max(ratios), 3),
-            "rounds": [round(x, 3) for x in ratios],
-        },
-        "cpu_us_per_record": {
-            side: {"median": round(statistics.median(v), 3), "rounds": [round(x, 3) for x in v]}
-            for side, v in cpu.items()
-        },
-        "life_cpu_us_per_record": {
-            side: {"median": round(statistics.median(v), 3), "rounds": [round(x, 3) for x in v]}
-            for side, v in life.items()
-        },
+        "records_per_s": {side: _jvm.rate_summary(v) for side, v in rates.items()},
+        "ratio": _jvm.ratio_summary(ratios),
+        "cpu_us_per_record": {side: _jvm.cpu_summary(v) for side, v in cpu.items()},
+        "life_cpu_us_per_record": {side: _jvm.cpu_summary(v) for side, v in life.items()},
         "cpu_ratio": {
             "median": round(statistics.median(cpu_ratios), 3),
             "min": round(min(cpu_ratios), 3),
@@ -231,7 +169,7 @@ def main() -> None:
             "rounds": [round(x, 3) for x in cpu_ratios],
         },
         "goal": ">= 0.95",
-        "load_average_1m": {"start": round(load_start[0], 2), "per_round": loads},
+        "load_average_1m": {"start": round(run.load_start[0], 2), "per_round": loads},
         "cpus": os.cpu_count(),
     }
     _common.write_results(args.out, results)

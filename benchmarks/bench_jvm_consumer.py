@@ -31,37 +31,26 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import statistics
 import subprocess
 import sys
-import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
 
 import _common
-from _common import environment, scratch_root, servers
+import _jvm
+from _common import environment
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
-from ordered.cli.jvm import jar_path
-from ordered.devcluster import jars
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "jvm_consumer.json"
 SOURCES = [HERE / "jvm" / "KeyedPerf.java", HERE / "jvm" / "ConsumePerf.java"]
 WORKLOADS = ("steady", "expansion")
 GOALS = {"steady": ">= 0.95", "expansion": ">= 0.9"}
-
-
-def _java(name: str) -> str:
-    found = shutil.which(name)
-    if found is None:
-        raise SystemExit(f"{name} not found: install Java 17 (a JDK)")
-    return found
 
 
 def _run(cmd: list[str]) -> dict[str, Any]:
@@ -74,7 +63,7 @@ def _run(cmd: list[str]) -> dict[str, Any]:
 
 
 def write(classpath: str, topic: str, props: dict[str, str], records: int, keys: int) -> None:
-    cmd = [_java("java"), "-Xmx256m", "-cp", classpath, "KeyedPerf", "--topic", topic]
+    cmd = [_jvm.java_tool("java"), "-Xmx256m", "-cp", classpath, "KeyedPerf", "--topic", topic]
     cmd += ["--records", str(records), "--warmup", "0", "--keys", str(keys), "--size", "100"]
     for key, value in props.items():
         cmd += ["--property", f"{key}={value}"]
@@ -84,18 +73,11 @@ def write(classpath: str, topic: str, props: dict[str, str], records: int, keys:
 
 
 def read(classpath: str, topic: str, impl: str, props: dict[str, str]) -> dict[str, Any]:
-    cmd = [_java("java"), "-Xmx256m", "-cp", classpath, "ConsumePerf", "--topic", topic]
+    cmd = [_jvm.java_tool("java"), "-Xmx256m", "-cp", classpath, "ConsumePerf", "--topic", topic]
     cmd += ["--impl", impl]
     for key, value in {**props, "group.id": f"bench-{uuid.uuid4().hex[:8]}"}.items():
         cmd += ["--property", f"{key}={value}"]
     return _run(cmd)
-
-
-def _quartiles(values: list[float]) -> tuple[float, float]:
-    if len(values) < 2:
-        return values[0], values[0]
-    q = statistics.quantiles(values, n=4, method="inclusive")
-    return q[0], q[2]
 
 
 def main() -> None:
@@ -106,31 +88,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="paired rounds")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
-    jar = jar_path()
-    tools = jars.resolve("kafka-tools")
-    load_start = os.getloadavg()
-    with (
-        servers(args, "jvm-consumer") as (bootstrap, zookeeper),
-        scratch_root(zookeeper) as (kz, root),
-        tempfile.TemporaryDirectory(prefix="bench-jvm-consumer-") as tmp,
-    ):
-        classes = Path(tmp) / "classes"
-        classpath = f"{classes}:{jar}:{tools.classpath}"
-        subprocess.run(
-            [_java("javac"), "-nowarn", "-d", str(classes), "-cp", classpath, *map(str, SOURCES)],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        zk = {"ordered.zookeeper.connect": zookeeper, "ordered.zookeeper.root": root}
-        producer = {
-            "bootstrap.servers": bootstrap,
-            "partitioner.class": "org.orderedkafka.OrderedPartitioner",
-            "interceptor.classes": "org.orderedkafka.OrderedProducerInterceptor",
-            **zk,
-        }
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        controller = Controller(LayoutStore(kz, root), KafkaAdmin(bootstrap))
+    with _jvm.jvm_run(args, "jvm-consumer") as run:
+        classpath = f"{run.classes}:{run.jar}:{run.tools.classpath}"
+        _jvm.javac(run.classes, classpath, SOURCES, "-nowarn")
+        zk = {"ordered.zookeeper.connect": run.zookeeper, "ordered.zookeeper.root": run.root}
+        producer = {"bootstrap.servers": run.bootstrap, **_jvm.ORDERED_PRODUCER_PLUGINS, **zk}
+        admin = AdminClient({"bootstrap.servers": run.bootstrap})
+        controller = Controller(LayoutStore(run.kz, run.root), KafkaAdmin(run.bootstrap))
         topics: dict[str, str] = {}
         for workload, first in (("steady", 4), ("expansion", 2)):
             topic = f"bench-jvmc-{workload}-{uuid.uuid4().hex[:8]}"
@@ -144,7 +108,7 @@ def main() -> None:
                 controller.expand(topic, 4, timeout=60)
                 write(classpath, topic, producer, args.records - half, args.keys)
             topics[workload] = topic
-        plain = {"bootstrap.servers": bootstrap}
+        plain = {"bootstrap.servers": run.bootstrap}
         sides = {"kafka": plain, "ordered": {**plain, **zk}}
         rate_key = {"steady": "records_per_s", "expansion": "records_per_s_from_subscribe"}
         rates: dict[str, dict[str, list[float]]] = {
@@ -161,12 +125,12 @@ def main() -> None:
             for workload in WORKLOADS:
                 got: dict[str, float] = {}
                 for side in order:
-                    run = read(classpath, topics[workload], side, sides[side])
-                    if run["records"] < args.records:
-                        raise SystemExit(f"{side} read {run['records']} of {args.records}")
-                    got[side] = run[rate_key[workload]]
+                    figures = read(classpath, topics[workload], side, sides[side])
+                    if figures["records"] < args.records:
+                        raise SystemExit(f"{side} read {figures['records']} of {args.records}")
+                    got[side] = figures[rate_key[workload]]
                     rates[workload][side].append(got[side])
-                    cpu[workload][side].append(run["timed_cpu_us_per_record"])
+                    cpu[workload][side].append(figures["timed_cpu_us_per_record"])
                 ratios[workload].append(got["ordered"] / got["kafka"])
                 line.append(
                     f"{workload}: kafka {got['kafka']:.0f}/s, ordered {got['ordered']:.0f}/s, "
@@ -176,14 +140,9 @@ def main() -> None:
             print(
                 f"round {r + 1}/{args.rounds}: {'; '.join(line)} (load {loads[-1]:.2f})", flush=True
             )
-    kafka_clients = sorted(p.name for p in tools.directory.glob("kafka-clients-*.jar"))
     results: dict[str, Any] = {
         **environment("jvm_consumer"),
-        "java": subprocess.run(
-            [_java("java"), "-version"], capture_output=True, text=True, check=False
-        ).stderr.splitlines()[0],
-        "kafka_clients": kafka_clients[0] if kafka_clients else None,
-        "jar": jar.name,
+        **_jvm.jvm_facts(run),
         "records": args.records,
         "keys": args.keys,
         "value_bytes": 100,
@@ -201,33 +160,14 @@ def main() -> None:
             ),
         },
         "goals": GOALS,
-        "load_average_1m": {"start": round(load_start[0], 2), "per_round": loads},
+        "load_average_1m": {"start": round(run.load_start[0], 2), "per_round": loads},
         "cpus": os.cpu_count(),
     }
     for workload in WORKLOADS:
-        low, high = _quartiles(ratios[workload])
         results[workload] = {
-            "records_per_s": {
-                side: {
-                    "median": round(statistics.median(v)),
-                    "min": round(min(v)),
-                    "max": round(max(v)),
-                    "rounds": [round(x) for x in v],
-                }
-                for side, v in rates[workload].items()
-            },
-            "ratio": {
-                "median": round(statistics.median(ratios[workload]), 3),
-                "q1": round(low, 3),
-                "q3": round(high, 3),
-                "min": round(min(ratios[workload]), 3),
-                "max": round(max(ratios[workload]), 3),
-                "rounds": [round(x, 3) for x in ratios[workload]],
-            },
-            "cpu_us_per_record": {
-                side: {"median": round(statistics.median(v), 3), "rounds": [round(x, 3) for x in v]}
-                for side, v in cpu[workload].items()
-            },
+            "records_per_s": {side: _jvm.rate_summary(v) for side, v in rates[workload].items()},
+            "ratio": _jvm.ratio_summary(ratios[workload]),
+            "cpu_us_per_record": {side: _jvm.cpu_summary(v) for side, v in cpu[workload].items()},
         }
     _common.write_results(args.out, results)
     for workload in WORKLOADS:
