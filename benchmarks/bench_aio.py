@@ -51,38 +51,11 @@ from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
 from ordered import OrderedAIOConsumer, OrderedAIOProducer
+from ordered.verify.loop_lag import LoopLagProbe
 
 RESULTS = Path(__file__).resolve().parent / "results" / "aio.json"
 KEYS = [f"key-{i:04d}".encode() for i in range(1000)]
 VALUE = b"v" * 100
-
-
-class LagProbe:
-    """Wakes every 10 ms on the loop and records each wake-up's lateness (seconds)."""
-
-    def __init__(self) -> None:
-        self.lags: list[float] = []
-        self._task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
-
-    async def _run(self) -> None:
-        while True:
-            began = time.perf_counter()
-            await asyncio.sleep(0.01)
-            self.lags.append(time.perf_counter() - began - 0.01)
-
-    async def stop(self) -> dict[str, Any]:
-        assert self._task is not None
-        self._task.cancel()
-        await asyncio.gather(self._task, return_exceptions=True)
-        ordered = sorted(self.lags)
-        return {
-            "max_ms": round(ordered[-1] * 1000, 1),
-            "p99_ms": round(ordered[int(len(ordered) * 0.99)] * 1000, 1),
-            "samples": len(ordered),
-        }
 
 
 class Cluster:
@@ -153,7 +126,7 @@ async def lag_round(cluster: Cluster, ours: bool, records: int) -> dict[str, Any
     """One lag round (see the module's docstring)."""
     loop = asyncio.get_running_loop()
     topic = await loop.run_in_executor(None, cluster.topic, 2)
-    probe = LagProbe()
+    probe = LoopLagProbe()
     probe.start()
     started = time.perf_counter()
     producer = cluster.producer(ours)
@@ -181,7 +154,8 @@ async def lag_round(cluster: Cluster, ours: bool, records: int) -> dict[str, Any
         facts["producer_partitions"] = None if route is None else route.active
     await consumer.close()
     await producer.close()
-    lag = await probe.stop()
+    await probe.stop()
+    lag = probe.summary()
     await loop.run_in_executor(None, cluster.drop, topic)
     lag["seconds"] = round(time.perf_counter() - started, 2)
     return {**lag, **facts}

@@ -35,6 +35,7 @@ from ordered import (
     OrderedProducer,
 )
 from ordered.verify import HistoryWriter, check, read_events
+from ordered.verify.loop_lag import LoopLagProbe
 from ordered.verify.producer import decode_value, encode_value
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
@@ -56,30 +57,6 @@ LAG_FACTOR = 1.5
 lags: one round's spike on a loaded 2-core machine (70 ms against 42 ms, seen once) is
 the machine's, not a blocking call, which holds the loop for the whole wait in every
 round and fails :data:`LAG_BOUND_S` in each."""
-
-
-class LagProbe:
-    """Sleeps 10 ms at a time on the loop and records how late each wake-up was."""
-
-    def __init__(self) -> None:
-        self.worst = 0.0
-        self.samples = 0
-        self._task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
-
-    async def _run(self) -> None:
-        while True:
-            began = time.perf_counter()
-            await asyncio.sleep(0.01)
-            self.worst = max(self.worst, time.perf_counter() - began - 0.01)
-            self.samples += 1
-
-    async def stop(self) -> None:
-        assert self._task is not None
-        self._task.cancel()
-        await asyncio.gather(self._task, return_exceptions=True)
 
 
 class Member:
@@ -185,7 +162,7 @@ def test_aio_group_keeps_order_through_2_3_4_2_4_with_a_late_member(
     changes = [("expand", 3), ("expand", 4), ("shrink", 2), ("expand", 4)]
 
     async def scenario() -> tuple[list[Member], float, int]:
-        probe = LagProbe()
+        probe = LoopLagProbe()
         probe.start()
         loop = asyncio.get_running_loop()
         producer = OrderedAIOProducer(
@@ -337,7 +314,7 @@ async def _lag_round(kit: Kit, ours: bool) -> tuple[float, int, dict[str, Any]]:
         settings["ordered.zookeeper.connect"] = kit.zk_hosts
         settings["ordered.zookeeper.root"] = kit.zk_root
     group = {"group.id": f"lag-{ours}-{topic}", "auto.offset.reset": "earliest"}
-    probe = LagProbe()
+    probe = LoopLagProbe()
     probe.start()
     producer: Any = (OrderedAIOProducer if ours else AIOProducer)({**settings, "linger.ms": 5})
     consumer: Any = (OrderedAIOConsumer if ours else AIOConsumer)({**settings, **group})
