@@ -171,9 +171,13 @@ def test_a_seal_then_a_revoke_inside_a_call_loses_no_record(kit: Kit) -> None:
     first.subscribe([topic], on_revoke=on_revoke)
     deadline = time.monotonic() + 30
     while not first.assignment() and time.monotonic() < deadline:
-        take("a", first, first.consume(1, 0.2))  # joins the group: one record
+        take("a", first, first.consume(1, 0.2))  # joins the group: at most one record
     assert first.assignment(), "the first member was never assigned"
-    assert not given["a"], "the first member got a record before its long call"
+    # The call that gets the assignment may also fetch and return one record; the rest of
+    # both tails is left for the long call.
+    assert len(given["a"]) <= 1, (
+        f"the first member got {len(given['a'])} records before its long call"
+    )
 
     def join() -> None:
         time.sleep(4.0)  # the seal (at 2 s) has been read inside the first member's call
