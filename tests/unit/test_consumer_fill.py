@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from coordinator.client.clock import SYSTEM_CLOCK
 from ordered.consumer.calls import CallPath
 
 
@@ -86,7 +87,9 @@ class _Upkeep:
 
 def _path(upkeep: _Upkeep) -> CallPath:
     # Never quiet (the fake service step does not say until when): it runs every time.
-    core = SimpleNamespace(quiet_until=0.0, unquiet=lambda: None, call_stores=None, parts={})
+    core = SimpleNamespace(
+        quiet_until=0.0, unquiet=lambda: None, call_stores=None, parts={}, clock=SYSTEM_CLOCK
+    )
     return CallPath(core, upkeep, lambda: None)  # type: ignore[arg-type]
 
 

@@ -16,6 +16,7 @@ from test_consumer_fetch import FakeLayouts
 from test_consumer_fill import _Fetcher, _Upkeep
 from test_consumer_gate import gate_in, kwargs_for
 
+from coordinator.client.clock import SYSTEM_CLOCK
 from ordered.consumer.calls import CallPath
 from ordered.consumer.judge import BatchFilter
 from ordered.consumer.partition import GateEvent, GateState, PartState
@@ -35,7 +36,7 @@ class _QuietUpkeep(_Upkeep):
 
 
 def _quiet_path() -> tuple[CallPath, _QuietUpkeep, Any]:
-    core = SimpleNamespace(quiet_until=0.0, call_stores=None, parts={})
+    core = SimpleNamespace(quiet_until=0.0, call_stores=None, parts={}, clock=SYSTEM_CLOCK)
     core.unquiet = lambda: setattr(core, "quiet_until", 0.0)
     upkeep = _QuietUpkeep(core)
     return CallPath(core, upkeep, lambda: None), upkeep, core  # type: ignore[arg-type]
