@@ -3,23 +3,16 @@ wait and the re-check schedule, measured on a fake clock that moves only when to
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
-from fakes import FakeClock
-from test_consumer_draining import _Layouts, _Quiet
-from test_consumer_gate import gate_in
+from fakes import FakeClock, Quiet, bare_core, gate_in
 
 from ordered.consumer.judge import GateChecker
 from ordered.consumer.partition import GateEvent, GateState, PartState
 from ordered.consumer.state import Core
 
-_CONFIG = SimpleNamespace(
-    prefetch_records=100_000, ordered=SimpleNamespace(gate_poll_interval_ms=500)
-)
 
-
-class _Events(_Quiet):
+class _Events(Quiet):
     """The gate hooks, recorded."""
 
     def __init__(self) -> None:
@@ -33,9 +26,7 @@ class _Events(_Quiet):
 
 
 def _core(clock: FakeClock, events: Any = None) -> Core:
-    layouts = _Layouts()
-    layouts.usable = False  # type: ignore[attr-defined]  # no re-check reads the store
-    return Core(_Quiet(), _CONFIG, layouts, events or _Quiet(), None, clock=clock)  # type: ignore[arg-type]
+    return bare_core(events=events, clock=clock)
 
 
 def test_a_gate_wait_is_measured_on_the_core_clock() -> None:

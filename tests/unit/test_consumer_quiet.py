@@ -11,10 +11,7 @@ import time
 from types import SimpleNamespace
 from typing import Any
 
-from test_consumer_draining import _CONFIG, _Layouts, _Quiet
-from test_consumer_fetch import FakeLayouts
-from test_consumer_fill import _Fetcher, _Upkeep
-from test_consumer_gate import gate_in, kwargs_for
+from fakes import FakeFetcher, FakeLayouts, FakeUpkeep, bare_core, gate_in, kwargs_for
 
 from coordinator.client.clock import SYSTEM_CLOCK
 from ordered.consumer.calls import CallPath
@@ -23,11 +20,11 @@ from ordered.consumer.partition import GateEvent, GateState, PartState
 from ordered.consumer.state import Core
 
 
-class _QuietUpkeep(_Upkeep):
+class _QuietUpkeep(FakeUpkeep):
     """A service step that declares itself quiet for a minute each time it runs."""
 
     def __init__(self, core: Any) -> None:
-        super().__init__(_Fetcher([[str(i)] for i in range(20)]))
+        super().__init__(FakeFetcher([[str(i)] for i in range(20)]))
         self.core = core
 
     def service(self) -> None:
@@ -69,7 +66,7 @@ def test_a_halt_a_hand_over_or_unquiet_ends_the_quiet() -> None:
 
 
 def _core() -> tuple[Core, PartState]:
-    core = Core(_Quiet(), _CONFIG, _Layouts(), _Quiet(), None)  # type: ignore[arg-type]
+    core = bare_core()
     part = PartState("t", 0, gate_in(GateState.BLOCKED))
     core.parts[("t", 0)] = part
     return core, part
