@@ -1,8 +1,9 @@
 """The one clock abstraction: what a part that measures time is given, so a test can
 give it a fake.
 
-A part that schedules or measures (the consumer's check pacer, its core's gate waits
-and re-checks) takes a :class:`Clock`; in use it is :data:`SYSTEM_CLOCK`, whose methods
+A part that schedules or measures (the consumer's core, its log-start probe and its
+check pacer; the retry policy, the supervisor, the topic-id check) takes a
+:class:`Clock`; in use it is :data:`SYSTEM_CLOCK`, whose methods
 are ``time.monotonic`` and ``time.time`` themselves (no call in between). A test passes
 an object with the same two methods and moves its time by hand.
 """

@@ -54,8 +54,6 @@ class FakeClock:
     """A :class:`~coordinator.client.clock.Clock` that moves only when told (or slept on).
 
     ``now`` is its monotonic time; :meth:`time` is the epoch time at the same instant.
-    Called, it returns ``now``: the form of the parts that take a bare ``clock``
-    callable (``RetryPolicy.call``, the supervisor).
     """
 
     EPOCH = 1_700_000_000.0
@@ -70,9 +68,6 @@ class FakeClock:
 
     def time(self) -> float:
         return self.EPOCH + self.now
-
-    def __call__(self) -> float:
-        return self.now
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
