@@ -52,7 +52,6 @@ from typing import Any
 import _common
 from _common import environment, scratch_root, servers
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 from scale_consumer import consumer_load, gate_wait, lockstep, zk_packets
 
 from coordinator.client.history import load_history
@@ -99,20 +98,8 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def _create_topics(bootstrap: str, names: list[str], partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(n, partitions, 1) for n in names])
-    for future in futures.values():
-        future.result(60)
-    # A topic is created before every broker's metadata shows it: wait for all.
-    deadline = time.monotonic() + 60
-    missing = set(names)
-    while missing:
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"topics not in metadata after 60 s: {sorted(missing)[:5]}")
-        listed = admin.list_topics(timeout=10).topics
-        missing = {n for n in missing if n not in listed or listed[n].error is not None}
-        if missing:
-            time.sleep(0.2)
+    # Returns once every broker's metadata shows them all.
+    KafkaAdmin(bootstrap, timeout=60.0).create_topics(names, partitions)
 
 
 def _cpu_seconds(pid: int) -> float:
