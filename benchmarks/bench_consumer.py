@@ -408,8 +408,7 @@ def main(argv: list[str] | None = None) -> int:
         servers(args, "consumer") as (bootstrap, zookeeper),
         scratch_root(zookeeper) as (client, root),
     ):
-        if args.consumer_barrier:
-            _common.enable_consumer_barrier(client, root)
+        _common.set_consumer_barrier(client, root, args.consumer_barrier)
         controller = Controller(LayoutStore(client, root), KafkaAdmin(bootstrap, timeout=10))
         print("throughput ...", flush=True)
         rates = throughput(bootstrap, zookeeper, root, controller, args) if args.repeats else {}

@@ -514,6 +514,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", default=None, help="curves to run")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument(
+        "--consumer-session-timeout-ms",
+        type=int,
+        default=None,
+        help="ordered.zookeeper.session.timeout.ms of the measured consumers (default: theirs)",
+    )
+    parser.add_argument(
         "--settle", type=float, default=3.0, help="seconds the daemon gets before measuring"
     )
     args = parser.parse_args(argv)
@@ -524,6 +530,9 @@ def main(argv: list[str] | None = None) -> int:
     args.relay_rounds = 2 if args.quick else 5
     args.round_seconds = 3.0 if args.quick else 10.0
     args.idle_seconds = 3.0 if args.quick else 10.0
+    # An idle consumer's requests are its session's pings, one per third of the session
+    # timeout (6 s by default): a window of a few seconds sees zero or one of them.
+    args.zk_idle_seconds = 36.0 if args.quick else 72.0
     # A read must last a second or more for a rate per second: a 200,000-record read
     # (0.2 s) measured the start-up checks (each partition's first batches, a burst of
     # two), 24 requests/s, not the paced rate (16-18 over 2 M records).
@@ -542,8 +551,7 @@ def main(argv: list[str] | None = None) -> int:
         servers(args, "scale") as (bootstrap, zookeeper),
         scratch_root(zookeeper) as (client, root),
     ):
-        if args.consumer_barrier:
-            _common.enable_consumer_barrier(client, root)
+        _common.set_consumer_barrier(client, root, args.consumer_barrier)
         store = LayoutStore(client, root)
         controller = Controller(store, KafkaAdmin(bootstrap, timeout=10.0))
         if "barrier" in curves:

@@ -158,6 +158,8 @@ def _backlog(
         "ordered.zookeeper.connect": zookeeper,
         "ordered.zookeeper.root": root,
     }
+    if args.consumer_session_timeout_ms is not None:
+        ordered_cfg["ordered.zookeeper.session.timeout.ms"] = args.consumer_session_timeout_ms
     return topic, base, ordered_cfg
 
 
@@ -287,7 +289,7 @@ def consumer_load(
     # What the server reads with no consumer at all (the benchmark's own session's
     # pings): the idle consumer's own rate is the difference.
     base0, wall0 = zk_packets(zookeeper), time.monotonic()
-    time.sleep(args.idle_seconds)
+    time.sleep(args.zk_idle_seconds)
     baseline = (zk_packets(zookeeper) - base0) / (time.monotonic() - wall0)
     idle = OrderedConsumer({**ordered_cfg, "group.id": f"scale-zk-{uuid.uuid4().hex}"})
     try:
@@ -296,7 +298,7 @@ def consumer_load(
         while any(m.error() is None for m in idle.consume(10_000, 1.0)):
             pass
         idle0, wall0 = zk_packets(zookeeper), time.monotonic()
-        while time.monotonic() - wall0 < args.idle_seconds:
+        while time.monotonic() - wall0 < args.zk_idle_seconds:
             idle.consume(10_000, 0.5)
         idle_load = (zk_packets(zookeeper) - idle0) / (time.monotonic() - wall0)
     finally:
@@ -322,7 +324,7 @@ def consumer_load(
         "ratio_sequential_median_of_rounds": main["ratio_median_of_rounds"],
         "ratio_best_vs_best": main["ratio_vs_plain"],
         "zookeeper_requests_per_s_full_speed": full,
-        "zookeeper_requests_per_s_idle": round(idle_load, 1),
+        "zookeeper_requests_per_s_idle": round(idle_load, 2),
         "zookeeper_requests_per_s_idle_baseline": round(baseline, 2),
         "zookeeper_requests_per_s_idle_consumer": round(max(0.0, idle_load - baseline), 2),
         "zookeeper_server_requests_per_s": round(capacity),
