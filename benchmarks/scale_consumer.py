@@ -30,6 +30,7 @@ from coordinator.control.controller import Controller
 from linear_hash import Layout
 from ordered.consumer import OrderedConsumer
 from ordered.consumer_config import FETCH_QUEUE_BACKOFF_MS
+from ordered.producer import OrderedProducer
 
 __all__ = ["consumer_load", "gate_wait", "lockstep", "zk_packets", "zookeeper_capacity"]
 
@@ -286,6 +287,8 @@ def consumer_load(
         print(f"  zookeeper load: {row}", flush=True)
     rows.append(_live(bootstrap, zookeeper, topic, ordered_cfg, args))
     print(f"  zookeeper load: {rows[-1]}", flush=True)
+    producer_row = _producer_load(bootstrap, zookeeper, topic, ordered_cfg, args)
+    print(f"  zookeeper load: {producer_row}", flush=True)
     # What the server reads with no consumer at all (the benchmark's own session's
     # pings): the idle consumer's own rate is the difference.
     base0, wall0 = zk_packets(zookeeper), time.monotonic()
@@ -331,6 +334,11 @@ def consumer_load(
         # A 3-node ensemble serves reads from every node and writes through the leader;
         # consumers only read, so reads scale with the nodes (at ~70% target load).
         "consumers_per_3_node_ensemble_at_full_speed": int(3 * 0.7 * capacity / max(full, 1.0)),
+        "producer": producer_row,
+        # A producer's requests are reads too (its watches, its session's pings); its few
+        # writes (registration, an ack per epoch) go through the leader, once per epoch.
+        # Busy or idle, whichever cost more (both are mostly the session's pings).
+        "producers_per_3_node_ensemble": int(3 * 0.7 * capacity / _producer_cost(producer_row)),
     }
 
 
@@ -508,6 +516,58 @@ def _live(
         "producer_records_per_s": round(written / elapsed),
         "zookeeper_requests_per_s": round(packets / elapsed, 1),
         "layout_checks_per_s": round(checks / elapsed, 1),
+    }
+
+
+def _producer_cost(row: dict[str, Any]) -> float:
+    """A producer's requests per second for capacity: busy or idle, the higher (>= 0.1)."""
+    return max(row["zookeeper_requests_per_s"], row["zookeeper_requests_per_s_idle"], 0.1)
+
+
+def _producer_load(
+    bootstrap: str, zookeeper: str, topic: str, config: dict[str, Any], args: argparse.Namespace
+) -> dict[str, Any]:
+    """ZooKeeper requests per second of one OrderedProducer writing at full speed, and idle.
+
+    Server-wide counts, less what the server reads with no producer (the benchmark's
+    own session), measured just before.
+    """
+    base0, wall0 = zk_packets(zookeeper), time.monotonic()
+    time.sleep(args.zk_idle_seconds)
+    baseline = (zk_packets(zookeeper) - base0) / (time.monotonic() - wall0)
+    producer_cfg = {
+        k: v for k, v in config.items() if k.startswith("ordered.") or k == "bootstrap.servers"
+    }
+    producer = OrderedProducer({**producer_cfg, "linger.ms": 5})
+    keys = [b"k%d" % i for i in range(10_000)]
+    try:
+        producer.produce(topic, b"x" * 100, keys[0])  # the first use: the topic's layout
+        producer.flush(30)
+        written = 0
+        packets0, started = zk_packets(zookeeper), time.monotonic()
+        while time.monotonic() - started < args.live_seconds:
+            for _ in range(1000):
+                try:
+                    producer.produce(topic, b"x" * 100, keys[written % len(keys)])
+                    written += 1
+                except BufferError:
+                    producer.poll(0.01)
+            producer.poll(0)
+        elapsed = time.monotonic() - started
+        busy = (zk_packets(zookeeper) - packets0) / elapsed
+        producer.flush(60)
+        idle0, wall0 = zk_packets(zookeeper), time.monotonic()
+        while time.monotonic() - wall0 < args.zk_idle_seconds:
+            producer.poll(0.5)
+        idle = (zk_packets(zookeeper) - idle0) / (time.monotonic() - wall0)
+    finally:
+        producer.close()
+    return {
+        "mode": "one OrderedProducer at full speed, then idle",
+        "records_per_s": round(written / elapsed),
+        "zookeeper_requests_per_s": round(max(0.0, busy - baseline), 2),
+        "zookeeper_requests_per_s_idle": round(max(0.0, idle - baseline), 2),
+        "zookeeper_requests_per_s_baseline": round(baseline, 2),
     }
 
 
