@@ -71,8 +71,9 @@ class ChaosOptions:
         network_faults: Route every process of the run through fault proxies (Kafka:
             one per broker; ZooKeeper: one per process) and inject cuts, blackholes
             and latency (:mod:`ordered.chaos.net_faults`).
-        consumer_barrier: Turn the ``consumer-barrier`` feature on in the run's root
-            before any client starts (``docs/consumer-barrier.md``).
+        consumer_barrier: Write the ``consumer-barrier`` feature on (``True``) or off
+            (``False``) in the run's root before its first adoption; ``None`` leaves it
+            to that adoption, which turns it on (``docs/consumer-barrier.md``).
     """
 
     duration: float
@@ -88,7 +89,7 @@ class ChaosOptions:
     spark: bool = False
     zookeepers: int = 1
     network_faults: bool = False
-    consumer_barrier: bool = False
+    consumer_barrier: bool | None = None
 
 
 def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, Any]:
@@ -141,12 +142,14 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
         if stop.is_set():
             raise RunInterruptedError("interrupted while the cluster started")
         conn = _Connection(state.bootstrap_servers, state.zookeeper_connect, ROOT)
-        _create_and_adopt(conn, TOPIC, shape, options.brokers)
-        if options.consumer_barrier:
-            code, _payload, err = conn.cli("features", "enable", "consumer-barrier")
+        if options.consumer_barrier is not None:
+            # Before the first adoption, which would turn a never-written flag on.
+            change = "enable" if options.consumer_barrier else "disable"
+            code, _payload, err = conn.cli("features", change, "consumer-barrier")
             if code != 0:
-                raise OrderedError(f"enabling the consumer barrier failed: {err.strip()}")
-            say("consumer barrier on")
+                raise OrderedError(f"setting the consumer barrier failed: {err.strip()}")
+            say(f"consumer barrier {'on' if options.consumer_barrier else 'off'}")
+        _create_and_adopt(conn, TOPIC, shape, options.brokers)
         if options.eos:
             _create_and_adopt(conn, OUTPUT, shape, options.brokers)
         if spark is not None:

@@ -36,8 +36,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--rate", type=_rate, default=300.0, help="records per second (all producers)")
     p.add_argument(
         "--consumer-barrier",
-        action="store_true",
-        help="turn the consumer-barrier feature on in the run's root before clients start",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the consumer-barrier feature in the run's root, written before its first "
+        "adoption (default: on, as that adoption leaves a new root; "
+        "--no-consumer-barrier: every fetch checked)",
     )
     p.add_argument(
         "--replays",
