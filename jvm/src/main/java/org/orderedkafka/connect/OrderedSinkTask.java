@@ -69,7 +69,7 @@ public class OrderedSinkTask extends SinkTask {
   public void start(Map<String, String> props) {
     SinkSettings settings = SinkSettings.parse(props);
     pollIntervalMs = settings.ordered.gatePollIntervalMs;
-    delegate = givenDelegate != null ? givenDelegate : SinkSettings.newTask(props.get(SinkSettings.TASK_CLASS));
+    delegate = givenDelegate != null ? givenDelegate : settings.newTask(props.get(SinkSettings.TASK_CLASS));
     store = givenStore != null ? givenStore : ConsumerStore.open(settings.ordered);
     try {
       progress = givenProgress != null ? givenProgress : new AdminProgress(settings.admin);

@@ -239,6 +239,9 @@ final class SinkGates {
   }
 
   private void hold(TopicPartition tp, long offset) {
+    if (!held.containsKey(tp)) {
+      LOG.debug("{} held at offset {}", tp, offset);
+    }
     held.merge(tp, offset, Math::min);
     given.put(tp, held.get(tp));
     covered.remove(tp); // what comes again after the rewind is checked again
@@ -277,7 +280,7 @@ final class SinkGates {
       }
     }
     for (TopicPartition tp : open) {
-      held.remove(tp);
+      LOG.debug("{} goes on at offset {}: its gate opened", tp, held.remove(tp));
     }
     return open;
   }

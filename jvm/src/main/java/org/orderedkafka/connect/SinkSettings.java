@@ -136,28 +136,35 @@ public final class SinkSettings {
 
   /** A new instance of the wrapped connector. */
   SinkConnector newConnector() {
-    return instantiate(CONNECTOR_CLASS, connectorClass, SinkConnector.class);
+    return instantiate(CONNECTOR_CLASS, load(CONNECTOR_CLASS, connectorClass, SinkSettings.class.getClassLoader()), SinkConnector.class);
   }
 
-  /** A new instance of the wrapped connector's task class {@code name}. */
-  static SinkTask newTask(String name) {
+  /**
+   * A new instance of the wrapped connector's task class {@code name}, loaded by the loader of
+   * the wrapped connector: a worker knows connectors by name across its plugins, not tasks.
+   */
+  SinkTask newTask(String name) {
     if (name == null || name.isEmpty()) {
       throw new ConfigException(
           TASK_CLASS + " is missing: task settings come from OrderedSinkConnector");
     }
-    return instantiate(TASK_CLASS, name, SinkTask.class);
+    ClassLoader loader = load(CONNECTOR_CLASS, connectorClass, SinkSettings.class.getClassLoader()).getClassLoader();
+    return instantiate(TASK_CLASS, load(TASK_CLASS, name, loader), SinkTask.class);
   }
 
-  private static <T> T instantiate(String key, String name, Class<T> type) {
-    Class<?> cls;
+  private static Class<?> load(String key, String name, ClassLoader loader) {
     try {
-      // The plugin's own loader: under plugin.path isolation it asks the worker's loader,
-      // which knows every installed plugin, for a class that is not in this jar.
-      cls = Class.forName(name, true, SinkSettings.class.getClassLoader());
+      // Under plugin.path isolation the plugin's own loader asks the worker's loader, which
+      // knows every installed plugin's connectors, for a class that is not in this jar.
+      return Class.forName(name, true, loader);
     } catch (ClassNotFoundException | LinkageError e) {
       throw new ConfigException(
           key + ": class " + name + " not found (is its plugin on the worker's plugin.path?)");
     }
+  }
+
+  private static <T> T instantiate(String key, Class<?> cls, Class<T> type) {
+    String name = cls.getName();
     if (!type.isAssignableFrom(cls)) {
       throw new ConfigException(key + ": " + name + " is not a " + type.getSimpleName());
     }
