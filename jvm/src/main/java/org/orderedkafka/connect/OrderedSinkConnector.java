@@ -2,6 +2,7 @@ package org.orderedkafka.connect;
 
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.kafka.common.config.Config;
@@ -28,12 +29,16 @@ public class OrderedSinkConnector extends SinkConnector {
   /** The version reported to the worker. */
   static final String VERSION = "0.1.0";
 
+  /**
+   * This connector's own keys, for the worker's documentation and validation. None is
+   * required here: {@link SinkSettings} reports a missing one, so a problem is one error.
+   */
   private static final ConfigDef OWN =
       new ConfigDef()
           .define(
               SinkSettings.CONNECTOR_CLASS,
               ConfigDef.Type.STRING,
-              ConfigDef.NO_DEFAULT_VALUE,
+              null,
               ConfigDef.Importance.HIGH,
               "The sink connector to wrap, e.g. org.apache.kafka.connect.file.FileStreamSinkConnector.")
           .define(
@@ -46,7 +51,7 @@ public class OrderedSinkConnector extends SinkConnector {
           .define(
               OrderedSettings.CONNECT,
               ConfigDef.Type.STRING,
-              ConfigDef.NO_DEFAULT_VALUE,
+              null,
               ConfigDef.Importance.HIGH,
               "The ZooKeeper ensemble holding the layouts.");
 
@@ -129,26 +134,39 @@ public class OrderedSinkConnector extends SinkConnector {
 
   /**
    * The wrapped connector's validation of its settings, after this connector's own: a problem
-   * with the {@code ordered.*} settings is one error on the key it names.
+   * with the {@code ordered.*} settings is one error on the key it names. Every key of {@link
+   * #config()} gets a value (the worker's report expects one for each).
    */
   @Override
   public Config validate(Map<String, String> connectorConfigs) {
-    List<ConfigValue> values = new ArrayList<>();
-    SinkSettings checked;
+    SinkSettings checked = null;
+    ConfigException problem = null;
     try {
       checked = SinkSettings.parse(connectorConfigs);
       delegate = checked.newConnector();
     } catch (ConfigException e) {
-      ConfigValue bad = new ConfigValue(keyOf(e.getMessage()));
-      bad.addErrorMessage(e.getMessage());
-      values.add(bad);
-      return new Config(values);
+      problem = e;
     }
-    Config theirs = delegate.validate(checked.delegateConfig);
-    if (theirs != null) {
-      values.addAll(theirs.configValues());
+    ConfigDef def = config();
+    String bad = problem == null ? null : keyOf(problem.getMessage());
+    if (bad != null && !def.configKeys().containsKey(bad)) {
+      def.define(bad, ConfigDef.Type.STRING, null, ConfigDef.Importance.LOW, "");
     }
-    return new Config(values);
+    Map<String, ConfigValue> values = new LinkedHashMap<>();
+    for (ConfigValue v : def.validateAll(connectorConfigs).values()) {
+      values.put(v.name(), v);
+    }
+    if (problem != null) {
+      values.get(bad).addErrorMessage(problem.getMessage());
+    } else {
+      Config theirs = delegate.validate(checked.delegateConfig);
+      if (theirs != null) {
+        for (ConfigValue v : theirs.configValues()) {
+          values.put(v.name(), v);
+        }
+      }
+    }
+    return new Config(new ArrayList<>(values.values()));
   }
 
   /**

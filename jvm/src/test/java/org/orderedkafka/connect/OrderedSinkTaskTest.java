@@ -390,6 +390,18 @@ class OrderedSinkTaskTest {
     assertEquals(1, errors.size(), errors.toString());
     assertEquals("ordered.gate.poll.interval.ms", errors.get(0).name());
 
+    Map<String, String> noZk = settings();
+    noZk.remove("ordered.zookeeper.connect");
+    OrderedSinkConnector connector = new OrderedSinkConnector();
+    result = connector.validate(noZk);
+    errors = result.configValues().stream().filter(v -> !v.errorMessages().isEmpty()).toList();
+    assertEquals(List.of("ordered.zookeeper.connect is required (the layout store)"), errors.get(0).errorMessages());
+    assertEquals(1, errors.size(), errors.toString());
+    // The worker's report reads a value for every key the connector defines (else it fails).
+    Set<String> named = new HashSet<>();
+    result.configValues().forEach(v -> named.add(v.name()));
+    assertTrue(named.containsAll(connector.config().configKeys().keySet()), named::toString);
+
     Map<String, String> noClass = settings();
     noClass.remove(SinkSettings.CONNECTOR_CLASS);
     e = assertThrows(ConfigException.class, () -> SinkSettings.parse(noClass));
