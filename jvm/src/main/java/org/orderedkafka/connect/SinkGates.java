@@ -198,9 +198,18 @@ final class SinkGates {
       }
     }
     if (!recover() || (needCheck && !check(batch.keySet()))) {
+      // Layouts not trusted (C-SESSION-2): every partition of a topic that is, or may be,
+      // ordered is held; a topic known to be plain goes on.
       for (Map.Entry<TopicPartition, long[]> e : batch.entrySet()) {
-        hold(e.getKey(), e.getValue()[0]);
-        out.put(e.getKey(), 0);
+        Topic t = topics.get(e.getKey().topic());
+        long[] offsets = e.getValue();
+        if (t.history == null || t.ordered()) {
+          hold(e.getKey(), offsets[0]);
+          out.put(e.getKey(), 0);
+        } else {
+          given.put(e.getKey(), offsets[offsets.length - 1] + 1);
+          out.put(e.getKey(), offsets.length);
+        }
       }
       return out;
     }
