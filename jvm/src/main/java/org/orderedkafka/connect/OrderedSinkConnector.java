@@ -73,8 +73,12 @@ public class OrderedSinkConnector extends SinkConnector {
     }
     this.props = new HashMap<>(props);
     delegate = settings.newConnector();
-    delegate.initialize(context());
-    delegate.start(settings.delegateConfig);
+    DelegateLoader.run(
+        delegate,
+        () -> {
+          delegate.initialize(context());
+          delegate.start(settings.delegateConfig);
+        });
   }
 
   @Override
@@ -84,12 +88,13 @@ public class OrderedSinkConnector extends SinkConnector {
 
   @Override
   public List<Map<String, String>> taskConfigs(int maxTasks) {
-    Class<? extends Task> taskClass = delegate.taskClass();
+    Class<? extends Task> taskClass = DelegateLoader.call(delegate, delegate::taskClass);
+    List<Map<String, String>> theirs = DelegateLoader.call(delegate, () -> delegate.taskConfigs(maxTasks));
     if (!SinkTask.class.isAssignableFrom(taskClass)) {
       throw new ConnectException(settings.connectorClass + "'s task class " + taskClass.getName() + " is not a SinkTask");
     }
     List<Map<String, String>> out = new ArrayList<>();
-    for (Map<String, String> c : delegate.taskConfigs(maxTasks)) {
+    for (Map<String, String> c : theirs) {
       Map<String, String> task = new HashMap<>(c);
       // The worker subscribes a sink task to the topics of its task settings.
       for (String key : List.of(SinkTask.TOPICS_CONFIG, SinkTask.TOPICS_REGEX_CONFIG, "name")) {
@@ -112,7 +117,7 @@ public class OrderedSinkConnector extends SinkConnector {
   @Override
   public void stop() {
     if (delegate != null) {
-      delegate.stop();
+      DelegateLoader.run(delegate, delegate::stop);
     }
   }
 
@@ -120,7 +125,8 @@ public class OrderedSinkConnector extends SinkConnector {
   public ConfigDef config() {
     ConfigDef def = new ConfigDef(OWN);
     if (delegate != null) {
-      ConfigDef theirs = delegate.config();
+      SinkConnector wrapped = delegate;
+      ConfigDef theirs = DelegateLoader.call(wrapped, wrapped::config);
       if (theirs != null) {
         for (ConfigDef.ConfigKey key : theirs.configKeys().values()) {
           if (!def.configKeys().containsKey(key.name)) {
@@ -159,7 +165,9 @@ public class OrderedSinkConnector extends SinkConnector {
     if (problem != null) {
       values.get(bad).addErrorMessage(problem.getMessage());
     } else {
-      Config theirs = delegate.validate(checked.delegateConfig);
+      SinkConnector wrapped = delegate;
+      Map<String, String> given = checked.delegateConfig;
+      Config theirs = DelegateLoader.call(wrapped, () -> wrapped.validate(given));
       if (theirs != null) {
         for (ConfigValue v : theirs.configValues()) {
           values.put(v.name(), v);

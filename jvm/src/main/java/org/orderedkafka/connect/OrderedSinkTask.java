@@ -79,20 +79,24 @@ public class OrderedSinkTask extends SinkTask {
     }
     gates = new SinkGates(store, progress, settings.group, settings.ordered, System::nanoTime);
     delegateContext = new GuardedContext(context, gates);
-    delegate.initialize(delegateContext);
-    delegate.start(settings.delegateConfig);
+    DelegateLoader.run(
+        delegate,
+        () -> {
+          delegate.initialize(delegateContext);
+          delegate.start(settings.delegateConfig);
+        });
   }
 
   @Override
   public void open(Collection<TopicPartition> partitions) {
     gates.open(partitions);
-    delegate.open(partitions);
+    DelegateLoader.run(delegate, () -> delegate.open(partitions));
   }
 
   @Override
   public void close(Collection<TopicPartition> partitions) {
     try {
-      delegate.close(partitions);
+      DelegateLoader.run(delegate, () -> delegate.close(partitions));
     } finally {
       gates.close(partitions);
       delegateContext.forget(partitions);
@@ -135,7 +139,7 @@ public class OrderedSinkTask extends SinkTask {
         context.pause(h.getKey());
       }
     }
-    delegate.put(pass);
+    DelegateLoader.run(delegate, () -> delegate.put(pass));
     List<TopicPartition> open = new ArrayList<>();
     for (TopicPartition tp : gates.recheck()) {
       if (!delegateContext.pausedByTask(tp) && context.assignment().contains(tp)) {
@@ -157,20 +161,20 @@ public class OrderedSinkTask extends SinkTask {
 
   @Override
   public void flush(Map<TopicPartition, OffsetAndMetadata> currentOffsets) {
-    delegate.flush(gates.clamp(currentOffsets));
+    DelegateLoader.run(delegate, () -> delegate.flush(gates.clamp(currentOffsets)));
   }
 
   @Override
   public Map<TopicPartition, OffsetAndMetadata> preCommit(Map<TopicPartition, OffsetAndMetadata> currentOffsets) {
     Map<TopicPartition, OffsetAndMetadata> clamped = gates.clamp(currentOffsets);
-    return gates.commitable(delegate.preCommit(clamped), clamped);
+    return gates.commitable(DelegateLoader.call(delegate, () -> delegate.preCommit(clamped)), clamped);
   }
 
   @Override
   public void stop() {
     try {
       if (delegate != null) {
-        delegate.stop();
+        DelegateLoader.run(delegate, delegate::stop);
       }
     } finally {
       if (progress != null) {
