@@ -377,6 +377,38 @@ class OrderedSinkTaskTest {
   }
 
   @Test
+  void aPartitionTheWrappedTaskPausedStaysPausedWhenItsGateOpens() throws Exception {
+    sink.context().pause(P2);
+    task.put(records(P2, 0, 2));
+    assertEquals(Map.of(P2, 0L), context.rewinds);
+    progress.committed.put(0, 10L);
+    task.close(List.of(P0)); // partition 0 is another task's now: its commit counts as is
+    putLater(List.of());
+    assertEquals(Set.of(P2), context.paused, "the wrapped task's own pause is kept");
+    sink.context().resume(P2);
+    assertEquals(Set.of(), context.paused, "and its resume goes through once the gate is open");
+  }
+
+  @Test
+  void aRevokedPartitionIsNoLongerHeldNorResumed() throws Exception {
+    task.put(records(P2, 0, 2));
+    assertTrue(context.paused.contains(P2));
+    task.close(List.of(P2));
+    context.assigned.remove(P2);
+    context.paused.clear(); // the worker forgets the pauses of revoked partitions
+    progress.committed.put(0, 10L);
+    putLater(List.of());
+    assertEquals(Set.of(), context.paused);
+    sink.context().resume(P2);
+    assertEquals(Set.of(), context.paused);
+    // Assigned again: its records are judged afresh.
+    task.open(List.of(P2));
+    context.assigned.add(P2);
+    task.put(records(P2, 0, 2));
+    assertEquals(List.of(0L, 1L), offsets(sink.got, P2));
+  }
+
+  @Test
   void aMisconfigurationIsOneErrorNamingTheKey() {
     Map<String, String> props = settings();
     props.remove("ordered.zookeeper.connect");
