@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongConsumer;
 import java.util.function.LongSupplier;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
@@ -116,15 +117,74 @@ final class SinkGates {
   private final Map<TopicPartition, Long> committing = new HashMap<>();
   private boolean trusted = true;
   private long lastCheck = Long.MIN_VALUE / 2;
+  /** The checks' pacing ({@code ordered.layout.check.max.requests.per.s}), as the consumer's. */
+  private double tokens = 2;
+  private long tokensAt;
+  /** How the pacing waits (tests: a fake clock that the wait advances). */
+  private final LongConsumer sleeper;
   private long nextRecheck;
 
   SinkGates(
       ConsumerStore store, SinkProgress progress, String group, OrderedSettings settings, LongSupplier clock) {
+    this(store, progress, group, settings, clock, SinkGates::sleepNanos);
+  }
+
+  SinkGates(
+      ConsumerStore store,
+      SinkProgress progress,
+      String group,
+      OrderedSettings settings,
+      LongSupplier clock,
+      LongConsumer sleeper) {
     this.store = store;
     this.progress = progress;
     this.group = group;
     this.settings = settings;
     this.clock = clock;
+    this.sleeper = sleeper;
+    this.tokensAt = clock.getAsLong();
+  }
+
+  private static void sleepNanos(long nanos) {
+    try {
+      TimeUnit.NANOSECONDS.sleep(Math.max(nanos, 100_000));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new org.apache.kafka.connect.errors.ConnectException("interrupted pacing a layout check", e);
+    }
+  }
+
+  /**
+   * The ZooKeeper requests of one check (a sync, each topic's exists, each ordered topic's
+   * rewind marker) paced to {@code ordered.layout.check.max.requests.per.s} on average, with
+   * a burst of two checks, as {@code OrderedKafkaConsumer} paces its own (0: no pacing).
+   *
+   * @param wait wait for a token (a batch cannot be judged without its check) or give up
+   */
+  private boolean takeToken(boolean wait) {
+    if (settings.checkRate == 0) {
+      return true;
+    }
+    int markers = 0;
+    for (Topic t : topics.values()) {
+      if (t.ordered()) {
+        markers++;
+      }
+    }
+    long slot = (long) ((1 + topics.size() + markers) * 1e9 / settings.checkRate);
+    while (true) {
+      long now = clock.getAsLong();
+      tokens = Math.min(2, tokens + (double) (now - tokensAt) / slot);
+      tokensAt = now;
+      if (tokens >= 1) {
+        tokens -= 1;
+        return true;
+      }
+      if (!wait) {
+        return false;
+      }
+      sleeper.accept((long) ((1 - tokens) * slot));
+    }
   }
 
   // --- the assignment ------------------------------------------------------------------
@@ -182,7 +242,8 @@ final class SinkGates {
   Map<TopicPartition, Integer> judge(Map<TopicPartition, long[]> batch) {
     Map<TopicPartition, Integer> out = new HashMap<>();
     if (batch.isEmpty()) {
-      if (clock.getAsLong() - lastCheck >= idleCheckNanos() && anyOrdered() && recover()) {
+      if (clock.getAsLong() - lastCheck >= idleCheckNanos() && anyOrdered() && recover()
+          && takeToken(false)) {
         check(List.of()); // the advisory check: a seal or a rewind marker without records
       }
       return out;
@@ -196,6 +257,9 @@ final class SinkGates {
       if (offsets[offsets.length - 1] >= covered.getOrDefault(tp, 0L)) {
         needCheck = true;
       }
+    }
+    if (needCheck) {
+      takeToken(true); // the batch waits for its check's turn
     }
     if (!recover() || (needCheck && !check(batch.keySet()))) {
       // Layouts not trusted (C-SESSION-2): every partition of a topic that is, or may be,
@@ -277,7 +341,7 @@ final class SinkGates {
     if (!recover()) {
       return List.of();
     }
-    if (now - lastCheck >= idleCheckNanos()) {
+    if (now - lastCheck >= idleCheckNanos() && takeToken(false)) {
       check(List.of()); // a held gate may wait on a seal
     }
     Map<String, View> views = new HashMap<>();

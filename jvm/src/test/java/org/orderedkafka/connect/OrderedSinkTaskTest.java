@@ -409,6 +409,35 @@ class OrderedSinkTaskTest {
   }
 
   @Test
+  void theChecksArePacedToTheCheckRate() {
+    // One topic, ordered: a check is 3 requests (sync, exists, rewind marker); at 30 requests
+    // a second, one check every 100 ms on average, two at once.
+    Map<String, String> props = settings();
+    props.put("ordered.layout.check.max.requests.per.s", "30");
+    long[] now = {0};
+    List<Long> slept = new ArrayList<>();
+    SinkGates gates =
+        new SinkGates(
+            store,
+            progress,
+            "g",
+            SinkSettings.parse(props).ordered,
+            () -> now[0],
+            nanos -> {
+              slept.add(nanos);
+              now[0] += nanos;
+            });
+    gates.open(List.of(P0));
+    for (long o = 0; o < 4; o++) {
+      progress.ends.put(P0, o + 1); // each batch lies past the last check's end offset
+      gates.judge(Map.of(P0, new long[] {o}));
+    }
+    assertEquals(2, slept.size(), slept.toString());
+    long spent = slept.stream().mapToLong(Long::longValue).sum();
+    assertTrue(Math.abs(spent - 200_000_000L) < 1_000_000L, "two checks waited 100 ms each: " + slept);
+  }
+
+  @Test
   void aMisconfigurationIsOneErrorNamingTheKey() {
     Map<String, String> props = settings();
     props.remove("ordered.zookeeper.connect");
