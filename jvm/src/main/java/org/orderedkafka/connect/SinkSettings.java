@@ -43,7 +43,10 @@ public final class SinkSettings {
   public final OrderedSettings ordered;
   /** The {@code ordered.*} keys as given (without {@code ordered.sink.*}): copied to the tasks. */
   final Map<String, String> orderedConfig;
-  /** What the wrapped connector or task is given: every key but the {@code ordered.*} ones. */
+  /**
+   * What the wrapped connector or task is given: every key but the {@code ordered.*} ones,
+   * with {@code connector.class} naming the wrapped connector.
+   */
   final Map<String, String> delegateConfig;
   /** The admin client's settings. */
   final Map<String, Object> admin;
@@ -72,6 +75,9 @@ public final class SinkSettings {
       }
     }
     orderedConfig = mine;
+    if (rest.containsKey("connector.class")) {
+      rest.put("connector.class", connectorClass); // the wrapped connector sees its own name
+    }
     delegateConfig = rest;
     ordered = OrderedSettings.parseConsumer(new HashMap<String, Object>(mine));
     if ("application".equals(ordered.commitMode)) {

@@ -438,6 +438,19 @@ class OrderedSinkTaskTest {
   }
 
   @Test
+  void theWrappedConnectorGetsEveryKeyButTheOrderedOnesAndItsOwnClassName() {
+    Map<String, String> props = settings();
+    props.put("connector.class", OrderedSinkConnector.class.getName());
+    SinkSettings parsed = SinkSettings.parse(props);
+    assertEquals("org.example.Unused", parsed.delegateConfig.get("connector.class"));
+    assertEquals("/dev/null", parsed.delegateConfig.get("file"));
+    assertTrue(parsed.delegateConfig.keySet().stream().noneMatch(k -> k.startsWith("ordered.")));
+    assertEquals("connect-files", parsed.group);
+    props.put("consumer.override.group.id", "mine");
+    assertEquals("mine", SinkSettings.parse(props).group);
+  }
+
+  @Test
   void aMisconfigurationIsOneErrorNamingTheKey() {
     Map<String, String> props = settings();
     props.remove("ordered.zookeeper.connect");
