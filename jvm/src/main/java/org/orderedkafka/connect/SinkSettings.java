@@ -34,6 +34,9 @@ public final class SinkSettings {
   /** The consumer group whose committed offsets are the progress, set by the connector. */
   static final String GROUP = "ordered.sink.group";
 
+  /** The wrapper's own keys besides the admin client's (the last two are written by it). */
+  private static final java.util.Set<String> OWN_KEYS = java.util.Set.of(CONNECTOR_CLASS, TASK_CLASS, GROUP);
+
   private static final String CONSUMER_OVERRIDE = "consumer.override.";
   private static final String[] ADMIN_FALLBACK = {"bootstrap.servers", "security.", "sasl.", "ssl."};
 
@@ -63,9 +66,13 @@ public final class SinkSettings {
     connectorClass = cls.toString().trim();
     Map<String, String> mine = new TreeMap<>();
     Map<String, String> rest = new HashMap<>();
+    java.util.TreeSet<String> unknown = new java.util.TreeSet<>();
     for (Map.Entry<String, String> e : props.entrySet()) {
       String key = e.getKey();
       if (key.startsWith("ordered.sink.")) {
+        if (!key.startsWith(ADMIN_PREFIX) && !OWN_KEYS.contains(key)) {
+          unknown.add(key);
+        }
         continue;
       }
       if (key.startsWith("ordered.")) {
@@ -73,6 +80,11 @@ public final class SinkSettings {
       } else {
         rest.put(key, e.getValue());
       }
+    }
+    if (!unknown.isEmpty()) {
+      throw new ConfigException(
+          "unknown setting(s) " + String.join(", ", unknown) + " (known: " + CONNECTOR_CLASS
+              + ", " + ADMIN_PREFIX + "*)");
     }
     orderedConfig = mine;
     if (rest.containsKey("connector.class")) {

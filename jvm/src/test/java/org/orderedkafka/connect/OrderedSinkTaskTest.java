@@ -36,6 +36,7 @@ import org.orderedkafka.gate.EpochInfo;
  */
 class OrderedSinkTaskTest {
   private static final String TOPIC = "t";
+  private static final String FILE_SINK_FOR_TYPO = "org.apache.kafka.connect.file.FileStreamSinkConnector";
   private static final TopicPartition P0 = new TopicPartition(TOPIC, 0);
   private static final TopicPartition P2 = new TopicPartition(TOPIC, 2);
 
@@ -475,6 +476,12 @@ class OrderedSinkTaskTest {
     Set<String> named = new HashSet<>();
     result.configValues().forEach(v -> named.add(v.name()));
     assertTrue(named.containsAll(connector.config().configKeys().keySet()), named::toString);
+
+    Map<String, String> misspelt = settings();
+    misspelt.put("ordered.sink.conector.class", FILE_SINK_FOR_TYPO);
+    errors = new OrderedSinkConnector().validate(misspelt).configValues().stream()
+        .filter(v -> !v.errorMessages().isEmpty()).toList();
+    assertEquals("ordered.sink.conector.class", errors.get(0).name(), errors.toString());
 
     Map<String, String> noClass = settings();
     noClass.remove(SinkSettings.CONNECTOR_CLASS);
