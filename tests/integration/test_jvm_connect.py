@@ -7,7 +7,8 @@ it from the beginning twice, each time with a new connector of two tasks writing
 file: ``FileStreamSinkConnector`` wrapped by ``org.orderedkafka.connect.OrderedSinkConnector``
 writes every key in order and loses nothing; the same connector alone writes keys out of
 order (the test can tell the two apart). Small fetches make each task read its partitions
-side by side, as a consumer with a backlog of several partitions does.
+side by side, as a consumer with a backlog of several partitions does. A wrapper without
+``ordered.zookeeper.connect`` stops the worker with one error naming the key.
 """
 
 from __future__ import annotations
@@ -226,3 +227,29 @@ def test_a_wrapped_file_sink_writes_every_key_in_order_and_the_bare_one_does_not
     # The sources' tasks ask for their boundary commits: no hold waits for the worker's
     # 10 s commit clock.
     assert max(held_for["ordered"]) < 8, held_for
+
+
+def test_a_misconfigured_wrapper_stops_the_worker_with_one_error_naming_the_key(
+    tmp_path: Path, kit: Kit, jvm_processes: list[ConnectWorker]
+) -> None:
+    connector = {
+        "name": unique("files-misconfigured"),
+        "connector.class": WRAPPER,
+        "ordered.sink.connector.class": FILE_SINK,
+        "ordered.sink.admin.bootstrap.servers": kit.bootstrap,
+        "topics": unique("t"),
+        "file": str(tmp_path / "sink.txt"),
+    }
+    settings = {
+        "bootstrap.servers": kit.bootstrap,
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+    }
+    worker = ConnectWorker(tmp_path / "worker", settings, connector)
+    jvm_processes.append(worker)
+    wait_until(lambda: worker.proc.poll() is not None, 90, what=worker.log, interval=0.5)
+    log = worker.log_path.read_text(errors="replace")
+    assert (
+        "contains the following 1 error(s):\n"
+        "ordered.zookeeper.connect is required (the layout store)"
+    ) in log, worker.log()
