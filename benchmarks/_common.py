@@ -22,11 +22,11 @@ from coordinator.client.zk import close_client, make_client, start_client
 from ordered import devcluster
 
 __all__ = [
-    "enable_consumer_barrier",
     "environment",
     "parser",
     "scratch_root",
     "servers",
+    "set_consumer_barrier",
     "write_results",
 ]
 
@@ -79,19 +79,29 @@ def parser(doc: str | None) -> argparse.ArgumentParser:
     out.add_argument("--zookeeper", help="ZooKeeper connect string of a running ZooKeeper")
     out.add_argument(
         "--consumer-barrier",
-        action="store_true",
-        help="turn the consumer-barrier feature on in the scratch root (docs/consumer-barrier.md)",
+        nargs="?",
+        choices=["on", "off", "default"],
+        const="on",
+        default="default",
+        help="the consumer-barrier feature in the scratch root, written before its first "
+        "adoption (default: what that adoption leaves; docs/consumer-barrier.md)",
     )
     return out
 
 
-def enable_consumer_barrier(client: KazooClient, root: str) -> None:
-    """Turn the consumer barrier on under ``root`` (imported here: a benchmark run against
-    an ordered without the barrier, for a before/after pair, never imports it)."""
+def set_consumer_barrier(client: KazooClient, root: str, choice: str) -> None:
+    """Write the consumer barrier's flag under ``root`` unless ``choice`` is ``default``
+    (imported here: a benchmark run against an ordered without the barrier, for a
+    before/after pair, never imports it)."""
+    if choice == "default":
+        return
     from coordinator.client.store import CONSUMER_BARRIER, FeatureRecord, LayoutStore
 
     record = FeatureRecord(
-        feature=CONSUMER_BARRIER, enabled=True, changed_at=time.time(), changed_by="bench"
+        feature=CONSUMER_BARRIER,
+        enabled=choice == "on",
+        changed_at=time.time(),
+        changed_by="bench",
     )
     LayoutStore(client, root).set_feature(record)
 

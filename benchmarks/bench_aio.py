@@ -40,7 +40,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.aio import AIOConsumer, AIOProducer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -63,13 +62,12 @@ class Cluster:
 
     def __init__(self, bootstrap: str, zookeeper: str, client: Any, root: str) -> None:
         self.bootstrap, self.zookeeper, self.root = bootstrap, zookeeper, root
-        self.admin = AdminClient({"bootstrap.servers": bootstrap})
+        self.admin = KafkaAdmin(bootstrap, timeout=30.0)
         self.controller = Controller(LayoutStore(client, root), KafkaAdmin(bootstrap, timeout=30.0))
 
     def topic(self, partitions: int) -> str:
         name = f"bench-aio-{uuid.uuid4().hex[:10]}"
-        new = NewTopic(name, num_partitions=partitions, replication_factor=1)
-        self.admin.create_topics([new])[name].result(30)
+        self.admin.create_topics([name], partitions)
         deadline = time.monotonic() + 30
         while True:  # the new topic's metadata reaches the admin client a moment later
             try:
@@ -81,7 +79,7 @@ class Cluster:
                 time.sleep(0.1)
 
     def drop(self, topic: str) -> None:
-        self.admin.delete_topics([topic])[topic].result(30)
+        self.admin.delete_topics([topic])
 
     def conf(self, ours: bool, **extra: Any) -> dict[str, Any]:
         conf: dict[str, Any] = {"bootstrap.servers": self.bootstrap, **extra}

@@ -29,7 +29,6 @@ from typing import Any
 import _common
 from _common import environment, scratch_root, servers
 from confluent_kafka import Consumer
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
@@ -42,8 +41,7 @@ STRATEGIES = ("range", "roundrobin", "cooperative-sticky")
 def shrunk_topic(bootstrap: str, controller: Controller, args: argparse.Namespace) -> str:
     """A topic adopted at ``initial``, expanded to ``peak`` and shrunk to ``active``."""
     topic = f"balance-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, args.initial, 1)])[topic].result(timeout=30)
+    KafkaAdmin(bootstrap, timeout=30.0).create_topics([topic], args.initial)
     controller.adopt(topic)
     controller.expand(topic, args.peak, timeout=30)
     controller.shrink(topic, args.active, timeout=30)

@@ -49,7 +49,6 @@ from typing import Any
 import _common
 from _common import environment, scratch_root, servers
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
@@ -68,15 +67,8 @@ WARMUP = 2
 def create_topic(bootstrap: str, partitions: int) -> str:
     """Create a fresh topic and wait for its metadata."""
     name = f"bench-{uuid.uuid4().hex[:10]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(60)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        meta = admin.list_topics(name, timeout=5).topics[name]
-        if meta.error is None and len(meta.partitions) == partitions:
-            return name
-        time.sleep(0.1)
-    raise RuntimeError(f"topic {name} metadata incomplete")
+    KafkaAdmin(bootstrap, timeout=30.0).create_topics([name], partitions)
+    return name
 
 
 def prefill(bootstrap: str, topic: str, layout: Layout, count: int) -> None:
@@ -416,8 +408,7 @@ def main(argv: list[str] | None = None) -> int:
         servers(args, "consumer") as (bootstrap, zookeeper),
         scratch_root(zookeeper) as (client, root),
     ):
-        if args.consumer_barrier:
-            _common.enable_consumer_barrier(client, root)
+        _common.set_consumer_barrier(client, root, args.consumer_barrier)
         controller = Controller(LayoutStore(client, root), KafkaAdmin(bootstrap, timeout=10))
         print("throughput ...", flush=True)
         rates = throughput(bootstrap, zookeeper, root, controller, args) if args.repeats else {}

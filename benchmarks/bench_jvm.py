@@ -46,7 +46,6 @@ from typing import Any
 import _common
 import _jvm
 from _common import environment
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
@@ -109,8 +108,7 @@ def main() -> None:
         _jvm.javac(run.classes, run.tools.classpath, [SOURCE])
         classpath = f"{run.classes}:{run.jar}:{run.tools.classpath}"
         topic = f"bench-jvm-{uuid.uuid4().hex[:8]}"
-        admin = AdminClient({"bootstrap.servers": run.bootstrap})
-        admin.create_topics([NewTopic(topic, 4, 1)])[topic].result(30)
+        KafkaAdmin(run.bootstrap, timeout=30.0).create_topics([topic], 4)
         Controller(LayoutStore(run.kz, run.root), KafkaAdmin(run.bootstrap)).adopt(topic)
         plain = {"bootstrap.servers": run.bootstrap}
         ordered = {

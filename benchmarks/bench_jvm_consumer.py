@@ -40,7 +40,6 @@ from typing import Any
 import _common
 import _jvm
 from _common import environment
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
@@ -93,12 +92,12 @@ def main() -> None:
         _jvm.javac(run.classes, classpath, SOURCES, "-nowarn")
         zk = {"ordered.zookeeper.connect": run.zookeeper, "ordered.zookeeper.root": run.root}
         producer = {"bootstrap.servers": run.bootstrap, **_jvm.ORDERED_PRODUCER_PLUGINS, **zk}
-        admin = AdminClient({"bootstrap.servers": run.bootstrap})
+        admin = KafkaAdmin(run.bootstrap, timeout=30.0)
         controller = Controller(LayoutStore(run.kz, run.root), KafkaAdmin(run.bootstrap))
         topics: dict[str, str] = {}
         for workload, first in (("steady", 4), ("expansion", 2)):
             topic = f"bench-jvmc-{workload}-{uuid.uuid4().hex[:8]}"
-            admin.create_topics([NewTopic(topic, first, 1)])[topic].result(30)
+            admin.create_topics([topic], first)
             controller.adopt(topic)
             if workload == "steady":
                 write(classpath, topic, producer, args.records, args.keys)

@@ -52,7 +52,6 @@ from typing import Any
 import _common
 from _common import environment, scratch_root, servers
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 from scale_consumer import consumer_load, gate_wait, lockstep, zk_packets
 
 from coordinator.client.history import load_history
@@ -99,20 +98,8 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def _create_topics(bootstrap: str, names: list[str], partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(n, partitions, 1) for n in names])
-    for future in futures.values():
-        future.result(60)
-    # A topic is created before every broker's metadata shows it: wait for all.
-    deadline = time.monotonic() + 60
-    missing = set(names)
-    while missing:
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"topics not in metadata after 60 s: {sorted(missing)[:5]}")
-        listed = admin.list_topics(timeout=10).topics
-        missing = {n for n in missing if n not in listed or listed[n].error is not None}
-        if missing:
-            time.sleep(0.2)
+    # Returns once every broker's metadata shows them all.
+    KafkaAdmin(bootstrap, timeout=60.0).create_topics(names, partitions)
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -527,6 +514,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", default=None, help="curves to run")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument(
+        "--consumer-session-timeout-ms",
+        type=int,
+        default=None,
+        help="ordered.zookeeper.session.timeout.ms of the measured consumers (default: theirs)",
+    )
+    parser.add_argument(
         "--settle", type=float, default=3.0, help="seconds the daemon gets before measuring"
     )
     args = parser.parse_args(argv)
@@ -537,6 +530,9 @@ def main(argv: list[str] | None = None) -> int:
     args.relay_rounds = 2 if args.quick else 5
     args.round_seconds = 3.0 if args.quick else 10.0
     args.idle_seconds = 3.0 if args.quick else 10.0
+    # An idle consumer's requests are its session's pings, one per third of the session
+    # timeout (6 s by default): a window of a few seconds sees zero or one of them.
+    args.zk_idle_seconds = 36.0 if args.quick else 72.0
     # A read must last a second or more for a rate per second: a 200,000-record read
     # (0.2 s) measured the start-up checks (each partition's first batches, a burst of
     # two), 24 requests/s, not the paced rate (16-18 over 2 M records).
@@ -555,8 +551,7 @@ def main(argv: list[str] | None = None) -> int:
         servers(args, "scale") as (bootstrap, zookeeper),
         scratch_root(zookeeper) as (client, root),
     ):
-        if args.consumer_barrier:
-            _common.enable_consumer_barrier(client, root)
+        _common.set_consumer_barrier(client, root, args.consumer_barrier)
         store = LayoutStore(client, root)
         controller = Controller(store, KafkaAdmin(bootstrap, timeout=10.0))
         if "barrier" in curves:

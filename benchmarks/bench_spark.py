@@ -59,7 +59,6 @@ from typing import Any
 
 import _common
 from _common import environment, scratch_root, servers
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
@@ -74,10 +73,8 @@ VALUE = b"x" * 100
 CONNECTOR_JARS = ("spark-sql-kafka", "spark-token-provider-kafka", "kafka-clients", "commons-pool2")
 
 
-def create_topic(admin: AdminClient, name: str, partitions: int) -> None:
-    futures = admin.create_topics([NewTopic(name, partitions, 1)], operation_timeout=30)
-    futures[name].result(timeout=60)
-    time.sleep(0.5)
+def create_topic(admin: KafkaAdmin, name: str, partitions: int) -> None:
+    admin.create_topics([name], partitions)
 
 
 def fill(config: dict[str, Any], topic: str, count: int, keys: int = 10_000) -> None:
@@ -295,7 +292,7 @@ def main() -> None:
     tmp = Path(f"/tmp/bench-spark-{uuid.uuid4().hex[:8]}")
     tmp.mkdir()
     with servers(args, "spark") as (bootstrap, zookeeper), scratch_root(zookeeper) as (kz, root):
-        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin = KafkaAdmin(bootstrap, timeout=30.0)
         store = LayoutStore(kz, root)
         controller = Controller(store, KafkaAdmin(bootstrap))
         config = {

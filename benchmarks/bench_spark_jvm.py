@@ -57,7 +57,6 @@ import _common
 from _common import environment, scratch_root, servers
 from bench_spark import CONNECTOR_JARS, VALUE, create_topic, tree_cpu_s
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient
 
 from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.store import LayoutStore
@@ -341,7 +340,7 @@ def main() -> None:
             root,
         ),
     ):
-        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin = KafkaAdmin(bootstrap, timeout=60.0)
         controller = Controller(LayoutStore(kz, root), KafkaAdmin(bootstrap))
         config = {
             "bootstrap.servers": bootstrap,
@@ -485,8 +484,7 @@ def main() -> None:
             _common.write_results(args.out, results())  # what there is so far
         spark.stop()
         # The topics hold a few GB between them on a shared cluster: not left behind.
-        for future in admin.delete_topics([t["topic"] for t in topics.values()]).values():
-            future.result(timeout=60)
+        admin.delete_topics(t["topic"] for t in topics.values())
 
     final = results()
     _common.write_results(args.out, final)

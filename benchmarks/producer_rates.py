@@ -16,8 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 import confluent_kafka
-from confluent_kafka.admin import AdminClient, NewTopic
 
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.topic_ids import TopicIds
 from coordinator.control.controller import Controller
 from linear_hash import Layout
@@ -50,13 +50,7 @@ COMMON: dict[str, Any] = {
 def create_topic(bootstrap: str, partitions: int) -> str:
     """Create a fresh topic and wait for its metadata."""
     name = f"bench-{uuid.uuid4().hex[:10]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(timeout=60)
-    deadline = time.monotonic() + 30
-    while len(admin.list_topics(name, timeout=5).topics[name].partitions) != partitions:
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"topic {name} did not appear")
-        time.sleep(0.1)
+    KafkaAdmin(bootstrap, timeout=30.0).create_topics([name], partitions)
     return name
 
 

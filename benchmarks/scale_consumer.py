@@ -30,6 +30,7 @@ from coordinator.control.controller import Controller
 from linear_hash import Layout
 from ordered.consumer import OrderedConsumer
 from ordered.consumer_config import FETCH_QUEUE_BACKOFF_MS
+from ordered.producer import OrderedProducer
 
 __all__ = ["consumer_load", "gate_wait", "lockstep", "zk_packets", "zookeeper_capacity"]
 
@@ -158,6 +159,8 @@ def _backlog(
         "ordered.zookeeper.connect": zookeeper,
         "ordered.zookeeper.root": root,
     }
+    if args.consumer_session_timeout_ms is not None:
+        ordered_cfg["ordered.zookeeper.session.timeout.ms"] = args.consumer_session_timeout_ms
     return topic, base, ordered_cfg
 
 
@@ -284,10 +287,12 @@ def consumer_load(
         print(f"  zookeeper load: {row}", flush=True)
     rows.append(_live(bootstrap, zookeeper, topic, ordered_cfg, args))
     print(f"  zookeeper load: {rows[-1]}", flush=True)
+    producer_row = _producer_load(bootstrap, zookeeper, topic, ordered_cfg, args)
+    print(f"  zookeeper load: {producer_row}", flush=True)
     # What the server reads with no consumer at all (the benchmark's own session's
     # pings): the idle consumer's own rate is the difference.
     base0, wall0 = zk_packets(zookeeper), time.monotonic()
-    time.sleep(args.idle_seconds)
+    time.sleep(args.zk_idle_seconds)
     baseline = (zk_packets(zookeeper) - base0) / (time.monotonic() - wall0)
     idle = OrderedConsumer({**ordered_cfg, "group.id": f"scale-zk-{uuid.uuid4().hex}"})
     try:
@@ -296,7 +301,7 @@ def consumer_load(
         while any(m.error() is None for m in idle.consume(10_000, 1.0)):
             pass
         idle0, wall0 = zk_packets(zookeeper), time.monotonic()
-        while time.monotonic() - wall0 < args.idle_seconds:
+        while time.monotonic() - wall0 < args.zk_idle_seconds:
             idle.consume(10_000, 0.5)
         idle_load = (zk_packets(zookeeper) - idle0) / (time.monotonic() - wall0)
     finally:
@@ -322,13 +327,18 @@ def consumer_load(
         "ratio_sequential_median_of_rounds": main["ratio_median_of_rounds"],
         "ratio_best_vs_best": main["ratio_vs_plain"],
         "zookeeper_requests_per_s_full_speed": full,
-        "zookeeper_requests_per_s_idle": round(idle_load, 1),
+        "zookeeper_requests_per_s_idle": round(idle_load, 2),
         "zookeeper_requests_per_s_idle_baseline": round(baseline, 2),
         "zookeeper_requests_per_s_idle_consumer": round(max(0.0, idle_load - baseline), 2),
         "zookeeper_server_requests_per_s": round(capacity),
         # A 3-node ensemble serves reads from every node and writes through the leader;
         # consumers only read, so reads scale with the nodes (at ~70% target load).
         "consumers_per_3_node_ensemble_at_full_speed": int(3 * 0.7 * capacity / max(full, 1.0)),
+        "producer": producer_row,
+        # A producer's requests are reads too (its watches, its session's pings); its few
+        # writes (registration, an ack per epoch) go through the leader, once per epoch.
+        # Busy or idle, whichever cost more (both are mostly the session's pings).
+        "producers_per_3_node_ensemble": int(3 * 0.7 * capacity / _producer_cost(producer_row)),
     }
 
 
@@ -506,6 +516,58 @@ def _live(
         "producer_records_per_s": round(written / elapsed),
         "zookeeper_requests_per_s": round(packets / elapsed, 1),
         "layout_checks_per_s": round(checks / elapsed, 1),
+    }
+
+
+def _producer_cost(row: dict[str, Any]) -> float:
+    """A producer's requests per second for capacity: busy or idle, the higher (>= 0.1)."""
+    return max(row["zookeeper_requests_per_s"], row["zookeeper_requests_per_s_idle"], 0.1)
+
+
+def _producer_load(
+    bootstrap: str, zookeeper: str, topic: str, config: dict[str, Any], args: argparse.Namespace
+) -> dict[str, Any]:
+    """ZooKeeper requests per second of one OrderedProducer writing at full speed, and idle.
+
+    Server-wide counts, less what the server reads with no producer (the benchmark's
+    own session), measured just before.
+    """
+    base0, wall0 = zk_packets(zookeeper), time.monotonic()
+    time.sleep(args.zk_idle_seconds)
+    baseline = (zk_packets(zookeeper) - base0) / (time.monotonic() - wall0)
+    producer_cfg = {
+        k: v for k, v in config.items() if k.startswith("ordered.") or k == "bootstrap.servers"
+    }
+    producer = OrderedProducer({**producer_cfg, "linger.ms": 5})
+    keys = [b"k%d" % i for i in range(10_000)]
+    try:
+        producer.produce(topic, b"x" * 100, keys[0])  # the first use: the topic's layout
+        producer.flush(30)
+        written = 0
+        packets0, started = zk_packets(zookeeper), time.monotonic()
+        while time.monotonic() - started < args.live_seconds:
+            for _ in range(1000):
+                try:
+                    producer.produce(topic, b"x" * 100, keys[written % len(keys)])
+                    written += 1
+                except BufferError:
+                    producer.poll(0.01)
+            producer.poll(0)
+        elapsed = time.monotonic() - started
+        busy = (zk_packets(zookeeper) - packets0) / elapsed
+        producer.flush(60)
+        idle0, wall0 = zk_packets(zookeeper), time.monotonic()
+        while time.monotonic() - wall0 < args.zk_idle_seconds:
+            producer.poll(0.5)
+        idle = (zk_packets(zookeeper) - idle0) / (time.monotonic() - wall0)
+    finally:
+        producer.close()
+    return {
+        "mode": "one OrderedProducer at full speed, then idle",
+        "records_per_s": round(written / elapsed),
+        "zookeeper_requests_per_s": round(max(0.0, busy - baseline), 2),
+        "zookeeper_requests_per_s_idle": round(max(0.0, idle - baseline), 2),
+        "zookeeper_requests_per_s_baseline": round(baseline, 2),
     }
 
 

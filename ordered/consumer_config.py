@@ -123,7 +123,7 @@ class ConsumerSettings(ZkSecuritySettings):
 
     zookeeper_connect: str = setting_field("zookeeper_connect")
     zookeeper_root: str = setting_field("zookeeper_root")
-    zookeeper_session_timeout_ms: int = setting_field("zookeeper_session_timeout_ms")
+    zookeeper_session_timeout_ms: int = setting_field("zookeeper_session_timeout_ms", Role.CONSUMER)
     violation_policy: str = setting_field("violation_policy")
     header_audit: bool = setting_field("header_audit")
     epoch_header_name: str = setting_field("epoch_header_name")

@@ -86,6 +86,14 @@ INT32_MAX: Final = 2**31 - 1
 librdkafka's integer properties are C ``int``, and Kafka's protocol counts partitions
 with one."""
 
+CONSUMER_SESSION_TIMEOUT_MS: Final = 18_000
+"""A consumer's default ZooKeeper session timeout. kazoo pings after a third of it without
+traffic, and an idle consumer sends nothing else: 18 s makes that one request per 6 s
+(0.17/s), where the clients' 10 s made it 0.33/s. 18 s is Kafka's own brokers' default
+``zookeeper.session.timeout.ms``. The price: a killed consumer's ZooKeeper nodes outlive
+it by up to 18 s (a transition waits for it at most the barrier's eviction bound, 16 s),
+while Kafka's own group keeps a killed member for ``session.timeout.ms``, 45 s."""
+
 INT64_MAX: Final = 2**63 - 1
 """The largest Java ``long``: Kafka's offsets and millisecond timestamps."""
 
@@ -299,6 +307,8 @@ class Setting:
         parse: ``parse(key, value)`` checks and converts a value.
         doc: What it means, one line.
         role: Which wrapper reads it.
+        consumer_default: The consumer's default where it differs from ``default``
+            (``None``: the same).
     """
 
     key: str
@@ -307,6 +317,14 @@ class Setting:
     parse: Callable[[str, Any], Any]
     doc: str
     role: Role = Role.BOTH
+    consumer_default: Any = None
+
+    def default_for(self, role: Role | None) -> Any:
+        """The default ``role`` gets: the consumer's own where it has one (``None``:
+        the table's ``default``)."""
+        if self.consumer_default is not None and role is Role.CONSUMER:
+            return self.consumer_default
+        return self.default
 
     @property
     def summary(self) -> str:
@@ -347,8 +365,11 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "ZooKeeper session timeout (kazoo sends it as a 32-bit int and waits a fraction "
         "of it for the connect handshake, so under a second it can time out before the "
         "server answers; the server negotiates it into its own minimum and maximum, "
-        "2 and 20 ticks by default)",
+        "2 and 20 ticks by default); a consumer's default is 18000, as Kafka's brokers' "
+        "zookeeper.session.timeout.ms: an idle consumer's only requests are the session's "
+        "pings, one per third of it",
         Role.ALL,
+        consumer_default=CONSUMER_SESSION_TIMEOUT_MS,
     ),
     Setting(
         zk_tls.ENABLE,
@@ -511,13 +532,13 @@ configuration written for the release before still starts (a rolling upgrade), a
 log tells the operator to delete the key."""
 
 
-def default(attr: str) -> Any:
-    """The default of the setting whose attribute is ``attr`` (for dataclass fields).
+def default(attr: str, role: Role | None = None) -> Any:
+    """The default ``role`` gets of the setting whose attribute is ``attr``.
 
     Raises:
         KeyError: No such setting.
     """
-    return _BY_ATTR[attr].default
+    return _BY_ATTR[attr].default_for(role)
 
 
 def keys_for(role: Role) -> dict[str, str]:
@@ -525,7 +546,8 @@ def keys_for(role: Role) -> dict[str, str]:
     out: dict[str, str] = {}
     for s in SETTINGS:
         if s.role & role:
-            default = "" if s.default is None else f" (default {_show(s.default)})"
+            value = s.default_for(role)
+            default = "" if value is None else f" (default {_show(value)})"
             out[s.key] = s.summary + default
     return out
 
@@ -605,13 +627,13 @@ def parse_settings(
                 continue
             raise ConfigError(f"{s.key} is required (the layout store)")
         else:
-            out[s.attr] = s.default
+            out[s.attr] = s.default_for(role)
     return out
 
 
-def setting_field(attr: str) -> Any:
-    """A dataclass field for the setting ``attr``: its default (none when required) and,
-    as metadata, its :class:`Setting`.
+def setting_field(attr: str, role: Role | None = None) -> Any:
+    """A dataclass field for the setting ``attr``: ``role``'s default (none when
+    required) and, as metadata, its :class:`Setting`.
 
     Raises:
         KeyError: No such setting.
@@ -620,7 +642,7 @@ def setting_field(attr: str) -> Any:
     meta = {"setting": setting}
     if setting.default is None:
         return dataclasses.field(metadata=meta)
-    return dataclasses.field(default=setting.default, metadata=meta)
+    return dataclasses.field(default=setting.default_for(role), metadata=meta)
 
 
 def settings_view(role: Role) -> Callable[[_View], _View]:

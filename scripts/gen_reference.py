@@ -23,7 +23,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from ordered.cli import build_parser  # noqa: E402 (the checkout first on the path)
-from ordered.settings import SETTINGS, Role  # noqa: E402
+from ordered.settings import SETTINGS, Role, Setting  # noqa: E402
 
 README = ROOT / "README.md"
 
@@ -47,13 +47,17 @@ def _show(value: object) -> str:
     return f"`{value}`"
 
 
+def _default(setting: Setting) -> str:
+    if setting.consumer_default is None:
+        return _show(setting.default)
+    return f"{_show(setting.default)}; consumer {_show(setting.consumer_default)}"
+
+
 def settings_table() -> str:
     """The ``ordered.`` settings as a Markdown table."""
     lines = ["| setting | default | read by | meaning |", "|---|---|---|---|"]
     for s in SETTINGS:
-        lines.append(
-            f"| `{s.key}` | {_show(s.default)} | {_readers(s.role)} | {_cell(s.summary)} |"
-        )
+        lines.append(f"| `{s.key}` | {_default(s)} | {_readers(s.role)} | {_cell(s.summary)} |")
     return "\n".join(lines)
 
 

@@ -8,7 +8,8 @@ bash scripts/setup.sh
 .venv/bin/mypy
 .venv/bin/lint-imports
 set +e
-.venv/bin/pytest -q -p no:cacheprovider "$@"
+# The slowest tests, printed at the end of every run: where CI time goes.
+.venv/bin/pytest -q -p no:cacheprovider --durations=30 "$@"
 code=$?
 set -e
 # pytest exits 5 when it collected no test: that is a failure of the suite, not a pass.

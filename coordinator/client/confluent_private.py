@@ -3,7 +3,7 @@
 Three things ordered-kafka needs are not on confluent-kafka's public surface:
 
 * admin types: ``confluent_kafka.admin`` exports ``OffsetSpec``, ``ConfigResource``,
-  ``ResourceType`` and ``NewPartitions`` without an ``__all__``, so a strict type
+  ``ResourceType``, ``NewPartitions`` and ``NewTopic`` without an ``__all__``, so a strict type
   checker sees them only in the private modules that define them;
 * the serde builder (``confluent_kafka._serde_builder``): how confluent's
   ``SerializingProducer`` and ``DeserializingConsumer`` pop, build and close their serdes
@@ -48,7 +48,7 @@ try:
     from confluent_kafka.aio.producer._buffer_timeout_manager import BufferTimeoutManager
     from confluent_kafka.aio.producer._kafka_batch_executor import ProducerBatchExecutor
     from confluent_kafka.aio.producer._producer_batch_processor import ProducerBatchManager
-    from confluent_kafka.cimpl import NewPartitions
+    from confluent_kafka.cimpl import NewPartitions, NewTopic
 except ImportError as exc:  # an upgrade moved one: say which, and where to look
     raise ImportError(
         f"confluent-kafka {version('confluent-kafka')} moved a private part ordered-kafka "
@@ -62,6 +62,7 @@ __all__ = [
     "BufferTimeoutManager",
     "ConfigResource",
     "NewPartitions",
+    "NewTopic",
     "OffsetSpec",
     "ProducerBatchExecutor",
     "ProducerBatchManager",
@@ -85,6 +86,7 @@ PRIVATE_PARTS: Final[tuple[tuple[str, str, str], ...]] = (
     ("confluent_kafka.admin._config", "ConfigResource", "a topic's cleanup.policy"),
     ("confluent_kafka.admin._resource", "ResourceType", "a topic's cleanup.policy"),
     ("confluent_kafka.cimpl", "NewPartitions", "CreatePartitions (expand)"),
+    ("confluent_kafka.cimpl", "NewTopic", "CreateTopics (the tools' topics)"),
     ("confluent_kafka._serde_builder", "pop_serde_props", "the serde wrappers"),
     ("confluent_kafka._serde_builder", "build_serdes", "the serde wrappers"),
     ("confluent_kafka._serde_builder", "close_serdes", "the serde wrappers"),

@@ -1,14 +1,18 @@
 """The one helper for Kafka admin calls, over confluent-kafka's ``AdminClient``.
 
-Every admin call of the service, the ``ordered`` commands, the clients' topic-id check
-and the Spark source goes through :class:`KafkaAdmin`: topic metadata and descriptions
-(partition count and Kafka's topic id), an idempotent CreatePartitions, end, start and
-by-time offsets (ListOffsets, :mod:`coordinator.client.kafka_offsets`), DeleteRecords,
-consumer groups (their committed offsets, state and members) and the ``cleanup.policy``
-of a topic. Every call is bounded by the helper's ``timeout`` so a Kafka that is down
-fails fast. Kafka errors become :class:`~coordinator.client.errors.OrderedKafkaError`
-keeping the original ``KafkaError``; a topic that does not exist is an
-:class:`UnknownTopicError` (a usage error).
+Every admin call of the service, the ``ordered`` commands, the clients' topic-id check,
+the Spark source and the tools (chaos, the demo, the dev cluster, the test rig, the
+benchmarks) goes through :class:`KafkaAdmin`: topic metadata and descriptions
+(partition count and Kafka's topic id), the broker count, CreateTopics and
+DeleteTopics, an idempotent CreatePartitions, end, start and by-time offsets
+(ListOffsets, :mod:`coordinator.client.kafka_offsets`), DeleteRecords, consumer groups
+(their committed offsets, state and members, and setting their offsets) and the
+``cleanup.policy`` of a topic. No other module makes an ``AdminClient``
+(``tests/unit/test_one_admin_client.py``). Every call is bounded by the helper's
+``timeout`` so a Kafka that is down fails fast. Kafka errors become
+:class:`~coordinator.client.errors.OrderedKafkaError` keeping the original
+``KafkaError`` (``_TIMED_OUT`` for an answer that did not come in time); a topic that
+does not exist is an :class:`UnknownTopicError` (a usage error).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 
 from confluent_kafka import (
     ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
     IsolationLevel,
     KafkaError,
     KafkaException,
@@ -31,11 +36,16 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient
 
-from coordinator.client.confluent_private import ConfigResource, NewPartitions, ResourceType
+from coordinator.client.confluent_private import (
+    ConfigResource,
+    NewPartitions,
+    NewTopic,
+    ResourceType,
+)
 from coordinator.client.errors import OrderedKafkaError, UnknownTopicError
 from coordinator.client.group_probes import GroupProbes
 from coordinator.client.kafka_offsets import EARLIEST, LATEST, OffsetLister, Offsets, at_time
-from coordinator.client.kafka_retry import TRANSIENT_ERRORS, kafka_error_of
+from coordinator.client.kafka_retry import TRANSIENT_ERRORS, RetryPolicy, kafka_error_of
 from coordinator.client.replicas import PartitionReplicas, replicas_of
 
 __all__ = [
@@ -60,6 +70,10 @@ _rdkafka_log.addHandler(logging.NullHandler())
 
 # Group clients kept for committed-offset reads (the position relay asks every round).
 _MAX_PROBES = 64
+
+# Topics awaited in the metadata after a CreateTopics: up to this many are asked for by
+# name; more, with one request for the whole cluster's metadata.
+_NAMED_TOPICS = 16
 
 
 @dataclass(frozen=True)
@@ -128,6 +142,8 @@ class GroupDescription:
 
 
 def _kafka_error(exc: BaseException) -> KafkaError | None:
+    if isinstance(exc, TimeoutError):  # a future not done in time
+        return KafkaError(KafkaError._TIMED_OUT)
     return kafka_error_of(exc) if isinstance(exc, KafkaException) else None
 
 
@@ -352,6 +368,135 @@ class KafkaAdmin:
             name: sorted(info.partitions)
             for name, info in listed.items()
             if info is not None and info.error is None
+        }
+
+    def broker_count(self, timeout: float | None = None) -> int:
+        """Return how many brokers the cluster's metadata lists.
+
+        Args:
+            timeout: Seconds the request may take (``None``: the helper's timeout); a
+                short one for a loop that waits for brokers to come up.
+
+        Raises:
+            OrderedKafkaError: Kafka did not answer in time.
+        """
+        wait = self._timeout if timeout is None else timeout
+        try:
+            metadata = self._admin.list_topics(timeout=wait)
+        except KafkaException as exc:
+            raise self._fail("cannot read the cluster metadata", exc) from exc
+        return len(metadata.brokers)
+
+    def create_topics(
+        self,
+        topics: Iterable[str],
+        partitions: int,
+        replication: int = 1,
+        config: Mapping[str, str] | None = None,
+    ) -> None:
+        """Create ``topics``, each with ``partitions`` partitions (CreateTopics).
+
+        Returns once the metadata lists every partition of each: a topic is created
+        before every broker's metadata shows it. That wait is asked again under the one
+        :class:`~coordinator.client.kafka_retry.RetryPolicy` until the helper's timeout.
+
+        Args:
+            topics: The topics' names.
+            partitions: The partition count of each.
+            replication: The replication factor of each.
+            config: Topic settings (``cleanup.policy``, say).
+
+        Raises:
+            OrderedKafkaError: Kafka refused (a topic that exists, say), or did not
+                answer or show the topics in time.
+        """
+        names = list(dict.fromkeys(topics))
+        if not names:
+            return
+        new = [NewTopic(name, partitions, replication, config=dict(config or {})) for name in names]
+        try:
+            futures = self._admin.create_topics(
+                new, operation_timeout=self._timeout, request_timeout=self._timeout
+            )
+            for name in names:
+                futures[name].result(timeout=self._timeout + 5)
+        except (KafkaException, TimeoutError) as exc:
+            raise self._fail(f"cannot create topic(s) {', '.join(names)}", exc) from exc
+        missing = list(names)
+        policy = RetryPolicy(max_tries=None, deadline=self._timeout, delay=0.05, max_delay=0.5)
+        policy.call(self._listed, missing, partitions)
+
+    def _listed(self, missing: list[str], partitions: int) -> None:
+        """Drop from ``missing`` the topics the metadata lists with ``partitions``
+        partitions; a transient error while any is left."""
+        named = missing if len(missing) <= _NAMED_TOPICS else None
+        listed = self.topic_partitions(named)
+        missing[:] = [name for name in missing if len(listed.get(name, ())) != partitions]
+        if missing:
+            reason = (
+                f"topic(s) {', '.join(missing[:5])} not in the metadata with "
+                f"{partitions} partitions yet"
+            )
+            raise OrderedKafkaError(
+                f"Kafka at {self._bootstrap}: {reason}",
+                KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART, reason),
+            )
+
+    def delete_topics(self, topics: Iterable[str]) -> None:
+        """Delete ``topics`` (DeleteTopics), returning once Kafka has answered.
+
+        Raises:
+            UnknownTopicError: A topic does not exist.
+            OrderedKafkaError: Kafka refused or did not answer in time.
+        """
+        names = list(dict.fromkeys(topics))
+        if not names:
+            return
+        futures = self._admin.delete_topics(
+            names, operation_timeout=self._timeout, request_timeout=self._timeout
+        )
+        for name in names:
+            try:
+                futures[name].result(timeout=self._timeout + 5)
+            except (KafkaException, TimeoutError) as exc:
+                error = _kafka_error(exc)
+                if error is not None and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    raise UnknownTopicError(f"topic {name} does not exist in Kafka") from None
+                raise self._fail(f"cannot delete topic {name}", exc) from exc
+
+    def alter_group_offsets(
+        self, group: str, offsets: Mapping[tuple[str, int], int]
+    ) -> dict[tuple[str, int], KafkaError]:
+        """Set ``group``'s committed offsets (AlterConsumerGroupOffsets), never joining it.
+
+        Kafka refuses while the group has members. Errors of single partitions are
+        returned, never raised, so the caller decides each one.
+
+        Args:
+            group: The group id.
+            offsets: ``(topic, partition)`` -> the offset to commit.
+
+        Returns:
+            The partitions Kafka refused, with its error (empty: all set).
+
+        Raises:
+            OrderedKafkaError: The request failed or was not answered in time (a
+                ``KafkaError`` of its own: ``_TIMED_OUT`` for no answer).
+        """
+        if not offsets:
+            return {}
+        request = [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
+        try:
+            futures = self._admin.alter_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group, request)], request_timeout=self._timeout
+            )
+            answer = futures[group].result(timeout=self._timeout + 5)
+        except (KafkaException, TimeoutError) as exc:
+            raise self._fail(f"cannot set the offsets of group {group}", exc) from exc
+        return {
+            (str(tp.topic), int(tp.partition)): tp.error
+            for tp in (answer.topic_partitions or ())
+            if tp.error is not None
         }
 
     def committed_offsets(

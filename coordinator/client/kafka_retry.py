@@ -27,6 +27,8 @@ from typing import Any, Final, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
 
+from coordinator.client.clock import SYSTEM_CLOCK, Clock
+
 __all__ = [
     "TRANSIENT_ERRORS",
     "RetryPolicy",
@@ -134,7 +136,7 @@ class RetryPolicy:
         on_retry: Callable[[BaseException, int, float], object] | None = None,
         sleep: Callable[[float], object] = time.sleep,
         interrupt: Callable[[], bool] | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM_CLOCK,
         rng: random.Random | None = None,
         **kwargs: Any,
     ) -> T:
@@ -146,7 +148,7 @@ class RetryPolicy:
                 failed (from 1) and the pause (for progress lines).
             sleep: Pauses (for example a stop event's ``wait``).
             interrupt: When it returns true after a failure, no new try starts.
-            clock: Monotonic seconds (for tests).
+            clock: Where the time is read (its ``monotonic``; a test's fake).
             rng: The jitter's random source (for tests).
 
         Returns:
@@ -156,7 +158,7 @@ class RetryPolicy:
             BaseException: A non-retriable error at once; the last retriable one, as
                 raised, once the tries or the deadline are spent or ``interrupt`` says so.
         """
-        started = clock()
+        started = clock.monotonic()
         pauses = self.pauses(rng)
         tries = 0
         while True:
@@ -172,7 +174,7 @@ class RetryPolicy:
                     raise
                 pause = next(pauses)
                 if self.deadline is not None:
-                    left = started + self.deadline - clock()
+                    left = started + self.deadline - clock.monotonic()
                     if left <= 0:
                         raise
                     pause = min(pause, left)

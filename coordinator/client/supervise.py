@@ -35,13 +35,13 @@ from __future__ import annotations
 import collections
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from typing import Final
 
+from coordinator.client.clock import SYSTEM_CLOCK, Clock
 from coordinator.client.hooks import ThreadEvents
 
 __all__ = [
@@ -201,8 +201,8 @@ class Supervisor:
         settings: Backoff and health rules.
         hooks: Objects that receive ``on_thread_restart`` and ``on_thread_state``
             (:mod:`coordinator.client.hooks`).
-        clock: Monotonic time (a fake one in tests).
-        wall: Wall-clock time (for ``last_progress``).
+        clock: Where the time is read: ``monotonic`` for the rules, ``time`` for
+            ``last_progress`` (a fake one in tests).
     """
 
     def __init__(
@@ -212,8 +212,7 @@ class Supervisor:
         interval: float,
         settings: SupervisionSettings | None = None,
         hooks: Sequence[object] = (),
-        clock: Callable[[], float] = time.monotonic,
-        wall: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.name = name
         self._loop = loop
@@ -221,7 +220,6 @@ class Supervisor:
         self._stuck_after = self._settings.stuck_after(interval)
         self._events = ThreadEvents(hooks)
         self._clock = clock
-        self._wall = wall
         self._lock = threading.Lock()
         self._state = LoopState.READY
         self._stop = threading.Event()
@@ -229,8 +227,8 @@ class Supervisor:
         self._in_a_row = 0
         self._restarts = 0
         self._last_error = ""
-        self._progress_at = clock()
-        self._progress_wall = wall()
+        self._progress_at = clock.monotonic()
+        self._progress_wall = clock.time()
         self._idle = False
         self.thread: threading.Thread | None = None
 
@@ -257,8 +255,8 @@ class Supervisor:
 
     def _progress(self, idle: bool, reset: bool = True) -> None:
         with self._lock:
-            self._progress_at = self._clock()
-            self._progress_wall = self._wall()
+            self._progress_at = self._clock.monotonic()
+            self._progress_wall = self._clock.time()
             self._idle = idle
             if reset and not idle:
                 self._in_a_row = 0  # a round made progress: the backoff starts again
@@ -292,7 +290,7 @@ class Supervisor:
 
     def _failed(self, exc: Exception) -> float:
         """Log and count one failure; return the backoff before the next call."""
-        now = self._clock()
+        now = self._clock.monotonic()
         with self._lock:
             self._failures.append(now)
             self._in_a_row += 1
@@ -320,7 +318,7 @@ class Supervisor:
 
     def health(self) -> LoopHealth:
         """How the loop is now (computed at the call, from the clock)."""
-        now = self._clock()
+        now = self._clock.monotonic()
         settings = self._settings
         with self._lock:
             while self._failures and self._failures[0] <= now - settings.window_s:

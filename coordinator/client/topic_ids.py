@@ -21,10 +21,10 @@ per topic, never one per record.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol
 
+from coordinator.client.clock import SYSTEM_CLOCK, Clock
 from coordinator.client.errors import (
     ConfigError,
     TopicIdMismatchError,
@@ -110,12 +110,10 @@ class TopicIds:
         describe: Returns Kafka's topic id of a topic (for example
             :meth:`KafkaAdmin.topic_id`); raises ``UnknownTopicError`` or
             ``OrderedKafkaError``.
-        clock: Monotonic seconds (for tests).
+        clock: Where the time is read (a test's fake).
     """
 
-    def __init__(
-        self, describe: Callable[[str], str], clock: Callable[[], float] = time.monotonic
-    ) -> None:
+    def __init__(self, describe: Callable[[str], str], clock: Clock = SYSTEM_CLOCK) -> None:
         self._describe = describe
         self._clock = clock
         self._lock = threading.Lock()
@@ -173,7 +171,7 @@ class TopicIds:
         self.requests += 1
         topic_id = self._describe(topic)
         with self._lock:
-            self._known[topic] = (topic_id, self._clock())
+            self._known[topic] = (topic_id, self._clock.monotonic())
         return topic_id
 
     def answers_now(self, record: TopicRecord | None) -> bool:
@@ -191,7 +189,7 @@ class TopicIds:
             known = self._known.get(record.topic)
         if known is None:
             return False
-        return known[0] == record.topic_id or self._clock() - known[1] < RECHECK_S
+        return known[0] == record.topic_id or self._clock.monotonic() - known[1] < RECHECK_S
 
     def verify(self, record: TopicRecord | None) -> TopicRecord | None:
         """Return ``record`` if its layout applies to Kafka's topic now.
@@ -215,7 +213,7 @@ class TopicIds:
             known = self._known.get(topic)
         if known is not None and known[0] == record.topic_id:
             return record
-        if known is None or self._clock() - known[1] >= RECHECK_S:
+        if known is None or self._clock.monotonic() - known[1] >= RECHECK_S:
             try:
                 kafka_id = self.kafka_id(topic)
             except UnknownTopicError:

@@ -9,7 +9,8 @@
   partitions, epochs held (what history compaction left) and pending barrier (its age
   and the producers it still waits for), and, while this daemon leads, the lag of
   every interested group per partition (``ordered_consumergroup_lag``,
-  kafka_exporter's ``kafka_consumergroup_lag``).
+  kafka_exporter's ``kafka_consumergroup_lag``), read in the background at most every
+  :data:`LAG_TTL_S` (a scrape serves the last reading).
 
 It serves them over HTTP (:mod:`coordinator.metrics.server`: ``/metrics``, and
 ``/healthz`` from the daemon's supervised loops, whose last progress and health are
@@ -51,7 +52,9 @@ DEFAULT_METRICS_ADDRESS: Final = "127.0.0.1:9465"
 """Where ``ordered coordinator`` serves ``/metrics`` unless told otherwise."""
 
 LAG_TTL_S: Final = 5.0
-"""Scrapes closer together than this reuse the last lag reading (it asks Kafka)."""
+"""A lag reading older than this is read again, in the background (it asks Kafka about
+every group): a scrape serves the last reading and never waits for Kafka, whose answer
+grows with the cluster's groups (seconds with 1,500 of them, past a scraper's timeout)."""
 
 _OFF: Final = frozenset({"off", "none", "no", "false", "0", ""})
 
@@ -103,6 +106,7 @@ class StateCollector(Collector):
         self._errors = 0
         self._lag: list[tuple[str, str, int, int, int]] = []  # group, topic, p, offset, lag
         self._lag_at = -LAG_TTL_S
+        self._lag_reader: threading.Thread | None = None
         self._lock = threading.Lock()
 
     def collect(self) -> Iterator[Metric]:
@@ -188,14 +192,28 @@ class StateCollector(Collector):
             labels=["group", "topic", "partition"],
         )
         if self._leading():
-            if time.monotonic() - self._lag_at >= LAG_TTL_S:
-                self._lag = self._read_lag(topics)
-                self._lag_at = time.monotonic()
+            self._refresh_lag(topics)
             for group, topic, partition, committed, behind in self._lag:
                 labels = [group, topic, str(partition)]
                 lag.add_metric(labels, behind)
                 offset.add_metric(labels, committed)
         yield from (lag, offset)
+
+    def _refresh_lag(self, topics: list[str]) -> None:
+        """Start one background reading of the lag when the last is older than the TTL."""
+        reader = self._lag_reader
+        if reader is not None and reader.is_alive():
+            return
+        if time.monotonic() - self._lag_at < LAG_TTL_S:
+            return
+
+        def read() -> None:
+            reading = self._read_lag(topics)
+            # One assignment: a scrape reads either the old list or the new one.
+            self._lag, self._lag_at = reading, time.monotonic()
+
+        self._lag_reader = threading.Thread(target=read, name="metrics-lag", daemon=True)
+        self._lag_reader.start()
 
     def _read_lag(self, topics: list[str]) -> list[tuple[str, str, int, int, int]]:
         out: list[tuple[str, str, int, int, int]] = []

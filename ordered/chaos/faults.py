@@ -451,19 +451,20 @@ class FaultRunner:
             self._offset_reset()
 
     def _wait_brokers(self, timeout: float = 180.0) -> None:
-        from confluent_kafka.admin import AdminClient
+        from coordinator.client.kafka_admin import KafkaAdmin
 
-        admin = AdminClient({"bootstrap.servers": self.conn.bootstrap, "log_level": 0})
+        admin = KafkaAdmin(self.conn.bootstrap, timeout=5.0, config={"log_level": 0})
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with contextlib.suppress(Exception):
-                if len(admin.list_topics(timeout=5).brokers) >= self.shape.brokers:
+                if admin.broker_count() >= self.shape.brokers:
                     return
             time.sleep(1.0)
 
     def _offset_reset(self) -> None:
-        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-        from confluent_kafka.admin import AdminClient
+        from coordinator.client.errors import OrderedKafkaError
+        from coordinator.client.kafka_admin import KafkaAdmin
+        from coordinator.client.kafka_retry import RetryPolicy
 
         members = [s for s in self.slots.slots.values() if s.group == "replay"]
         for slot in members:
@@ -472,40 +473,27 @@ class FaultRunner:
         self.slots.wait_exit(members, 30.0, lambda: None)
         for slot in members:
             self.slots.signal(slot, signal.SIGKILL)
-        admin = AdminClient({"bootstrap.servers": self.conn.bootstrap})
-        parts = admin.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions
-        offsets = [TopicPartition(TOPIC, p, -2) for p in sorted(parts)]  # OFFSET_BEGINNING
-        request = [ConsumerGroupTopicPartitions("replay", self._log_starts(offsets))]
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                admin.alter_consumer_group_offsets(request)[request[0].group_id].result(30)
-                break
-            except Exception as exc:  # the group may still be emptying
-                if time.monotonic() > deadline:
-                    self.say(f"offset-reset failed: {exc}")
-                    break
-                time.sleep(1.0)
+        admin = KafkaAdmin(self.conn.bootstrap, timeout=30.0)
+        starts = admin.start_offsets(TOPIC, range(admin.partition_count(TOPIC)))
+        offsets = {(TOPIC, p): max(low, 0) for p, low in starts.items()}
+        # Kafka refuses while the group still has members (it may still be emptying).
+        emptied = RetryPolicy(
+            max_tries=None,
+            deadline=60.0,
+            delay=1.0,
+            max_delay=1.0,
+            jitter=0.0,
+            retriable=lambda exc: isinstance(exc, OrderedKafkaError),
+        )
+        try:
+            emptied.call(admin.alter_group_offsets, "replay", offsets)
+        except OrderedKafkaError as exc:
+            self.say(f"offset-reset failed: {exc}")
         self.log.write({"ev": "reset", "g": "replay"})
         self._fault(FaultKind.OFFSET_RESET, "replay", "group stopped, offsets reset to log start")
         for slot in members:
             # Started by the main loop: a child dies with the thread that started it.
             self._restart_later(slot, 0.0)
-
-    def _log_starts(self, offsets: list[Any]) -> list[Any]:
-        from confluent_kafka import Consumer, TopicPartition
-
-        probe = Consumer({"bootstrap.servers": self.conn.bootstrap, "group.id": "chaos-probe"})
-        try:
-            out = []
-            for tp in offsets:
-                low, _high = probe.get_watermark_offsets(
-                    TopicPartition(TOPIC, tp.partition), timeout=10
-                )
-                out.append(TopicPartition(TOPIC, tp.partition, max(low, 0)))
-            return out
-        finally:
-            probe.close()
 
     def _sample_lows(self) -> None:
         from confluent_kafka import Consumer, TopicPartition

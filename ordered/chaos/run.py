@@ -265,12 +265,10 @@ class _Connection:
 
 
 def _create_and_adopt(conn: _Connection, topic: str, shape: ScheduleShape, brokers: int) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+    from coordinator.client.kafka_admin import KafkaAdmin
 
-    admin = AdminClient({"bootstrap.servers": conn.bootstrap})
-    futures = admin.create_topics([NewTopic(topic, shape.initial, min(brokers, 3))])
-    for future in futures.values():
-        future.result(60)
+    admin = KafkaAdmin(conn.bootstrap, timeout=60.0)
+    admin.create_topics([topic], shape.initial, replication=min(brokers, 3))
     code, _payload, err = conn.cli("adopt", topic)
     if code != 0:
         raise OrderedError(f"adopting {topic} failed: {err.strip()}")

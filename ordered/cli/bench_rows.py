@@ -358,12 +358,26 @@ def _scale(d: dict[str, Any]) -> list[dict[str, Any]]:
                     if z.get("ratio_method") == "lockstep"
                     else ""
                 )
-                + f"idle {z['zookeeper_requests_per_s_idle']}/s; consumer at "
+                + f"idle {z['zookeeper_requests_per_s_idle']}/s"
+                + (
+                    f" (the consumer's own {z['zookeeper_requests_per_s_idle_consumer']}/s)"
+                    if "zookeeper_requests_per_s_idle_consumer" in z
+                    else ""
+                )
+                + "; consumer at "
                 f"{z['full_speed_records_per_s']} records/s (plain {z['plain_records_per_s']}); "
                 + _backlog_ratios(z.get("rows", []))
                 + f"~{z['consumers_per_3_node_ensemble_at_full_speed']} consumers per 3-node "
-                "ensemble" + _load(z),
-                "<= 20 req/s, ratio >= 0.9",
+                "ensemble"
+                + (
+                    f"; a producer {z['producer']['zookeeper_requests_per_s']}/s at full speed, "
+                    f"{z['producer']['zookeeper_requests_per_s_idle']}/s idle, "
+                    f"~{z['producers_per_3_node_ensemble']} producers per ensemble"
+                    if "producer" in z
+                    else ""
+                )
+                + _load(z),
+                "<= 2 req/s, the consumer's own idle <= 0.2, ratio >= 0.9",
                 "scale",
             )
         )

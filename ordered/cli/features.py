@@ -55,7 +55,10 @@ def set_feature(store: LayoutStore, feature: str, enabled: bool) -> dict[str, An
     if feature not in FEATURES:
         raise UsageError(f"unknown feature {feature!r} (known: {', '.join(FEATURES)})")
     current = store.get_feature(feature)
-    if (current is not None and current.enabled) == enabled:
+    # An absent flag is off, but "off" is still written: it is the operator's choice,
+    # which a new root's first adoption must not overturn (it turns on only a flag that
+    # was never written).
+    if current is not None and current.enabled == enabled:
         return {"feature": feature, "enabled": enabled, "changed": False}
     store.set_feature(
         FeatureRecord(

@@ -240,7 +240,7 @@ class CallPath:
 
     def _service(self, halts: int) -> None:
         """The service step, unless it is quiet (``Core.quiet_until``) and no halt came."""
-        if halts != self._quiet_halts or time.monotonic() >= self._core.quiet_until:
+        if halts != self._quiet_halts or self._core.clock.monotonic() >= self._core.quiet_until:
             self._upkeep.service()
             self._quiet_halts = halts
 

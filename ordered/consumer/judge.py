@@ -253,7 +253,7 @@ class GateDecider:
             core.fire(part, GateEvent.GATE_CLOSED, held=offset)
             # With the position service, re-check at once: that declares the interest
             # and sets the watches that make later re-checks prompt.
-            core.check_gates_at(0.0 if self._prompt else time.monotonic() + self._interval)
+            core.check_gates_at(0.0 if self._prompt else core.clock.monotonic() + self._interval)
             return False
         start = part.start if part.start is not None else offset
         for boundary, _epoch in gates.gates_of(part.partition):
@@ -837,13 +837,13 @@ class GateChecker:
         if self._poked.is_set():
             self._poked.clear()
             self._core.check_gates_at(0.0)
-        if time.monotonic() >= self._core.next_check:
+        if self._core.clock.monotonic() >= self._core.next_check:
             self.recheck_blocked()
 
     def recheck_blocked(self) -> None:
         """Re-check every ``BLOCKED`` partition from the committed offsets."""
         core = self._core
-        core.check_gates_at(time.monotonic() + self._interval)
+        core.check_gates_at(core.clock.monotonic() + self._interval)
         if not core.layouts.usable:
             return
         by_topic: dict[str, list[PartState]] = {}

@@ -10,8 +10,7 @@ second of them wait a whole slot.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
+from coordinator.client.clock import SYSTEM_CLOCK, Clock
 
 __all__ = ["CHECK_BURST", "CheckPacer"]
 
@@ -23,13 +22,13 @@ class CheckPacer:
     """A token bucket of :data:`CHECK_BURST` checks, refilled at one per slot.
 
     Args:
-        clock: Seconds, monotonic (``time.monotonic``; a test's fake).
+        clock: Where the time is read (its ``monotonic``; a test's fake).
     """
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Clock = SYSTEM_CLOCK) -> None:
         self._clock = clock
         self._tokens = float(CHECK_BURST)
-        self._at = clock()
+        self._at = clock.monotonic()
 
     def due_in(self, slot: float) -> float:
         """Seconds until a check may be sent (0: now), with one check per ``slot``."""
@@ -44,7 +43,7 @@ class CheckPacer:
             self._tokens = self._refill(slot) - 1.0
 
     def _refill(self, slot: float) -> float:
-        now = self._clock()
+        now = self._clock.monotonic()
         self._tokens = min(float(CHECK_BURST), self._tokens + (now - self._at) / slot)
         self._at = now
         return self._tokens

@@ -529,7 +529,8 @@ class PartState:
         start: The first offset fetched in this assignment.
         position: The last delivered offset + 1.
         assigned_upto: The highest boundary ``on_partition_key_assigned`` ran for.
-        blocked_at: When the gate last became ``BLOCKED`` (monotonic), for the wait.
+        blocked_at: When the gate last became ``BLOCKED`` (``Core.clock``'s monotonic),
+            for the wait.
     """
 
     topic: str

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from coordinator.client.clock import SYSTEM_CLOCK, Clock
 
 __all__ = ["LOG_START_TTL", "SEEN_TTL", "LogStartProbe"]
 
@@ -54,6 +55,7 @@ class LogStartProbe:
             partition (:meth:`Core.log_start_seen
             <ordered.consumer.state.Core.log_start_seen>`), ``None`` for any other;
             ``None``: the probe always asks.
+        clock: Where the age of an answer is read (the consumer's core clock).
     """
 
     def __init__(
@@ -61,6 +63,7 @@ class LogStartProbe:
         kafka_config: Mapping[str, Any],
         timeout: float,
         seen: Callable[[str, int], int | None] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self._config = {
             k: v
@@ -69,6 +72,7 @@ class LogStartProbe:
         }
         self._timeout = timeout
         self._seen = seen
+        self._clock = clock
         self._client: Any = None
         self._known: dict[tuple[str, int], _Known] = {}
 
@@ -90,7 +94,7 @@ class LogStartProbe:
 
     def _lookup(self, topic: str, partition: int, seen_ok: bool) -> int:
         key = (topic, partition)
-        now = time.monotonic()
+        now = self._clock.monotonic()
         cached = self._known.get(key)
         if cached is not None and now < cached.until and (cached.asked or seen_ok):
             return cached.offset

@@ -44,12 +44,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
 from confluent_kafka import KafkaException, TopicPartition
 
+from coordinator.client.clock import SYSTEM_CLOCK, Clock
 from coordinator.client.hooks import ConsumerEvents
 from ordered.consumer.counters import METRICS, ConsumerCounters
 from ordered.consumer.layouts import LayoutTracker
@@ -247,6 +247,8 @@ class Core:
         layouts: The topics' layouts.
         events: Where the consumer's events go (its hooks).
         counters: The consumer's own counters (the first of those hooks).
+        clock: The clock of the core's times (:attr:`next_check`, :attr:`quiet_until`,
+            when a gate closed) and of whatever compares with them.
     """
 
     def __init__(
@@ -256,8 +258,10 @@ class Core:
         layouts: LayoutTracker,
         events: ConsumerEvents,
         counters: ConsumerCounters,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.consumer = consumer
+        self.clock = clock
         # librdkafka has one pause flag per partition and two owners want it (a held
         # gate, the application): only the arbiter tells librdkafka.
         self.pauses: PauseArbiter[PartState] = PauseArbiter(consumer, self._gate_keeps)
@@ -291,7 +295,8 @@ class Core:
         self.call_stores: dict[tuple[str, int], int | None] | None = None
 
     def check_gates_at(self, when: float) -> None:
-        """Re-check closed gates at ``when`` (``time.monotonic()``; 0.0: at the next service).
+        """Re-check closed gates at ``when`` (:attr:`clock`'s ``monotonic``; 0.0: at the next
+        service).
 
         The one writer of :attr:`next_check`.
         """
@@ -341,11 +346,11 @@ class Core:
         elif part.fetch_paused:
             self.pauses.unwish(PauseOwner.GATE, (part,))
         if change.new is GateState.BLOCKED and change.old is not GateState.BLOCKED:
-            part.blocked_at = time.monotonic()
+            part.blocked_at = self.clock.monotonic()
             held = part.gate.held
             self.events.gate_blocked(part.topic, part.partition, -1 if held is None else held)
         elif change.old is GateState.BLOCKED and change.new is not GateState.BLOCKED:
-            waited = time.monotonic() - part.blocked_at
+            waited = self.clock.monotonic() - part.blocked_at
             if event is GateEvent.RECHECK_OPEN:
                 self.events.gate_opened(part.topic, part.partition, waited)
             else:
@@ -417,7 +422,8 @@ class Core:
     def dropped(self, part: PartState) -> None:
         """``part`` left the assignment: a held one stops waiting (its gate is dropped)."""
         if part.gate.state is GateState.BLOCKED:
-            self.events.gate_dropped(part.topic, part.partition, time.monotonic() - part.blocked_at)
+            waited = self.clock.monotonic() - part.blocked_at
+            self.events.gate_dropped(part.topic, part.partition, waited)
 
     def remember_commit(self, topic: str, partition: int, offset: int) -> None:
         """Note an offset this consumer committed (gates read it before Kafka shows it)."""

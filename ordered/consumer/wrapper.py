@@ -160,7 +160,9 @@ class OrderedConsumer:
         if settings.positions and split.group_id:
             positions = PositionService(self._zk, settings.zookeeper_root, split.group_id)
         member = identity.member_id()
-        self._probe = LogStartProbe(split.kafka, core.request_timeout, core.log_start_seen)
+        self._probe = LogStartProbe(
+            split.kafka, core.request_timeout, core.log_start_seen, clock=core.clock
+        )
         self._decider = GateDecider(core, self._probe, prompt=positions is not None)
         self._checker = GateChecker(core, self._decider, positions, member, self._halt)
         self._announcer = Announcer(core, positions)

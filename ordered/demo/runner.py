@@ -30,8 +30,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
-
 from coordinator.client.errors import ClusterError, OrderedError
 from coordinator.client.identity import random_token
 from coordinator.client.kafka_admin import KafkaAdmin
@@ -160,18 +158,9 @@ def _cluster(run: _Run) -> Iterator[devcluster.ClusterState]:
 
 
 def _create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    # Kept alive until the future ends; its librdkafka lines go to logging, not stderr.
-    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": _rdkafka_log}
-    client = AdminClient(conf)
-    futures = client.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=30)
-    futures[topic].result(timeout=60)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        meta = client.list_topics(topic, timeout=5).topics[topic]
-        if meta.error is None and len(meta.partitions) == partitions:
-            return
-        time.sleep(0.1)
-    raise ClusterError(f"topic {topic} did not appear in Kafka's metadata within 30 s")
+    # Its librdkafka lines go to logging, not stderr.
+    admin = KafkaAdmin(bootstrap, timeout=30.0, config={"logger": _rdkafka_log})
+    admin.create_topics([topic], partitions)
 
 
 def _worker(run: _Run, role: str, name: str, common: list[str], extra: list[str]) -> None:

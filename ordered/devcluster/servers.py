@@ -268,17 +268,16 @@ def wait_kafka(
     deadline: float,
     auth: dict[str, str] | None = None,
 ) -> None:
-    from confluent_kafka.admin import AdminClient
+    from coordinator.client.kafka_admin import KafkaAdmin
 
     # Quiet: librdkafka logs every refused connection while the broker is starting.
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0, **(auth or {})})
+    admin = KafkaAdmin(bootstrap, config={"log_level": 0, **(auth or {})})
     while time.monotonic() < deadline:
         for rec in records:
             if not is_alive(rec):
                 raise ClusterError(f"{rec.role} exited while starting:\n{tail(rec.log)}")
         try:
-            md = admin.list_topics(timeout=1.0)
-            if len(md.brokers) >= brokers:
+            if admin.broker_count(timeout=1.0) >= brokers:
                 break
         except Exception:
             pass

@@ -15,7 +15,7 @@ drains: the query runs on and stops once no row came for ``--idle-exit`` seconds
 A Spark query keeps its offsets in its checkpoint, not in Kafka, so the drain monitor
 and ``ordered trim --consumed`` cannot see how far it has read. This reader therefore
 also commits, after each batch, the offsets it has read to the Kafka consumer group
-``--commit-group`` (never joined: an AdminClient call), which makes it an interested
+``--commit-group`` (never joined: an admin call), which makes it an interested
 group: no trim removes a record before the query has read it.
 """
 
@@ -33,9 +33,9 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import KafkaError
 
+from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.client.kafka_retry import RetryPolicy, kafka_error_of, kafka_retriable
 from ordered.verify.history import HistoryWriter, now_ns
 from ordered.verify.producer import decode_value
@@ -72,8 +72,9 @@ _RELAY_CODES = frozenset(
 
 def _relay_retriable(exc: BaseException) -> bool:
     # A broker restart or a network cut outlasts one request: the relay waits it out (the
-    # checker reads the group's progress, never ahead of what the batch delivered).
-    if isinstance(exc, TimeoutError) or kafka_retriable(exc):
+    # checker reads the group's progress, never ahead of what the batch delivered). An
+    # answer that did not come in time is the helper's _TIMED_OUT.
+    if kafka_retriable(exc):
         return True
     error = kafka_error_of(exc)
     return error is not None and error.code() in _RELAY_CODES
@@ -85,13 +86,9 @@ _RELAY = RetryPolicy(
 """How the query's progress relay to its Kafka group is repeated."""
 
 
-def _alter(admin: AdminClient, group: str, offsets: list[TopicPartition]) -> None:
-    request = [ConsumerGroupTopicPartitions(group, offsets)]
-    admin.alter_consumer_group_offsets(request)[group].result(30)
-
-
-def _commit(admin: AdminClient, group: str, offsets: list[TopicPartition]) -> None:
-    _RELAY.call(_alter, admin, group, offsets)
+def _commit(admin: KafkaAdmin, group: str, topic: str, offsets: dict[int, int]) -> None:
+    """Commit ``offsets`` (partition -> offset of ``topic``) to ``group``."""
+    _RELAY.call(admin.alter_group_offsets, group, {(topic, p): o for p, o in offsets.items()})
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -149,10 +146,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(sig, _on_signal)
     # Spark's Python workers must import this environment's packages.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    admin = AdminClient({"bootstrap.servers": args.bootstrap})
+    admin = KafkaAdmin(args.bootstrap, timeout=30.0)
     # Hold trims back from the start: a group without commits would hold nothing back.
-    known = admin.list_topics(args.topic, timeout=30).topics[args.topic].partitions
-    _commit(admin, args.commit_group, [TopicPartition(args.topic, p, 0) for p in sorted(known)])
+    known = range(admin.partition_count(args.topic))
+    _commit(admin, args.commit_group, args.topic, dict.fromkeys(known, 0))
     _write_stats(args.stats, {"rows": 0, "delivered": 0, "batches": 0})
     import spark_source
 
@@ -193,8 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stats["delivered"] = stats["rows"]
         if ends:
             last_row[0] = time.monotonic()
-            parts = [TopicPartition(args.topic, p, o) for p, o in sorted(ends.items())]
-            _commit(admin, args.commit_group, parts)
+            _commit(admin, args.commit_group, args.topic, ends)
         stats["batches"] += 1
         _write_stats(args.stats, stats)
 

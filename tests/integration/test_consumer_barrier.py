@@ -19,7 +19,7 @@ from confluent_kafka import TopicPartition
 from helpers import consume_until, drain, moving_keys, wait_until
 from kit import Kit
 
-from coordinator.client.store import CONSUMER_BARRIER, BarrierRegistration
+from coordinator.client.store import CONSUMER_BARRIER, FIRST_ADOPTION, BarrierRegistration
 from coordinator.client.store import paths as store_paths
 from ordered.cli.features import set_feature
 from ordered.consumer import OrderedConsumer
@@ -264,3 +264,25 @@ def test_the_features_command_is_validated_and_idempotent(kit: Kit) -> None:
     bad = kit.ordered_cli("features", "enable", "no-such-feature")
     assert bad.returncode == 2  # refused before anything connects
     assert kit.store.get_feature(CONSUMER_BARRIER) == before
+
+
+def test_a_new_roots_first_adoption_turns_the_barrier_on_and_nothing_else_does(kit: Kit) -> None:
+    """A root nothing was adopted on and whose flag was never written is a new one."""
+    if kit.store.get_feature(CONSUMER_BARRIER) is not None:
+        pytest.skip("this run writes the flag before any adoption (ORDERED_TEST_CONSUMER_BARRIER)")
+    kit.adopted_topic(2)
+    flag = kit.store.get_feature(CONSUMER_BARRIER)
+    assert flag is not None and flag.enabled and flag.changed_by == FIRST_ADOPTION
+    # An operator's choice stays: later adoptions never write the flag again.
+    set_feature(kit.store, CONSUMER_BARRIER, False)
+    kit.adopted_topic(2)
+    assert kit.store.feature_enabled(CONSUMER_BARRIER) is False
+
+
+def test_a_root_with_an_adopted_topic_keeps_the_barrier_off(kit: Kit) -> None:
+    """A root an older version adopted on (no flag node) may still run its controllers."""
+    if kit.store.get_feature(CONSUMER_BARRIER) is not None:
+        pytest.skip("this run writes the flag before any adoption (ORDERED_TEST_CONSUMER_BARRIER)")
+    kit.zk.ensure_path(store_paths.topic_path(kit.zk_root, "adopted-by-an-older-version"))
+    kit.adopted_topic(2)
+    assert kit.store.get_feature(CONSUMER_BARRIER) is None

@@ -16,8 +16,10 @@ from fixtures import expire_session
 from helpers import consume_until, drain
 from kit import Kit
 
+from coordinator.client.store import CONSUMER_BARRIER, LayoutStore
 from coordinator.control.controller import Controller
 from linear_hash import Layout
+from ordered.cli.features import set_feature
 from ordered.consumer import OrderedConsumer
 from ordered.producer import OrderedProducer
 
@@ -75,7 +77,12 @@ def scenario(
     controller: Controller,
     make_producer: Callable[..., OrderedProducer],
     make_consumer: Callable[..., OrderedConsumer],
+    store: LayoutStore,
 ) -> Iterator[Callable[[bool], Run]]:
+    # The fetch check alone keeps order here: the consumer barrier, which a new root's
+    # first adoption turns on, is kept off (test_consumer_barrier.py runs this race with it).
+    set_feature(store, CONSUMER_BARRIER, False)
+
     def run(fetch_check: bool) -> Run:
         topic = topic_factory(2)
         controller.adopt(topic)

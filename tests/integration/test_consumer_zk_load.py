@@ -19,8 +19,10 @@ from confluent_kafka import Producer
 from helpers import consume_until
 from kit import Kit
 
+from coordinator.client.store import CONSUMER_BARRIER, LayoutStore
 from coordinator.control.controller import Controller
 from linear_hash import Layout
+from ordered.cli.features import set_feature
 from ordered.consumer import OrderedConsumer
 from ordered.consumer.pacing import CHECK_BURST
 
@@ -66,7 +68,10 @@ def read(consumer: OrderedConsumer, count: int, num: int, timeout: float = 60.0)
 
 
 @pytest.fixture
-def topic(topic_factory: Callable[..., str], controller: Controller) -> str:
+def topic(topic_factory: Callable[..., str], controller: Controller, store: LayoutStore) -> str:
+    # The fetch check's bounds: the consumer barrier (on from a new root's first adoption,
+    # and answering checks without requests) is kept off; its cost is bench_scale's.
+    set_feature(store, CONSUMER_BARRIER, False)
     name = topic_factory(4)
     controller.adopt(name)
     return name

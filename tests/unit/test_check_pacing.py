@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
+from fakes import FakeClock
 from hypothesis import given
 from hypothesis import strategies as st
 
 from ordered.consumer.pacing import CHECK_BURST, CheckPacer
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_a_fresh_pacer_lets_a_burst_go_then_one_check_per_slot() -> None:
-    clock = Clock()
+    clock = FakeClock(100.0)
     pacer = CheckPacer(clock)
     for _ in range(CHECK_BURST):
         assert pacer.due_in(0.2) == 0.0
@@ -30,7 +23,7 @@ def test_a_fresh_pacer_lets_a_burst_go_then_one_check_per_slot() -> None:
 
 
 def test_a_quiet_spell_refills_no_more_than_the_burst() -> None:
-    clock = Clock()
+    clock = FakeClock(100.0)
     pacer = CheckPacer(clock)
     clock.now += 3600
     for _ in range(CHECK_BURST):
@@ -40,7 +33,7 @@ def test_a_quiet_spell_refills_no_more_than_the_burst() -> None:
 
 
 def test_no_slot_means_no_pacing() -> None:
-    pacer = CheckPacer(Clock())
+    pacer = CheckPacer(FakeClock(100.0))
     for _ in range(100):
         pacer.sent(0.0)
         assert pacer.due_in(0.0) == 0.0
@@ -53,7 +46,7 @@ def test_no_slot_means_no_pacing() -> None:
 def test_checks_sent_when_due_never_exceed_the_burst_plus_the_rate(
     slot: float, steps: list[float]
 ) -> None:
-    clock = Clock()
+    clock = FakeClock(100.0)
     pacer = CheckPacer(clock)
     start = clock.now
     sent = 0

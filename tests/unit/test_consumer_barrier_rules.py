@@ -118,10 +118,13 @@ def test_set_feature_is_validated_and_idempotent() -> None:
     with pytest.raises(UsageError, match="unknown feature"):
         set_feature(store, "nope", True)  # type: ignore[arg-type]
     assert store.writes == 0
-    assert set_feature(store, CONSUMER_BARRIER, False)["changed"] is False  # absent = off
+    # Absent is off, but "off" is written: a new root's first adoption turns on only a
+    # flag that was never written, so the operator's choice must be on record.
+    assert set_feature(store, CONSUMER_BARRIER, False)["changed"] is True
+    assert set_feature(store, CONSUMER_BARRIER, False)["changed"] is False
     assert set_feature(store, CONSUMER_BARRIER, True)["changed"] is True
     assert set_feature(store, CONSUMER_BARRIER, True)["changed"] is False
-    assert store.writes == 1
+    assert store.writes == 2
 
 
 # --- when the consumer may skip a check ------------------------------------------------

@@ -3,37 +3,17 @@
 from __future__ import annotations
 
 import itertools
-from types import SimpleNamespace
-from typing import Any
 
 import pytest
-from test_consumer_gate import gate_in, kwargs_for
+from fakes import bare_core, gate_in, kwargs_for
 
 from coordinator.client.errors import StateTransitionError
 from ordered.consumer.partition import GateEvent, GateState, PartState
 from ordered.consumer.state import Core
 
 
-class _Quiet:
-    """Consumer and hooks: the calls Core.fire makes, doing nothing."""
-
-    def __getattr__(self, name: str) -> Any:
-        return lambda *args, **kwargs: None
-
-    def get_watermark_offsets(self, *args: Any, **kwargs: Any) -> tuple[int, int]:
-        return -1, -1  # none known yet
-
-
-_CONFIG = SimpleNamespace(prefetch_records=100_000)
-
-
-class _Layouts:
-    def __init__(self) -> None:
-        self.topics: dict[str, Any] = {}  # no layout: every partition's open limit is none
-
-
 def _core_with(state: GateState) -> tuple[Core, PartState]:
-    core = Core(_Quiet(), _CONFIG, _Layouts(), _Quiet(), None)  # type: ignore[arg-type]
+    core = bare_core()
     part = PartState("t", 0, gate_in(state))
     core.parts[("t", 0)] = part
     if state is GateState.DRAINING:

@@ -2,136 +2,13 @@
 
 from __future__ import annotations
 
-import math
-import threading
 import time
-from collections.abc import Callable
-from types import SimpleNamespace
 from typing import Any
 
-from confluent_kafka import TopicPartition
+from fakes import FakeConsumer, Msg, RewindLayouts, make, run
 
 from ordered.consumer.fetch import Fetcher
-from ordered.consumer.layouts import FetchCheck, LayoutTracker
-from ordered.consumer.pacing import CHECK_BURST, CheckPacer
-
-
-class Msg:
-    def __init__(self, partition: int, offset: int) -> None:
-        self._p, self._o = partition, offset
-
-    def error(self) -> None:
-        return None
-
-    def topic(self) -> str:
-        return "t"
-
-    def partition(self) -> int:
-        return self._p
-
-    def offset(self) -> int:
-        return self._o
-
-
-class FakeConsumer:
-    """Hands out prepared batches; ``during`` runs inside the next consume call.
-
-    Positions follow what was returned, as librdkafka's do; ``high`` is the high
-    watermark librdkafka would have cached per partition.
-    """
-
-    def __init__(self, batches: list[list[Msg]], log: list[str]) -> None:
-        self.batches = batches
-        self.log = log
-        self.during: Callable[[], object] | None = None
-        self.positions: dict[int, int] = {}
-        self.high: dict[int, int] = {}
-        self.assigned = [0, 1]
-        self.assignment_calls = 0
-
-    def consume(self, num: int, timeout: float) -> list[Msg]:
-        if self.during is not None:
-            during, self.during = self.during, None
-            during()
-        batch = self.batches.pop(0) if self.batches else []
-        if not batch and timeout > 0:
-            time.sleep(min(timeout, 0.01))  # as librdkafka: nothing came within the timeout
-        self.log.append(f"fetch {[m.offset() for m in batch]}")
-        for m in batch:
-            self.positions[m.partition()] = m.offset() + 1
-        return batch
-
-    def assignment(self) -> list[TopicPartition]:
-        self.assignment_calls += 1
-        return [TopicPartition("t", p) for p in self.assigned]
-
-    def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
-        return [
-            TopicPartition(tp.topic, tp.partition, self.positions.get(tp.partition, -1001))
-            for tp in partitions
-        ]
-
-    def get_watermark_offsets(self, tp: TopicPartition, cached: bool) -> tuple[int, int]:
-        assert cached  # never a request to the broker
-        return 0, self.high.get(tp.partition, -1001)
-
-    def poll(self, timeout: float) -> Msg | None:
-        batch = self.consume(1, timeout)
-        return batch[0] if batch else None
-
-
-class _NoBarrier:
-    """A consumer barrier never in force: every batch is checked."""
-
-    def relies(self, views: Any) -> bool:
-        return False
-
-
-class FakeLayouts(LayoutTracker):
-    """The real coverage and pacing rules (from LayoutTracker); checks only logged."""
-
-    def __init__(self, log: list[str], check_rate: int = 0) -> None:
-        self.log = log
-        self.sent = 0
-        self.marks: dict[int, Any] = {}
-        self.covered = {}
-        self.covered_version = 0
-        self.verify_fetch = True
-        self.topics = {"t": None}  # type: ignore[dict-item]
-        self._group = None
-        self._check_rate = check_rate
-        self._last_sent = -math.inf
-        self._pacer = CheckPacer()
-        self.trusted = True
-        self._rewound: set[str] = set()
-        self._rewind_lock = threading.Lock()
-        self.barrier = _NoBarrier()  # type: ignore[assignment]
-
-    @property
-    def usable(self) -> bool:
-        return self.trusted
-
-    def begin_check(self, marks: Any = ()) -> Any:
-        self.sent += 1
-        self.marks[self.sent] = tuple(marks)
-        self._last_sent = time.monotonic()
-        self._pacer.sent(self._interval())
-        self.log.append(f"send {self.sent}")
-        return self.sent
-
-    def finish_check(self, check: Any) -> list[Any]:
-        self.log.append(f"wait {check}")
-        for key, mark in self.marks.get(check, ()):
-            self.covered[key] = max(mark, self.covered.get(key, -1))
-        return []
-
-
-def make(batches: list[list[Msg]], check_rate: int = 0) -> tuple[Fetcher, FakeConsumer, list[str]]:
-    log: list[str] = []
-    consumer = FakeConsumer(batches, log)
-    layouts = FakeLayouts(log, check_rate)
-    fetcher = Fetcher(consumer, layouts, lambda: None)
-    return fetcher, consumer, log
+from ordered.consumer.pacing import CHECK_BURST
 
 
 def test_a_batch_is_released_only_after_its_check_and_the_next_check_is_already_sent() -> None:
@@ -193,13 +70,6 @@ def test_a_rebalance_inside_the_fetch_ahead_does_not_deliver_twice() -> None:
     assert [(m.partition(), m.offset()) for m in fetcher.ready] == []
     fetcher.fetch(2, 1.0, single=False)
     assert [(m.partition(), m.offset()) for m in fetcher.ready] == [(0, 2)]
-
-
-def run(batches: list[list[Msg]], fetcher: Fetcher, consumer: FakeConsumer, num: int) -> None:
-    consumer.batches = batches
-    while consumer.batches or fetcher._pending is not None:
-        fetcher.fetch(num, 1.0, single=False)
-        fetcher.take(num)
 
 
 def test_batches_below_the_covered_watermarks_need_no_check() -> None:
@@ -384,47 +254,6 @@ def test_a_partial_take_has_no_last_offsets() -> None:
     fetcher.fetch(5, 1.0, single=False)
     assert fetcher.take(1) == [b2[0]] and fetcher.taken_last is None
     assert fetcher.take(5) == b2[1:] and fetcher.taken_last is None
-
-
-class Answer:
-    """A kazoo async result the test answers (``ready()`` until then ``False``)."""
-
-    def __init__(self) -> None:
-        self.answered = False
-
-    def ready(self) -> bool:
-        return self.answered
-
-
-class RewindLayouts(FakeLayouts):
-    """A group member's layouts: each check also reads the group's rewind marker."""
-
-    def __init__(self, log: list[str], check_rate: int) -> None:
-        super().__init__(log, check_rate)
-        self.topics = {"t": SimpleNamespace(ordered=True)}  # type: ignore[dict-item]
-        self._group = "g"
-        self.checks: dict[int, FetchCheck] = {}
-        self.rewound_by: set[int] = set()  # checks whose marker read finds a rewind
-        self._rewound: set[str] = set()
-
-    def begin_check(self, marks: Any = ()) -> Any:
-        number = super().begin_check(marks)
-        check = FetchCheck(Answer(), (("t", Answer()),), tuple(marks), (("t", Answer()),))
-        self.checks[number] = check
-        return check
-
-    def finish_check(self, check: Any) -> list[Any]:
-        if check is None:
-            return []
-        number = next(n for n, c in self.checks.items() if c is check)
-        if number in self.rewound_by:
-            self._rewound.add("t")
-        return super().finish_check(number)
-
-    def answer(self, number: int) -> None:
-        check = self.checks[number]
-        for result in (check.sync, *(r for _n, r in check.reads), *(r for _n, r in check.rewinds)):
-            result.answered = True
 
 
 def test_a_batch_below_the_marks_does_not_wait_for_the_rewind_read() -> None:

@@ -1,6 +1,6 @@
 """The fetcher's steady state: a ``consume(n)`` batch judged as it comes (``Fetcher._judged``).
 
-The fakes of ``test_consumer_fetch.py``: librdkafka hands out prepared batches, the
+The fetch path's shared fakes (``tests/unit/fakes.py``): librdkafka hands out prepared batches, the
 layouts are the real coverage and pacing rules with checks only logged.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from test_consumer_fetch import FakeConsumer, FakeLayouts, Msg, RewindLayouts, run
+from fakes import FakeConsumer, FakeLayouts, Msg, RewindLayouts, run
 
 from ordered.consumer.fetch import Fetcher
 

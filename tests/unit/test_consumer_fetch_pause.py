@@ -8,10 +8,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from test_consumer_draining import _Layouts, _Quiet
-from test_consumer_fetch import Msg as Record
-from test_consumer_fetch import make
-from test_consumer_gate import Msg
+from fakes import Msg, Quiet, bare_core, make
 
 from ordered.consumer.calls import ConsumerUpkeep
 from ordered.consumer.judge import BatchFilter
@@ -21,7 +18,7 @@ from ordered.consumer.state import Core
 WINDOW = 100
 
 
-class Recording(_Quiet):
+class Recording(Quiet):
     """librdkafka's pause calls, and a cached high watermark."""
 
     def __init__(self, high: int) -> None:
@@ -41,8 +38,7 @@ class Recording(_Quiet):
 
 def _core(high: int, window: int = WINDOW) -> tuple[Core, PartState, Recording]:
     consumer = Recording(high)
-    config = SimpleNamespace(prefetch_records=window)
-    core = Core(consumer, config, _Layouts(), _Quiet(), None)  # type: ignore[arg-type]
+    core = bare_core(consumer, SimpleNamespace(prefetch_records=window))
     part = PartState("t", 0, PartitionGate("t", 0), position=50)
     core.parts[("t", 0)] = part
     return core, part, consumer
@@ -74,9 +70,9 @@ def test_a_gate_held_near_the_log_end_is_not_paused_nor_resumed() -> None:
 def test_a_stash_that_outgrows_the_window_pauses() -> None:
     core, part, consumer = _core(high=60)
     _block(core, part)
-    core.fire(part, GateEvent.STASHED, records=[Msg(o) for o in range(50, 50 + WINDOW)])
+    core.fire(part, GateEvent.STASHED, records=[Msg(0, o) for o in range(50, 50 + WINDOW)])
     assert consumer.calls == []
-    core.fire(part, GateEvent.STASHED, records=[Msg(50 + WINDOW)])
+    core.fire(part, GateEvent.STASHED, records=[Msg(0, 50 + WINDOW)])
     assert consumer.calls == ["pause"] and part.fetch_paused
     core.fire(part, GateEvent.RECHECK_OPEN)  # DRAINING: still held until the stash is out
     assert consumer.calls == ["pause"]
@@ -117,12 +113,12 @@ def test_stashing_one_record_at_a_time_costs_each_record_once() -> None:
     Counted.reads = 0
     records = 5_000
     for offset in range(50, 50 + records):
-        core.fire(part, GateEvent.STASHED, records=[Counted(offset)])
+        core.fire(part, GateEvent.STASHED, records=[Counted(0, offset)])
     assert Counted.reads <= 3 * records  # a merge each time: about records**2 / 2
     assert [m.offset() for m in part.gate.stash] == list(range(50, 50 + records))
     # Out of order or repeated: merged by offset, the later copy kept.
-    again = Msg(60)
-    core.fire(part, GateEvent.STASHED, records=[Msg(5_060), again, Msg(5_055)])
+    again = Msg(0, 60)
+    core.fire(part, GateEvent.STASHED, records=[Msg(0, 5_060), again, Msg(0, 5_055)])
     offsets = [m.offset() for m in part.gate.stash]
     assert offsets == sorted(set(offsets)) and offsets[-2:] == [5_055, 5_060]
     assert part.gate.stash[10] is again
@@ -136,9 +132,9 @@ def test_the_stashes_share_one_window_among_the_assigned_partitions() -> None:
         core.parts[("t", p)] = PartState("t", p, PartitionGate("t", p), position=0)
     assert core.stash_share() == WINDOW // 4
     _block(core, part)
-    core.fire(part, GateEvent.STASHED, records=[Msg(o) for o in range(50, 50 + WINDOW // 4)])
+    core.fire(part, GateEvent.STASHED, records=[Msg(0, o) for o in range(50, 50 + WINDOW // 4)])
     assert consumer.calls == []
-    core.fire(part, GateEvent.STASHED, records=[Msg(50 + WINDOW // 4)])
+    core.fire(part, GateEvent.STASHED, records=[Msg(0, 50 + WINDOW // 4)])
     assert consumer.calls == ["pause"]
     other = core.parts[("t", 1)]
     consumer.high = WINDOW // 4 + 1  # its log reaches beyond its share: paused at once
@@ -151,7 +147,7 @@ def test_poll_takes_a_held_run_at_once_and_stops_at_the_first_free_record() -> N
     held = SimpleNamespace(gate=SimpleNamespace(paused=True))
     free = SimpleNamespace(gate=SimpleNamespace(paused=False))
     parts: dict[tuple[str, int], Any] = {("t", 2): held, ("t", 0): free}
-    records = [Record(2, o) for o in range(5)] + [Record(0, 7), Record(2, 5)]
+    records = [Msg(2, o) for o in range(5)] + [Msg(0, 7), Msg(2, 5)]
     fetcher.ready.extend(records)
     assert fetcher.take_held(parts) == records[:5]
     assert fetcher.take_held(parts) == []  # a free partition's record comes first now
@@ -167,8 +163,8 @@ def test_hold_stashes_each_partitions_run_as_the_judgement_would() -> None:
     core.fire(other, GateEvent.GATE_CLOSED, held=0)
     flt = BatchFilter.__new__(BatchFilter)
     flt._core = core  # the only part hold() uses
-    first = [Msg(50), Msg(51)]
-    flt.hold([_Rec(0, first[0]), _Rec(1, Msg(0)), _Rec(0, first[1])])
+    first = [Msg(0, 50), Msg(0, 51)]
+    flt.hold([_Rec(0, first[0]), _Rec(1, Msg(0, 0)), _Rec(0, first[1])])
     assert [m.offset() for m in part.gate.stash] == [50, 51]
     assert [m.offset() for m in other.gate.stash] == [0]
 
@@ -209,10 +205,10 @@ def test_an_open_stash_goes_back_before_the_ready_records_whole() -> None:
     """Judged in batches from there, not one poll() per record (about 10 us each)."""
     core, part, _consumer = _core(high=10**6)
     upkeep, fetcher = _upkeep(core)
-    ready = Record(1, 0)
+    ready = Msg(1, 0)
     fetcher.ready.extend([ready])
     fetcher._ready_last = {("t", 1): 0}
-    stash = [Msg(o) for o in range(50, 60)]
+    stash = [Msg(0, o) for o in range(50, 60)]
     _draining(core, part, stash)  # no cap: the crossing at the held record is done
     assert upkeep.unstash()
     assert part.gate.state is GateState.FREE and not part.gate.stash  # no gate ahead
@@ -225,7 +221,7 @@ def test_an_open_stash_goes_back_before_the_ready_records_whole() -> None:
 def test_a_stash_whose_crossing_is_still_to_run_stays() -> None:
     core, part, _consumer = _core(high=10**6)
     upkeep, fetcher = _upkeep(core)
-    stash = [Msg(o) for o in range(50, 60)]
+    stash = [Msg(0, o) for o in range(50, 60)]
     _draining(core, part, stash, cap=50)  # the held record runs the crossing first
     assert not upkeep.unstash()
     assert part.gate.state is GateState.DRAINING and len(part.gate.stash) == 10
@@ -235,7 +231,7 @@ def test_a_stash_whose_crossing_is_still_to_run_stays() -> None:
 def test_a_stash_the_application_paused_stays() -> None:
     core, part, _consumer = _core(high=10**6)
     upkeep, fetcher = _upkeep(core)
-    _draining(core, part, [Msg(o) for o in range(50, 60)])
+    _draining(core, part, [Msg(0, o) for o in range(50, 60)])
     part.gate.user_paused = True
     assert not upkeep.unstash()
     assert len(part.gate.stash) == 10 and not fetcher.ready

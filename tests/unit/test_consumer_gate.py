@@ -6,6 +6,7 @@ import itertools
 import math
 
 import pytest
+from fakes import Msg, gate_in, kwargs_for
 
 from coordinator.client.errors import StateTransitionError
 from ordered.consumer.partition import (
@@ -20,40 +21,6 @@ from ordered.consumer.partition import (
     GateState,
     PartitionGate,
 )
-
-
-class Msg:
-    """A fake record: only what the gate looks at."""
-
-    def __init__(self, offset: int) -> None:
-        self._offset = offset
-
-    def offset(self) -> int:
-        return self._offset
-
-
-def gate_in(state: GateState, stash: bool = False) -> PartitionGate:
-    """A gate driven into ``state`` through listed transitions only."""
-    gate = PartitionGate("t", 0, open_limit=10)
-    assert gate.state is GateState.GATED
-    if state is GateState.FREE:
-        gate.fire(GateEvent.HISTORY, math.inf)
-    elif state is GateState.BLOCKED:
-        gate.fire(GateEvent.GATE_CLOSED, 10, held=10)
-    elif state is GateState.DRAINING:
-        gate.fire(GateEvent.STASHED, 10, records=[Msg(10), Msg(11)])
-    if stash and state is not GateState.DRAINING:
-        gate.stash = [Msg(12)]
-    assert gate.state is state
-    return gate
-
-
-def kwargs_for(event: GateEvent) -> dict[str, object]:
-    if event in (GateEvent.GATE_CLOSED, GateEvent.UNAVAILABLE):
-        return {"held": 12}
-    if event is GateEvent.STASHED:
-        return {"records": [Msg(13)]}
-    return {}
 
 
 @pytest.mark.parametrize(("state", "event"), list(itertools.product(GateState, GateEvent)), ids=str)
@@ -95,8 +62,8 @@ def test_the_table_names_only_states_and_events() -> None:
 def test_closed_gate_stashes_then_drains_in_offset_order() -> None:
     gate = PartitionGate("t", 3, open_limit=5)
     assert gate.fire(GateEvent.GATE_CLOSED, 5, held=5).pause is True
-    gate.fire(GateEvent.STASHED, 5, records=[Msg(7), Msg(5), Msg(6)])
-    gate.fire(GateEvent.STASHED, 5, records=[Msg(6), Msg(8)])  # a refetch merges
+    gate.fire(GateEvent.STASHED, 5, records=[Msg(0, 7), Msg(0, 5), Msg(0, 6)])
+    gate.fire(GateEvent.STASHED, 5, records=[Msg(0, 6), Msg(0, 8)])  # a refetch merges
     assert [m.offset() for m in gate.stash] == [5, 6, 7, 8]
     assert gate.take(10) == []  # nothing leaves a blocked gate
     change = gate.fire(GateEvent.RECHECK_OPEN, math.inf, cap=5)
@@ -119,7 +86,7 @@ def test_a_user_pause_is_never_resumed_by_the_gate() -> None:
     gate.user_paused = True
     change = gate.fire(GateEvent.RECHECK_OPEN, math.inf)
     assert change.new is GateState.FREE and change.pause is None
-    gate.fire(GateEvent.STASHED, math.inf, records=[Msg(1)])
+    gate.fire(GateEvent.STASHED, math.inf, records=[Msg(0, 1)])
     assert gate.take(5) == []  # a draining gate the application paused waits
     gate.user_paused = False
     assert [m.offset() for m in gate.take(5)] == [1]
@@ -127,7 +94,7 @@ def test_a_user_pause_is_never_resumed_by_the_gate() -> None:
 
 def test_seek_drops_the_stash_and_reopens() -> None:
     gate = gate_in(GateState.BLOCKED)
-    gate.fire(GateEvent.STASHED, 10, records=[Msg(10)])
+    gate.fire(GateEvent.STASHED, 10, records=[Msg(0, 10)])
     change = gate.fire(GateEvent.SOUGHT, 10)
     assert (change.new, change.pause, gate.stash) == (GateState.GATED, False, [])
 

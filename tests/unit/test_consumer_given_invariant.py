@@ -21,10 +21,10 @@ from types import SimpleNamespace
 from typing import Any
 
 from confluent_kafka import TopicPartition
+from fakes import Msg
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-from test_consumer_fetch import Msg
 
 from linear_hash.gating import EpochInfo, GateEvaluator
 from ordered.consumer.announce import Announcer

@@ -11,22 +11,20 @@ import time
 from types import SimpleNamespace
 from typing import Any
 
-from test_consumer_draining import _CONFIG, _Layouts, _Quiet
-from test_consumer_fetch import FakeLayouts
-from test_consumer_fill import _Fetcher, _Upkeep
-from test_consumer_gate import gate_in, kwargs_for
+from fakes import FakeFetcher, FakeLayouts, FakeUpkeep, bare_core, gate_in, kwargs_for
 
+from coordinator.client.clock import SYSTEM_CLOCK
 from ordered.consumer.calls import CallPath
 from ordered.consumer.judge import BatchFilter
 from ordered.consumer.partition import GateEvent, GateState, PartState
 from ordered.consumer.state import Core
 
 
-class _QuietUpkeep(_Upkeep):
+class _QuietUpkeep(FakeUpkeep):
     """A service step that declares itself quiet for a minute each time it runs."""
 
     def __init__(self, core: Any) -> None:
-        super().__init__(_Fetcher([[str(i)] for i in range(20)]))
+        super().__init__(FakeFetcher([[str(i)] for i in range(20)]))
         self.core = core
 
     def service(self) -> None:
@@ -35,7 +33,7 @@ class _QuietUpkeep(_Upkeep):
 
 
 def _quiet_path() -> tuple[CallPath, _QuietUpkeep, Any]:
-    core = SimpleNamespace(quiet_until=0.0, call_stores=None, parts={})
+    core = SimpleNamespace(quiet_until=0.0, call_stores=None, parts={}, clock=SYSTEM_CLOCK)
     core.unquiet = lambda: setattr(core, "quiet_until", 0.0)
     upkeep = _QuietUpkeep(core)
     return CallPath(core, upkeep, lambda: None), upkeep, core  # type: ignore[arg-type]
@@ -68,7 +66,7 @@ def test_a_halt_a_hand_over_or_unquiet_ends_the_quiet() -> None:
 
 
 def _core() -> tuple[Core, PartState]:
-    core = Core(_Quiet(), _CONFIG, _Layouts(), _Quiet(), None)  # type: ignore[arg-type]
+    core = bare_core()
     part = PartState("t", 0, gate_in(GateState.BLOCKED))
     core.parts[("t", 0)] = part
     return core, part

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
+from fakes import FakeClock
 
 from coordinator.client.errors import OrderedKafkaError
 from coordinator.client.kafka_retry import (
@@ -15,21 +16,6 @@ from coordinator.client.kafka_retry import (
     kafka_error_of,
     kafka_retriable,
 )
-
-
-class Clock:
-    """A monotonic clock that only the fake sleep moves."""
-
-    def __init__(self) -> None:
-        self.now = 100.0
-        self.slept: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
 
 
 def failing(
@@ -65,7 +51,7 @@ def test_predicate_known_answers() -> None:
 
 
 def test_retries_a_transient_error_then_returns() -> None:
-    clock = Clock()
+    clock = FakeClock(100.0)
     calls, call = failing([transient(), transient()])
     policy = RetryPolicy(max_tries=5, delay=0.1, backoff=2.0, jitter=0.0)
     assert policy.call(call, sleep=clock.sleep, clock=clock) == "done"
@@ -74,7 +60,7 @@ def test_retries_a_transient_error_then_returns() -> None:
 
 
 def test_non_retriable_error_is_raised_at_once_with_its_kafka_error() -> None:
-    clock = Clock()
+    clock = FakeClock(100.0)
     refused = KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)
     original = OrderedKafkaError("refused", refused)
     calls, call = failing([original])
@@ -85,7 +71,7 @@ def test_non_retriable_error_is_raised_at_once_with_its_kafka_error() -> None:
 
 
 def test_tries_are_bounded_and_the_last_error_is_raised_unchanged() -> None:
-    clock = Clock()
+    clock = FakeClock(100.0)
     errors: list[BaseException] = [transient() for _ in range(10)]
     calls, call = failing(errors)
     with pytest.raises(OrderedKafkaError) as caught:
@@ -97,7 +83,7 @@ def test_tries_are_bounded_and_the_last_error_is_raised_unchanged() -> None:
 
 
 def test_deadline_bounds_the_time_and_the_last_pause() -> None:
-    clock = Clock()
+    clock = FakeClock(100.0)
     calls, call = failing([transient() for _ in range(100)])
     policy = RetryPolicy(max_tries=None, deadline=1.0, delay=0.3, backoff=1.0, jitter=0.0)
     with pytest.raises(OrderedKafkaError):
@@ -109,7 +95,7 @@ def test_deadline_bounds_the_time_and_the_last_pause() -> None:
 
 
 def test_interrupt_stops_retrying() -> None:
-    clock = Clock()
+    clock = FakeClock(100.0)
     calls, call = failing([transient() for _ in range(10)])
     with pytest.raises(OrderedKafkaError):
         RetryPolicy(max_tries=None).call(
@@ -122,7 +108,7 @@ def test_interrupt_stops_retrying() -> None:
 
 
 def test_on_retry_sees_each_failure() -> None:
-    clock = Clock()
+    clock = FakeClock(100.0)
     seen: list[tuple[int, float]] = []
     _calls, call = failing([transient(), transient()])
     RetryPolicy(delay=0.5, jitter=0.0).call(

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from confluent_kafka import TopicPartition
+from fakes import FakeClock
 
-import ordered.consumer.probe as probe_module
 from ordered.consumer.probe import LOG_START_TTL, SEEN_TTL, LogStartProbe
 
 
@@ -27,42 +27,36 @@ class Client:
         return self.low, self.low + 100
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    clock = Clock()
-    monkeypatch.setattr(probe_module, "time", clock)
-    return clock
+def clock() -> FakeClock:
+    return FakeClock()
 
 
-def probe_with(client: Client, seen: dict[tuple[str, int], int] | None) -> LogStartProbe:
+def probe_with(
+    client: Client, seen: dict[tuple[str, int], int] | None, clock: FakeClock
+) -> LogStartProbe:
     def seen_of(topic: str, partition: int) -> int | None:
         return None if seen is None else seen.get((topic, partition))
 
-    probe = LogStartProbe({"bootstrap.servers": "unused:1"}, 1.0, seen_of)
+    probe = LogStartProbe({"bootstrap.servers": "unused:1"}, 1.0, seen_of, clock=clock)
     probe._client = client
     return probe
 
 
-def test_a_log_start_the_fetches_saw_answers_the_first_ask_without_a_request(clock: Clock) -> None:
+def test_a_log_start_the_fetches_saw_answers_the_first_ask_without_a_request(
+    clock: FakeClock,
+) -> None:
     client = Client(low=7)
-    probe = probe_with(client, {("t", 0): 5})
+    probe = probe_with(client, {("t", 0): 5}, clock)
     assert probe.gate_log_start("t", 0) == 5
     clock.now += SEEN_TTL / 2
     assert probe.gate_log_start("t", 0) == 5
     assert client.asked == []
 
 
-def test_after_its_short_trust_the_probe_asks_kafka(clock: Clock) -> None:
+def test_after_its_short_trust_the_probe_asks_kafka(clock: FakeClock) -> None:
     client = Client(low=7)
-    probe = probe_with(client, {("t", 0): 5})
+    probe = probe_with(client, {("t", 0): 5}, clock)
     probe.gate_log_start("t", 0)
     clock.now += SEEN_TTL
     assert probe.gate_log_start("t", 0) == 7
@@ -73,35 +67,35 @@ def test_after_its_short_trust_the_probe_asks_kafka(clock: Clock) -> None:
     assert client.asked == [("t", 0)]
 
 
-def test_a_partition_assigned_to_another_member_is_asked_at_once(clock: Clock) -> None:
+def test_a_partition_assigned_to_another_member_is_asked_at_once(clock: FakeClock) -> None:
     client = Client(low=7)
-    probe = probe_with(client, {("t", 0): 5})
+    probe = probe_with(client, {("t", 0): 5}, clock)
     assert probe.gate_log_start("t", 1) == 7
     assert client.asked == [("t", 1)]
 
 
-def test_the_answer_never_goes_below_one_seen_before(clock: Clock) -> None:
+def test_the_answer_never_goes_below_one_seen_before(clock: FakeClock) -> None:
     client = Client(low=3)  # a lagging replica's answer: below what was seen
-    probe = probe_with(client, {("t", 0): 5})
+    probe = probe_with(client, {("t", 0): 5}, clock)
     probe.gate_log_start("t", 0)
     clock.now += SEEN_TTL
     assert probe.gate_log_start("t", 0) == 5
 
 
-def test_a_replays_start_is_always_kafkas_answer(clock: Clock) -> None:
+def test_a_replays_start_is_always_kafkas_answer(clock: FakeClock) -> None:
     """It is stored as the offset to commit: a lower bound from the fetches (0 before
     the first one) would commit an offset below the log."""
     client = Client(low=7)
-    probe = probe_with(client, {("t", 0): 0})
+    probe = probe_with(client, {("t", 0): 0}, clock)
     assert probe.gate_log_start("t", 0) == 0  # the gate rule takes what was seen
     assert probe.log_start("t", 0) == 7  # the replay asks Kafka all the same
     assert client.asked == [("t", 0)]
     assert probe.gate_log_start("t", 0) == 7  # and the gate rule takes the better answer
 
 
-def test_without_seen_every_first_ask_is_a_request(clock: Clock) -> None:
+def test_without_seen_every_first_ask_is_a_request(clock: FakeClock) -> None:
     client = Client(low=7)
-    probe = probe_with(client, None)
+    probe = probe_with(client, None, clock)
     probe._seen = None
     assert probe.gate_log_start("t", 0) == 7
     assert client.asked == [("t", 0)]

@@ -34,7 +34,17 @@ def test_dataclass_defaults_come_from_the_table(cls: type, role: Role) -> None:
         if setting.default is None:
             assert fields[name].default is dataclasses.MISSING
         else:
-            assert fields[name].default == setting.default, name
+            assert fields[name].default == setting.default_for(role), name
+
+
+def test_a_consumer_gets_its_own_session_timeout_default_and_others_the_clients_one() -> None:
+    # An idle consumer's only ZooKeeper requests are its session's pings (a third of it).
+    assert split_consumer_config(CONNECT).ordered.zookeeper_session_timeout_ms == 18_000
+    assert split_producer_config(CONNECT).ordered.zookeeper_session_timeout_ms == 10_000
+    assert CONSUMER_KEYS["ordered.zookeeper.session.timeout.ms"].endswith("(default 18000)")
+    assert PRODUCER_KEYS["ordered.zookeeper.session.timeout.ms"].endswith("(default 10000)")
+    given = {**CONNECT, "ordered.zookeeper.session.timeout.ms": 12_000}
+    assert split_consumer_config(given).ordered.zookeeper_session_timeout_ms == 12_000
 
 
 def test_shared_settings_have_one_name_in_both_wrappers() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from fakes import FakeClock
 
 from coordinator.client.supervise import (
     Heartbeat,
@@ -15,16 +16,6 @@ from coordinator.client.supervise import (
     inject_faults,
 )
 from coordinator.metrics.server import health_page
-
-
-class Clock:
-    """A fake monotonic clock moved by the test (and by the supervisor's waits)."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Recorder:
@@ -107,7 +98,7 @@ def test_backoff_grows_with_failures_in_a_row_and_resets_after_progress() -> Non
 
 
 def test_unhealthy_after_n_failures_within_the_window_and_healthy_once_they_age_out() -> None:
-    clock = Clock()
+    clock = FakeClock()
     failures = threading.Event()
     settings = SupervisionSettings(
         backoff_s=0.001, max_backoff_s=0.001, max_failures=3, window_s=60.0
@@ -150,7 +141,7 @@ def test_two_failures_are_not_yet_unhealthy() -> None:
 
 
 def test_a_loop_without_progress_is_stuck_unless_idle() -> None:
-    clock = Clock()
+    clock = FakeClock()
     settings = SupervisionSettings(stuck_intervals=3.0, min_stuck_s=5.0)
     assert settings.stuck_after(1.0) == 5.0 and settings.stuck_after(10.0) == 30.0
     beat_now = threading.Event()

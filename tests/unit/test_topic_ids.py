@@ -6,6 +6,7 @@ import pickle
 from typing import Any
 
 import pytest
+from fakes import FakeClock
 
 from coordinator.client.errors import ConfigError, TopicIdMismatchError, UsageError
 from coordinator.client.kafka_admin import UnknownTopicError
@@ -73,13 +74,13 @@ def test_kafka_is_asked_once_per_topic() -> None:
 
 
 def test_a_new_recorded_id_is_checked_again_and_a_mismatch_at_most_once_a_second() -> None:
-    now = [100.0]
+    clock = FakeClock(100.0)
     kafka = FakeKafka({"t": "A"})
-    ids = TopicIds(kafka, clock=lambda: now[0])
+    ids = TopicIds(kafka, clock=clock)
     ids.verify(record("A"))
     # The topic was created again (id B) and re-adopted: the record's new id is asked.
     kafka.ids["t"] = "B"
-    now[0] += 5
+    clock.now += 5
     ids.verify(record("B"))
     assert kafka.asked == ["t", "t"]
     # A stale record (still A) is refused; retries within RECHECK_S ask nobody.
@@ -87,7 +88,7 @@ def test_a_new_recorded_id_is_checked_again_and_a_mismatch_at_most_once_a_second
         with pytest.raises(TopicIdMismatchError, match=r"topic id A.*topic id B"):
             ids.verify(record("A"))
     assert kafka.asked == ["t", "t"]
-    now[0] += RECHECK_S
+    clock.now += RECHECK_S
     with pytest.raises(TopicIdMismatchError):
         ids.verify(record("A"))
     assert kafka.asked == ["t", "t", "t"]
@@ -141,21 +142,21 @@ def test_for_client_keeps_only_connection_settings() -> None:
 
 def test_answers_now_says_whether_verify_would_ask_kafka() -> None:
     # The producer holds a topic's first records exactly when this is False.
-    now = [100.0]
+    clock = FakeClock(100.0)
     kafka = FakeKafka({"t": "A"})
-    ids = TopicIds(kafka, clock=lambda: now[0])
+    ids = TopicIds(kafka, clock=clock)
     assert ids.answers_now(None) and ids.answers_now(record(None))  # nothing to ask
     assert not ids.answers_now(record("A"))  # never asked
     ids.verify(record("A"))
     assert ids.answers_now(record("A"))  # known and the same
     assert ids.answers_now(record("B"))  # another id within RECHECK_S: refused from memory
-    now[0] += RECHECK_S
+    clock.now += RECHECK_S
     assert not ids.answers_now(record("B"))  # a re-adopted id: asked again...
     kafka.ids["t"] = "B"
     ids.verify(record("B"))
     assert ids.answers_now(record("A"))  # ...a mismatch found just now is answered...
     with pytest.raises(TopicIdMismatchError):
         ids.verify(record("A"))
-    now[0] += RECHECK_S
+    clock.now += RECHECK_S
     assert not ids.answers_now(record("A"))  # ...until RECHECK_S has passed
     assert kafka.asked == ["t", "t"]  # answers_now itself never asks

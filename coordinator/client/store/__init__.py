@@ -8,6 +8,7 @@ are in :mod:`coordinator.client.store.records`, the znode paths in
 from coordinator.client.store.barrier_records import (
     CONSUMER_BARRIER,
     FEATURES,
+    FIRST_ADOPTION,
     AnnouncementRecord,
     BarrierAck,
     BarrierRegistration,
@@ -38,6 +39,7 @@ __all__ = [
     "DEFAULT_ROOT",
     "EPOCH_STATES",
     "FEATURES",
+    "FIRST_ADOPTION",
     "RECORD_VERSION",
     "RETIRED_STATES",
     "AckRecord",

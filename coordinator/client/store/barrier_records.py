@@ -27,6 +27,7 @@ from coordinator.client.store.schema import (
 __all__ = [
     "CONSUMER_BARRIER",
     "FEATURES",
+    "FIRST_ADOPTION",
     "AnnouncementRecord",
     "BarrierAck",
     "BarrierRegistration",
@@ -36,6 +37,10 @@ __all__ = [
 
 CONSUMER_BARRIER: Final = "consumer-barrier"
 """The feature flag of the consumer barrier."""
+
+FIRST_ADOPTION: Final = "first-adoption"
+"""``changed_by`` of the consumer barrier's flag when a new root's first adoption turned it
+on (:meth:`~coordinator.client.store.topics.TopicStore.create_topic`)."""
 
 FEATURES: Final = (CONSUMER_BARRIER,)
 """Every feature flag this code knows (``ordered features``)."""

@@ -38,6 +38,7 @@ __all__ = [
     "epoch_path",
     "epochs_path",
     "feature_path",
+    "features_path",
     "group_node",
     "group_path",
     "group_registration_path",
@@ -262,6 +263,11 @@ def acl_policy_path(root: str) -> str:
 # --- the consumer barrier (docs/consumer-barrier.md) -----------------------------------
 # Everything under {root}/features and {root}/barrier is new: code of v0.5.0 and before
 # never reads it, so its records can be added without bumping an existing one.
+
+
+def features_path(root: str) -> str:
+    """``{root}/features``: the feature flags."""
+    return _join(root, "features")
 
 
 def feature_path(root: str, feature: str) -> str:

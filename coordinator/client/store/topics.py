@@ -8,6 +8,7 @@ naming the znode; a concurrent change of the topic record is a
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Generic, Protocol, TypeVar
@@ -28,6 +29,11 @@ from coordinator.client.errors import (
     TransitionInProgressError,
 )
 from coordinator.client.store import paths
+from coordinator.client.store.barrier_records import (
+    CONSUMER_BARRIER,
+    FIRST_ADOPTION,
+    FeatureRecord,
+)
 from coordinator.client.store.base import _commit
 from coordinator.client.store.epochs import EpochStore
 from coordinator.client.store.records import (
@@ -248,8 +254,17 @@ class TopicStore(EpochStore):
         epochs = paths.epochs_path(self._root, topic)
         e0 = paths.epoch_path(self._root, topic, epoch0.epoch)
 
+        flag = paths.feature_path(self._root, CONSUMER_BARRIER)
+
         def attempt() -> None:
             self._client.ensure_path(paths.topics_path(self._root))
+            # A root on which nothing was ever adopted and the flag never written is a
+            # new one, which no older controller serves: its first adoption turns the
+            # consumer barrier on, as a new Kafka cluster starts at its newest features.
+            # In the same transaction, so that a retried or raced adoption decides alike.
+            first = not self._client.get_children(paths.topics_path(self._root)) and (
+                self._client.exists(flag) is None
+            )
             existing, version = self._get_topic(topic)
             if existing is not None:
                 if _same_adoption(existing, record):
@@ -278,6 +293,15 @@ class TopicStore(EpochStore):
                 txn.create(producers, b"")
             txn.create(e0, epoch0.to_json())
             txn.create(paths.acks_path(self._root, topic, epoch0.epoch), b"")
+            if first:
+                self._client.ensure_path(paths.features_path(self._root))
+                on = FeatureRecord(
+                    feature=CONSUMER_BARRIER,
+                    enabled=True,
+                    changed_at=time.time(),
+                    changed_by=FIRST_ADOPTION,
+                )
+                txn.create(flag, on.to_json())
             try:
                 _commit(txn)
             except (NodeExistsError, BadVersionError, NoNodeError):

@@ -10,8 +10,8 @@ module level (the Kafka client, the ZooKeeper client, the clock), never by editi
   publish and seal);
 * ``ordered.consumer.probe.Consumer`` (the log-start probe's own client) -> the same
   broker side;
-* ``time`` in the consumer's modules, and the check pacer's clock -> one
-  :class:`~conformance.fakes.Clock`.
+* the clock given to the consumer's core and to its check pacer, and ``time`` in the
+  consumer's modules that still read it -> one :class:`~conformance.fakezk.Clock`.
 
 :func:`run` returns the mismatches (empty: the scenario passes); it never raises for a
 mismatch, so the meta-test can assert on them. The format is ``vectors/consumer/README.md``.
@@ -20,6 +20,7 @@ mismatch, so the meta-test can assert on them. The format is ``vectors/consumer/
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import json
 import logging
@@ -157,7 +158,7 @@ def _patched(
     clock: Clock, zk: FakeZk, make_client: Any, make_probe: Any, topic_ids: Any
 ) -> Iterator[None]:
     """The consumer's I/O, replaced at the module level for the run."""
-    from ordered.consumer import pacing, wrapper
+    from ordered.consumer import pacing, state, wrapper
     from ordered.consumer import probe as probe_module
 
     fake_time = types.SimpleNamespace(monotonic=clock.monotonic, time=clock.time, sleep=clock.sleep)
@@ -182,7 +183,8 @@ def _patched(
         if getattr(module, "time", None) is time:  # the consumer's clock, wherever it reads it
             put(module, "time", fake_time)
     layouts_module = importlib.import_module("ordered.consumer.layouts")
-    put(layouts_module, "CheckPacer", lambda: pacing.CheckPacer(clock.monotonic))
+    put(layouts_module, "CheckPacer", lambda: pacing.CheckPacer(clock))
+    put(wrapper, "Core", functools.partial(state.Core, clock=clock))
     try:
         yield
     finally:

@@ -15,30 +15,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from fakes import FakeClock
 from kazoo.client import KazooState
 from kazoo.exceptions import ConnectionLoss, NodeExistsError, NoNodeError
 
 __all__ = ["Clock", "FakeZk", "Stat"]
 
 
-class Clock:
-    """Fake time: starts at 1000 s; ``sleep`` advances it."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def time(self) -> float:
-        return 1_700_000_000.0 + self.now
-
-    def sleep(self, seconds: float) -> None:
-        if seconds > 0:
-            self.now += seconds
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
+Clock = FakeClock
+"""The run's clock: the unit tests' shared fake (``monotonic``, ``time``, ``sleep``
+advance it), starting at 1000 s."""
 
 
 # --- ZooKeeper ------------------------------------------------------------------------

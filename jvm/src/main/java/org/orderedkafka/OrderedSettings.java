@@ -66,6 +66,12 @@ public final class OrderedSettings {
           CONNECT, ROOT, AUTH, SESSION_TIMEOUT, EPOCH_HEADER, EPOCH_HEADER_NAME, SWITCH_MODE, HOOKS,
           SSL_ENABLE, SSL_CA, SSL_CERTIFICATE, SSL_KEY, SSL_IDENTIFICATION);
 
+  /**
+   * A consumer's default session timeout, as {@code CONSUMER_SESSION_TIMEOUT_MS} of
+   * ordered/settings.py: an idle consumer's only ZooKeeper requests are the session's pings.
+   */
+  static final int CONSUMER_SESSION_TIMEOUT_MS = 18_000;
+
   /** Java's default {@code delivery.timeout.ms} (what the registration declares when unset). */
   public static final int JAVA_DEFAULT_DELIVERY_TIMEOUT_MS = 120_000;
 
@@ -135,7 +141,9 @@ public final class OrderedSettings {
     authUser = auth[1];
     authPassword = auth[2];
     sessionTimeoutMs =
-        config.containsKey(SESSION_TIMEOUT) ? parseInt(SESSION_TIMEOUT, config.get(SESSION_TIMEOUT), 1) : 10_000;
+        config.containsKey(SESSION_TIMEOUT)
+            ? parseInt(SESSION_TIMEOUT, config.get(SESSION_TIMEOUT), 1)
+            : consumer ? CONSUMER_SESSION_TIMEOUT_MS : 10_000;
     violationPolicy =
         config.containsKey(VIOLATION_POLICY)
             ? parseChoice(VIOLATION_POLICY, config.get(VIOLATION_POLICY), "log", "raise")

@@ -43,6 +43,15 @@ class SettingsTest {
   }
 
   @Test
+  void aConsumersSessionTimeoutDefaultsToEighteenSecondsAsInPython() {
+    Map<String, Object> config = new HashMap<>();
+    config.put("ordered.zookeeper.connect", "127.0.0.1:2181");
+    assertEquals(18_000, OrderedSettings.parseConsumer(config).sessionTimeoutMs);
+    config.put("ordered.zookeeper.session.timeout.ms", "12000");
+    assertEquals(12_000, OrderedSettings.parseConsumer(config).sessionTimeoutMs);
+  }
+
+  @Test
   void aMissingZooKeeperAddressIsRefused() {
     Map<String, Object> config = base();
     config.remove("ordered.zookeeper.connect");
