@@ -63,6 +63,8 @@ else
   .venv/bin/python -c "from ordered.devcluster import jars; jars.resolve('kafka-tools', progress=print)"
   # Kafka Streams (tests/integration/test_jvm_streams.py), fetched here for the same reason.
   .venv/bin/python -c "from ordered.devcluster import jars; jars.resolve('kafka-streams', progress=print)"
+  # A Kafka Connect worker and its file connectors (tests/integration/test_jvm_connect.py).
+  .venv/bin/python -c "from ordered.devcluster import jars; jars.resolve('kafka-connect', progress=print)"
   # The JVM plugins' shaded jar (jvm/target/ordered-kafka-jvm.jar), from Maven Central only,
   # rebuilt only when a jvm/ source is newer than it. One quick Java test (both Surefire runs:
   # kafka-clients 4.1 and 3.9) after a build also fetches the test runner's own artifacts, so

@@ -88,6 +88,14 @@ COMPONENTS: dict[str, Component] = {
         "kafka-streams.version",
         "org.apache.kafka:kafka-streams",
     ),
+    # A Kafka Connect worker and Kafka's file connectors: the Connect test runs a standalone
+    # worker with OrderedSinkConnector wrapping FileStreamSinkConnector (not a server).
+    "kafka-connect": Component(
+        "kafka-connect",
+        "kafka-connect-pom.xml",
+        "kafka-connect.version",
+        "org.apache.kafka:connect-runtime",
+    ),
 }
 
 
@@ -163,8 +171,8 @@ def resolve(
     """Return the cached classpath of ``name``, fetching it with Maven when missing.
 
     Args:
-        name: ``kafka``, ``zookeeper``, ``spark-kafka``, ``spark-kafka-3.5``, ``kafka-tools``
-            or ``kafka-streams``.
+        name: ``kafka``, ``zookeeper``, ``spark-kafka``, ``spark-kafka-3.5``, ``kafka-tools``,
+            ``kafka-streams`` or ``kafka-connect``.
         cache: The cache directory (default :func:`cache_dir`).
         progress: Called with a line of text for each step worth telling a user.
 

@@ -6,8 +6,22 @@ import java.util.Map;
 /**
  * What {@link OrderedKafkaConsumer} asks of the layout store (ZooKeeper), behind one
  * interface so the conformance scenarios can run the consumer against a fake store.
+ *
+ * <p>Public so that the other readers that judge records by the gate rule (the Kafka Connect
+ * sink task, {@code org.orderedkafka.connect.OrderedSinkTask}) use the same store, the same
+ * fetch check and the same group registration instead of copies of them.
  */
-interface ConsumerStore extends AutoCloseable {
+public interface ConsumerStore extends AutoCloseable {
+  /**
+   * The store on the JVM's shared ZooKeeper session for {@code settings} (checked with {@link
+   * OrderedSettings#parseConsumer}).
+   *
+   * @throws org.apache.kafka.common.KafkaException ZooKeeper could not be reached
+   */
+  static ConsumerStore open(OrderedSettings settings) {
+    return new ZkConsumerStore(settings);
+  }
+
   /** Whether the session is connected now (no request). */
   boolean connected();
 
