@@ -344,7 +344,14 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     gone.removeAll(next);
     drop(gone, true);
     inner.assign(partitions);
-    newlyAssigned(next);
+    Set<String> unread = newlyAssigned(next);
+    if (!unread.isEmpty()) {
+      // C-COPY-1: the call that loads a topic raises when its history cannot be read; the
+      // assignment stands, and its ordered partitions are held until the history is read.
+      throw new LayoutUnavailableException(
+          "the layout of " + unread + " cannot be read from ZooKeeper now; their records are"
+              + " held until it can");
+    }
   }
 
   @Override
@@ -396,16 +403,23 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     }
   }
 
-  private void newlyAssigned(Set<TopicPartition> partitions) {
+  /** Returns the topics whose history could not be read (their records are held). */
+  private Set<String> newlyAssigned(Set<TopicPartition> partitions) {
     Set<String> names = new HashSet<>();
     for (TopicPartition tp : partitions) {
       names.add(tp.topic());
       covered.remove(tp);
     }
+    Set<String> unread = new HashSet<>();
     for (String name : names) {
+      boolean known = topics.containsKey(name);
       TopicGates t = topic(name);
+      if (t.history == null && (!known || !load(t))) {
+        unread.add(name);
+      }
       forget(t);
     }
+    return unread;
   }
 
   /** Partitions leave: their hold, coverage and announcements go (C-HOLD-7). */
@@ -476,6 +490,27 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     }
   }
 
+  /**
+   * A history read again (a seal, say): a giver's tail may now be due for its announcement
+   * (C-ANN-1), and its held partitions are decided again at once.
+   */
+  private void reloaded(TopicGates t) {
+    if (!t.ordered()) {
+      return;
+    }
+    for (TopicPartition tp : new ArrayList<>(given.keySet())) {
+      if (tp.topic().equals(t.topic)) {
+        dueAnnouncement(t, tp);
+      }
+    }
+    for (TopicPartition tp : held.keySet()) {
+      if (tp.topic().equals(t.topic)) {
+        nextRecheck = clock.getAsLong();
+        break;
+      }
+    }
+  }
+
   /** C-REPLAY-1: nothing learned before a rewind is trusted after it. */
   private void forget(TopicGates t) {
     if (t.gates != null) {
@@ -505,6 +540,9 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
   // --- the fetch check (C-CHECK) --------------------------------------------------------
 
   private long slotNanos() {
+    if (settings.checkRate == 0) {
+      return 0; // no pacing: a check is due at every call (C-CHECK-7)
+    }
     int markers = 0;
     if (group != null) {
       for (TopicGates t : topics.values()) {
@@ -616,6 +654,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
         if (!load(t)) {
           return false;
         }
+        reloaded(t);
       }
       Long marker = answer.markers().get(t.topic);
       if (marker != null) {
@@ -645,6 +684,9 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     announce(null);
     maybeAutoCommit();
     while (true) {
+      if (awaitsSeal()) {
+        sealCheck();
+      }
       recheck(false);
       long remaining = Math.max(0, deadline - clock.getAsLong());
       if (!held.isEmpty()) {
@@ -710,6 +752,43 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       }
     }
     return decide(batch);
+  }
+
+  /**
+   * Whether a seal is awaited: a held partition waits on a pending epoch, or an assigned
+   * partition gives keys away in one (its stored offset stays put until the seal).
+   */
+  private boolean awaitsSeal() {
+    if (group == null || !trusted || clock.getAsLong() - lastCheck < slotNanos()) {
+      return false;
+    }
+    for (Map.Entry<TopicPartition, List<GateEvaluator.Wait>> w : waits.entrySet()) {
+      if (held.containsKey(w.getKey())) {
+        for (GateEvaluator.Wait wait : w.getValue()) {
+          if (wait.partition() < 0) {
+            return true;
+          }
+        }
+      }
+    }
+    for (TopicPartition tp : given.keySet()) {
+      TopicGates t = topics.get(tp.topic());
+      if (t != null && t.ordered() && t.pendingGivers.contains(tp.partition())) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * C-COPY-4 without a watch: while a seal is awaited, a check at the start of a call, at most
+   * once per slot, reads it even when nothing new is fetched; what it changes (a due
+   * announcement, a held gate to decide again) is acted on in the same call.
+   */
+  private void sealCheck() {
+    if (takeToken(false, 0) && check()) {
+      announce(null);
+    }
   }
 
   private boolean anyOrdered() {
@@ -1057,7 +1136,8 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       return;
     }
     long t0 = clock.getAsLong();
-    if (!now && t0 < nextRecheck) {
+    if (!now && t0 < nextRecheck && (trusted || !store.connected())) {
+      // Not due; but a session back re-reads the layouts and decides again at once (C-SESSION-3).
       return;
     }
     nextRecheck = t0 + TimeUnit.MILLISECONDS.toNanos(settings.gatePollIntervalMs);

@@ -91,10 +91,6 @@ class ConsumerConformanceTest {
         "C-CB-6: an onPartitionKeyAssigned that throws after other partitions' records were"
             + " judged in the same poll() is not kept for the next call");
     m.put(
-        "without-zookeeper-ordered-records-are-held-and-plain-ones-given",
-        "C-SESSION-3: with the session suspended the plain topic's records are held with the"
-            + " ordered ones (holdAllOrdered treats a topic whose layout was never read as ordered)");
-    m.put(
         "a-deferred-batch-gathers-what-comes-and-one-check-covers-it",
         "C-CHECK-8: a batch that must wait for the check's slot is cut at the covered offsets"
             + " and the rest fetched again, instead of waiting within the call and gathering");
@@ -105,23 +101,11 @@ class ConsumerConformanceTest {
         "a-topic-whose-id-kafka-does-not-answer-is-not-read-without-gates",
         "C-COPY-3: no topic id lookup, so assign() does not raise (the gate still holds 2)");
     m.put(
-        "a-topic-that-zookeeper-cannot-give-at-assign-is-not-read-without-gates",
-        "C-COPY-1: assign() does not raise when the history cannot be read; the partition is"
-            + " held instead (the scenario's 'raise, or hold' later, but it expects the raise)");
-    m.put(
         "a-misplaced-key-raises-under-the-raise-policy",
         "C-AUDIT-1: ordered.violation.policy audits are not implemented in the Java consumer");
     m.put(
         "an-epoch-header-newer-than-the-copy-makes-the-consumer-read-again",
         "C-AUDIT-2/3: ordered.epoch.header.audit is not implemented in the Java consumer");
-    m.put(
-        "a-pending-epoch-holds-its-receiver-until-the-seal",
-        "C-COPY-4: a seal read by an advisory check while nothing new is fetched does not"
-            + " re-decide the held receiver in that call");
-    m.put(
-        "a-pending-giver-stores-nothing-until-the-seal",
-        "C-ANN-1 after C-COMMIT-4: once the seal is read, the pending giver's tail is not"
-            + " announced until a record of it is fetched again");
     m.put(
         "application-mode-writes-the-rewind-marker-after-the-applications-commit",
         "C-REPLAY-5: in application mode the rewind marker is not written after the"
