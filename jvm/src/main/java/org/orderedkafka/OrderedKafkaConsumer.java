@@ -145,6 +145,9 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
   private final Map<String, Map<Integer, Long>> declared = new HashMap<>();
   /** What each held partition's gate waits on, as last decided (C-POS-2). */
   private final Map<TopicPartition, List<GateEvaluator.Wait>> waits = new HashMap<>();
+  /** Application-mode rewinds of sources: partition -> its committed offset at the rewind. */
+  private final Map<TopicPartition, Long> rewound = new HashMap<>();
+  private long nextRewindRead;
 
   private ConsumerRebalanceListener userListener;
   private boolean rebalanced;
@@ -438,6 +441,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       announced.remove(tp);
       ownCommitted.remove(tp);
       appPaused.remove(tp);
+      rewound.remove(tp);
     }
     if (!resume.isEmpty()) {
       // The Kafka client keeps pauses across a reassignment.
@@ -459,6 +463,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     due.clear();
     told.clear();
     announced.clear();
+    rewound.clear();
   }
 
   // --- layouts ---------------------------------------------------------------------------
@@ -683,6 +688,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     long deadline = clock.getAsLong() + Math.max(0, timeout.toNanos());
     announce(null);
     maybeAutoCommit();
+    readRewound();
     while (true) {
       if (awaitsSeal()) {
         sealCheck();
@@ -1351,54 +1357,136 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
 
   @Override
   public void commitSync() {
-    ensureOpen();
-    announce(null);
-    Map<TopicPartition, OffsetAndMetadata> offsets = commitable(null);
-    if (!offsets.isEmpty()) {
-      inner.commitSync(offsets);
-      committedProgress(offsets);
-    }
+    commit(null, null, false, null);
   }
 
   @Override
   public void commitSync(Duration timeout) {
-    ensureOpen();
-    announce(null);
-    Map<TopicPartition, OffsetAndMetadata> offsets = commitable(null);
-    if (!offsets.isEmpty()) {
-      inner.commitSync(offsets, timeout);
-      committedProgress(offsets);
-    }
+    commit(null, timeout, false, null);
   }
 
   @Override
   public void commitSync(Map<TopicPartition, OffsetAndMetadata> offsets) {
-    ensureOpen();
-    inner.commitSync(offsets);
+    commit(offsets, null, false, null);
   }
 
   @Override
   public void commitSync(Map<TopicPartition, OffsetAndMetadata> offsets, Duration timeout) {
-    ensureOpen();
-    inner.commitSync(offsets, timeout);
+    commit(offsets, timeout, false, null);
   }
 
   @Override
   public void commitAsync() {
-    commitAsync((OffsetCommitCallback) null);
+    commit(null, null, true, null);
   }
 
   @Override
   public void commitAsync(OffsetCommitCallback callback) {
-    ensureOpen();
-    announce(null);
-    inner.commitAsync(commitable(null), callback);
+    commit(null, null, true, callback);
   }
 
   @Override
   public void commitAsync(Map<TopicPartition, OffsetAndMetadata> offsets, OffsetCommitCallback callback) {
+    commit(offsets, null, true, callback);
+  }
+
+  /**
+   * The one path of the application's commits: {@code offsets} null commits the stored offsets
+   * (the due announcements first, C-ANN-3; what may be written, C-COMMIT-3/4), else the
+   * application's own offsets pass through (C-APP-4). Once Kafka acknowledged it: the progress of
+   * stored offsets (C-POS), and the rewind markers an application-mode rewind waits for
+   * (C-REPLAY-5). {@code timeout} null: the inner consumer's default.
+   */
+  private void commit(
+      Map<TopicPartition, OffsetAndMetadata> offsets,
+      Duration timeout,
+      boolean async,
+      OffsetCommitCallback callback) {
     ensureOpen();
-    inner.commitAsync(offsets, callback);
+    boolean stored = offsets == null;
+    if (stored) {
+      announce(null);
+      offsets = commitable(null);
+    }
+    Map<TopicPartition, OffsetAndMetadata> sent = offsets;
+    if (async) {
+      inner.commitAsync(
+          sent,
+          (o, e) -> {
+            if (e == null) {
+              acknowledged(sent, stored);
+            }
+            if (callback != null) {
+              callback.onComplete(o, e);
+            }
+          });
+      return;
+    }
+    if (stored && sent.isEmpty()) {
+      return;
+    }
+    if (timeout == null) {
+      inner.commitSync(sent);
+    } else {
+      inner.commitSync(sent, timeout);
+    }
+    acknowledged(sent, stored);
+  }
+
+  private void acknowledged(Map<TopicPartition, OffsetAndMetadata> offsets, boolean stored) {
+    if (stored) {
+      committedProgress(offsets);
+    }
+    if (!rewound.isEmpty()) {
+      Map<TopicPartition, Long> now = new HashMap<>();
+      offsets.forEach((tp, om) -> now.put(tp, om.offset()));
+      rewindCommitted(now);
+    }
+  }
+
+  /**
+   * C-REPLAY-5: an application-mode rewind's marker is written once the source's committed
+   * offset differs from the one read at the rewind ({@code now}: committed offsets seen).
+   */
+  private void rewindCommitted(Map<TopicPartition, Long> now) {
+    Set<String> marked = new HashSet<>();
+    for (Map.Entry<TopicPartition, Long> c : now.entrySet()) {
+      TopicPartition tp = c.getKey();
+      Long then = rewound.get(tp);
+      if (then == null || c.getValue() == null || c.getValue().equals(then)) {
+        continue;
+      }
+      rewound.remove(tp);
+      if (marked.add(tp.topic())) {
+        try {
+          topic(tp.topic()).marker = store.markRewound(group, tp.topic());
+        } catch (RuntimeException e) {
+          LOG.warn("rewind marker of {} not written: {}", tp.topic(), e.toString());
+        }
+      }
+    }
+  }
+
+  /** C-REPLAY-5's other way: commits made elsewhere (a transaction), read once per interval. */
+  private void readRewound() {
+    long now = clock.getAsLong();
+    if (rewound.isEmpty() || now < nextRewindRead) {
+      return;
+    }
+    nextRewindRead = now + TimeUnit.MILLISECONDS.toNanos(settings.gatePollIntervalMs);
+    rewound.keySet().retainAll(inner.assignment()); // it stops waiting when the partition leaves
+    try {
+      Map<TopicPartition, OffsetAndMetadata> found =
+          inner.committed(new HashSet<>(rewound.keySet()), COMMITTED_TIMEOUT);
+      Map<TopicPartition, Long> seen = new HashMap<>();
+      for (TopicPartition tp : rewound.keySet()) {
+        OffsetAndMetadata om = found.get(tp);
+        seen.put(tp, om == null ? -1L : om.offset());
+      }
+      rewindCommitted(seen);
+    } catch (RuntimeException e) {
+      LOG.debug("committed offsets of {} not read: {}", rewound.keySet(), e.toString());
+    }
   }
 
   // --- positions -------------------------------------------------------------------------
@@ -1467,7 +1555,19 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       return;
     }
     forget(t);
-    if (applicationMode || group == null || !t.gates.isSource(tp.partition())) {
+    if (group == null || !t.gates.isSource(tp.partition())) {
+      return;
+    }
+    if (applicationMode) {
+      // C-REPLAY-5: the application commits; the marker waits for its commit to move the offset.
+      long then = -1;
+      try {
+        OffsetAndMetadata c = inner.committed(Set.of(tp), COMMITTED_TIMEOUT).get(tp);
+        then = c == null ? -1 : c.offset();
+      } catch (RuntimeException e) {
+        LOG.warn("committed offset of {} not read at its rewind: {}", tp, e.toString());
+      }
+      rewound.put(tp, then);
       return;
     }
     boolean back = true;
@@ -1681,23 +1781,16 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
 
   @Override
   public void close(Duration timeout) {
-    if (closed) {
-      return;
-    }
-    try {
-      leave();
-    } finally {
-      closed = true;
-      try {
-        inner.close(timeout);
-      } finally {
-        store.close();
-      }
-    }
+    close(() -> inner.close(timeout));
   }
 
   @Override
   public void close(CloseOptions option) {
+    close(() -> inner.close(option));
+  }
+
+  /** Leave (announce, commit), then close the inner consumer with {@code closeInner}, then the store. */
+  private void close(Runnable closeInner) {
     if (closed) {
       return;
     }
@@ -1706,7 +1799,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     } finally {
       closed = true;
       try {
-        inner.close(option);
+        closeInner.run();
       } finally {
         store.close();
       }

@@ -106,10 +106,6 @@ class ConsumerConformanceTest {
     m.put(
         "an-epoch-header-newer-than-the-copy-makes-the-consumer-read-again",
         "C-AUDIT-2/3: ordered.epoch.header.audit is not implemented in the Java consumer");
-    m.put(
-        "application-mode-writes-the-rewind-marker-after-the-applications-commit",
-        "C-REPLAY-5: in application mode the rewind marker is not written after the"
-            + " application's commit of the rewound offset");
     return m;
   }
 
