@@ -370,6 +370,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     @Override
     public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
       rebalanced = true;
+      movedWhileGathering.addAll(partitions);
       if (!partitions.isEmpty()) {
         Set<TopicPartition> revoked = new HashSet<>(partitions);
         try {
@@ -390,6 +391,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     @Override
     public void onPartitionsLost(Collection<TopicPartition> partitions) {
       rebalanced = true;
+      movedWhileGathering.addAll(partitions);
       drop(new HashSet<>(partitions), false);
       if (userListener != null) {
         userListener.onPartitionsLost(partitions);
@@ -559,24 +561,68 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     return (long) ((1 + topics.size() + markers) * 1e9 / settings.checkRate);
   }
 
-  private boolean takeToken(boolean wait, long deadline) {
+  private boolean takeToken() {
+    return tokenWait() == 0;
+  }
+
+  /** Take a check's token: 0 when one was taken, else the nanoseconds until one comes. */
+  private long tokenWait() {
     if (settings.checkRate == 0) {
-      return true;
+      return 0;
     }
     long slot = slotNanos();
+    long now = clock.getAsLong();
+    tokens = Math.min(2, tokens + (double) (now - tokensAt) / slot);
+    tokensAt = now;
+    if (tokens >= 1) {
+      tokens -= 1;
+      return 0;
+    }
+    return Math.max(1, (long) ((1 - tokens) * slot));
+  }
+
+  /** Records a deferred batch gathers at the most while it waits for its check (C-CHECK-8). */
+  private static final int GATHER_LIMIT = 100_000;
+
+  /** Partitions revoked or lost while a deferred batch gathers: their records leave it. */
+  private final Set<TopicPartition> movedWhileGathering = new HashSet<>();
+
+  /**
+   * C-CHECK-8: a batch that needs a check before a token is available waits for the token
+   * within the call, taking into {@code into} what the client returns meanwhile (so that one
+   * check covers all of it, instead of the batch being cut and the rest fetched again).
+   *
+   * @return true when a token was taken; false when the deadline comes first ({@code into}
+   *     then holds all that was taken)
+   */
+  private boolean gather(Map<TopicPartition, List<ConsumerRecord<K, V>>> into, long deadline) {
+    int count = 0;
+    for (List<ConsumerRecord<K, V>> records : into.values()) {
+      count += records.size();
+    }
+    movedWhileGathering.clear();
     while (true) {
-      long now = clock.getAsLong();
-      tokens = Math.min(2, tokens + (double) (now - tokensAt) / slot);
-      tokensAt = now;
-      if (tokens >= 1) {
-        tokens -= 1;
+      long need = tokenWait();
+      if (need == 0) {
         return true;
       }
-      long need = (long) ((1 - tokens) * slot);
-      if (!wait || now + need > deadline) {
+      if (clock.getAsLong() + need > deadline) {
         return false;
       }
-      sleeper.accept(need);
+      if (count >= GATHER_LIMIT) {
+        sleeper.accept(need);
+        continue;
+      }
+      ConsumerRecords<K, V> more = inner.poll(Duration.ofNanos(need));
+      if (!movedWhileGathering.isEmpty()) {
+        into.keySet().removeAll(movedWhileGathering); // no longer ours (C-CHECK-6)
+        movedWhileGathering.clear();
+      }
+      for (TopicPartition tp : more.partitions()) {
+        List<ConsumerRecord<K, V>> records = more.records(tp);
+        into.computeIfAbsent(tp, k -> new ArrayList<>()).addAll(records);
+        count += records.size();
+      }
     }
   }
 
@@ -717,7 +763,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
   private ConsumerRecords<K, V> judge(ConsumerRecords<K, V> batch, long deadline) {
     if (batch.isEmpty()) {
       if (group != null && clock.getAsLong() - lastCheck >= slotNanos() && anyOrdered()
-          && takeToken(false, 0)) {
+          && takeToken()) {
         check(); // the advisory check: it reads the rewind markers (C-CHECK-9)
       }
       return batch;
@@ -745,19 +791,33 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     if (!recover()) {
       return holdAllOrdered(batch);
     }
+    boolean gathered = false;
     if (needCheck) {
-      if (!takeToken(true, deadline)) {
-        return deferUncovered(batch);
+      if (!takeToken()) {
+        gathered = true;
+        Map<TopicPartition, List<ConsumerRecord<K, V>>> into = new LinkedHashMap<>();
+        for (TopicPartition tp : batch.partitions()) {
+          into.put(tp, new ArrayList<>(batch.records(tp)));
+        }
+        boolean token = gather(into, deadline);
+        into.values().removeIf(List::isEmpty);
+        batch = records(into, Map.of());
+        if (!token) {
+          return deferUncovered(batch);
+        }
+        if (batch.isEmpty()) {
+          return batch;
+        }
       }
       if (!check()) {
         return holdAllOrdered(batch);
       }
-    } else if (group != null && clock.getAsLong() - lastCheck >= slotNanos() && takeToken(false, 0)) {
+    } else if (group != null && clock.getAsLong() - lastCheck >= slotNanos() && takeToken()) {
       if (!check()) {
         return holdAllOrdered(batch);
       }
     }
-    return decide(batch);
+    return decide(batch, gathered);
   }
 
   /**
@@ -792,7 +852,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
    * announcement, a held gate to decide again) is acted on in the same call.
    */
   private void sealCheck() {
-    if (takeToken(false, 0) && check()) {
+    if (takeToken() && check()) {
       announce(null);
     }
   }
@@ -828,7 +888,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       }
       out.put(tp, records);
     }
-    return decide(records(out, Map.of()));
+    return decide(records(out, Map.of()), true);
   }
 
   /** Layouts not trusted (C-SESSION-2): every ordered partition of the batch is held. */
@@ -934,7 +994,8 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     }
   }
 
-  private ConsumerRecords<K, V> decide(ConsumerRecords<K, V> batch) {
+  /** {@code rebuilt}: {@code batch} is not the client's (its next offsets are to be set). */
+  private ConsumerRecords<K, V> decide(ConsumerRecords<K, V> batch, boolean rebuilt) {
     Map<TopicPartition, List<ConsumerRecord<K, V>>> out = null;
     Map<String, View> views = new HashMap<>();
     Map<TopicPartition, List<Long>> assigned = new TreeMap<>(BY_NAME);
@@ -1012,7 +1073,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       }
     }
     declareInterest();
-    if (!changed) {
+    if (!changed && !rebuilt) {
       return batch;
     }
     out = kept;

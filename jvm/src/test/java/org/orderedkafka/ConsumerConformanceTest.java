@@ -91,10 +91,6 @@ class ConsumerConformanceTest {
         "C-CB-6: an onPartitionKeyAssigned that throws after other partitions' records were"
             + " judged in the same poll() is not kept for the next call");
     m.put(
-        "a-deferred-batch-gathers-what-comes-and-one-check-covers-it",
-        "C-CHECK-8: a batch that must wait for the check's slot is cut at the covered offsets"
-            + " and the rest fetched again, instead of waiting within the call and gathering");
-    m.put(
         "a-topic-bound-to-another-topic-id-is-refused-at-every-call",
         "C-COPY-3: the Java consumer does not compare the topic record's topic id with Kafka's");
     m.put(
