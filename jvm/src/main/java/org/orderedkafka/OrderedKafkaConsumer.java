@@ -1212,6 +1212,18 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       return;
     }
     Map<String, View> views = new HashMap<>();
+    // One read of Kafka per topic for all its held gates (one per gate cost a round trip each,
+    // every interval, for as long as a transition holds them).
+    Map<String, Set<Integer>> needs = new HashMap<>();
+    for (Map.Entry<TopicPartition, Long> h : held.entrySet()) {
+      TopicGates t = topics.get(h.getKey().topic());
+      if (t != null && t.ordered()) {
+        needs
+            .computeIfAbsent(t.topic, k -> new HashSet<>())
+            .addAll(t.gates.requiredPartitions(h.getKey().partition(), h.getValue()));
+      }
+    }
+    needs.forEach((topic, parts) -> views.computeIfAbsent(topic, View::new).need(parts));
     List<TopicPartition> open = new ArrayList<>();
     for (Map.Entry<TopicPartition, Long> h : held.entrySet()) {
       TopicGates t = topics.get(h.getKey().topic());
