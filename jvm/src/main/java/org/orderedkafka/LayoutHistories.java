@@ -39,6 +39,8 @@ public final class LayoutHistories implements Closeable {
     public final long mzxid;
     /** Whether the topic record says the topic is compacted (tombstone copies to pass over). */
     public final boolean compacted;
+    /** The Kafka topic id the topic record is bound to (null: unbound, or not adopted). */
+    public final String topicId;
 
     History(String topic, boolean adopted, List<EpochInfo> epochs) {
       this(topic, adopted, epochs, -1, false);
@@ -46,6 +48,17 @@ public final class LayoutHistories implements Closeable {
 
     public History(
         String topic, boolean adopted, List<EpochInfo> epochs, long mzxid, boolean compacted) {
+      this(topic, adopted, epochs, mzxid, compacted, null);
+    }
+
+    public History(
+        String topic,
+        boolean adopted,
+        List<EpochInfo> epochs,
+        long mzxid,
+        boolean compacted,
+        String topicId) {
+      this.topicId = topicId;
       this.topic = topic;
       this.adopted = adopted;
       this.epochs = Collections.unmodifiableList(epochs);
@@ -151,7 +164,7 @@ public final class LayoutHistories implements Closeable {
         epochs.add(info);
       }
       sealed.put(topic, kept);
-      return new History(topic, true, epochs, mzxid, record.compacted);
+      return new History(topic, true, epochs, mzxid, record.compacted, record.topicId);
     } catch (KafkaException | Records.CorruptRecordException e) {
       throw e;
     } catch (InterruptedException e) {

@@ -18,6 +18,9 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 import java.util.regex.Pattern;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.CloseOptions;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
@@ -80,6 +83,12 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     long marker = Long.MIN_VALUE;
 
     Set<Integer> pendingGivers = Set.of();
+    /** Why the topic is refused (C-COPY-3: bound to another topic id), or null. */
+    RuntimeException refusal;
+    /** When the refusal was decided (clock nanos): it is looked at again once a second. */
+    long refusedAt;
+    /** The recorded topic id Kafka confirmed (asked again only when the record's changes). */
+    String confirmedId;
 
     TopicGates(String topic) {
       this.topic = topic;
@@ -118,6 +127,10 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
   private final long autoCommitIntervalMs;
   private final boolean applicationMode;
   private final LongSupplier clock;
+  /** Kafka's topic id of a topic (C-COPY-3); tests set a fake. Throws when Kafka does not answer. */
+  java.util.function.Function<String, String> topicIds = this::describeTopicId;
+  private final Map<String, Object> adminConfig = new HashMap<>();
+  private Admin admin;
 
   private final Map<String, TopicGates> topics = new HashMap<>();
   private boolean trusted = true;
@@ -207,6 +220,11 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     this.settings = settings;
     this.inner = inner;
     this.clock = clock;
+    for (Map.Entry<String, Object> e : configs.entrySet()) {
+      if (AdminClientConfig.configNames().contains(e.getKey())) {
+        adminConfig.put(e.getKey(), e.getValue());
+      }
+    }
     Object groupId = configs.get("group.id");
     group = groupId == null || String.valueOf(groupId).isEmpty() ? null : String.valueOf(groupId);
     autoCommit = group != null && autoCommitOf(configs);
@@ -348,6 +366,14 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     drop(gone, true);
     inner.assign(partitions);
     Set<String> unread = newlyAssigned(next);
+    Set<String> names = new HashSet<>();
+    for (TopicPartition tp : next) {
+      names.add(tp.topic());
+    }
+    RuntimeException refused = refusal(names);
+    if (refused != null) {
+      throw refused;
+    }
     if (!unread.isEmpty()) {
       // C-COPY-1: the call that loads a topic raises when its history cannot be read; the
       // assignment stands, and its ordered partitions are held until the history is read.
@@ -486,6 +512,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       LayoutHistories.History h = store.read(t.topic);
       boolean first = t.history == null;
       t.set(h);
+      confirmTopicId(t);
       if (first && h.adopted && group != null) {
         store.registerGroup(group, t.topic);
       }
@@ -516,6 +543,91 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
         break;
       }
     }
+  }
+
+  /**
+   * C-COPY-3: a history bound to a topic id is used only for Kafka's topic of that id; one
+   * bound to another (the topic deleted and created again), or whose id Kafka does not answer,
+   * refuses the topic until a read of the layout finds it confirmed.
+   */
+  private void confirmTopicId(TopicGates t) {
+    t.refusal = null;
+    String recorded = t.history.adopted ? t.history.topicId : null;
+    if (recorded == null || recorded.equals(t.confirmedId)) {
+      return;
+    }
+    t.refusedAt = clock.getAsLong();
+    String kafka;
+    try {
+      kafka = topicIds.apply(t.topic);
+    } catch (RuntimeException e) {
+      t.refusal =
+          new LayoutUnavailableException(
+              "Kafka did not answer the topic id of " + t.topic + " (its layout is bound to "
+                  + recorded + "): " + e,
+              e);
+      return;
+    }
+    // Kafka's Uuid prints URL-safe base64, the Python side stores the standard alphabet.
+    if (kafka != null && !kafka.equals(recorded.replace('+', '-').replace('/', '_'))) {
+      t.refusal = OrderedLayoutException.topicIdMismatch(t.topic, recorded, kafka);
+      return;
+    }
+    t.confirmedId = recorded;
+  }
+
+  private String describeTopicId(String topic) {
+    if (admin == null) {
+      admin = Admin.create(adminConfig);
+    }
+    try {
+      TopicDescription d =
+          admin.describeTopics(List.of(topic)).allTopicNames().get(10, TimeUnit.SECONDS).get(topic);
+      Uuid id = d == null ? null : d.topicId();
+      return id == null || Uuid.ZERO_UUID.equals(id) ? null : id.toString();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new InterruptException(e);
+    } catch (Exception e) {
+      throw new KafkaException("describe " + topic + ": " + e, e);
+    }
+  }
+
+  /**
+   * The refusal of a refused topic among {@code names} (C-COPY-3), looked at again once a second
+   * (the layout may have been replaced); null when none.
+   */
+  private RuntimeException refusal(Set<String> names) {
+    for (String name : names) {
+      TopicGates t = topics.get(name);
+      if (t == null || t.refusal == null) {
+        continue;
+      }
+      if (clock.getAsLong() - t.refusedAt >= TimeUnit.SECONDS.toNanos(1)) {
+        load(t);
+      }
+      if (t.refusal != null) {
+        return t.refusal;
+      }
+    }
+    return null;
+  }
+
+  private boolean anyRefused() {
+    for (TopicGates t : topics.values()) {
+      if (t.refusal != null) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private Set<String> assignedTopics() {
+    Set<String> out = new HashSet<>();
+    for (TopicPartition tp : inner.assignment()) {
+      out.add(tp.topic());
+    }
+    return out;
   }
 
   /** C-REPLAY-1: nothing learned before a rewind is trusted after it. */
@@ -731,6 +843,10 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       pendingError = null;
       throw e;
     }
+    RuntimeException refused = anyRefused() ? refusal(assignedTopics()) : null;
+    if (refused != null) {
+      throw refused; // C-COPY-3: at every call, until the layout is replaced
+    }
     long deadline = clock.getAsLong() + Math.max(0, timeout.toNanos());
     announce(null);
     maybeAutoCommit();
@@ -747,6 +863,16 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       }
       rebalanced = false;
       ConsumerRecords<K, V> batch = inner.poll(Duration.ofNanos(remaining));
+      if (rebalanced && !batch.isEmpty() && anyRefused()) {
+        // A rebalance inside the fetch may have loaded a refused topic: none of it is given.
+        refused = refusal(batch.partitions().stream().map(TopicPartition::topic).collect(java.util.stream.Collectors.toSet()));
+        if (refused != null) {
+          for (TopicPartition tp : batch.partitions()) {
+            inner.seek(tp, batch.records(tp).get(0).offset());
+          }
+          throw refused;
+        }
+      }
       ConsumerRecords<K, V> out = judge(batch, deadline);
       if (!out.isEmpty() || clock.getAsLong() >= deadline) {
         return out;
@@ -1875,6 +2001,9 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
         closeInner.run();
       } finally {
         store.close();
+        if (admin != null) {
+          admin.close(Duration.ofSeconds(5));
+        }
       }
     }
   }

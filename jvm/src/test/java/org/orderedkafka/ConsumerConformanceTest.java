@@ -91,12 +91,6 @@ class ConsumerConformanceTest {
         "C-CB-6: an onPartitionKeyAssigned that throws after other partitions' records were"
             + " judged in the same poll() is not kept for the next call");
     m.put(
-        "a-topic-bound-to-another-topic-id-is-refused-at-every-call",
-        "C-COPY-3: the Java consumer does not compare the topic record's topic id with Kafka's");
-    m.put(
-        "a-topic-whose-id-kafka-does-not-answer-is-not-read-without-gates",
-        "C-COPY-3: no topic id lookup, so assign() does not raise (the gate still holds 2)");
-    m.put(
         "a-misplaced-key-raises-under-the-raise-policy",
         "C-AUDIT-1: ordered.violation.policy audits are not implemented in the Java consumer");
     m.put(
@@ -341,6 +335,16 @@ class ConsumerConformanceTest {
           new OrderedKafkaConsumer<>(
               config, settings, kafka.proxy(), store, () -> kafka.clock);
       consumer.sleeper = nanos -> kafka.clock += Math.max(nanos, 1);
+      // Kafka's topic ids (C-COPY-3): a topic the scenario names none for does not answer.
+      Map<String, Object> ids =
+          scenario.containsKey("kafka_topic_ids") ? asMap(scenario.get("kafka_topic_ids")) : Map.of();
+      consumer.topicIds =
+          name -> {
+            if (!ids.containsKey(name)) {
+              throw new KafkaException("Kafka does not answer the topic id of " + name + " (scenario)");
+            }
+            return (String) ids.get(name);
+          };
       // As the Python driver: the key callbacks are heard whether the scenario subscribes or assigns.
       consumer.setKeyListener(new Listener(true));
       int i = 0;
@@ -375,6 +379,7 @@ class ConsumerConformanceTest {
         ft.adopted = !Boolean.FALSE.equals(spec.get("adopted"));
         ft.ordered = !Boolean.FALSE.equals(spec.get("ordered"));
         ft.compacted = Boolean.TRUE.equals(spec.get("compacted"));
+        ft.topicId = (String) spec.get("topic_id");
         for (Object e : epochs) {
           Map<String, Object> m = asMap(e);
           ft.epochs.put(num(m.get("epoch")), m);
@@ -1098,6 +1103,7 @@ class ConsumerConformanceTest {
       boolean adopted = true;
       boolean ordered = true;
       boolean compacted;
+      String topicId;
       long mzxid = 1;
       final TreeMap<Long, Map<String, Object>> epochs = new TreeMap<>();
     }
@@ -1134,7 +1140,7 @@ class ConsumerConformanceTest {
       for (Map<String, Object> e : t.epochs.values()) {
         epochs.add(EpochInfo.fromJson(e));
       }
-      return new LayoutHistories.History(topic, t.ordered, epochs, t.mzxid, t.compacted);
+      return new LayoutHistories.History(topic, t.ordered, epochs, t.mzxid, t.compacted, t.topicId);
     }
 
     @Override
