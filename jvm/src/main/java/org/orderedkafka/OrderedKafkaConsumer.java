@@ -98,6 +98,13 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       return history != null && history.adopted;
     }
 
+    /** The layout of epoch {@code e} as the audit routes by it, or null when unknown. */
+    Layout layout(long e) {
+      return layouts.get(e);
+    }
+
+    private final Map<Long, Layout> layouts = new HashMap<>();
+
     void set(LayoutHistories.History h) {
       history = h;
       mzxid = h.mzxid;
@@ -105,6 +112,12 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
         gates = new GateEvaluator(h.epochs);
       } else {
         gates.update(h.epochs);
+      }
+      layouts.clear();
+      for (EpochInfo e : h.epochs) {
+        if (h.initial >= 1 && e.toActive >= h.initial) {
+          layouts.put(e.epoch, new Layout(h.initial, e.toActive, e.epoch));
+        }
       }
       Set<Integer> pending = new HashSet<>();
       for (EpochInfo e : h.epochs) {
@@ -1122,6 +1135,9 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
 
   /** {@code rebuilt}: {@code batch} is not the client's (its next offsets are to be set). */
   private ConsumerRecords<K, V> decide(ConsumerRecords<K, V> batch, boolean rebuilt) {
+    if (settings.keyAudit || settings.headerAudit) {
+      audit(batch);
+    }
     Map<TopicPartition, List<ConsumerRecord<K, V>>> out = null;
     Map<String, View> views = new HashMap<>();
     Map<TopicPartition, List<Long>> assigned = new TreeMap<>(BY_NAME);
@@ -1187,14 +1203,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
         runAssigned(assigned);
       } catch (RuntimeException e) {
         // C-CB-5: nothing judged with it is given; it all comes again, the callback first.
-        for (TopicPartition tp : batch.partitions()) {
-          long first = batch.records(tp).get(0).offset();
-          unhold(tp);
-          inner.seek(tp, first);
-          given.put(tp, first);
-          due.remove(tp);
-        }
-        declareInterest();
+        takeBack(batch);
         throw e;
       }
     }
@@ -1204,6 +1213,138 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     }
     out = kept;
     return records(out, nextOffsets(out));
+  }
+
+  /** Nothing of {@code batch} is given: every partition of it is sought back to its first record. */
+  private void takeBack(ConsumerRecords<K, V> batch) {
+    for (TopicPartition tp : batch.partitions()) {
+      long first = batch.records(tp).get(0).offset();
+      unhold(tp);
+      inner.seek(tp, first);
+      given.put(tp, first);
+      due.remove(tp);
+    }
+    declareInterest();
+  }
+
+  // --- audits (C-AUDIT) -------------------------------------------------------------------
+
+  private long violations;
+
+  /** Records the audits found misplaced (C-AUDIT-1), under either policy. */
+  public long violations() {
+    return violations;
+  }
+
+  /**
+   * The audit of a batch's ordered records, one record in {@code ordered.audit.every} of each
+   * partition's: an epoch header newer than the copy has the history read again first
+   * (C-AUDIT-2; the gates then judge by it); a keyed record (byte[] keys: a deserialized key
+   * cannot be hashed as it was sent) whose key routes elsewhere under every layout that may have
+   * placed it, or an epoch header that contradicts its offset, is a violation: logged and given,
+   * or with {@code ordered.violation.policy=raise} the batch is taken back and the call raises.
+   * The audit gives nothing the gates hold and stands in for no check (C-AUDIT-3).
+   */
+  private void audit(ConsumerRecords<K, V> batch) {
+    Set<String> reread = null;
+    for (TopicPartition tp : batch.partitions()) {
+      TopicGates t = topics.get(tp.topic());
+      if (t == null || !t.ordered()) {
+        continue;
+      }
+      List<ConsumerRecord<K, V>> records = batch.records(tp);
+      for (int i = 0; i < records.size(); i += settings.auditEvery) {
+        ConsumerRecord<K, V> r = records.get(i);
+        String problem = null;
+        Long header = null;
+        if (settings.headerAudit) {
+          Header h = r.headers().lastHeader(settings.epochHeaderName);
+          if (h != null) {
+            String v = new String(h.value(), java.nio.charset.StandardCharsets.UTF_8);
+            try {
+              header = Long.parseLong(v.trim());
+            } catch (NumberFormatException e) {
+              problem = "epoch header '" + v + "' is not an epoch number";
+            }
+          }
+          if (header != null && header > t.gates.latestEpoch()
+              && (reread == null || !reread.contains(t.topic))) {
+            // A record written under an epoch the copy lacks: read the history before judging.
+            if (reread == null) {
+              reread = new HashSet<>();
+            }
+            reread.add(t.topic);
+            covered.keySet().removeIf(p -> p.topic().equals(t.topic));
+            if (load(t)) {
+              reloaded(t);
+            }
+          }
+        }
+        if (problem == null) {
+          problem = misplaced(t, tp.partition(), r, header);
+        }
+        if (problem != null) {
+          violations++;
+          String what = "order violation in " + tp + "@" + r.offset() + ": " + problem;
+          if (settings.violationPolicy.equals("raise")) {
+            takeBack(batch);
+            throw new OrderViolationException(what);
+          }
+          LOG.warn(what);
+        }
+      }
+    }
+  }
+
+  /** What is wrong with {@code r}'s place, or null (C-AUDIT-1). */
+  private String misplaced(TopicGates t, int partition, ConsumerRecord<K, V> r, Long header) {
+    List<EpochInfo> epochs = t.history.epochs;
+    long offset = r.offset();
+    long lo = 0;
+    long hi = epochs.isEmpty() ? 0 : epochs.get(epochs.size() - 1).epoch;
+    for (EpochInfo e : epochs) {
+      Long bound = e.boundaries.get(partition);
+      if (bound == null) {
+        continue;
+      }
+      boolean gives = false;
+      boolean receives = false;
+      for (int[] edge : e.edges) {
+        gives |= edge[0] == partition;
+        receives |= edge[1] == partition;
+      }
+      if (gives && offset >= bound) {
+        lo = Math.max(lo, e.epoch);
+      }
+      if (receives && offset < bound) {
+        hi = Math.min(hi, e.epoch - 1);
+      }
+    }
+    byte[] key = settings.keyAudit && r.key() instanceof byte[] ? (byte[]) r.key() : null;
+    if (header != null) {
+      if (header < lo || header > hi) {
+        return "epoch header " + header + " outside epochs " + lo + ".." + hi + " at this offset";
+      }
+      Layout l = t.layout(header);
+      if (key != null && l != null && l.partitionFor(key, t.history.algorithm) != partition) {
+        return "key routes elsewhere under its header epoch " + header;
+      }
+    }
+    if (key == null) {
+      return null;
+    }
+    boolean any = false;
+    for (long e = lo; e <= hi; e++) {
+      Layout l = t.layout(e);
+      if (l == null) {
+        continue;
+      }
+      if (l.partitionFor(key, t.history.algorithm) == partition) {
+        return null;
+      }
+      any = true;
+    }
+    return any ? "key routes elsewhere under every epoch " + lo + ".." + hi : null;
   }
 
   private Map<TopicPartition, OffsetAndMetadata> nextOffsets(
