@@ -140,8 +140,12 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
   private final long autoCommitIntervalMs;
   private final boolean applicationMode;
   private final LongSupplier clock;
-  /** Kafka's topic id of a topic (C-COPY-3); tests set a fake. Throws when Kafka does not answer. */
-  java.util.function.Function<String, String> topicIds = this::describeTopicId;
+  /**
+   * Asks Kafka for a topic's id (C-COPY-3): the answer's getter waits for it (null: Kafka keeps
+   * no id) and throws when Kafka does not answer. Tests set a fake.
+   */
+  java.util.function.Function<String, java.util.function.Supplier<String>> topicIds =
+      this::describeTopicId;
   private final Map<String, Object> adminConfig = new HashMap<>();
   private Admin admin;
 
@@ -522,10 +526,14 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
 
   private boolean load(TopicGates t) {
     try {
+      // At a topic's first read Kafka is asked for its id while ZooKeeper gives the history
+      // (two round trips at once instead of one after the other).
+      java.util.function.Supplier<String> asked =
+          t.history == null && t.confirmedId == null ? askTopicId(t.topic) : null;
       LayoutHistories.History h = store.read(t.topic);
       boolean first = t.history == null;
       t.set(h);
-      confirmTopicId(t);
+      confirmTopicId(t, asked);
       if (first && h.adopted && group != null) {
         store.registerGroup(group, t.topic);
       }
@@ -563,7 +571,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
    * bound to another (the topic deleted and created again), or whose id Kafka does not answer,
    * refuses the topic until a read of the layout finds it confirmed.
    */
-  private void confirmTopicId(TopicGates t) {
+  private void confirmTopicId(TopicGates t, java.util.function.Supplier<String> asked) {
     t.refusal = null;
     String recorded = t.history.adopted ? t.history.topicId : null;
     if (recorded == null || recorded.equals(t.confirmedId)) {
@@ -572,7 +580,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     t.refusedAt = clock.getAsLong();
     String kafka;
     try {
-      kafka = topicIds.apply(t.topic);
+      kafka = (asked != null ? asked : askTopicId(t.topic)).get();
     } catch (RuntimeException e) {
       t.refusal =
           new LayoutUnavailableException(
@@ -589,21 +597,34 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     t.confirmedId = recorded;
   }
 
-  private String describeTopicId(String topic) {
+  private java.util.function.Supplier<String> askTopicId(String topic) {
+    try {
+      return topicIds.apply(topic);
+    } catch (RuntimeException e) {
+      return () -> {
+        throw e;
+      };
+    }
+  }
+
+  private java.util.function.Supplier<String> describeTopicId(String topic) {
     if (admin == null) {
       admin = Admin.create(adminConfig);
     }
-    try {
-      TopicDescription d =
-          admin.describeTopics(List.of(topic)).allTopicNames().get(10, TimeUnit.SECONDS).get(topic);
-      Uuid id = d == null ? null : d.topicId();
-      return id == null || Uuid.ZERO_UUID.equals(id) ? null : id.toString();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new InterruptException(e);
-    } catch (Exception e) {
-      throw new KafkaException("describe " + topic + ": " + e, e);
-    }
+    org.apache.kafka.common.KafkaFuture<Map<String, TopicDescription>> answer =
+        admin.describeTopics(List.of(topic)).allTopicNames();
+    return () -> {
+      try {
+        TopicDescription d = answer.get(10, TimeUnit.SECONDS).get(topic);
+        Uuid id = d == null ? null : d.topicId();
+        return id == null || Uuid.ZERO_UUID.equals(id) ? null : id.toString();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new InterruptException(e);
+      } catch (Exception e) {
+        throw new KafkaException("describe " + topic + ": " + e, e);
+      }
+    };
   }
 
   /**

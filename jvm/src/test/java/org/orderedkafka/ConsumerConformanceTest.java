@@ -336,12 +336,14 @@ class ConsumerConformanceTest {
       Map<String, Object> ids =
           scenario.containsKey("kafka_topic_ids") ? asMap(scenario.get("kafka_topic_ids")) : Map.of();
       consumer.topicIds =
-          name -> {
-            if (!ids.containsKey(name)) {
-              throw new KafkaException("Kafka does not answer the topic id of " + name + " (scenario)");
-            }
-            return (String) ids.get(name);
-          };
+          name ->
+              () -> {
+                if (!ids.containsKey(name)) {
+                  throw new KafkaException(
+                      "Kafka does not answer the topic id of " + name + " (scenario)");
+                }
+                return (String) ids.get(name);
+              };
       // As the Python driver: the key callbacks are heard whether the scenario subscribes or assigns.
       consumer.setKeyListener(new Listener(true));
       int i = 0;
