@@ -39,6 +39,12 @@ public final class LayoutHistories implements Closeable {
     public final long mzxid;
     /** Whether the topic record says the topic is compacted (tombstone copies to pass over). */
     public final boolean compacted;
+    /** The Kafka topic id the topic record is bound to (null: unbound, or not adopted). */
+    public final String topicId;
+    /** The topic record's initial partition count and hash algorithm (the audit routes keys). */
+    public final int initial;
+
+    public final String algorithm;
 
     History(String topic, boolean adopted, List<EpochInfo> epochs) {
       this(topic, adopted, epochs, -1, false);
@@ -46,6 +52,21 @@ public final class LayoutHistories implements Closeable {
 
     public History(
         String topic, boolean adopted, List<EpochInfo> epochs, long mzxid, boolean compacted) {
+      this(topic, adopted, epochs, mzxid, compacted, null, 0, "murmur3");
+    }
+
+    public History(
+        String topic,
+        boolean adopted,
+        List<EpochInfo> epochs,
+        long mzxid,
+        boolean compacted,
+        String topicId,
+        int initial,
+        String algorithm) {
+      this.topicId = topicId;
+      this.initial = initial;
+      this.algorithm = algorithm;
       this.topic = topic;
       this.adopted = adopted;
       this.epochs = Collections.unmodifiableList(epochs);
@@ -151,7 +172,9 @@ public final class LayoutHistories implements Closeable {
         epochs.add(info);
       }
       sealed.put(topic, kept);
-      return new History(topic, true, epochs, mzxid, record.compacted);
+      return new History(
+          topic, true, epochs, mzxid, record.compacted, record.topicId, record.initial,
+          record.algorithm);
     } catch (KafkaException | Records.CorruptRecordException e) {
       throw e;
     } catch (InterruptedException e) {

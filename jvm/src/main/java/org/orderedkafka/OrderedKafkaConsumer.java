@@ -18,6 +18,9 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 import java.util.regex.Pattern;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.CloseOptions;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
@@ -80,6 +83,12 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     long marker = Long.MIN_VALUE;
 
     Set<Integer> pendingGivers = Set.of();
+    /** Why the topic is refused (C-COPY-3: bound to another topic id), or null. */
+    RuntimeException refusal;
+    /** When the refusal was decided (clock nanos): it is looked at again once a second. */
+    long refusedAt;
+    /** The recorded topic id Kafka confirmed (asked again only when the record's changes). */
+    String confirmedId;
 
     TopicGates(String topic) {
       this.topic = topic;
@@ -89,6 +98,13 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       return history != null && history.adopted;
     }
 
+    /** The layout of epoch {@code e} as the audit routes by it, or null when unknown. */
+    Layout layout(long e) {
+      return layouts.get(e);
+    }
+
+    private final Map<Long, Layout> layouts = new HashMap<>();
+
     void set(LayoutHistories.History h) {
       history = h;
       mzxid = h.mzxid;
@@ -96,6 +112,12 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
         gates = new GateEvaluator(h.epochs);
       } else {
         gates.update(h.epochs);
+      }
+      layouts.clear();
+      for (EpochInfo e : h.epochs) {
+        if (h.initial >= 1 && e.toActive >= h.initial) {
+          layouts.put(e.epoch, new Layout(h.initial, e.toActive, e.epoch));
+        }
       }
       Set<Integer> pending = new HashSet<>();
       for (EpochInfo e : h.epochs) {
@@ -118,6 +140,14 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
   private final long autoCommitIntervalMs;
   private final boolean applicationMode;
   private final LongSupplier clock;
+  /**
+   * Asks Kafka for a topic's id (C-COPY-3): the answer's getter waits for it (null: Kafka keeps
+   * no id) and throws when Kafka does not answer. Tests set a fake.
+   */
+  java.util.function.Function<String, java.util.function.Supplier<String>> topicIds =
+      this::describeTopicId;
+  private final Map<String, Object> adminConfig = new HashMap<>();
+  private Admin admin;
 
   private final Map<String, TopicGates> topics = new HashMap<>();
   private boolean trusted = true;
@@ -145,6 +175,9 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
   private final Map<String, Map<Integer, Long>> declared = new HashMap<>();
   /** What each held partition's gate waits on, as last decided (C-POS-2). */
   private final Map<TopicPartition, List<GateEvaluator.Wait>> waits = new HashMap<>();
+  /** Application-mode rewinds of sources: partition -> its committed offset at the rewind. */
+  private final Map<TopicPartition, Long> rewound = new HashMap<>();
+  private long nextRewindRead;
 
   private ConsumerRebalanceListener userListener;
   private boolean rebalanced;
@@ -204,6 +237,11 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     this.settings = settings;
     this.inner = inner;
     this.clock = clock;
+    for (Map.Entry<String, Object> e : configs.entrySet()) {
+      if (AdminClientConfig.configNames().contains(e.getKey())) {
+        adminConfig.put(e.getKey(), e.getValue());
+      }
+    }
     Object groupId = configs.get("group.id");
     group = groupId == null || String.valueOf(groupId).isEmpty() ? null : String.valueOf(groupId);
     autoCommit = group != null && autoCommitOf(configs);
@@ -344,7 +382,22 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     gone.removeAll(next);
     drop(gone, true);
     inner.assign(partitions);
-    newlyAssigned(next);
+    Set<String> unread = newlyAssigned(next);
+    Set<String> names = new HashSet<>();
+    for (TopicPartition tp : next) {
+      names.add(tp.topic());
+    }
+    RuntimeException refused = refusal(names);
+    if (refused != null) {
+      throw refused;
+    }
+    if (!unread.isEmpty()) {
+      // C-COPY-1: the call that loads a topic raises when its history cannot be read; the
+      // assignment stands, and its ordered partitions are held until the history is read.
+      throw new LayoutUnavailableException(
+          "the layout of " + unread + " cannot be read from ZooKeeper now; their records are"
+              + " held until it can");
+    }
   }
 
   @Override
@@ -360,6 +413,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     @Override
     public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
       rebalanced = true;
+      movedWhileGathering.addAll(partitions);
       if (!partitions.isEmpty()) {
         Set<TopicPartition> revoked = new HashSet<>(partitions);
         try {
@@ -380,6 +434,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     @Override
     public void onPartitionsLost(Collection<TopicPartition> partitions) {
       rebalanced = true;
+      movedWhileGathering.addAll(partitions);
       drop(new HashSet<>(partitions), false);
       if (userListener != null) {
         userListener.onPartitionsLost(partitions);
@@ -396,16 +451,23 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     }
   }
 
-  private void newlyAssigned(Set<TopicPartition> partitions) {
+  /** Returns the topics whose history could not be read (their records are held). */
+  private Set<String> newlyAssigned(Set<TopicPartition> partitions) {
     Set<String> names = new HashSet<>();
     for (TopicPartition tp : partitions) {
       names.add(tp.topic());
       covered.remove(tp);
     }
+    Set<String> unread = new HashSet<>();
     for (String name : names) {
+      boolean known = topics.containsKey(name);
       TopicGates t = topic(name);
+      if (t.history == null && (!known || !load(t))) {
+        unread.add(name);
+      }
       forget(t);
     }
+    return unread;
   }
 
   /** Partitions leave: their hold, coverage and announcements go (C-HOLD-7). */
@@ -424,6 +486,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       announced.remove(tp);
       ownCommitted.remove(tp);
       appPaused.remove(tp);
+      rewound.remove(tp);
     }
     if (!resume.isEmpty()) {
       // The Kafka client keeps pauses across a reassignment.
@@ -445,6 +508,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     due.clear();
     told.clear();
     announced.clear();
+    rewound.clear();
   }
 
   // --- layouts ---------------------------------------------------------------------------
@@ -462,9 +526,14 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
 
   private boolean load(TopicGates t) {
     try {
+      // At a topic's first read Kafka is asked for its id while ZooKeeper gives the history
+      // (two round trips at once instead of one after the other).
+      java.util.function.Supplier<String> asked =
+          t.history == null && t.confirmedId == null ? askTopicId(t.topic) : null;
       LayoutHistories.History h = store.read(t.topic);
       boolean first = t.history == null;
       t.set(h);
+      confirmTopicId(t, asked);
       if (first && h.adopted && group != null) {
         store.registerGroup(group, t.topic);
       }
@@ -474,6 +543,125 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       trusted = false;
       return false;
     }
+  }
+
+  /**
+   * A history read again (a seal, say): a giver's tail may now be due for its announcement
+   * (C-ANN-1), and its held partitions are decided again at once.
+   */
+  private void reloaded(TopicGates t) {
+    if (!t.ordered()) {
+      return;
+    }
+    for (TopicPartition tp : new ArrayList<>(given.keySet())) {
+      if (tp.topic().equals(t.topic)) {
+        dueAnnouncement(t, tp);
+      }
+    }
+    for (TopicPartition tp : held.keySet()) {
+      if (tp.topic().equals(t.topic)) {
+        nextRecheck = clock.getAsLong();
+        break;
+      }
+    }
+  }
+
+  /**
+   * C-COPY-3: a history bound to a topic id is used only for Kafka's topic of that id; one
+   * bound to another (the topic deleted and created again), or whose id Kafka does not answer,
+   * refuses the topic until a read of the layout finds it confirmed.
+   */
+  private void confirmTopicId(TopicGates t, java.util.function.Supplier<String> asked) {
+    t.refusal = null;
+    String recorded = t.history.adopted ? t.history.topicId : null;
+    if (recorded == null || recorded.equals(t.confirmedId)) {
+      return;
+    }
+    t.refusedAt = clock.getAsLong();
+    String kafka;
+    try {
+      kafka = (asked != null ? asked : askTopicId(t.topic)).get();
+    } catch (RuntimeException e) {
+      t.refusal =
+          new LayoutUnavailableException(
+              "Kafka did not answer the topic id of " + t.topic + " (its layout is bound to "
+                  + recorded + "): " + e,
+              e);
+      return;
+    }
+    // Kafka's Uuid prints URL-safe base64, the Python side stores the standard alphabet.
+    if (kafka != null && !kafka.equals(recorded.replace('+', '-').replace('/', '_'))) {
+      t.refusal = OrderedLayoutException.topicIdMismatch(t.topic, recorded, kafka);
+      return;
+    }
+    t.confirmedId = recorded;
+  }
+
+  private java.util.function.Supplier<String> askTopicId(String topic) {
+    try {
+      return topicIds.apply(topic);
+    } catch (RuntimeException e) {
+      return () -> {
+        throw e;
+      };
+    }
+  }
+
+  private java.util.function.Supplier<String> describeTopicId(String topic) {
+    if (admin == null) {
+      admin = Admin.create(adminConfig);
+    }
+    org.apache.kafka.common.KafkaFuture<Map<String, TopicDescription>> answer =
+        admin.describeTopics(List.of(topic)).allTopicNames();
+    return () -> {
+      try {
+        TopicDescription d = answer.get(10, TimeUnit.SECONDS).get(topic);
+        Uuid id = d == null ? null : d.topicId();
+        return id == null || Uuid.ZERO_UUID.equals(id) ? null : id.toString();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new InterruptException(e);
+      } catch (Exception e) {
+        throw new KafkaException("describe " + topic + ": " + e, e);
+      }
+    };
+  }
+
+  /**
+   * The refusal of a refused topic among {@code names} (C-COPY-3), looked at again once a second
+   * (the layout may have been replaced); null when none.
+   */
+  private RuntimeException refusal(Set<String> names) {
+    for (String name : names) {
+      TopicGates t = topics.get(name);
+      if (t == null || t.refusal == null) {
+        continue;
+      }
+      if (clock.getAsLong() - t.refusedAt >= TimeUnit.SECONDS.toNanos(1)) {
+        load(t);
+      }
+      if (t.refusal != null) {
+        return t.refusal;
+      }
+    }
+    return null;
+  }
+
+  private boolean anyRefused() {
+    for (TopicGates t : topics.values()) {
+      if (t.refusal != null) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private Set<String> assignedTopics() {
+    Set<String> out = new HashSet<>();
+    for (TopicPartition tp : inner.assignment()) {
+      out.add(tp.topic());
+    }
+    return out;
   }
 
   /** C-REPLAY-1: nothing learned before a rewind is trusted after it. */
@@ -505,6 +693,9 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
   // --- the fetch check (C-CHECK) --------------------------------------------------------
 
   private long slotNanos() {
+    if (settings.checkRate == 0) {
+      return 0; // no pacing: a check is due at every call (C-CHECK-7)
+    }
     int markers = 0;
     if (group != null) {
       for (TopicGates t : topics.values()) {
@@ -516,24 +707,68 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     return (long) ((1 + topics.size() + markers) * 1e9 / settings.checkRate);
   }
 
-  private boolean takeToken(boolean wait, long deadline) {
+  private boolean takeToken() {
+    return tokenWait() == 0;
+  }
+
+  /** Take a check's token: 0 when one was taken, else the nanoseconds until one comes. */
+  private long tokenWait() {
     if (settings.checkRate == 0) {
-      return true;
+      return 0;
     }
     long slot = slotNanos();
+    long now = clock.getAsLong();
+    tokens = Math.min(2, tokens + (double) (now - tokensAt) / slot);
+    tokensAt = now;
+    if (tokens >= 1) {
+      tokens -= 1;
+      return 0;
+    }
+    return Math.max(1, (long) ((1 - tokens) * slot));
+  }
+
+  /** Records a deferred batch gathers at the most while it waits for its check (C-CHECK-8). */
+  private static final int GATHER_LIMIT = 100_000;
+
+  /** Partitions revoked or lost while a deferred batch gathers: their records leave it. */
+  private final Set<TopicPartition> movedWhileGathering = new HashSet<>();
+
+  /**
+   * C-CHECK-8: a batch that needs a check before a token is available waits for the token
+   * within the call, taking into {@code into} what the client returns meanwhile (so that one
+   * check covers all of it, instead of the batch being cut and the rest fetched again).
+   *
+   * @return true when a token was taken; false when the deadline comes first ({@code into}
+   *     then holds all that was taken)
+   */
+  private boolean gather(Map<TopicPartition, List<ConsumerRecord<K, V>>> into, long deadline) {
+    int count = 0;
+    for (List<ConsumerRecord<K, V>> records : into.values()) {
+      count += records.size();
+    }
+    movedWhileGathering.clear();
     while (true) {
-      long now = clock.getAsLong();
-      tokens = Math.min(2, tokens + (double) (now - tokensAt) / slot);
-      tokensAt = now;
-      if (tokens >= 1) {
-        tokens -= 1;
+      long need = tokenWait();
+      if (need == 0) {
         return true;
       }
-      long need = (long) ((1 - tokens) * slot);
-      if (!wait || now + need > deadline) {
+      if (clock.getAsLong() + need > deadline) {
         return false;
       }
-      sleeper.accept(need);
+      if (count >= GATHER_LIMIT) {
+        sleeper.accept(need);
+        continue;
+      }
+      ConsumerRecords<K, V> more = inner.poll(Duration.ofNanos(need));
+      if (!movedWhileGathering.isEmpty()) {
+        into.keySet().removeAll(movedWhileGathering); // no longer ours (C-CHECK-6)
+        movedWhileGathering.clear();
+      }
+      for (TopicPartition tp : more.partitions()) {
+        List<ConsumerRecord<K, V>> records = more.records(tp);
+        into.computeIfAbsent(tp, k -> new ArrayList<>()).addAll(records);
+        count += records.size();
+      }
     }
   }
 
@@ -616,6 +851,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
         if (!load(t)) {
           return false;
         }
+        reloaded(t);
       }
       Long marker = answer.markers().get(t.topic);
       if (marker != null) {
@@ -641,10 +877,18 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       pendingError = null;
       throw e;
     }
+    RuntimeException refused = anyRefused() ? refusal(assignedTopics()) : null;
+    if (refused != null) {
+      throw refused; // C-COPY-3: at every call, until the layout is replaced
+    }
     long deadline = clock.getAsLong() + Math.max(0, timeout.toNanos());
     announce(null);
     maybeAutoCommit();
+    readRewound();
     while (true) {
+      if (awaitsSeal()) {
+        sealCheck();
+      }
       recheck(false);
       long remaining = Math.max(0, deadline - clock.getAsLong());
       if (!held.isEmpty()) {
@@ -653,6 +897,16 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       }
       rebalanced = false;
       ConsumerRecords<K, V> batch = inner.poll(Duration.ofNanos(remaining));
+      if (rebalanced && !batch.isEmpty() && anyRefused()) {
+        // A rebalance inside the fetch may have loaded a refused topic: none of it is given.
+        refused = refusal(batch.partitions().stream().map(TopicPartition::topic).collect(java.util.stream.Collectors.toSet()));
+        if (refused != null) {
+          for (TopicPartition tp : batch.partitions()) {
+            inner.seek(tp, batch.records(tp).get(0).offset());
+          }
+          throw refused;
+        }
+      }
       ConsumerRecords<K, V> out = judge(batch, deadline);
       if (!out.isEmpty() || clock.getAsLong() >= deadline) {
         return out;
@@ -669,7 +923,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
   private ConsumerRecords<K, V> judge(ConsumerRecords<K, V> batch, long deadline) {
     if (batch.isEmpty()) {
       if (group != null && clock.getAsLong() - lastCheck >= slotNanos() && anyOrdered()
-          && takeToken(false, 0)) {
+          && takeToken()) {
         check(); // the advisory check: it reads the rewind markers (C-CHECK-9)
       }
       return batch;
@@ -697,19 +951,70 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     if (!recover()) {
       return holdAllOrdered(batch);
     }
+    boolean gathered = false;
     if (needCheck) {
-      if (!takeToken(true, deadline)) {
-        return deferUncovered(batch);
+      if (!takeToken()) {
+        gathered = true;
+        Map<TopicPartition, List<ConsumerRecord<K, V>>> into = new LinkedHashMap<>();
+        for (TopicPartition tp : batch.partitions()) {
+          into.put(tp, new ArrayList<>(batch.records(tp)));
+        }
+        boolean token = gather(into, deadline);
+        into.values().removeIf(List::isEmpty);
+        batch = records(into, Map.of());
+        if (!token) {
+          return deferUncovered(batch);
+        }
+        if (batch.isEmpty()) {
+          return batch;
+        }
       }
       if (!check()) {
         return holdAllOrdered(batch);
       }
-    } else if (group != null && clock.getAsLong() - lastCheck >= slotNanos() && takeToken(false, 0)) {
+    } else if (group != null && clock.getAsLong() - lastCheck >= slotNanos() && takeToken()) {
       if (!check()) {
         return holdAllOrdered(batch);
       }
     }
-    return decide(batch);
+    return decide(batch, gathered);
+  }
+
+  /**
+   * Whether a seal is awaited: a held partition waits on a pending epoch, or an assigned
+   * partition gives keys away in one (its stored offset stays put until the seal).
+   */
+  private boolean awaitsSeal() {
+    if (group == null || !trusted || clock.getAsLong() - lastCheck < slotNanos()) {
+      return false;
+    }
+    for (Map.Entry<TopicPartition, List<GateEvaluator.Wait>> w : waits.entrySet()) {
+      if (held.containsKey(w.getKey())) {
+        for (GateEvaluator.Wait wait : w.getValue()) {
+          if (wait.partition() < 0) {
+            return true;
+          }
+        }
+      }
+    }
+    for (TopicPartition tp : given.keySet()) {
+      TopicGates t = topics.get(tp.topic());
+      if (t != null && t.ordered() && t.pendingGivers.contains(tp.partition())) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * C-COPY-4 without a watch: while a seal is awaited, a check at the start of a call, at most
+   * once per slot, reads it even when nothing new is fetched; what it changes (a due
+   * announcement, a held gate to decide again) is acted on in the same call.
+   */
+  private void sealCheck() {
+    if (takeToken() && check()) {
+      announce(null);
+    }
   }
 
   private boolean anyOrdered() {
@@ -743,7 +1048,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       }
       out.put(tp, records);
     }
-    return decide(records(out, Map.of()));
+    return decide(records(out, Map.of()), true);
   }
 
   /** Layouts not trusted (C-SESSION-2): every ordered partition of the batch is held. */
@@ -849,7 +1154,11 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     }
   }
 
-  private ConsumerRecords<K, V> decide(ConsumerRecords<K, V> batch) {
+  /** {@code rebuilt}: {@code batch} is not the client's (its next offsets are to be set). */
+  private ConsumerRecords<K, V> decide(ConsumerRecords<K, V> batch, boolean rebuilt) {
+    if (settings.keyAudit || settings.headerAudit) {
+      audit(batch);
+    }
     Map<TopicPartition, List<ConsumerRecord<K, V>>> out = null;
     Map<String, View> views = new HashMap<>();
     Map<TopicPartition, List<Long>> assigned = new TreeMap<>(BY_NAME);
@@ -915,23 +1224,148 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
         runAssigned(assigned);
       } catch (RuntimeException e) {
         // C-CB-5: nothing judged with it is given; it all comes again, the callback first.
-        for (TopicPartition tp : batch.partitions()) {
-          long first = batch.records(tp).get(0).offset();
-          unhold(tp);
-          inner.seek(tp, first);
-          given.put(tp, first);
-          due.remove(tp);
-        }
-        declareInterest();
+        takeBack(batch);
         throw e;
       }
     }
     declareInterest();
-    if (!changed) {
+    if (!changed && !rebuilt) {
       return batch;
     }
     out = kept;
     return records(out, nextOffsets(out));
+  }
+
+  /** Nothing of {@code batch} is given: every partition of it is sought back to its first record. */
+  private void takeBack(ConsumerRecords<K, V> batch) {
+    for (TopicPartition tp : batch.partitions()) {
+      long first = batch.records(tp).get(0).offset();
+      unhold(tp);
+      inner.seek(tp, first);
+      given.put(tp, first);
+      due.remove(tp);
+    }
+    declareInterest();
+  }
+
+  // --- audits (C-AUDIT) -------------------------------------------------------------------
+
+  private long violations;
+
+  /** Records the audits found misplaced (C-AUDIT-1), under either policy. */
+  public long violations() {
+    return violations;
+  }
+
+  /**
+   * The audit of a batch's ordered records, one record in {@code ordered.audit.every} of each
+   * partition's: an epoch header newer than the copy has the history read again first
+   * (C-AUDIT-2; the gates then judge by it); a keyed record (byte[] keys: a deserialized key
+   * cannot be hashed as it was sent) whose key routes elsewhere under every layout that may have
+   * placed it, or an epoch header that contradicts its offset, is a violation: logged and given,
+   * or with {@code ordered.violation.policy=raise} the batch is taken back and the call raises.
+   * The audit gives nothing the gates hold and stands in for no check (C-AUDIT-3).
+   */
+  private void audit(ConsumerRecords<K, V> batch) {
+    Set<String> reread = null;
+    for (TopicPartition tp : batch.partitions()) {
+      TopicGates t = topics.get(tp.topic());
+      if (t == null || !t.ordered()) {
+        continue;
+      }
+      List<ConsumerRecord<K, V>> records = batch.records(tp);
+      for (int i = 0; i < records.size(); i += settings.auditEvery) {
+        ConsumerRecord<K, V> r = records.get(i);
+        String problem = null;
+        Long header = null;
+        if (settings.headerAudit) {
+          Header h = r.headers().lastHeader(settings.epochHeaderName);
+          if (h != null) {
+            String v = new String(h.value(), java.nio.charset.StandardCharsets.UTF_8);
+            try {
+              header = Long.parseLong(v.trim());
+            } catch (NumberFormatException e) {
+              problem = "epoch header '" + v + "' is not an epoch number";
+            }
+          }
+          if (header != null && header > t.gates.latestEpoch()
+              && (reread == null || !reread.contains(t.topic))) {
+            // A record written under an epoch the copy lacks: read the history before judging.
+            if (reread == null) {
+              reread = new HashSet<>();
+            }
+            reread.add(t.topic);
+            covered.keySet().removeIf(p -> p.topic().equals(t.topic));
+            if (load(t)) {
+              reloaded(t);
+            }
+          }
+        }
+        if (problem == null) {
+          problem = misplaced(t, tp.partition(), r, header);
+        }
+        if (problem != null) {
+          violations++;
+          String what = "order violation in " + tp + "@" + r.offset() + ": " + problem;
+          if (settings.violationPolicy.equals("raise")) {
+            takeBack(batch);
+            throw new OrderViolationException(what);
+          }
+          LOG.warn(what);
+        }
+      }
+    }
+  }
+
+  /** What is wrong with {@code r}'s place, or null (C-AUDIT-1). */
+  private String misplaced(TopicGates t, int partition, ConsumerRecord<K, V> r, Long header) {
+    List<EpochInfo> epochs = t.history.epochs;
+    long offset = r.offset();
+    long lo = 0;
+    long hi = epochs.isEmpty() ? 0 : epochs.get(epochs.size() - 1).epoch;
+    for (EpochInfo e : epochs) {
+      Long bound = e.boundaries.get(partition);
+      if (bound == null) {
+        continue;
+      }
+      boolean gives = false;
+      boolean receives = false;
+      for (int[] edge : e.edges) {
+        gives |= edge[0] == partition;
+        receives |= edge[1] == partition;
+      }
+      if (gives && offset >= bound) {
+        lo = Math.max(lo, e.epoch);
+      }
+      if (receives && offset < bound) {
+        hi = Math.min(hi, e.epoch - 1);
+      }
+    }
+    byte[] key = settings.keyAudit && r.key() instanceof byte[] ? (byte[]) r.key() : null;
+    if (header != null) {
+      if (header < lo || header > hi) {
+        return "epoch header " + header + " outside epochs " + lo + ".." + hi + " at this offset";
+      }
+      Layout l = t.layout(header);
+      if (key != null && l != null && l.partitionFor(key, t.history.algorithm) != partition) {
+        return "key routes elsewhere under its header epoch " + header;
+      }
+    }
+    if (key == null) {
+      return null;
+    }
+    boolean any = false;
+    for (long e = lo; e <= hi; e++) {
+      Layout l = t.layout(e);
+      if (l == null) {
+        continue;
+      }
+      if (l.partitionFor(key, t.history.algorithm) == partition) {
+        return null;
+      }
+      any = true;
+    }
+    return any ? "key routes elsewhere under every epoch " + lo + ".." + hi : null;
   }
 
   private Map<TopicPartition, OffsetAndMetadata> nextOffsets(
@@ -1057,7 +1491,8 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       return;
     }
     long t0 = clock.getAsLong();
-    if (!now && t0 < nextRecheck) {
+    if (!now && t0 < nextRecheck && (trusted || !store.connected())) {
+      // Not due; but a session back re-reads the layouts and decides again at once (C-SESSION-3).
       return;
     }
     nextRecheck = t0 + TimeUnit.MILLISECONDS.toNanos(settings.gatePollIntervalMs);
@@ -1065,6 +1500,18 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       return;
     }
     Map<String, View> views = new HashMap<>();
+    // One read of Kafka per topic for all its held gates (one per gate cost a round trip each,
+    // every interval, for as long as a transition holds them).
+    Map<String, Set<Integer>> needs = new HashMap<>();
+    for (Map.Entry<TopicPartition, Long> h : held.entrySet()) {
+      TopicGates t = topics.get(h.getKey().topic());
+      if (t != null && t.ordered()) {
+        needs
+            .computeIfAbsent(t.topic, k -> new HashSet<>())
+            .addAll(t.gates.requiredPartitions(h.getKey().partition(), h.getValue()));
+      }
+    }
+    needs.forEach((topic, parts) -> views.computeIfAbsent(topic, View::new).need(parts));
     List<TopicPartition> open = new ArrayList<>();
     for (Map.Entry<TopicPartition, Long> h : held.entrySet()) {
       TopicGates t = topics.get(h.getKey().topic());
@@ -1271,54 +1718,136 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
 
   @Override
   public void commitSync() {
-    ensureOpen();
-    announce(null);
-    Map<TopicPartition, OffsetAndMetadata> offsets = commitable(null);
-    if (!offsets.isEmpty()) {
-      inner.commitSync(offsets);
-      committedProgress(offsets);
-    }
+    commit(null, null, false, null);
   }
 
   @Override
   public void commitSync(Duration timeout) {
-    ensureOpen();
-    announce(null);
-    Map<TopicPartition, OffsetAndMetadata> offsets = commitable(null);
-    if (!offsets.isEmpty()) {
-      inner.commitSync(offsets, timeout);
-      committedProgress(offsets);
-    }
+    commit(null, timeout, false, null);
   }
 
   @Override
   public void commitSync(Map<TopicPartition, OffsetAndMetadata> offsets) {
-    ensureOpen();
-    inner.commitSync(offsets);
+    commit(offsets, null, false, null);
   }
 
   @Override
   public void commitSync(Map<TopicPartition, OffsetAndMetadata> offsets, Duration timeout) {
-    ensureOpen();
-    inner.commitSync(offsets, timeout);
+    commit(offsets, timeout, false, null);
   }
 
   @Override
   public void commitAsync() {
-    commitAsync((OffsetCommitCallback) null);
+    commit(null, null, true, null);
   }
 
   @Override
   public void commitAsync(OffsetCommitCallback callback) {
-    ensureOpen();
-    announce(null);
-    inner.commitAsync(commitable(null), callback);
+    commit(null, null, true, callback);
   }
 
   @Override
   public void commitAsync(Map<TopicPartition, OffsetAndMetadata> offsets, OffsetCommitCallback callback) {
+    commit(offsets, null, true, callback);
+  }
+
+  /**
+   * The one path of the application's commits: {@code offsets} null commits the stored offsets
+   * (the due announcements first, C-ANN-3; what may be written, C-COMMIT-3/4), else the
+   * application's own offsets pass through (C-APP-4). Once Kafka acknowledged it: the progress of
+   * stored offsets (C-POS), and the rewind markers an application-mode rewind waits for
+   * (C-REPLAY-5). {@code timeout} null: the inner consumer's default.
+   */
+  private void commit(
+      Map<TopicPartition, OffsetAndMetadata> offsets,
+      Duration timeout,
+      boolean async,
+      OffsetCommitCallback callback) {
     ensureOpen();
-    inner.commitAsync(offsets, callback);
+    boolean stored = offsets == null;
+    if (stored) {
+      announce(null);
+      offsets = commitable(null);
+    }
+    Map<TopicPartition, OffsetAndMetadata> sent = offsets;
+    if (async) {
+      inner.commitAsync(
+          sent,
+          (o, e) -> {
+            if (e == null) {
+              acknowledged(sent, stored);
+            }
+            if (callback != null) {
+              callback.onComplete(o, e);
+            }
+          });
+      return;
+    }
+    if (stored && sent.isEmpty()) {
+      return;
+    }
+    if (timeout == null) {
+      inner.commitSync(sent);
+    } else {
+      inner.commitSync(sent, timeout);
+    }
+    acknowledged(sent, stored);
+  }
+
+  private void acknowledged(Map<TopicPartition, OffsetAndMetadata> offsets, boolean stored) {
+    if (stored) {
+      committedProgress(offsets);
+    }
+    if (!rewound.isEmpty()) {
+      Map<TopicPartition, Long> now = new HashMap<>();
+      offsets.forEach((tp, om) -> now.put(tp, om.offset()));
+      rewindCommitted(now);
+    }
+  }
+
+  /**
+   * C-REPLAY-5: an application-mode rewind's marker is written once the source's committed
+   * offset differs from the one read at the rewind ({@code now}: committed offsets seen).
+   */
+  private void rewindCommitted(Map<TopicPartition, Long> now) {
+    Set<String> marked = new HashSet<>();
+    for (Map.Entry<TopicPartition, Long> c : now.entrySet()) {
+      TopicPartition tp = c.getKey();
+      Long then = rewound.get(tp);
+      if (then == null || c.getValue() == null || c.getValue().equals(then)) {
+        continue;
+      }
+      rewound.remove(tp);
+      if (marked.add(tp.topic())) {
+        try {
+          topic(tp.topic()).marker = store.markRewound(group, tp.topic());
+        } catch (RuntimeException e) {
+          LOG.warn("rewind marker of {} not written: {}", tp.topic(), e.toString());
+        }
+      }
+    }
+  }
+
+  /** C-REPLAY-5's other way: commits made elsewhere (a transaction), read once per interval. */
+  private void readRewound() {
+    long now = clock.getAsLong();
+    if (rewound.isEmpty() || now < nextRewindRead) {
+      return;
+    }
+    nextRewindRead = now + TimeUnit.MILLISECONDS.toNanos(settings.gatePollIntervalMs);
+    rewound.keySet().retainAll(inner.assignment()); // it stops waiting when the partition leaves
+    try {
+      Map<TopicPartition, OffsetAndMetadata> found =
+          inner.committed(new HashSet<>(rewound.keySet()), COMMITTED_TIMEOUT);
+      Map<TopicPartition, Long> seen = new HashMap<>();
+      for (TopicPartition tp : rewound.keySet()) {
+        OffsetAndMetadata om = found.get(tp);
+        seen.put(tp, om == null ? -1L : om.offset());
+      }
+      rewindCommitted(seen);
+    } catch (RuntimeException e) {
+      LOG.debug("committed offsets of {} not read: {}", rewound.keySet(), e.toString());
+    }
   }
 
   // --- positions -------------------------------------------------------------------------
@@ -1387,7 +1916,19 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       return;
     }
     forget(t);
-    if (applicationMode || group == null || !t.gates.isSource(tp.partition())) {
+    if (group == null || !t.gates.isSource(tp.partition())) {
+      return;
+    }
+    if (applicationMode) {
+      // C-REPLAY-5: the application commits; the marker waits for its commit to move the offset.
+      long then = -1;
+      try {
+        OffsetAndMetadata c = inner.committed(Set.of(tp), COMMITTED_TIMEOUT).get(tp);
+        then = c == null ? -1 : c.offset();
+      } catch (RuntimeException e) {
+        LOG.warn("committed offset of {} not read at its rewind: {}", tp, e.toString());
+      }
+      rewound.put(tp, then);
       return;
     }
     boolean back = true;
@@ -1601,23 +2142,16 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
 
   @Override
   public void close(Duration timeout) {
-    if (closed) {
-      return;
-    }
-    try {
-      leave();
-    } finally {
-      closed = true;
-      try {
-        inner.close(timeout);
-      } finally {
-        store.close();
-      }
-    }
+    close(() -> inner.close(timeout));
   }
 
   @Override
   public void close(CloseOptions option) {
+    close(() -> inner.close(option));
+  }
+
+  /** Leave (announce, commit), then close the inner consumer with {@code closeInner}, then the store. */
+  private void close(Runnable closeInner) {
     if (closed) {
       return;
     }
@@ -1626,9 +2160,12 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     } finally {
       closed = true;
       try {
-        inner.close(option);
+        closeInner.run();
       } finally {
         store.close();
+        if (admin != null) {
+          admin.close(Duration.ofSeconds(5));
+        }
       }
     }
   }

@@ -1,6 +1,7 @@
 package org.orderedkafka;
 
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
@@ -9,6 +10,7 @@ import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.kafka.common.KafkaException;
 import org.apache.zookeeper.CreateMode;
@@ -54,25 +56,43 @@ final class ZkConsumerStore implements ConsumerStore {
       throw new KafkaException("the ZooKeeper session is not connected");
     }
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
-    Map<String, Long> topicZxids = new HashMap<>();
-    Map<String, Long> markerZxids = new HashMap<>();
+    // The sync and every exists go out back to back, in the background (C-CHECK-2): one
+    // session answers in order, so every exists sees what the sync saw, and the check costs
+    // one round trip instead of one per request (it ran on the poll thread, request by request).
+    List<String> topicPaths = new ArrayList<>();
+    for (String topic : topics) {
+      topicPaths.add(Records.topicPath(settings.root, topic));
+    }
+    List<String> markerPaths = new ArrayList<>();
+    if (group != null) {
+      for (String topic : markers) {
+        markerPaths.add(rewindPath(group, topic));
+      }
+    }
+    Map<String, Long> zxids = new ConcurrentHashMap<>();
+    AtomicReference<String> failed = new AtomicReference<>();
+    CountDownLatch answered = new CountDownLatch(1 + topicPaths.size() + markerPaths.size());
     try {
-      String first = Records.topicPath(settings.root, topics.iterator().next());
-      CountDownLatch synced = new CountDownLatch(1);
-      client.sync().inBackground((c, e) -> synced.countDown()).forPath(first);
-      if (!synced.await(timeoutMs, TimeUnit.MILLISECONDS)) {
-        throw new KafkaException("the ZooKeeper sync did not answer in " + timeoutMs + " ms");
+      client.sync().inBackground((c, e) -> answered.countDown()).forPath(topicPaths.get(0));
+      for (String path : concat(topicPaths, markerPaths)) {
+        client
+            .checkExists()
+            .inBackground(
+                (c, e) -> {
+                  int rc = e.getResultCode();
+                  if (rc == KeeperException.Code.OK.intValue()) {
+                    zxids.put(path, e.getStat().getMzxid());
+                  } else if (rc == KeeperException.Code.NONODE.intValue()) {
+                    zxids.put(path, -1L);
+                  } else {
+                    failed.compareAndSet(null, path + ": " + KeeperException.Code.get(rc));
+                  }
+                  answered.countDown();
+                })
+            .forPath(path);
       }
-      // One session answers in order: every exists below sees what the sync saw.
-      for (String topic : topics) {
-        Stat stat = client.checkExists().forPath(Records.topicPath(settings.root, topic));
-        topicZxids.put(topic, stat == null ? -1L : stat.getMzxid());
-      }
-      if (group != null) {
-        for (String topic : markers) {
-          Stat stat = client.checkExists().forPath(rewindPath(group, topic));
-          markerZxids.put(topic, stat == null ? -1L : stat.getMzxid());
-        }
+      if (!answered.await(timeoutMs, TimeUnit.MILLISECONDS)) {
+        throw new KafkaException("the layout check did not answer in " + timeoutMs + " ms");
       }
     } catch (KafkaException e) {
       throw e;
@@ -82,10 +102,29 @@ final class ZkConsumerStore implements ConsumerStore {
     } catch (Exception e) {
       throw new KafkaException("layout check failed: " + e, e);
     }
+    if (failed.get() != null) {
+      throw new KafkaException("layout check failed: " + failed.get());
+    }
     if (System.nanoTime() > deadline) {
       throw new KafkaException("the layout check took longer than " + timeoutMs + " ms");
     }
+    Map<String, Long> topicZxids = new HashMap<>();
+    Map<String, Long> markerZxids = new HashMap<>();
+    int i = 0;
+    for (String topic : topics) {
+      topicZxids.put(topic, zxids.get(topicPaths.get(i++)));
+    }
+    i = 0;
+    for (String topic : group == null ? List.<String>of() : markers) {
+      markerZxids.put(topic, zxids.get(markerPaths.get(i++)));
+    }
     return new Check(topicZxids, markerZxids);
+  }
+
+  private static List<String> concat(List<String> a, List<String> b) {
+    List<String> out = new ArrayList<>(a);
+    out.addAll(b);
+    return out;
   }
 
   @Override
