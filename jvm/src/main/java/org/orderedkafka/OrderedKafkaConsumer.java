@@ -43,6 +43,7 @@ import org.apache.kafka.common.errors.InterruptException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.metrics.KafkaMetric;
 import org.apache.kafka.common.serialization.Deserializer;
+import org.orderedkafka.gate.CommittedView;
 import org.orderedkafka.gate.EpochInfo;
 import org.orderedkafka.gate.GateEvaluator;
 import org.orderedkafka.gate.OffsetView;
@@ -1080,74 +1081,70 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
   }
 
   /** Where the gates read the group's progress from: one read of Kafka per decision. */
-  private final class View implements OffsetView {
-    final String topic;
-    final Map<Integer, Long> committed = new HashMap<>();
-    final Map<Integer, Long> logStarts = new HashMap<>();
-    boolean failed;
-
+  private final class View extends CommittedView {
     View(String topic) {
-      this.topic = topic;
+      super(topic);
     }
 
-    void need(Set<Integer> partitions) {
-      Set<TopicPartition> ask = new HashSet<>();
-      for (int p : partitions) {
-        if (!committed.containsKey(p) && !logStarts.containsKey(p)) {
-          ask.add(new TopicPartition(topic, p));
-        }
+    @Override
+    protected Map<Integer, Long> readCommitted(Set<Integer> partitions) {
+      if (group == null) {
+        return Map.of();
       }
-      if (ask.isEmpty() || failed) {
-        return;
-      }
-      try {
-        Map<TopicPartition, OffsetAndMetadata> found =
-            group == null ? Map.of() : inner.committed(ask, COMMITTED_TIMEOUT);
-        Map<TopicPartition, Long> starts = inner.beginningOffsets(ask, COMMITTED_TIMEOUT);
-        Set<TopicPartition> owned = inner.assignment();
-        for (TopicPartition tp : ask) {
-          OffsetAndMetadata om = found.get(tp);
-          Long c = om == null ? null : om.offset();
-          Long own = ownCommitted.get(tp);
-          if (own != null && (c == null || own > c)) {
-            c = own;
-          }
-          if (c != null && owned.contains(tp)) {
-            // C-REPLAY-2: a commit made before a rewind is not progress of the replay.
-            Long mine = given.containsKey(tp) ? given.get(tp) : start.get(tp);
-            if (mine != null && mine < c) {
-              c = mine;
+      Map<Integer, Long> out = new HashMap<>();
+      inner.committed(partitionsOf(partitions), COMMITTED_TIMEOUT)
+          .forEach((tp, om) -> {
+            if (om != null) {
+              out.put(tp.partition(), om.offset());
             }
-          }
-          committed.put(tp.partition(), c);
-          logStarts.put(tp.partition(), starts.getOrDefault(tp, 0L));
-        }
-      } catch (RuntimeException e) {
-        LOG.info("cannot read the committed offsets of {} ({}): its gates stay closed", ask, e.toString());
-        failed = true;
+          });
+      return out;
+    }
+
+    @Override
+    protected Map<Integer, Long> readLogStarts(Set<Integer> partitions) {
+      Map<Integer, Long> out = new HashMap<>();
+      inner.beginningOffsets(partitionsOf(partitions), COMMITTED_TIMEOUT)
+          .forEach((tp, start) -> out.put(tp.partition(), start));
+      return out;
+    }
+
+    @Override
+    protected Long progress(int partition, Long c) {
+      TopicPartition tp = new TopicPartition(topic, partition);
+      // C-GATE-5: raised to what this consumer committed and Kafka acknowledged.
+      Long own = ownCommitted.get(tp);
+      if (own != null && (c == null || own > c)) {
+        c = own;
       }
+      if (c != null && inner.assignment().contains(tp)) {
+        // C-REPLAY-2: a commit made before a rewind is not progress of the replay.
+        Long mine = given.containsKey(tp) ? given.get(tp) : start.get(tp);
+        if (mine != null && mine < c) {
+          c = mine;
+        }
+      }
+      return c;
     }
 
-    @Override
-    public Long committed(int partition) {
-      return failed ? null : committed.get(partition);
-    }
-
-    @Override
-    public long logStart(int partition) {
-      return failed ? 0L : logStarts.getOrDefault(partition, 0L);
+    private Set<TopicPartition> partitionsOf(Set<Integer> partitions) {
+      Set<TopicPartition> out = new HashSet<>();
+      for (int p : partitions) {
+        out.add(new TopicPartition(topic, p));
+      }
+      return out;
     }
   }
 
   private boolean mayDeliver(TopicGates t, int partition, long offset, Map<String, View> views) {
     View view = views.computeIfAbsent(t.topic, View::new);
     view.need(t.gates.requiredPartitions(partition, offset));
-    return !view.failed && t.gates.mayDeliver(partition, offset, view);
+    return !view.failed() && t.gates.mayDeliver(partition, offset, view);
   }
 
   private void noteWaits(TopicGates t, TopicPartition tp, long offset, Map<String, View> views) {
     View view = views.get(t.topic);
-    if (view == null || view.failed) {
+    if (view == null || view.failed()) {
       waits.remove(tp);
     } else {
       waits.put(tp, t.gates.waitingOn(tp.partition(), offset, view));

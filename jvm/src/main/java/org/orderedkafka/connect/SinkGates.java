@@ -17,6 +17,7 @@ import org.apache.kafka.common.TopicPartition;
 import org.orderedkafka.ConsumerStore;
 import org.orderedkafka.LayoutHistories;
 import org.orderedkafka.OrderedSettings;
+import org.orderedkafka.gate.CommittedView;
 import org.orderedkafka.gate.EpochInfo;
 import org.orderedkafka.gate.GateEvaluator;
 import org.orderedkafka.gate.OffsetView;
@@ -566,63 +567,39 @@ final class SinkGates {
 
   // --- the group's progress ------------------------------------------------------------
 
-  /** Where the gates read the group's progress from: one read of Kafka per decision. */
-  private final class View implements OffsetView {
-    final String topic;
-    final Map<Integer, Long> committed = new HashMap<>();
-    final Map<Integer, Long> logStarts = new HashMap<>();
-    final Set<Integer> asked = new HashSet<>();
-    boolean failed;
-
+  /** The group's progress as the Connect worker's group committed it, per decision round. */
+  private final class View extends CommittedView {
     View(String topic) {
-      this.topic = topic;
+      super(topic);
     }
 
-    void need(Set<Integer> partitions) {
-      Set<Integer> ask = new TreeSet<>(partitions);
-      ask.removeAll(asked);
-      if (ask.isEmpty() || failed) {
-        return;
-      }
-      try {
-        Map<Integer, Long> found = progress.committed(group, topic, ask);
-        Map<Integer, Long> starts = progress.logStarts(topic, ask);
-        for (int p : ask) {
-          Long c = found.get(p);
-          TopicPartition tp = new TopicPartition(topic, p);
-          if (c != null && owned.contains(tp)) {
-            // C-REPLAY-2: a commit made before a rewind is not progress of the replay.
-            Long mine = given.containsKey(tp) ? given.get(tp) : start.get(tp);
-            if (mine != null && mine < c) {
-              c = mine;
-            }
-          }
-          if (c != null) {
-            committed.put(p, c);
-          }
-          logStarts.put(p, starts.getOrDefault(p, 0L));
-          asked.add(p);
+    @Override
+    protected Map<Integer, Long> readCommitted(Set<Integer> partitions) {
+      return progress.committed(group, topic, partitions);
+    }
+
+    @Override
+    protected Map<Integer, Long> readLogStarts(Set<Integer> partitions) {
+      return progress.logStarts(topic, partitions);
+    }
+
+    @Override
+    protected Long progress(int partition, Long c) {
+      TopicPartition tp = new TopicPartition(topic, partition);
+      if (c != null && owned.contains(tp)) {
+        // C-REPLAY-2: a commit made before a rewind is not progress of the replay.
+        Long mine = given.containsKey(tp) ? given.get(tp) : start.get(tp);
+        if (mine != null && mine < c) {
+          return mine;
         }
-      } catch (RuntimeException e) {
-        LOG.info("cannot read the committed offsets of {} {} ({}): its gates stay closed", topic, ask, e.toString());
-        failed = true;
       }
-    }
-
-    @Override
-    public Long committed(int partition) {
-      return failed ? null : committed.get(partition);
-    }
-
-    @Override
-    public long logStart(int partition) {
-      return failed ? 0L : logStarts.getOrDefault(partition, 0L);
+      return c;
     }
   }
 
   private boolean mayDeliver(Topic t, int partition, long offset, Map<String, View> views) {
     View view = views.computeIfAbsent(t.name, View::new);
     view.need(t.gates.requiredPartitions(partition, offset));
-    return !view.failed && t.gates.mayDeliver(partition, offset, view);
+    return !view.failed() && t.gates.mayDeliver(partition, offset, view);
   }
 }
