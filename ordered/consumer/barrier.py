@@ -330,6 +330,25 @@ class BarrierClient:
         if topic not in self._watches:
             self._watches[topic] = self._watch(topic)
 
+    def unregister_topic(self, topic: str) -> None:
+        """Withdraw the registration on ``topic``, whose layout was refused (another topic
+        id): no transition of it may wait for a consumer that reads none of it."""
+        if topic not in self._registered:
+            return
+        self._registered.discard(topic)
+        for watch in self._watches.pop(topic, []):
+            watch.stop()
+        try:
+            self._store.unregister_barrier_topic(self.id, topic)
+        except StoreError as exc:
+            # Left in place, it is evicted after the bound like any consumer that never acks.
+            _log.warning("consumer barrier: cannot unregister from %s: %s", topic, exc)
+
+    def missing(self, topic: str) -> bool:
+        """Whether the barrier is being relied on without a registration on ``topic``."""
+        active = self.state in (BarrierState.REGISTERING, BarrierState.IN_FORCE)
+        return active and topic not in self._registered
+
     def registered(self, started: float) -> None:
         """Every layout was read after :meth:`register` (which returned ``started``)."""
         if self.state is BarrierState.REGISTERING and self._generation == self._watcher.generation:

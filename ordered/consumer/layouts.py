@@ -251,6 +251,7 @@ class LayoutTracker:
             except TopicIdMismatchError:
                 # Kept and watched (a watch starts dirty): every poll reads the topic
                 # again and refuses again, until the layout is replaced.
+                self.barrier.unregister_topic(name)
                 self.topics[name] = view
                 self.watcher.watch(name)
                 raise
@@ -331,11 +332,17 @@ class LayoutTracker:
                 continue
             try:
                 self._load(view)
-            except (StoreError, TopicIdMismatchError):
+            except (StoreError, TopicIdMismatchError) as exc:
                 # A refused topic stays marked, so every poll refuses it again.
+                if isinstance(exc, TopicIdMismatchError):
+                    self.barrier.unregister_topic(name)
                 for rest in names[i:]:
                     self.watcher.mark_dirty(rest)
                 raise
+            if self.barrier.missing(name):
+                # Accepted again (its layout replaced) after a refusal withdrew its
+                # registration: register anew, every topic, before relying again.
+                self.barrier.lose()
             done.append(view)
         return done
 

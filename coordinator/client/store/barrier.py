@@ -275,6 +275,20 @@ class BarrierStore(StoreBase):
         path = paths.barrier_consumer_path(self._root, topic, record.id)
         self._run(f"register at {path}", self._ephemeral, path, record.to_json())
 
+    def unregister_barrier_topic(self, consumer_id: str, topic: str) -> None:
+        """Delete the consumer's registration and acks on ``topic`` alone (idempotent).
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+
+        def attempt() -> None:
+            self._delete(paths.barrier_consumer_path(self._root, topic, consumer_id))
+            self._delete(paths.barrier_ack_path(self._root, topic, consumer_id))
+            self._delete(paths.barrier_rewind_ack_path(self._root, topic, consumer_id))
+
+        self._run(f"unregister consumer {consumer_id} from {topic}", attempt)
+
     def unregister_barrier_consumer(self, consumer_id: str, topics: list[str]) -> None:
         """Delete the consumer's registrations, acks and member node (idempotent).
 
