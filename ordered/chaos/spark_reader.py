@@ -18,6 +18,7 @@ the run's result (0 expected).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sys
@@ -30,7 +31,15 @@ from typing import Any, NoReturn
 from ordered.chaos.processes import Slot, Slots
 from ordered.chaos.spark_cluster import StandaloneCluster, find_in_logs
 
-__all__ = ["COMMIT_GROUP", "GROUP", "SLOT", "SparkReader", "driver_argv", "exec_driver"]
+__all__ = [
+    "COMMIT_GROUP",
+    "GROUP",
+    "SLOT",
+    "SparkReader",
+    "dead_stream_threads",
+    "driver_argv",
+    "exec_driver",
+]
 
 GROUP = "spark"
 """The reader group of the Spark driver in the histories."""
@@ -46,6 +55,37 @@ MAX_OFFSETS = 5000
 one) completes batches soon, so a kill meets a query with a checkpointed batch."""
 
 _DEAD_THREAD = 'Exception in thread "stream execution thread'
+
+_SHUTDOWN_CAUSE = "RpcEnvStoppedException"
+"""The cause of a stream thread's death while its driver's JVM shuts down (its Python
+driver was killed): the thread dies reporting the query's end to an RPC system already
+stopped. Not a query that died in a running driver."""
+
+
+def dead_stream_threads(paths: list[Path]) -> list[str]:
+    """``path: line`` of each stream thread that died in a running driver.
+
+    A death whose stack (the lines up to the next one that is not part of it) names
+    :data:`_SHUTDOWN_CAUSE` is its driver's shutdown, and is left out.
+    """
+    dead: list[str] = []
+    for path in paths:
+        try:
+            lines = path.read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        for i, line in enumerate(lines):
+            if _DEAD_THREAD not in line:
+                continue
+            stack = itertools.takewhile(_in_stack, lines[i + 1 :])
+            if not any(_SHUTDOWN_CAUSE in frame for frame in stack):
+                dead.append(f"{path}: {line.rstrip()}")
+    return dead
+
+
+def _in_stack(line: str) -> bool:
+    # Frames and causes; the same thread's death may be printed twice in a row.
+    return line.startswith(("\t", "Caused by:", "Exception in thread"))
 
 
 def driver_argv(spec: dict[str, Any]) -> list[str]:
@@ -146,7 +186,7 @@ class SparkReader:
         and the executors the drivers lost."""
         logs = [self.workdir / "logs" / f"{SLOT}.log", *self.cluster.logs()]
         overflow = find_in_logs(logs, "StackOverflowError")
-        dead = find_in_logs(logs, _DEAD_THREAD)
+        dead = dead_stream_threads(logs)
         return {
             "stack_overflow_errors": len(overflow),
             "dead_stream_threads": len(dead),
