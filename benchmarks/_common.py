@@ -18,7 +18,7 @@ from typing import Any
 import confluent_kafka
 from kazoo.client import KazooClient
 
-from coordinator.client.zk import close_client, make_client, start_client
+from coordinator.kernel.zk import close_client, make_client, start_client
 from ordered import devcluster
 
 __all__ = [
@@ -95,7 +95,7 @@ def set_consumer_barrier(client: KazooClient, root: str, choice: str) -> None:
     before/after pair, never imports it)."""
     if choice == "default":
         return
-    from coordinator.client.store import CONSUMER_BARRIER, FeatureRecord, LayoutStore
+    from coordinator.kernel.store import CONSUMER_BARRIER, FeatureRecord, LayoutStore
 
     record = FeatureRecord(
         feature=CONSUMER_BARRIER,

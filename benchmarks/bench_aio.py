@@ -45,10 +45,10 @@ from confluent_kafka.aio import AIOConsumer, AIOProducer
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import environment, parser, scratch_root, servers, write_results
 
-from coordinator.client.errors import UnknownTopicError
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
+from coordinator.kernel.errors import UnknownTopicError
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import LayoutStore
 from ordered import OrderedAIOConsumer, OrderedAIOProducer
 from ordered.verify.loop_lag import LoopLagProbe
 

@@ -30,9 +30,9 @@ import _common
 from _common import environment, scratch_root, servers
 from confluent_kafka import Consumer
 
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import LayoutStore
 
 RESULTS = Path(__file__).resolve().parent / "results" / "balance.json"
 STRATEGIES = ("range", "roundrobin", "cooperative-sticky")

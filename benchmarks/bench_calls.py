@@ -42,9 +42,9 @@ from _common import environment, scratch_root, servers
 from bench_consumer import create_topic, prefill, unblock_latency
 from confluent_kafka import Consumer
 
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import LayoutStore
 from linear_hash import Layout
 from ordered.consumer import OrderedConsumer
 

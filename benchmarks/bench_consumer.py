@@ -50,9 +50,9 @@ import _common
 from _common import environment, scratch_root, servers
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import LayoutStore
 from linear_hash import Layout
 from ordered.consumer import OrderedConsumer
 from ordered.listener import PartitionKeyRebalanceListener

@@ -41,9 +41,9 @@ import _common
 import _jvm
 from _common import environment
 
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import LayoutStore
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "jvm_consumer.json"

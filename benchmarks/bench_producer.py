@@ -42,9 +42,9 @@ import confluent_kafka
 from _common import environment, scratch_root, servers
 from producer_rates import COMMON, KEY_COUNT, VALUE, client_cost, create_topic, paired, throughput
 
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import LayoutStore
 from ordered.producer import OrderedProducer
 from ordered.producer import send as producer_module
 

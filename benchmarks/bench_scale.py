@@ -54,12 +54,12 @@ from _common import environment, scratch_root, servers
 from confluent_kafka import Consumer, Producer, TopicPartition
 from scale_consumer import consumer_load, gate_wait, lockstep, zk_packets
 
-from coordinator.client.history import load_history
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.positions import PositionService
-from coordinator.client.store import LayoutStore, paths
-from coordinator.client.zk import close_client, make_client, start_client
 from coordinator.control.controller import Controller
+from coordinator.kernel.history import load_history
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.positions import PositionService
+from coordinator.kernel.store import LayoutStore, paths
+from coordinator.kernel.zk import close_client, make_client, start_client
 from coordinator.relay.position_relay import PositionRelay
 from coordinator.trims.history_compaction import compact_topic
 from coordinator.trims.trim import Trimmer

@@ -60,9 +60,9 @@ from typing import Any
 import _common
 from _common import environment, scratch_root, servers
 
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import LayoutStore
 from ordered.devcluster import jars
 from ordered.producer import OrderedProducer
 

@@ -58,9 +58,9 @@ from _common import environment, scratch_root, servers
 from bench_spark import CONNECTOR_JARS, VALUE, create_topic, tree_cpu_s
 from confluent_kafka import Consumer, TopicPartition
 
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import LayoutStore
 from ordered.cli.jvm import jar_path
 from ordered.devcluster import jars
 from ordered.producer import OrderedProducer

@@ -17,9 +17,9 @@ from typing import Any
 
 import confluent_kafka
 
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.topic_ids import TopicIds
 from coordinator.control.controller import Controller
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.topic_ids import TopicIds
 from linear_hash import Layout
 from ordered.producer import OrderedProducer
 from ordered.producer import send as producer_module

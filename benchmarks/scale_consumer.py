@@ -24,9 +24,9 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer
 
-from coordinator.client.history import load_history
-from coordinator.client.zk import close_client, make_client, start_client
 from coordinator.control.controller import Controller
+from coordinator.kernel.history import load_history
+from coordinator.kernel.zk import close_client, make_client, start_client
 from linear_hash import Layout
 from ordered.consumer import OrderedConsumer
 from ordered.consumer_config import FETCH_QUEUE_BACKOFF_MS

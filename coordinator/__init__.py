@@ -1,4 +1,4 @@
-"""The coordinator: the client kernel and the coordinator service, one folder per concern.
+"""The coordinator: the kernel and the coordinator service, one folder per concern.
 
 ``client/`` is the kernel every process imports (the clients ``ordered.producer``,
 ``ordered.consumer``, ``spark_source``, the service and the tools): errors, the layout

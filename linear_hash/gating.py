@@ -74,7 +74,7 @@ class EpochInfo:
 
     @classmethod
     def from_record(cls, record: Any) -> EpochInfo:
-        """Build from an ``EpochRecord``-like object (``coordinator.client.store`` or a dict).
+        """Build from an ``EpochRecord``-like object (``coordinator.kernel.store`` or a dict).
 
         Args:
             record: Anything with ``epoch``, ``state`` (``"pending"``/``"sealed"``),

@@ -5,7 +5,7 @@ producer barrier; :class:`OrderedConsumer` delivers every key in order across la
 changes; the asyncio ones (:class:`OrderedAIOProducer`, :class:`OrderedAIOConsumer`
 and the serializing pair, :mod:`ordered.aio`) run them in an executor;
 :class:`PartitionKeyRebalanceListener` receives KIP-253's key-rebalance callbacks. Every
-error class of :mod:`coordinator.client.errors` is importable from here.
+error class of :mod:`coordinator.kernel.errors` is importable from here.
 
 The clients are imported on first use (module ``__getattr__``): importing a submodule
 such as :mod:`ordered.settings` or :mod:`ordered.producer` runs this file, and the
@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from coordinator.client.errors import (
+from coordinator.kernel.errors import (
     BarrierTimeoutError,
     BatchStoppedError,
     ClusterError,

@@ -26,7 +26,7 @@
  * Records are read through confluent-kafka's Message struct (partition, offset, key and
  * error are plain fields there, stable since confluent-kafka 1.0): bind(probe, partition,
  * offset, key) checks that layout on a Message built by the Python side with those
- * values (bind_message_layout in coordinator/client/confluent_private.py, the one place
+ * values (bind_message_layout in coordinator/kernel/confluent_private.py, the one place
  * that knows confluent's private parts; tests/unit/test_confluent_private.py says when
  * an upgrade moves them) and, only when every field reads back, binds scan() to that
  * type (unbound, scan() returns None). Headers are read through the headers() method (librdkafka's

@@ -2,7 +2,7 @@
 
 The dict is the one ``confluent_kafka.Consumer`` takes, plus ``ordered.``-prefixed keys
 (see :data:`CONSUMER_KEYS`). Every ``ordered.`` key is removed before librdkafka sees
-the dict; an undocumented one is a :class:`~coordinator.client.errors.ConfigError`, so a typo never
+the dict; an undocumented one is a :class:`~coordinator.kernel.errors.ConfigError`, so a typo never
 silently turns a setting off.
 
 Three librdkafka settings are changed (see :class:`ConsumerConfig`):
@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from coordinator.client.errors import ConfigError
+from coordinator.kernel.errors import ConfigError
 from ordered.settings import (
     ORDERED_PREFIX,
     VIOLATION_POLICIES,
@@ -104,7 +104,7 @@ class ConsumerSettings(ZkSecuritySettings):
             path judges (a gate ahead, a compacted topic, several topics) are all
             audited whatever this says.
         positions: ``ordered.positions``: declare interest and publish boundary progress
-            in ZooKeeper (:mod:`coordinator.client.positions`) so a closed gate is re-checked as
+            in ZooKeeper (:mod:`coordinator.kernel.positions`) so a closed gate is re-checked as
             soon as what it waits on is committed; the committed offsets in Kafka still
             decide.
         layout_check_max_requests_per_s: ``ordered.layout.check.max.requests.per.s``
@@ -118,7 +118,7 @@ class ConsumerSettings(ZkSecuritySettings):
             plain one or the offsets of a transaction, covers it; for exactly-once
             read-process-write pipelines).
         hooks: ``ordered.hooks``: objects that receive the consumer's events
-            (:mod:`coordinator.client.hooks`), after the consumer's own counters.
+            (:mod:`coordinator.kernel.hooks`), after the consumer's own counters.
     """
 
     zookeeper_connect: str = setting_field("zookeeper_connect")

@@ -12,7 +12,7 @@ same ``KeyDeserializationError`` / ``ValueDeserializationError`` / ``ConsumeErro
 Records are deserialized after the ordered consumer has let them through its gates:
 the order is the wrapped consumer's, the deserializer only changes what ``key()`` and
 ``value()`` return. The builder handling is confluent's own code
-(``confluent_kafka._serde_builder``, through :mod:`coordinator.client.confluent_private`),
+(``confluent_kafka._serde_builder``, through :mod:`coordinator.kernel.confluent_private`),
 as in :mod:`ordered.serializing`.
 """
 
@@ -25,7 +25,7 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.error import ConsumeError, KeyDeserializationError, ValueDeserializationError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from coordinator.client.confluent_private import close_serdes
+from coordinator.kernel.confluent_private import close_serdes
 from ordered.consumer import OrderedConsumer
 from ordered.listener import PartitionKeyRebalanceListener
 from ordered.serde_setup import build_with_serdes

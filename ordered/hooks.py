@@ -7,12 +7,12 @@ Give hooks to a client in its configuration dict, as confluent takes its callbac
     consumer = OrderedConsumer({..., "ordered.hooks": [metrics]})
 
 A hook is any object with one or more of the ``on_...`` methods of the protocols below
-(:mod:`coordinator.client.hooks` documents every event, its arguments and its thread).
+(:mod:`coordinator.kernel.hooks` documents every event, its arguments and its thread).
 """
 
 from __future__ import annotations
 
-from coordinator.client.hooks import (
+from coordinator.kernel.hooks import (
     CONSUMER_HOOKS,
     PRODUCER_HOOKS,
     THREAD_HOOKS,
@@ -33,7 +33,7 @@ from coordinator.client.hooks import (
     HookTombstoneCopySent,
     HookViolation,
 )
-from coordinator.client.prometheus import PrometheusHooks
+from coordinator.kernel.prometheus import PrometheusHooks
 from ordered.consumer.counters import METRICS, ConsumerCounters
 
 __all__ = [

@@ -3,7 +3,7 @@
 :class:`~ordered.serializing.OrderedSerializingProducer` and
 :class:`~ordered.deserializing.OrderedDeserializingConsumer` take their serdes out of
 the configuration in the same way: confluent's own ``confluent_kafka._serde_builder``
-code (through :mod:`coordinator.client.confluent_private`) pops the
+code (through :mod:`coordinator.kernel.confluent_private`) pops the
 ``key.*``/``value.*`` properties and builds what is given as a builder, the wrapped
 client is made from what is left, and its cluster id is handed to the serdes that ask
 for it. This is that one sequence (:func:`build_with_serdes`); its asyncio twin
@@ -18,7 +18,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
-from coordinator.client.confluent_private import (
+from coordinator.kernel.confluent_private import (
     AsyncSharedClusterIdResolver,
     SharedClusterIdResolver,
     async_build_serdes,

@@ -17,7 +17,7 @@ it, so applications that serialize by hand and those that use this class agree.
 The builder handling (``*.serializer.builder``, the cluster id resolver handed to
 Schema Registry serializers, closing the serializers the client built) is confluent's
 own code (``confluent_kafka._serde_builder``, reached through
-:mod:`coordinator.client.confluent_private`), so it stays in step with
+:mod:`coordinator.kernel.confluent_private`), so it stays in step with
 ``SerializingProducer`` of the installed version.
 """
 
@@ -28,7 +28,7 @@ from typing import Any, Generic, TypeVar
 from confluent_kafka.error import KeySerializationError, ValueSerializationError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from coordinator.client.confluent_private import close_serdes
+from coordinator.kernel.confluent_private import close_serdes
 from ordered.producer import DeliveryCallback, OrderedProducer
 from ordered.serde_setup import build_with_serdes
 

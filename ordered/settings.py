@@ -19,7 +19,7 @@ parse with :func:`parse_settings`, and remove every ``ordered.`` key with
 not know). ``spark_source.options`` parses its ``ordered.`` options with the same
 function, so one value is accepted or refused alike by all three. A key that starts
 with ``ordered.`` but is not in the table (for that reader) is a
-:class:`~coordinator.client.errors.ConfigError` naming it, so a typo never silently turns a
+:class:`~coordinator.kernel.errors.ConfigError` naming it, so a typo never silently turns a
 setting off.
 """
 
@@ -33,10 +33,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
-from coordinator.client import zk_tls
-from coordinator.client.errors import ConfigError
-from coordinator.client.hooks import check_hooks
-from coordinator.client.zk_auth import NO_AUTH, ZkAuth
+from coordinator.kernel import zk_tls
+from coordinator.kernel.errors import ConfigError
+from coordinator.kernel.hooks import check_hooks
+from coordinator.kernel.zk_auth import NO_AUTH, ZkAuth
 
 _log = logging.getLogger("ordered.settings")
 
@@ -512,7 +512,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "hooks",
         (),
         check_hooks,
-        "a list of hook objects that receive the client's events (coordinator.client.hooks), "
+        "a list of hook objects that receive the client's events (coordinator.kernel.hooks), "
         "e.g. ordered.hooks.PrometheusHooks",
         Role.BOTH,
     ),

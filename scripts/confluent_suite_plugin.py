@@ -45,10 +45,10 @@ _controller: Any = None
 
 def _adopt(topic: str) -> None:
     global _controller
-    from coordinator.client.kafka_admin import KafkaAdmin
-    from coordinator.client.store import LayoutStore
-    from coordinator.client.zk import make_client, start_client
     from coordinator.control.controller import Controller
+    from coordinator.kernel.kafka_admin import KafkaAdmin
+    from coordinator.kernel.store import LayoutStore
+    from coordinator.kernel.zk import make_client, start_client
 
     if _controller is None:
         client = start_client(make_client(os.environ[ZK_ENV]), 15.0)

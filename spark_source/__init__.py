@@ -46,7 +46,7 @@ def register(spark: Any, *, prefer_installed_pyspark: bool = True) -> None:
             query. Classic sessions only; ``False`` leaves Spark's path as it is.
 
     Raises:
-        coordinator.client.errors.ConfigError: ``PYSPARK_PYTHON`` or ``spark.pyspark.python``
+        coordinator.kernel.errors.ConfigError: ``PYSPARK_PYTHON`` or ``spark.pyspark.python``
             names an interpreter of this host that cannot import this package.
     """
     from spark_source.source import OrderedKafkaDataSource

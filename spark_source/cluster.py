@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import IsolationLevel
 
-from coordinator.client import identity
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.kafka_offsets import Offsets
+from coordinator.kernel import identity
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.kafka_offsets import Offsets
 from spark_source.options import SourceOptions
 
 if TYPE_CHECKING:
-    from coordinator.client.history import TopicHistory
-    from coordinator.client.store import LayoutStore
+    from coordinator.kernel.history import TopicHistory
+    from coordinator.kernel.store import LayoutStore
 
 __all__ = ["Cluster", "client_settings"]
 
@@ -168,9 +168,9 @@ class Cluster:
 
     def _open_store(self) -> tuple[Any, LayoutStore]:
         """Start a ZooKeeper session and a store on it (imports the store on first use)."""
-        import coordinator.client.history  # noqa: F401  (loaded here, off the caller's path)
-        from coordinator.client.store import LayoutStore
-        from coordinator.client.zk import make_client, start_client
+        import coordinator.kernel.history  # noqa: F401  (loaded here, off the caller's path)
+        from coordinator.kernel.store import LayoutStore
+        from coordinator.kernel.zk import make_client, start_client
 
         options = self._options
         assert options.zookeeper_connect is not None
@@ -217,7 +217,7 @@ class Cluster:
         Raises:
             StoreError: ZooKeeper is unreachable or holds a corrupt record.
         """
-        from coordinator.client.history import TopicHistory, load_history
+        from coordinator.kernel.history import TopicHistory, load_history
 
         store = self._layout_store()
         out: dict[str, TopicHistory] = {}
@@ -234,7 +234,7 @@ class Cluster:
 
         A session still being opened in the background is closed once it is open.
         """
-        from coordinator.client.zk import close_client
+        from coordinator.kernel.zk import close_client
 
         self._admin.close()
         opening, self._opening = self._opening, None
@@ -248,7 +248,7 @@ class Cluster:
 
 def _close_opened(opening: Future[tuple[Any, Any]]) -> None:
     """Close the session of a background start that nobody used (never raises)."""
-    from coordinator.client.zk import close_client
+    from coordinator.kernel.zk import close_client
 
     if opening.exception() is None:
         close_client(opening.result()[0])

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from coordinator.client.errors import ConfigError
+from coordinator.kernel.errors import ConfigError
 
 __all__ = ["Offsets", "from_spark", "to_json", "to_spark"]
 

@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from coordinator.client.errors import ConfigError
-from coordinator.client.kafka_security import translate
-from coordinator.client.zk_auth import ZkAuth
-from coordinator.client.zk_tls import NO_TLS, ZkTls
+from coordinator.kernel.errors import ConfigError
+from coordinator.kernel.kafka_security import translate
+from coordinator.kernel.zk_auth import ZkAuth
+from coordinator.kernel.zk_tls import NO_TLS, ZkTls
 from ordered.settings import ORDERED_PREFIX, Role, default, parse_settings
 
 __all__ = [
@@ -267,7 +267,7 @@ def _client_settings(low: Mapping[str, str], options: Mapping[str, Any]) -> dict
 
     Security settings are taken as Spark's Kafka source takes them (Java client
     names: ``kafka.sasl.jaas.config``, ``kafka.ssl.truststore.location``...) and
-    translated by :func:`coordinator.client.kafka_security.translate`; librdkafka's own names
+    translated by :func:`coordinator.kernel.kafka_security.translate`; librdkafka's own names
     (``kafka.sasl.username``...) pass through unchanged.
     """
     out: dict[str, str] = {}

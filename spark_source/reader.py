@@ -21,8 +21,8 @@ from typing import Any, cast
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from coordinator.client import identity
-from coordinator.client.errors import DataLossError, OrderedKafkaError
+from coordinator.kernel import identity
+from coordinator.kernel.errors import DataLossError, OrderedKafkaError
 from spark_source.planner import OffsetRange
 
 __all__ = ["consumer_settings", "read_range"]

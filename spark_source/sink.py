@@ -30,7 +30,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from coordinator.client.errors import ConfigError, OrderedKafkaError
+from coordinator.kernel.errors import ConfigError, OrderedKafkaError
 from ordered.producer import OrderedProducer
 from spark_source.options import SinkOptions
 

@@ -44,7 +44,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from coordinator.client.errors import ConfigError, DataLossError
+from coordinator.kernel.errors import ConfigError, DataLossError
 from spark_source.offsets import Offsets, from_spark, to_spark
 from spark_source.options import (
     EARLIEST,

@@ -32,7 +32,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from coordinator.client.errors import BatchStoppedError
+from coordinator.kernel.errors import BatchStoppedError
 
 __all__ = [
     "INTERRUPTIONS",

@@ -10,7 +10,7 @@ and the first batch would fail deep inside Spark's error with ``No module named 
 
 * nothing set: the workers run the driver's interpreter (``sys.executable``);
 * set, and the interpreter exists on this host: it must import this package and
-  ``pyarrow``, else :class:`~coordinator.client.errors.ConfigError` names both settings;
+  ``pyarrow``, else :class:`~coordinator.kernel.errors.ConfigError` names both settings;
 * set, but not on this host (a cluster whose workers have their own environment):
   trusted as given.
 """
@@ -24,7 +24,7 @@ import subprocess
 import sys
 from typing import Any
 
-from coordinator.client.errors import ConfigError
+from coordinator.kernel.errors import ConfigError
 
 __all__ = ["CONF", "ENV", "STARTUP", "choose_worker_python", "probe", "startup_environment"]
 

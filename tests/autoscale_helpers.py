@@ -12,9 +12,9 @@ from typing import Any
 from helpers import wait_until
 from kazoo.client import KazooClient
 
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store.autoscale_records import AutoscalePolicy
 from coordinator.daemon import CoordinatorDaemon
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store.autoscale_records import AutoscalePolicy
 from ordered import OrderedProducer
 
 __all__ = ["KEYS", "KeyOrder", "Traffic", "daemon_running", "fast_policy"]

@@ -24,10 +24,10 @@ from helpers import create_topic, unique
 from kazoo.client import KazooClient
 from kit import Kit
 
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import CONSUMER_BARRIER, FeatureRecord, LayoutStore
-from coordinator.client.zk import close_client, make_client, start_client
 from coordinator.control.controller import Controller
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import CONSUMER_BARRIER, FeatureRecord, LayoutStore
+from coordinator.kernel.zk import close_client, make_client, start_client
 from ordered import devcluster
 from ordered.devcluster.cluster import ClusterState
 

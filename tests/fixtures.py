@@ -3,7 +3,7 @@
 A pytest plugin (``pytest_plugins`` in ``conftest.py``). Fixtures: ``kazoo_factory``,
 ``zk``, ``make_producer``, ``make_consumer``, ``ordered_cli``. Helpers: :func:`lose_connection`,
 :func:`expire_session`, :func:`consume_all`, :func:`run_in_background`. Every ZooKeeper
-client comes from ``coordinator.client.zk``; nothing here fakes a server.
+client comes from ``coordinator.kernel.zk``; nothing here fakes a server.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from helpers import run_cli, wait_until
 from kazoo.client import KazooClient, KazooState
 from kazoo.protocol.connection import _CONNECTION_DROP
 
-from coordinator.client.store import ProducerRecord
-from coordinator.client.zk import close_client, make_client, start_client
+from coordinator.kernel.store import ProducerRecord
+from coordinator.kernel.zk import close_client, make_client, start_client
 from ordered import OrderedProducer, devcluster
 from ordered.consumer import OrderedConsumer
 from ordered.devcluster.cluster import ClusterState
@@ -49,7 +49,7 @@ __all__ = [
 
 @pytest.fixture
 def kazoo_factory(zk_hosts: str) -> Iterator[Callable[..., KazooClient]]:
-    """Make started kazoo clients (``coordinator.client.zk``); every one is closed at teardown.
+    """Make started kazoo clients (``coordinator.kernel.zk``); every one is closed at teardown.
 
     ``kazoo_factory(hosts=None, session_timeout_s=6.0, command_deadline_s=None)``:
     ``hosts`` defaults to ``zk_hosts``, the session ZooKeeper (no chroot).

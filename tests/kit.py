@@ -19,8 +19,8 @@ if TYPE_CHECKING:
     # Types only: the kit works whatever module path these classes live at.
     from kazoo.client import KazooClient
 
-    from coordinator.client.store import LayoutStore
     from coordinator.control.controller import Controller
+    from coordinator.kernel.store import LayoutStore
     from ordered import OrderedProducer
     from ordered.consumer import OrderedConsumer
 

@@ -26,13 +26,13 @@ from confluent_kafka.admin import (
 )
 from helpers import create_topic, unique
 
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import LayoutStore
-from coordinator.client.store.records import AclPolicyRecord
-from coordinator.client.zk import close_client, make_client, start_client
-from coordinator.client.zk_auth import ZkAuth
-from coordinator.client.zk_client import AuthClient
-from coordinator.client.zk_tls import CA, ENABLE, ZkTls
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import LayoutStore
+from coordinator.kernel.store.records import AclPolicyRecord
+from coordinator.kernel.zk import close_client, make_client, start_client
+from coordinator.kernel.zk_auth import ZkAuth
+from coordinator.kernel.zk_client import AuthClient
+from coordinator.kernel.zk_tls import CA, ENABLE, ZkTls
 from coordinator.security.acl_apply import apply_policy
 from ordered.devcluster import secure as devsecure
 from ordered.devcluster.cluster import ClusterState

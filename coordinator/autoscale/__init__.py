@@ -2,7 +2,7 @@
 
 See ``docs/autoscale.md``. :mod:`coordinator.autoscale.decide` is the pure rule,
 :mod:`coordinator.autoscale.runner` samples Kafka and acts, and the policy records
-live in :mod:`coordinator.client.store.autoscale`.
+live in :mod:`coordinator.kernel.store.autoscale`.
 """
 
 from coordinator.autoscale.decide import Action, Decision, RateSample, Thresholds, decide

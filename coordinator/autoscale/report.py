@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from coordinator.client.store import LayoutStore
-from coordinator.client.store.autoscale_records import AutoscalePolicy, AutoscaleStatus
+from coordinator.kernel.store import LayoutStore
+from coordinator.kernel.store.autoscale_records import AutoscalePolicy, AutoscaleStatus
 
 __all__ = ["autoscale_summary", "policy_text"]
 

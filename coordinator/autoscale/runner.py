@@ -1,7 +1,7 @@
 """The autoscaler the leading coordinator runs: sample, decide, act, record.
 
 Every ``interval`` seconds :meth:`Autoscaler.tick` reads the policies of the adopted
-topics (:mod:`coordinator.client.store.autoscale`), samples each topic's end offsets (the sum
+topics (:mod:`coordinator.kernel.store.autoscale`), samples each topic's end offsets (the sum
 over every physical partition; no broker metrics needed) and, for a policy with
 ``max_lag``, the consumer lag of its interested groups (:mod:`coordinator.groups.interest`,
 from the same end offsets), asks
@@ -29,18 +29,18 @@ from dataclasses import dataclass, field
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from coordinator.autoscale.decide import Action, Decision, RateSample, Thresholds, decide
-from coordinator.client.errors import OrderedError
-from coordinator.client.hooks import CoordinatorEvents
-from coordinator.client.identity import random_token
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import LayoutStore, TopicRecord
-from coordinator.client.store.autoscale_records import (
+from coordinator.control.controller import BarrierTimeoutError, Controller
+from coordinator.groups.interest import InterestSettings, topic_interest
+from coordinator.kernel.errors import OrderedError
+from coordinator.kernel.hooks import CoordinatorEvents
+from coordinator.kernel.identity import random_token
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import LayoutStore, TopicRecord
+from coordinator.kernel.store.autoscale_records import (
     DECISION_LOG_SIZE,
     AutoscalePolicy,
     AutoscaleStatus,
 )
-from coordinator.control.controller import BarrierTimeoutError, Controller
-from coordinator.groups.interest import InterestSettings, topic_interest
 
 __all__ = ["DEFAULT_AUTOSCALE_INTERVAL_S", "Autoscaler", "RecordSizer"]
 
@@ -142,7 +142,7 @@ class Autoscaler:
         controller: Runs the expansions and shrinks.
         identifier: The daemon's name, written into each status.
         progress: Called with a line for every decision that acts or changes.
-        events: Where every decision is reported (:mod:`coordinator.client.hooks`).
+        events: Where every decision is reported (:mod:`coordinator.kernel.hooks`).
         transition_timeout: Seconds one expansion or shrink may wait in the barrier
             before the autoscaler returns to its other topics (the epoch stays pending
             and the daemon completes it).

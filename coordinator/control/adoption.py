@@ -9,17 +9,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from coordinator.client.errors import (
+from coordinator.control.transition import (
+    _id_text,
+)
+from coordinator.kernel.errors import (
     LayoutError,
     StoreError,
     TransitionInProgressError,
 )
-from coordinator.client.kafka_admin import KafkaAdmin, KafkaTopic, UnknownTopicError
-from coordinator.client.store import EpochRecord, LayoutStore, TopicRecord
-from coordinator.client.topic_ids import check_topic_id
-from coordinator.control.transition import (
-    _id_text,
-)
+from coordinator.kernel.kafka_admin import KafkaAdmin, KafkaTopic, UnknownTopicError
+from coordinator.kernel.store import EpochRecord, LayoutStore, TopicRecord
+from coordinator.kernel.topic_ids import check_topic_id
 from linear_hash import ALGORITHMS
 
 __all__ = ["Adoption", "adopted_topic_deleted"]

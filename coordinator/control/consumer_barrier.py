@@ -18,16 +18,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Final
 
-from coordinator.client.errors import BarrierTimeoutError
-from coordinator.client.identity import random_token
-from coordinator.client.store import (
+from coordinator.kernel.errors import BarrierTimeoutError
+from coordinator.kernel.identity import random_token
+from coordinator.kernel.store import (
     CONSUMER_BARRIER,
     AnnouncementRecord,
     LayoutStore,
     TopicRecord,
 )
-from coordinator.client.store import paths as store_paths
-from coordinator.client.store.watches import watch_children_node
+from coordinator.kernel.store import paths as store_paths
+from coordinator.kernel.store.watches import watch_children_node
 
 __all__ = [
     "CONSUMER_ACK_BOUND_S",

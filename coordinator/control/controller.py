@@ -22,21 +22,6 @@ from kazoo.exceptions import KazooException, NoAuthError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 
-from coordinator.client.errors import (
-    BarrierTimeoutError,
-    LayoutError,
-    NotAdoptedError,
-    OrderedError,
-    StoreAuthError,
-    StoreError,
-    TransitionInProgressError,
-)
-from coordinator.client.hooks import CoordinatorEvents
-from coordinator.client.identity import process_identity
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.kafka_retry import RetryPolicy
-from coordinator.client.store import EpochRecord, LayoutStore, TopicRecord
-from coordinator.client.topic_ids import check_topic_id
 from coordinator.control.adoption import Adoption
 from coordinator.control.consumer_barrier import ConsumerBarrier
 from coordinator.control.transition import (
@@ -54,6 +39,21 @@ from coordinator.control.transition import (
     _waiting_text,
     barrier_status,
 )
+from coordinator.kernel.errors import (
+    BarrierTimeoutError,
+    LayoutError,
+    NotAdoptedError,
+    OrderedError,
+    StoreAuthError,
+    StoreError,
+    TransitionInProgressError,
+)
+from coordinator.kernel.hooks import CoordinatorEvents
+from coordinator.kernel.identity import process_identity
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.kafka_retry import RetryPolicy
+from coordinator.kernel.store import EpochRecord, LayoutStore, TopicRecord
+from coordinator.kernel.topic_ids import check_topic_id
 from linear_hash import key_flow
 
 __all__ = [
@@ -93,7 +93,7 @@ class Controller(Adoption):
         progress: Called with one line of progress at a time (e.g. while waiting).
         cancel: When set, a running barrier stops waiting (as on a timeout: the epoch
             stays pending); the daemon sets it on shutdown.
-        hooks: Objects that receive the epoch events (:mod:`coordinator.client.hooks`:
+        hooks: Objects that receive the epoch events (:mod:`coordinator.kernel.hooks`:
             published, barrier passed, sealed).
     """
 

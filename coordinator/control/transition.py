@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Final
 
-from coordinator.client.store import (
+from coordinator.kernel.store import (
     DEFAULT_DELIVERY_TIMEOUT_MS,
     EpochRecord,
     ProducerRecord,

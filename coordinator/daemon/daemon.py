@@ -18,7 +18,7 @@ connection listener only sets flags and logs the change (connection lost, restor
 session lost); losing the session ends the leadership at once (the election node is
 gone), and the daemon contends again after reconnecting.
 
-Every long-lived loop runs under a :class:`~coordinator.client.supervise.Supervisor`:
+Every long-lived loop runs under a :class:`~coordinator.kernel.supervise.Supervisor`:
 the election and scan loop (``scanner``), and while leading the ``position-relay``,
 the ``sweeper`` and the ``autoscaler``. An exception a loop does not expect is logged
 with its traceback, counted (``on_thread_restart``) and the loop restarts after a
@@ -48,16 +48,16 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 
 from coordinator.autoscale import DEFAULT_AUTOSCALE_INTERVAL_S, Autoscaler
-from coordinator.client.errors import OrderedError, StoreError, TransitionInProgressError
-from coordinator.client.hooks import CoordinatorEvents, ThreadEvents
-from coordinator.client.identity import process_identity
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.kafka_retry import RetryPolicy
-from coordinator.client.store import LayoutStore, paths
-from coordinator.client.store.records import TopicRecord
-from coordinator.client.supervise import Heartbeat, LoopHealth, SupervisionSettings, Supervisor
 from coordinator.control.controller import BarrierTimeoutError, Controller
 from coordinator.daemon.topic_cache import TopicCache
+from coordinator.kernel.errors import OrderedError, StoreError, TransitionInProgressError
+from coordinator.kernel.hooks import CoordinatorEvents, ThreadEvents
+from coordinator.kernel.identity import process_identity
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.kafka_retry import RetryPolicy
+from coordinator.kernel.store import LayoutStore, paths
+from coordinator.kernel.store.records import TopicRecord
+from coordinator.kernel.supervise import Heartbeat, LoopHealth, SupervisionSettings, Supervisor
 from coordinator.metrics.daemon_metrics import DaemonMetrics
 from coordinator.relay.position_relay import DEFAULT_CHECK_INTERVAL_S, PositionRelay
 from coordinator.trims.history_compaction import compact_all
@@ -115,13 +115,13 @@ class CoordinatorDaemon:
         autoscale_interval: Seconds between autoscaler ticks (topics with an
             ``ordered autoscale`` policy); ``0`` turns the autoscaler off.
         hooks: Objects that receive the daemon's events and those of its controller,
-            sweeper and relay (:mod:`coordinator.client.hooks`).
+            sweeper and relay (:mod:`coordinator.kernel.hooks`).
         metrics: Served metrics (:mod:`coordinator.metrics.daemon_metrics`) that get the events
             and the scrape-time state; closed when :meth:`run` returns.
         check_interval: Seconds between the scans (and relay rounds) that read
             ZooKeeper directly instead of the watch-kept caches.
         supervision: How its loops are restarted and when they count as unhealthy
-            (:class:`~coordinator.client.supervise.SupervisionSettings`).
+            (:class:`~coordinator.kernel.supervise.SupervisionSettings`).
     """
 
     def __init__(

@@ -7,10 +7,10 @@ listing); with a cache it reads a record once, then again only when its watch fi
 * the topic list: a children watch on ``{root}/topics`` (it only records the names and
   wakes the scan; :meth:`TopicCache.refresh`, on the scan's thread, starts the watch of
   a new topic and stops that of a removed one);
-* each topic's record: :meth:`~coordinator.client.store.LayoutStore.watch_topic`, whose results
+* each topic's record: :meth:`~coordinator.kernel.store.LayoutStore.watch_topic`, whose results
   arrive on kazoo's thread, where the cache only stores them and calls ``on_change``;
 * the names of each topic node's children
-  (:func:`~coordinator.client.store.watches.watch_children_node`): which topics have an
+  (:func:`~coordinator.kernel.store.watches.watch_children_node`): which topics have an
   autoscaling policy, so the autoscaler reads the policies of those topics only.
 
 Every ``check`` the scan reads everything directly instead (:meth:`TopicCache.check`)
@@ -25,10 +25,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from coordinator.client.errors import StoreError
-from coordinator.client.store import LayoutStore, Watch, paths
-from coordinator.client.store.records import TopicRecord
-from coordinator.client.store.watches import watch_children_node
+from coordinator.kernel.errors import StoreError
+from coordinator.kernel.store import LayoutStore, Watch, paths
+from coordinator.kernel.store.records import TopicRecord
+from coordinator.kernel.store.watches import watch_children_node
 
 __all__ = ["TopicCache"]
 

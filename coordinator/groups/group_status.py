@@ -31,12 +31,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from coordinator.client.errors import NotAdoptedError
-from coordinator.client.history import TopicHistory
-from coordinator.client.kafka_admin import GroupDescription, GroupMember, KafkaAdmin
-from coordinator.client.positions import Interest, PositionService
-from coordinator.client.store import EpochRecord, LayoutStore
-from coordinator.client.topic_ids import check_topic_id
+from coordinator.kernel.errors import NotAdoptedError
+from coordinator.kernel.history import TopicHistory
+from coordinator.kernel.kafka_admin import GroupDescription, GroupMember, KafkaAdmin
+from coordinator.kernel.positions import Interest, PositionService
+from coordinator.kernel.store import EpochRecord, LayoutStore
+from coordinator.kernel.topic_ids import check_topic_id
 from linear_hash.gating import GateEvaluator, OffsetMaps, Wait
 
 __all__ = [

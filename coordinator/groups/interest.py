@@ -14,7 +14,7 @@ and an ``EMPTY`` group whose commits are older than :attr:`InterestSettings.stal
 (default Kafka's own ``offsets.retention.minutes``, 7 days, after which Kafka itself
 drops an empty group's offsets). Kafka does not say when an offset was committed, so
 the age is measured from the first time the coordinator saw the offsets as they are
-(:class:`~coordinator.client.store.GroupSeenRecord`): a group first seen now is never stale.
+(:class:`~coordinator.kernel.store.GroupSeenRecord`): a group first seen now is never stale.
 
 A group that committed on the topic but not on partition ``p`` has consumed nothing of
 ``p``: it holds ``p`` at offset 0. If any group's offsets cannot be read (or the group
@@ -38,9 +38,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final
 
-from coordinator.client.errors import OrderedKafkaError, RecordCorruptError
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import GroupSeenRecord, LayoutStore
+from coordinator.kernel.errors import OrderedKafkaError, RecordCorruptError
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import GroupSeenRecord, LayoutStore
 
 __all__ = [
     "DEFAULT_STALE_AFTER_MS",

@@ -3,7 +3,7 @@
 :class:`DaemonMetrics` owns a registry with
 
 * the events of the daemon, its controller, sweeper and relay, through
-  :class:`~coordinator.client.prometheus.PrometheusHooks` (leadership, ZooKeeper session
+  :class:`~coordinator.kernel.prometheus.PrometheusHooks` (leadership, ZooKeeper session
   state, epochs published and sealed, barrier durations, trims, relay rounds), and
 * :class:`StateCollector`, read at each scrape: every adopted topic's epoch, active
   partitions, epochs held (what history compaction left) and pending barrier (its age
@@ -30,11 +30,11 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from coordinator.client.errors import ConfigError, OrderedError
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.prometheus import PrometheusHooks
-from coordinator.client.store import LayoutStore
 from coordinator.groups.interest import InterestSettings, topic_interest
+from coordinator.kernel.errors import ConfigError, OrderedError
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.prometheus import PrometheusHooks
+from coordinator.kernel.store import LayoutStore
 from coordinator.metrics.server import HealthSource, MetricsServer
 
 __all__ = [

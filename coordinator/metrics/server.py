@@ -2,7 +2,7 @@
 
 ``/metrics`` serves the registry, ``/healthz`` answers ``200 ok`` while every
 supervised loop is alive and progressing and ``503`` with one line per loop that is
-not (failing, stuck or dead, :mod:`coordinator.client.supervise`), as a liveness probe
+not (failing, stuck or dead, :mod:`coordinator.kernel.supervise`), as a liveness probe
 expects. Any other path is ``404`` with a short index: the metrics are no longer served
 at ``/`` (``prometheus_client.start_http_server`` answers every path with them).
 """
@@ -18,7 +18,7 @@ from typing import Final
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from coordinator.client.supervise import LoopHealth, unhealthy
+from coordinator.kernel.supervise import LoopHealth, unhealthy
 
 __all__ = ["HealthSource", "MetricsServer", "health_page"]
 

@@ -25,8 +25,8 @@ from typing import Any, Final
 
 from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
 
-from coordinator.client.kafka_retry import RetryPolicy
-from coordinator.client.supervise import Heartbeat
+from coordinator.kernel.kafka_retry import RetryPolicy
+from coordinator.kernel.supervise import Heartbeat
 
 __all__ = ["OFFSETS_TOPIC", "CommitTail", "parse_commit_key"]
 

@@ -1,6 +1,6 @@
 """The leader daemon's part of the position service: relay committed offsets to waiters.
 
-Consumers publish the boundary commits they make themselves (:mod:`coordinator.client.positions`),
+Consumers publish the boundary commits they make themselves (:mod:`coordinator.kernel.positions`),
 but a gate may wait on progress that no ordered consumer publishes: a commit by a plain
 consumer or by user code, a consumer that died between its commit and its publish, a
 group that commits with ``enable.auto.commit``. The relay closes that gap. In each
@@ -45,13 +45,13 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
-from coordinator.client.errors import OrderedError, StoreError
-from coordinator.client.hooks import CoordinatorEvents
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.positions import PositionService
-from coordinator.client.store import paths
-from coordinator.client.store.records import Progress
-from coordinator.client.supervise import SupervisionSettings, Supervisor
+from coordinator.kernel.errors import OrderedError, StoreError
+from coordinator.kernel.hooks import CoordinatorEvents
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.positions import PositionService
+from coordinator.kernel.store import paths
+from coordinator.kernel.store.records import Progress
+from coordinator.kernel.supervise import SupervisionSettings, Supervisor
 from coordinator.relay.commit_tail import CommitTail
 from coordinator.relay.wait_cache import WaitCache, Waits, read_waits
 
@@ -79,7 +79,7 @@ class PositionRelay:
         interval: Seconds between rounds.
         progress: Called with one line when a round fails in a new way.
         hooks: Objects that receive an ``on_relay_round`` event per completed round
-            (:mod:`coordinator.client.hooks`).
+            (:mod:`coordinator.kernel.hooks`).
         check_interval: Seconds between the rounds that read the interest from
             ZooKeeper itself (the safety check of the cache).
         tail_commits: Tail ``__consumer_offsets`` (:mod:`coordinator.relay.commit_tail`) to

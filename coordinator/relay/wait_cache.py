@@ -1,18 +1,18 @@
 """The declared waits of every consumer group, kept current by ZooKeeper watches.
 
 The position relay needs, every round, what each group's members wait on (their
-interest records, :mod:`coordinator.client.positions`). Reading them from ZooKeeper every
+interest records, :mod:`coordinator.kernel.positions`). Reading them from ZooKeeper every
 round costs a request per group, topic and member, one after another. This cache reads
 them once and then only what a watch reports changed:
 
 * ``{root}/groups``: the groups (a children watch);
 * ``{root}/groups/{g}/interest``: the topics some member of ``g`` waits in;
 * ``{root}/groups/{g}/interest/{topic}``: the waiting members;
-* ``.../{member}``: each member's :class:`~coordinator.client.store.records.Interest` (a data
+* ``.../{member}``: each member's :class:`~coordinator.kernel.store.records.Interest` (a data
   watch).
 
-Every watch is :func:`~coordinator.client.store.watches.watch_node` or
-:func:`~coordinator.client.store.watches.watch_children_node`: every read is asynchronous and
+Every watch is :func:`~coordinator.kernel.store.watches.watch_node` or
+:func:`~coordinator.kernel.store.watches.watch_children_node`: every read is asynchronous and
 its result arrives on kazoo's thread, where the cache only updates dictionaries under a
 lock and calls ``on_change`` (which must not block). A watch whose node left its
 parent's children is stopped with everything below it, and a late result of a stopped
@@ -35,10 +35,10 @@ from collections.abc import Callable
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from coordinator.client.errors import StoreError
-from coordinator.client.store import Watch, paths
-from coordinator.client.store.records import Interest
-from coordinator.client.store.watches import watch_children_node, watch_node
+from coordinator.kernel.errors import StoreError
+from coordinator.kernel.store import Watch, paths
+from coordinator.kernel.store.records import Interest
+from coordinator.kernel.store.watches import watch_children_node, watch_node
 
 __all__ = ["WaitCache", "Waits", "read_waits"]
 

@@ -3,7 +3,7 @@
 :func:`apply_policy` writes the policy record (``{root}/acl``) that every client reads
 for the nodes it creates, creates the nodes each role needs to exist (the root,
 ``topics``, ``groups``, each topic's ``producers``), and sets on every existing node the
-ACL :func:`coordinator.client.zk_acl.acl_for_existing` gives it. It is idempotent (a second
+ACL :func:`coordinator.kernel.zk_acl.acl_for_existing` gives it. It is idempotent (a second
 run changes nothing) and ``dry_run`` only reports what it would do.
 
 The identity that applies must keep its access: a coordinator identity, or a ZooKeeper
@@ -21,9 +21,9 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.security import ACL
 
-from coordinator.client.store import paths
-from coordinator.client.store.records import AclPolicyRecord
-from coordinator.client.zk_acl import acl_for_existing, acl_for_new, acl_text, is_open, policy_path
+from coordinator.kernel.store import paths
+from coordinator.kernel.store.records import AclPolicyRecord
+from coordinator.kernel.zk_acl import acl_for_existing, acl_for_new, acl_text, is_open, policy_path
 
 __all__ = [
     "AclChange",

@@ -2,14 +2,14 @@
 
 :func:`compact_topic` reads the topic's epochs and Kafka's log start offsets, asks the
 pure rule (:func:`linear_hash.compact.compactable`) which oldest epochs can go, and
-removes them through :meth:`~coordinator.client.store.LayoutStore.drop_epochs` (validated
+removes them through :meth:`~coordinator.kernel.store.LayoutStore.drop_epochs` (validated
 before any write, oldest first, idempotent). ``ordered compact TOPIC`` runs it once; the
 coordinator daemon's leader runs it for every adopted topic after each sweep (trims and
 consumed retention are what move log starts).
 
 A retired partition is known by the shrink epoch that retired it; before that epoch
 goes, its retirement (epoch, final offset, trimmed) is written to the partition's
-:class:`~coordinator.client.store.RetiredRecord`, where
+:class:`~coordinator.kernel.store.RetiredRecord`, where
 :func:`~coordinator.trims.trim_rules.retired_partitions` finds it afterwards.
 """
 
@@ -20,10 +20,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.client.errors import NotAdoptedError, OrderedError
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import LayoutStore
-from coordinator.client.topic_ids import check_topic_id
+from coordinator.kernel.errors import NotAdoptedError, OrderedError
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import LayoutStore
+from coordinator.kernel.topic_ids import check_topic_id
 from coordinator.trims.trim_rules import retired_partitions, trimmed_record
 from linear_hash.compact import Compaction, compactable
 from linear_hash.gating import EpochInfo
@@ -43,7 +43,7 @@ class CompactionReport:
         dry_run: Nothing was written.
         log_starts: Partition -> the log start offset the rule used.
         recorded: Retired partitions whose shrink epoch goes: their retirement is kept
-            in their :class:`~coordinator.client.store.RetiredRecord` (written first).
+            in their :class:`~coordinator.kernel.store.RetiredRecord` (written first).
     """
 
     topic: str

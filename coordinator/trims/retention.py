@@ -13,7 +13,7 @@ Kafka cannot delete a partition, so a trimmed one stays, empty, and a later expa
 re-activates it (the controller only creates partitions Kafka lacks); the sweep then
 drops its record. Which partitions are retired, and their final offsets, follow from
 the epoch history; the store keeps only the state
-(:class:`~coordinator.client.store.RetiredRecord`).
+(:class:`~coordinator.kernel.store.RetiredRecord`).
 
 :class:`Sweeper` is the daemon's drain monitor and consumed-retention sweep: per
 adopted topic it trims every draining partition that every interested group has
@@ -31,11 +31,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from coordinator.client.errors import NotAdoptedError, OrderedError, OrderedKafkaError
-from coordinator.client.hooks import CoordinatorEvents
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import LayoutStore, RetiredRecord
 from coordinator.groups.interest import GroupHold, InterestSettings, topic_interest
+from coordinator.kernel.errors import NotAdoptedError, OrderedError, OrderedKafkaError
+from coordinator.kernel.hooks import CoordinatorEvents
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import LayoutStore, RetiredRecord
 from coordinator.trims.trim import PartitionTrim, Trimmer
 from coordinator.trims.trim_rules import (
     RetiredPartition,
@@ -194,7 +194,7 @@ class Sweeper:
         admin: Kafka admin helpers.
         settings: How to trim.
         progress: Called with one line per trim or problem.
-        hooks: Objects that receive an ``on_trim`` event per trim (:mod:`coordinator.client.hooks`).
+        hooks: Objects that receive an ``on_trim`` event per trim (:mod:`coordinator.kernel.hooks`).
     """
 
     def __init__(

@@ -32,9 +32,9 @@ from typing import Any, Final, Protocol
 
 from confluent_kafka import KafkaError
 
-from coordinator.client.errors import OrderedKafkaError, TrimRequestError
-from coordinator.client.kafka_admin import DeleteOutcome, UnknownTopicError, WaitReport
-from coordinator.client.kafka_retry import RetryPolicy
+from coordinator.kernel.errors import OrderedKafkaError, TrimRequestError
+from coordinator.kernel.kafka_admin import DeleteOutcome, UnknownTopicError, WaitReport
+from coordinator.kernel.kafka_retry import RetryPolicy
 
 __all__ = [
     "ERROR_RULES",
@@ -279,7 +279,7 @@ class TrimReport:
 
 
 class TrimAdmin(Protocol):
-    """What a trim needs from Kafka (:class:`~coordinator.client.kafka_admin.KafkaAdmin` has it)."""
+    """What a trim needs from Kafka (:class:`~coordinator.kernel.kafka_admin.KafkaAdmin` has it)."""
 
     def partition_count(self, topic: str) -> int:
         """Partitions of ``topic`` in Kafka."""

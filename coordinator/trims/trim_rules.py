@@ -23,8 +23,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from coordinator.client.errors import LayoutError
-from coordinator.client.store import EpochRecord, RetiredRecord, TopicRecord
+from coordinator.kernel.errors import LayoutError
+from coordinator.kernel.store import EpochRecord, RetiredRecord, TopicRecord
 
 __all__ = [
     "CommittedFloor",

@@ -28,7 +28,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from coordinator.client.confluent_private import aio_common as _common
+from coordinator.kernel.confluent_private import aio_common as _common
 from ordered.listener import PartitionKeyRebalanceListener
 
 __all__ = [

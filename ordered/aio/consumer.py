@@ -24,7 +24,7 @@ import asyncio
 import concurrent.futures
 from typing import Any
 
-from coordinator.client.confluent_private import aio_common as _common
+from coordinator.kernel.confluent_private import aio_common as _common
 from ordered.aio.calls import Built, Late, OneAtATime, wrap_listener
 from ordered.consumer import OrderedConsumer
 from ordered.consumer_config import split_consumer_config

@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar, cast
 from confluent_kafka.error import ConsumeError, KeyDeserializationError, ValueDeserializationError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from coordinator.client.confluent_private import async_close_serdes, asyncinit, maybe_await
+from coordinator.kernel.confluent_private import async_close_serdes, asyncinit, maybe_await
 from ordered.aio.consumer import OrderedAIOConsumer
 from ordered.consumer import OrderedConsumer
 from ordered.serde_setup import async_build_with_serdes

@@ -35,12 +35,12 @@ import concurrent.futures
 import logging
 from typing import Any, cast
 
-from coordinator.client.confluent_private import (
+from coordinator.kernel.confluent_private import (
     BufferTimeoutManager,
     ProducerBatchExecutor,
     ProducerBatchManager,
 )
-from coordinator.client.confluent_private import aio_common as _common
+from coordinator.kernel.confluent_private import aio_common as _common
 from ordered.aio.calls import Built, Late, async_call
 from ordered.producer import OrderedProducer
 from ordered.producer.config import split_producer_config

@@ -22,7 +22,7 @@ from typing import Any, Generic, TypeVar
 from confluent_kafka.error import KeySerializationError, ValueSerializationError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from coordinator.client.confluent_private import async_close_serdes, asyncinit, maybe_await
+from coordinator.kernel.confluent_private import async_close_serdes, asyncinit, maybe_await
 from ordered.aio.producer import OrderedAIOProducer
 from ordered.producer import OrderedProducer
 from ordered.serde_setup import async_build_with_serdes

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from coordinator.client.errors import OrderedError
+from coordinator.kernel.errors import OrderedError
 from ordered.chaos.net_faults import NET_KINDS, NetFaults
 from ordered.chaos.processes import Slot, Slots
 from ordered.chaos.schedule import FaultKind, ScheduledFault, ScheduleShape
@@ -451,7 +451,7 @@ class FaultRunner:
             self._offset_reset()
 
     def _wait_brokers(self, timeout: float = 180.0) -> None:
-        from coordinator.client.kafka_admin import KafkaAdmin
+        from coordinator.kernel.kafka_admin import KafkaAdmin
 
         admin = KafkaAdmin(self.conn.bootstrap, timeout=5.0, config={"log_level": 0})
         deadline = time.monotonic() + timeout
@@ -462,9 +462,9 @@ class FaultRunner:
             time.sleep(1.0)
 
     def _offset_reset(self) -> None:
-        from coordinator.client.errors import OrderedKafkaError
-        from coordinator.client.kafka_admin import KafkaAdmin
-        from coordinator.client.kafka_retry import RetryPolicy
+        from coordinator.kernel.errors import OrderedKafkaError
+        from coordinator.kernel.kafka_admin import KafkaAdmin
+        from coordinator.kernel.kafka_retry import RetryPolicy
 
         members = [s for s in self.slots.slots.values() if s.group == "replay"]
         for slot in members:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, TypeVar
 
-from coordinator.client.errors import StateTransitionError
+from coordinator.kernel.errors import StateTransitionError
 
 __all__ = ["TRANSITIONS", "FaultProxy", "Mode", "ProxyHost", "ProxyStats"]
 

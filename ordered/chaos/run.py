@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coordinator.client.errors import OrderedError, RunInterruptedError
+from coordinator.kernel.errors import OrderedError, RunInterruptedError
 from ordered import devcluster
 from ordered.chaos.faults import FaultRunner
 from ordered.chaos.net_faults import NetFaults, NetProxies, totals
@@ -268,7 +268,7 @@ class _Connection:
 
 
 def _create_and_adopt(conn: _Connection, topic: str, shape: ScheduleShape, brokers: int) -> None:
-    from coordinator.client.kafka_admin import KafkaAdmin
+    from coordinator.kernel.kafka_admin import KafkaAdmin
 
     admin = KafkaAdmin(conn.bootstrap, timeout=60.0)
     admin.create_topics([topic], shape.initial, replication=min(brokers, 3))

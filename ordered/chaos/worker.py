@@ -26,8 +26,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from coordinator.client.errors import OrderedError
-from coordinator.client.zk import KAZOO_LOGGER, expire_session
+from coordinator.kernel.errors import OrderedError
+from coordinator.kernel.zk import KAZOO_LOGGER, expire_session
 from ordered.chaos.pipeline import run_pipeline
 from ordered.chaos.spark_reader import exec_driver
 from ordered.verify import HistoryWriter, VerifiableProducer, VerifiableReader

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from importlib import metadata
 from typing import NoReturn
 
-from coordinator.client.errors import OrderedError
+from coordinator.kernel.errors import OrderedError
 from ordered.cli import (
     acl,
     admin,

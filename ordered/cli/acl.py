@@ -23,13 +23,13 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoAuthError
 
-from coordinator.client.errors import StoreAuthError, StoreUnavailableError, UsageError
-from coordinator.client.kafka_security import load_properties
-from coordinator.client.store import DEFAULT_ROOT
-from coordinator.client.store.records import AclPolicyRecord
-from coordinator.client.zk import close_client, make_client, start_client
-from coordinator.client.zk_acl import parse_identity
-from coordinator.client.zk_auth import ZkAuth
+from coordinator.kernel.errors import StoreAuthError, StoreUnavailableError, UsageError
+from coordinator.kernel.kafka_security import load_properties
+from coordinator.kernel.store import DEFAULT_ROOT
+from coordinator.kernel.store.records import AclPolicyRecord
+from coordinator.kernel.zk import close_client, make_client, start_client
+from coordinator.kernel.zk_acl import parse_identity
+from coordinator.kernel.zk_auth import ZkAuth
 from coordinator.security.acl_apply import ApplyResult, apply_policy, change_dict, show_acls
 from ordered import devcluster
 from ordered.cli.options import seconds

@@ -19,9 +19,9 @@ from types import FrameType
 from typing import Any, Final
 
 from coordinator.autoscale import DEFAULT_AUTOSCALE_INTERVAL_S
-from coordinator.client.errors import ConfigError, TransitionInProgressError
 from coordinator.control.controller import Controller, TransitionResult
 from coordinator.daemon import CoordinatorDaemon
+from coordinator.kernel.errors import ConfigError, TransitionInProgressError
 from coordinator.metrics.daemon_metrics import (
     DEFAULT_METRICS_ADDRESS,
     open_metrics,

@@ -13,8 +13,8 @@ import time
 from typing import Final
 
 from coordinator.autoscale.report import autoscale_summary, policy_text
-from coordinator.client.errors import CommandLineError, NotAdoptedError, UsageError
-from coordinator.client.store.autoscale_records import AutoscalePolicy
+from coordinator.kernel.errors import CommandLineError, NotAdoptedError, UsageError
+from coordinator.kernel.store.autoscale_records import AutoscalePolicy
 from ordered.cli.admin import common_arguments, connect
 from ordered.cli.options import MAX_PARTITIONS, FloatArg, IntArg
 from ordered.cli.output import emit

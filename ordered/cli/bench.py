@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any, Final
 
-from coordinator.client.errors import OrderedError, UsageError
+from coordinator.kernel.errors import OrderedError, UsageError
 from ordered import devcluster
 from ordered.cli.bench_aio import AIO_QUICK
 from ordered.cli.bench_calls import CALLS_QUICK

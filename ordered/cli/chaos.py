@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from coordinator.client.errors import RunInterruptedError
+from coordinator.kernel.errors import RunInterruptedError
 from ordered.chaos.run import ChaosOptions, remove_workdir, run_chaos
 from ordered.cli.options import MAX_SECONDS, FloatArg, IntArg
 from ordered.cli.output import emit, error, progress

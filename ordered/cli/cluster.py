@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-from coordinator.client.errors import ClusterError
+from coordinator.kernel.errors import ClusterError
 from ordered import devcluster
 from ordered.cli import cluster_env
 from ordered.cli.options import IntArg, cluster_dir_arguments, seconds

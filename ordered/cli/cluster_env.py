@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from coordinator.client.errors import ClusterError
+from coordinator.kernel.errors import ClusterError
 from ordered import devcluster
 from ordered.cli.admin import BOOTSTRAP_ENV, ZOOKEEPER_ENV
 from ordered.cli.options import cluster_dir_arguments

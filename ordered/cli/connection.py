@@ -18,10 +18,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import DEFAULT_ROOT, LayoutStore, TopicRecord
-from coordinator.client.store.paths import check_root
-from coordinator.client.zk import close_client, make_client, start_client
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import DEFAULT_ROOT, LayoutStore, TopicRecord
+from coordinator.kernel.store.paths import check_root
+from coordinator.kernel.zk import close_client, make_client, start_client
 from ordered import devcluster
 from ordered.cli.options import (
     CommandLineError,

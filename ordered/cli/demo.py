@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from coordinator.client.errors import CommandLineError
-from coordinator.client.store import DEFAULT_ROOT
+from coordinator.kernel.errors import CommandLineError
+from coordinator.kernel.store import DEFAULT_ROOT
 from ordered.cli.options import MAX_SECONDS, FloatArg, IntArg
 from ordered.cli.output import emit
 

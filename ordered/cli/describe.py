@@ -22,10 +22,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from coordinator.autoscale.report import autoscale_summary
-from coordinator.client.errors import OrderedKafkaError
-from coordinator.client.kafka_admin import KafkaTopic, UnknownTopicError
-from coordinator.client.store import EpochRecord, ProducerRecord, TopicRecord
-from coordinator.client.topic_ids import check_topic_id
 from coordinator.control.adoption import adopted_topic_deleted
 from coordinator.control.controller import (
     DEFAULT_DELIVERY_TIMEOUT_MS,
@@ -34,6 +30,10 @@ from coordinator.control.controller import (
 )
 from coordinator.groups.group_status import GroupStatus, group_status, topic_groups
 from coordinator.groups.interest import GroupHold, topic_interest
+from coordinator.kernel.errors import OrderedKafkaError
+from coordinator.kernel.kafka_admin import KafkaTopic, UnknownTopicError
+from coordinator.kernel.store import EpochRecord, ProducerRecord, TopicRecord
+from coordinator.kernel.topic_ids import check_topic_id
 from coordinator.trims.retention import RetiredStatus, retired_status
 from ordered.cli.connection import Connections, common_arguments, connect, topic_text
 from ordered.cli.options import CommandLineError, interest_arguments, interest_settings, topic_name

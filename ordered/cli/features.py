@@ -15,9 +15,9 @@ import argparse
 import time
 from typing import Any
 
-from coordinator.client.errors import UsageError
-from coordinator.client.identity import process_identity
-from coordinator.client.store import FEATURES, FeatureRecord, LayoutStore
+from coordinator.kernel.errors import UsageError
+from coordinator.kernel.identity import process_identity
+from coordinator.kernel.store import FEATURES, FeatureRecord, LayoutStore
 from ordered.cli.admin import common_arguments, connect
 from ordered.cli.output import emit
 

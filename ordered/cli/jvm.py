@@ -20,7 +20,7 @@ import argparse
 import os
 from pathlib import Path
 
-from coordinator.client.errors import JarNotBuiltError
+from coordinator.kernel.errors import JarNotBuiltError
 from ordered.cli.output import emit
 
 __all__ = ["JAR_ENV", "SPARK_LINES", "JarNotBuiltError", "add_parser", "jar_path", "spark_jar_path"]

@@ -8,8 +8,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from coordinator.client.errors import StoreError
-from coordinator.client.store import TopicRecord
+from coordinator.kernel.errors import StoreError
+from coordinator.kernel.store import TopicRecord
 from ordered.cli.admin import common_arguments, connect
 from ordered.cli.output import emit
 

@@ -12,8 +12,8 @@ import re
 from pathlib import Path
 from typing import Final
 
-from coordinator.client.errors import CommandLineError, ConfigError
 from coordinator.groups.interest import DEFAULT_STALE_AFTER_MS, InterestSettings
+from coordinator.kernel.errors import CommandLineError, ConfigError
 from ordered.settings import INT32_MAX, INT64_MAX, parse_zookeeper_connect
 
 __all__ = [

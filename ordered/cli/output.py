@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Any, Final
 
-from coordinator.client.zk import KAZOO_LOGGER
+from coordinator.kernel.zk import KAZOO_LOGGER
 
 __all__ = [
     "LIBRDKAFKA_LOGGER",

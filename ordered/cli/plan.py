@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.client.errors import LayoutError, NotAdoptedError, TransitionInProgressError
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import LayoutStore, ProducerRecord, TopicRecord
-from coordinator.client.topic_ids import check_topic_id
+from coordinator.kernel.errors import LayoutError, NotAdoptedError, TransitionInProgressError
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import LayoutStore, ProducerRecord, TopicRecord
+from coordinator.kernel.topic_ids import check_topic_id
 from linear_hash import key_flow
 
 __all__ = [

@@ -2,10 +2,10 @@
 
 Kafka: ``--command-config FILE`` takes Java client properties, as Kafka's own tools do
 (``security.protocol``, ``sasl.mechanism``, ``sasl.jaas.config``, ``ssl.*``;
-translated by :func:`coordinator.client.kafka_security.translate`). The file may also hold
+translated by :func:`coordinator.kernel.kafka_security.translate`). The file may also hold
 ``bootstrap.servers``, ``ordered.zookeeper.connect``, ``ordered.zookeeper.auth`` and
 the ``ordered.zookeeper.ssl.*`` settings (ZooKeeper over TLS, checked as the clients
-check them: :mod:`coordinator.client.zk_tls`).
+check them: :mod:`coordinator.kernel.zk_tls`).
 
 ZooKeeper credentials (``SCHEME:USER:PASSWORD``), first found wins:
 ``--zookeeper-auth``, ``$ORDERED_ZOOKEEPER_AUTH``, ``ordered.zookeeper.auth`` in the
@@ -23,11 +23,11 @@ from typing import Any
 
 from kazoo.exceptions import KazooException, NoAuthError
 
-from coordinator.client.errors import ConfigError, StoreAuthError, StoreUnavailableError
-from coordinator.client.kafka_security import load_properties, translate
-from coordinator.client.store import LayoutStore, TopicRecord
-from coordinator.client.zk_auth import NO_AUTH, ZkAuth
-from coordinator.client.zk_tls import NO_TLS, TLS_KEYS, ZkTls
+from coordinator.kernel.errors import ConfigError, StoreAuthError, StoreUnavailableError
+from coordinator.kernel.kafka_security import load_properties, translate
+from coordinator.kernel.store import LayoutStore, TopicRecord
+from coordinator.kernel.zk_auth import NO_AUTH, ZkAuth
+from coordinator.kernel.zk_tls import NO_TLS, TLS_KEYS, ZkTls
 from coordinator.security.acl_apply import tree_is_open
 from ordered import devcluster
 from ordered.settings import Role, parse_settings
@@ -53,7 +53,7 @@ class Security:
         zookeeper_auth: The ZooKeeper credentials (or :data:`NO_AUTH`).
         zookeeper: ``ordered.zookeeper.connect`` from the command config, if any.
         zookeeper_tls: ZooKeeper over TLS (``ordered.zookeeper.ssl.*`` in the command
-            config), or :data:`~coordinator.client.zk_tls.NO_TLS`.
+            config), or :data:`~coordinator.kernel.zk_tls.NO_TLS`.
     """
 
     kafka: dict[str, str] = field(default_factory=dict)

@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 from typing import Any, Final
 
-from coordinator.client.errors import NotAdoptedError, TrimRequestError
-from coordinator.client.store import RetentionRecord
 from coordinator.groups.interest import topic_interest
+from coordinator.kernel.errors import NotAdoptedError, TrimRequestError
+from coordinator.kernel.store import RetentionRecord
 from coordinator.trims.retention import consumed_targets
 from coordinator.trims.trim import Trimmer, TrimReport, validate
 from ordered.cli.admin import Connections, common_arguments, connect

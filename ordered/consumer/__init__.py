@@ -70,7 +70,7 @@ pure; one shell carries out what it asks for; the stages of a call around them:
   ``pause``/``resume`` (:class:`~ordered.consumer.state.PauseArbiter`);
 * :mod:`~ordered.consumer.probe`: the log-start probe;
 * :mod:`~ordered.consumer.counters`: the counters behind ``metrics`` (the first hook;
-  events go through :mod:`coordinator.client.hooks`);
+  events go through :mod:`coordinator.kernel.hooks`);
 * :mod:`~ordered.consumer.layouts`: histories, their watcher, the fetch check;
 * :mod:`~ordered.consumer.partition`: one partition's state, pure: its gate, pause
   wishes and stash, its announcement, its replay marks;

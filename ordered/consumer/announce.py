@@ -29,7 +29,7 @@ from ordered.consumer.partition import AnnounceState
 from ordered.consumer.state import Core
 
 if TYPE_CHECKING:
-    from coordinator.client.positions import PositionService
+    from coordinator.kernel.positions import PositionService
 
 __all__ = ["Announcer"]
 

@@ -11,7 +11,7 @@ outside it. Two depths (:class:`RecordAudit`):
   goes to the checked path.
 * :meth:`RecordAudit.check`, for the checked path, one record at a time: a
   contradiction counts in :attr:`OrderedConsumer.violations`, logs, or raises
-  :class:`~coordinator.client.errors.OrderViolationError` with
+  :class:`~coordinator.kernel.errors.OrderViolationError` with
   ``ordered.violation.policy=raise``.
 
 Every key the audit routes goes through :data:`route` (one key) or
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from confluent_kafka import Message
 
-from coordinator.client.errors import OrderViolationError
+from coordinator.kernel.errors import OrderViolationError
 from linear_hash import Layout
 from linear_hash.gating import epoch_range
 from ordered.compiled import compiled_module, compiled_router

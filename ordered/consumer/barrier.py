@@ -40,10 +40,10 @@ from typing import Any, Final, Protocol
 
 from kazoo.exceptions import NoNodeError
 
-from coordinator.client.errors import StateTransitionError, StoreError
-from coordinator.client.history import HistoryWatcher, SessionState
-from coordinator.client.identity import host_name, random_token
-from coordinator.client.store import (
+from coordinator.kernel.errors import StateTransitionError, StoreError
+from coordinator.kernel.history import HistoryWatcher, SessionState
+from coordinator.kernel.identity import host_name, random_token
+from coordinator.kernel.store import (
     CONSUMER_BARRIER,
     AnnouncementRecord,
     BarrierAck,
@@ -52,8 +52,8 @@ from coordinator.client.store import (
     LayoutStore,
     RewindAck,
 )
-from coordinator.client.store import paths as store_paths
-from coordinator.client.store.base import Watch
+from coordinator.kernel.store import paths as store_paths
+from coordinator.kernel.store.base import Watch
 
 __all__ = [
     "BARRIER_TRANSITIONS",
@@ -112,7 +112,7 @@ BARRIER_TRANSITIONS: Final[dict[BarrierState, frozenset[BarrierState]]] = {
 
 
 def check_barrier_transition(old: BarrierState, new: BarrierState) -> None:
-    """Raise :class:`~coordinator.client.errors.StateTransitionError` for an unlisted move."""
+    """Raise :class:`~coordinator.kernel.errors.StateTransitionError` for an unlisted move."""
     if new not in BARRIER_TRANSITIONS[old]:
         raise StateTransitionError(
             f"consumer barrier: {old.name} -> {new.name} is not a transition"

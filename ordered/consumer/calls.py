@@ -79,8 +79,8 @@ from typing import Any
 
 from confluent_kafka import TopicPartition
 
-from coordinator.client.errors import StoreError
-from coordinator.client.history import SessionState
+from coordinator.kernel.errors import StoreError
+from coordinator.kernel.history import SessionState
 from ordered.consumer.announce import Announcer
 from ordered.consumer.fetch import Fetcher
 from ordered.consumer.judge import BatchFilter, GateChecker, GateDecider

@@ -1,7 +1,7 @@
 """The consumer's own counters: the default hook behind ``OrderedConsumer.metrics``.
 
 Every count is written here and only here, by the event that it counts (the consumer
-reports its events through :class:`coordinator.client.hooks.ConsumerEvents`, and this hook is
+reports its events through :class:`coordinator.kernel.hooks.ConsumerEvents`, and this hook is
 always the first one). :meth:`ConsumerCounters.as_dict` is the read-only snapshot the
 consumer's ``metrics`` property returns.
 """

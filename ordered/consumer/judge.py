@@ -49,7 +49,7 @@ Re-checks
 A closed gate holds its partition ``BLOCKED``. :meth:`GateChecker.recheck_blocked`
 asks the :class:`~ordered.consumer.judge.GateDecider` again, once per topic for all
 its held partitions, every ``ordered.gate.poll.interval.ms``, or at once when the
-position service (:mod:`coordinator.client.positions`) says that something a gate waits on
+position service (:mod:`coordinator.kernel.positions`) says that something a gate waits on
 was committed. Only Kafka's committed offsets open a gate: the service only makes the
 re-check prompt.
 """
@@ -64,14 +64,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from confluent_kafka import KafkaException, Message, TopicPartition
 
-from coordinator.client.errors import StoreError
+from coordinator.kernel.errors import StoreError
 from ordered.compaction import is_tombstone_copy
 from ordered.consumer.audit import KEY_MEMO, RecordAudit, audit_span
 from ordered.consumer.partition import AnnounceState, GateEvent, GateState
 from ordered.consumer.scan import SCAN, SCAN_MOST
 
 if TYPE_CHECKING:
-    from coordinator.client.positions import PositionService, Progress
+    from coordinator.kernel.positions import PositionService, Progress
     from linear_hash.gating import GateEvaluator, Wait
     from ordered.consumer.layouts import TopicView
     from ordered.consumer.partition import PartState

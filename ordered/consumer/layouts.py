@@ -1,9 +1,9 @@
 """Layout loading for the consumer: topic histories, their watcher, the fetch check.
 
 Each subscribed or assigned topic has a :class:`TopicView`: its
-:class:`~coordinator.client.history.TopicHistory` (read with :func:`load_history`, which syncs
+:class:`~coordinator.kernel.history.TopicHistory` (read with :func:`load_history`, which syncs
 ZooKeeper first) and a :class:`~linear_hash.gating.GateEvaluator` kept across reloads
-(it caches satisfied gates). A :class:`~coordinator.client.history.HistoryWatcher` marks
+(it caches satisfied gates). A :class:`~coordinator.kernel.history.HistoryWatcher` marks
 topics dirty from kazoo's thread; they are reloaded on the poll thread.
 
 **The fetch check** (``docs/protocol.md``, "Consumers and a new epoch"): a producer may
@@ -53,11 +53,11 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from coordinator.client.errors import StateTransitionError, StoreError, TopicIdMismatchError
-from coordinator.client.history import HistoryWatcher, SessionState, TopicHistory, load_history
-from coordinator.client.store import LayoutStore, TopicRecord
-from coordinator.client.store import paths as store_paths
-from coordinator.client.topic_ids import TopicIds
+from coordinator.kernel.errors import StateTransitionError, StoreError, TopicIdMismatchError
+from coordinator.kernel.history import HistoryWatcher, SessionState, TopicHistory, load_history
+from coordinator.kernel.store import LayoutStore, TopicRecord
+from coordinator.kernel.store import paths as store_paths
+from coordinator.kernel.topic_ids import TopicIds
 from linear_hash.gating import EpochInfo, GateEvaluator
 from ordered.consumer.barrier import BarrierClient
 from ordered.consumer.checks import ANSWERED, AuditSpan, FetchCheck
@@ -99,7 +99,7 @@ LAYOUT_TRANSITIONS: dict[LayoutState, frozenset[LayoutState]] = {
 
 
 def check_layout_transition(old: LayoutState, new: LayoutState) -> None:
-    """Raise :class:`~coordinator.client.errors.StateTransitionError` for an unlisted move."""
+    """Raise :class:`~coordinator.kernel.errors.StateTransitionError` for an unlisted move."""
     if new not in LAYOUT_TRANSITIONS[old]:
         raise StateTransitionError(
             f"consumer layouts: {old.name} -> {new.name} is not a transition"
@@ -172,7 +172,7 @@ class LayoutTracker:
     """The topics this consumer reads, their histories, and the session state.
 
     Args:
-        client: A started kazoo client (from :mod:`coordinator.client.zk`).
+        client: A started kazoo client (from :mod:`coordinator.kernel.zk`).
         root: The store root.
         check_timeout: How long :meth:`finish_check` waits for ZooKeeper.
         check_rate: ``ordered.layout.check.max.requests.per.s``: the most ZooKeeper

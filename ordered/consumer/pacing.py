@@ -10,7 +10,7 @@ second of them wait a whole slot.
 
 from __future__ import annotations
 
-from coordinator.client.clock import SYSTEM_CLOCK, Clock
+from coordinator.kernel.clock import SYSTEM_CLOCK, Clock
 
 __all__ = ["CHECK_BURST", "CheckPacer"]
 

@@ -50,7 +50,7 @@ records, else open)::
     FREE/GATED/DRAINING --LAYOUT_BACK--> unheld     the layout is readable again
     any                 --SOUGHT--> open            the application sought: stash dropped
 
-Every other (state, event) pair is a :class:`~coordinator.client.errors.StateTransitionError`.
+Every other (state, event) pair is a :class:`~coordinator.kernel.errors.StateTransitionError`.
 A revoked, lost or unassigned partition's gate is simply dropped.
 
 The announcement
@@ -68,7 +68,7 @@ Lifecycle of one partition's announcement (:class:`AnnounceState`)::
     DUE/TOLD --WITHDRAWN--> IDLE   revoked with the records that reached the boundary
                                    never given (the next owner reads them again)
 
-Any other (state, event) pair is a :class:`~coordinator.client.errors.StateTransitionError`.
+Any other (state, event) pair is a :class:`~coordinator.kernel.errors.StateTransitionError`.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from coordinator.client.errors import StateTransitionError
+from coordinator.kernel.errors import StateTransitionError
 from linear_hash.gating import Wait
 
 __all__ = [

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from coordinator.client.clock import SYSTEM_CLOCK, Clock
+from coordinator.kernel.clock import SYSTEM_CLOCK, Clock
 
 __all__ = ["LOG_START_TTL", "SEEN_TTL", "LogStartProbe"]
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
-from coordinator.client.errors import StoreError
+from coordinator.kernel.errors import StoreError
 from ordered.consumer.judge import cap_to_positions
 from ordered.consumer.partition import Announcement, GateEvent
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from coordinator.client.confluent_private import bind_message_layout
+from coordinator.kernel.confluent_private import bind_message_layout
 from ordered.compiled import compiled_consume_module
 
 __all__ = ["SCAN", "SCAN_MOST", "SPLIT", "Scan", "Split", "scan_batch", "split_batch"]

@@ -49,8 +49,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from confluent_kafka import KafkaException, TopicPartition
 
-from coordinator.client.clock import SYSTEM_CLOCK, Clock
-from coordinator.client.hooks import ConsumerEvents
+from coordinator.kernel.clock import SYSTEM_CLOCK, Clock
+from coordinator.kernel.hooks import ConsumerEvents
 from ordered.consumer.counters import METRICS, ConsumerCounters
 from ordered.consumer.layouts import LayoutTracker
 from ordered.consumer.partition import (

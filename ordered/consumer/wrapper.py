@@ -15,11 +15,11 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from coordinator.client import identity
-from coordinator.client.hooks import ConsumerEvents
-from coordinator.client.positions import PositionService
-from coordinator.client.topic_ids import TopicIds
-from coordinator.client.zk import (
+from coordinator.kernel import identity
+from coordinator.kernel.hooks import ConsumerEvents
+from coordinator.kernel.positions import PositionService
+from coordinator.kernel.topic_ids import TopicIds
+from coordinator.kernel.zk import (
     close_client,
     close_client_within,
     exit_hook,
@@ -95,7 +95,7 @@ class OrderedConsumer:
     Takes the same configuration dict as ``confluent_kafka.Consumer`` plus the
     ``ordered.`` settings of :mod:`ordered.consumer_config` (``ordered.zookeeper.connect``
     is required; ``ordered.hooks`` takes a list of hook objects, see
-    :mod:`coordinator.client.hooks`). Methods have confluent's signatures, errors and callback
+    :mod:`coordinator.kernel.hooks`). Methods have confluent's signatures, errors and callback
     thread.
     Topics that are not adopted (or adopted with ``ordered: false``) are consumed as
     with a plain consumer.

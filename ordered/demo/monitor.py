@@ -22,10 +22,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from coordinator.client.errors import OrderedError
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import LayoutStore
 from coordinator.groups.group_status import group_status
+from coordinator.kernel.errors import OrderedError
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import LayoutStore
 from coordinator.trims.retention import retired_status
 
 __all__ = ["STATES", "Monitor", "PartSample", "Sample"]

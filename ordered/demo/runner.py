@@ -30,13 +30,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
-from coordinator.client.errors import ClusterError, OrderedError
-from coordinator.client.identity import random_token
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import DEFAULT_ROOT, LayoutStore
-from coordinator.client.zk import close_client, make_client, start_client
 from coordinator.control.controller import Controller
 from coordinator.groups.group_status import group_status
+from coordinator.kernel.errors import ClusterError, OrderedError
+from coordinator.kernel.identity import random_token
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import DEFAULT_ROOT, LayoutStore
+from coordinator.kernel.zk import close_client, make_client, start_client
 from coordinator.trims.retention import Sweeper
 from ordered import devcluster, verify
 from ordered.demo import timeline

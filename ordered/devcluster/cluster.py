@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from coordinator.client.errors import ClusterError, UsageError
+from coordinator.kernel.errors import ClusterError, UsageError
 from ordered.devcluster import ensemble, jars, secure
 from ordered.devcluster.ensemble import MemberPorts, is_zookeeper, member_roles
 from ordered.devcluster.process import (

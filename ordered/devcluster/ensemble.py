@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from coordinator.client.errors import ClusterError, UsageError
+from coordinator.kernel.errors import ClusterError, UsageError
 from ordered.devcluster.process import HOST, ProcessRecord, is_alive
 from ordered.devcluster.servers import _four_letter, tail
 from ordered.devcluster.state import ClusterState, load_state

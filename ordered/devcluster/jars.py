@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from coordinator.client.errors import ClusterError
+from coordinator.kernel.errors import ClusterError
 
 __all__ = [
     "COMPONENTS",

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from coordinator.client.errors import ClusterError
+from coordinator.kernel.errors import ClusterError
 
 __all__ = [
     "HOST",

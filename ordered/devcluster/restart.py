@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from coordinator.client.errors import ClusterError
+from coordinator.kernel.errors import ClusterError
 from ordered.devcluster.ensemble import is_zookeeper
 from ordered.devcluster.process import ProcessRecord, is_alive, spawn
 from ordered.devcluster.state import STATE_FILE, load_state

@@ -41,9 +41,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from coordinator.client.errors import ClusterError
-from coordinator.client.zk_tls import CA as ZK_TLS_CA
-from coordinator.client.zk_tls import ENABLE as ZK_TLS_ENABLE
+from coordinator.kernel.errors import ClusterError
+from coordinator.kernel.zk_tls import CA as ZK_TLS_CA
+from coordinator.kernel.zk_tls import ENABLE as ZK_TLS_ENABLE
 
 __all__ = [
     "ADMIN",

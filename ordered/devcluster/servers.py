@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from coordinator.client.errors import ClusterError
+from coordinator.kernel.errors import ClusterError
 from ordered.devcluster import secure
 from ordered.devcluster.process import HOST, ProcessRecord, is_alive, spawn
 
@@ -268,7 +268,7 @@ def wait_kafka(
     deadline: float,
     auth: dict[str, str] | None = None,
 ) -> None:
-    from coordinator.client.kafka_admin import KafkaAdmin
+    from coordinator.kernel.kafka_admin import KafkaAdmin
 
     # Quiet: librdkafka logs every refused connection while the broker is starting.
     admin = KafkaAdmin(bootstrap, config={"log_level": 0, **(auth or {})})

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coordinator.client.errors import ClusterError
+from coordinator.kernel.errors import ClusterError
 from ordered.devcluster.process import (
     ProcessRecord,
     is_alive,

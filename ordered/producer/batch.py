@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import confluent_kafka
 
-from coordinator.client.errors import LayoutUnavailableError
+from coordinator.kernel.errors import LayoutUnavailableError
 from ordered.producer.routes import Route, TopicState
 from ordered.producer.session import ProducerSession
 from ordered.producer.topics import TopicRegistry

@@ -29,12 +29,12 @@ from typing import Any, Final
 import confluent_kafka
 from kazoo.client import KazooClient
 
-from coordinator.client import identity
-from coordinator.client.errors import LayoutUnavailableError, SwitchDrainingError
-from coordinator.client.hooks import ProducerEvents
-from coordinator.client.store import LayoutStore, TopicRecord
-from coordinator.client.topic_ids import TopicIds
-from coordinator.client.zk import (
+from coordinator.kernel import identity
+from coordinator.kernel.errors import LayoutUnavailableError, SwitchDrainingError
+from coordinator.kernel.hooks import ProducerEvents
+from coordinator.kernel.store import LayoutStore, TopicRecord
+from coordinator.kernel.topic_ids import TopicIds
+from coordinator.kernel.zk import (
     close_client,
     exit_hook,
     make_client,
@@ -101,7 +101,7 @@ class OrderedProducer:
     Leaving (:meth:`close`, ``with``, interpreter exit) flushes, acks and unregisters,
     bounded in time (:mod:`ordered.producer.leave`). While the ZooKeeper session is
     suspended or lost, a keyed record to an ordered topic raises
-    :class:`~coordinator.client.errors.LayoutUnavailableError` (a ``BufferError``).
+    :class:`~coordinator.kernel.errors.LayoutUnavailableError` (a ``BufferError``).
 
     Args:
         config: The configuration dict (confluent keys plus ``ordered.*``).

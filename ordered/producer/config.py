@@ -4,7 +4,7 @@ An :class:`~ordered.OrderedProducer` takes the same configuration dict as
 ``confluent_kafka.Producer`` plus the ``ordered.``-prefixed keys of
 :data:`ordered.settings.SETTINGS` (listed in :data:`PRODUCER_KEYS`). Every ``ordered.``
 key is removed before the dict reaches librdkafka; an undocumented one is a
-:class:`~coordinator.client.errors.ConfigError` naming it.
+:class:`~coordinator.kernel.errors.ConfigError` naming it.
 
 Three librdkafka settings are changed (see :class:`ProducerConfig`):
 ``enable.idempotence`` is forced on, ``delivery.report.only.error`` is emulated by the
@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass
 from typing import Any, Final
 
-from coordinator.client.errors import ConfigError
-from coordinator.client.store import DEFAULT_DELIVERY_TIMEOUT_MS
+from coordinator.kernel.errors import ConfigError
+from coordinator.kernel.store import DEFAULT_DELIVERY_TIMEOUT_MS
 from ordered.settings import (
     ORDERED_PREFIX,
     Role,
@@ -63,7 +63,7 @@ class ProducerSettings(ZkSecuritySettings):
         epoch_header: ``ordered.epoch.header``: add the epoch header to routed records.
         epoch_header_name: ``ordered.epoch.header.name``.
         hooks: ``ordered.hooks``: objects that receive the producer's events
-            (:mod:`coordinator.client.hooks`).
+            (:mod:`coordinator.kernel.hooks`).
         zookeeper_auth, zookeeper_ssl_*, zookeeper_tls: ZooKeeper authentication and
             TLS (:class:`~ordered.settings.ZkSecuritySettings`).
         switch_mode: ``ordered.switch.mode``: ``track`` or ``pause`` (what the send

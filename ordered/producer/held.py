@@ -1,6 +1,6 @@
 """A topic's first records, held while its topic-id check asks Kafka in the background.
 
-A layout applies only to the Kafka topic it was adopted for (:mod:`coordinator.client.topic_ids`):
+A layout applies only to the Kafka topic it was adopted for (:mod:`coordinator.kernel.topic_ids`):
 before a producer routes a topic's records by its layout, Kafka is asked the topic's id.
 Kafka may be down then, and confluent's ``produce()`` never waits for Kafka: it queues
 the record. So the first ``produce()`` of a topic whose check must ask Kafka returns at
@@ -32,8 +32,8 @@ from typing import Any, Final, NamedTuple
 
 import confluent_kafka
 
-from coordinator.client.errors import LayoutUnavailableError, OrderedError
-from coordinator.client.supervise import Heartbeat, SupervisionSettings, Supervisor
+from coordinator.kernel.errors import LayoutUnavailableError, OrderedError
+from coordinator.kernel.supervise import Heartbeat, SupervisionSettings, Supervisor
 from ordered.producer.reports import DueReports
 from ordered.producer.routes import Route
 from ordered.producer.topics import TopicRegistry

@@ -3,7 +3,7 @@
 :class:`Closer` is one part of the producer, composed with what it is handed:
 ``close()``, the context manager and interpreter exit all end in :meth:`Closer.close`,
 bounded in time whatever Kafka and ZooKeeper do (the ZooKeeper part runs through
-``coordinator.client.zk``'s bounded helpers).
+``coordinator.kernel.zk``'s bounded helpers).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import Any, Final
 
 from kazoo.client import KazooClient, KazooState
 
-from coordinator.client.errors import StoreError
-from coordinator.client.store import LayoutStore
-from coordinator.client.zk import close_client_within, run_bounded
+from coordinator.kernel.errors import StoreError
+from coordinator.kernel.store import LayoutStore
+from coordinator.kernel.zk import close_client_within, run_bounded
 from ordered.producer.held import HeldRecords
 from ordered.producer.routes import AckDue, RouteTable
 from ordered.producer.session import Event, EventKind, ProducerSession

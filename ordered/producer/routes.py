@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Final
 
-from coordinator.client.errors import StateTransitionError
-from coordinator.client.store import TopicRecord
+from coordinator.kernel.errors import StateTransitionError
+from coordinator.kernel.store import TopicRecord
 from linear_hash import DEFAULT_ALGORITHM, KeyRouter, Layout, Router
 from ordered.compaction import TombstoneMemo
 from ordered.compiled import compiled_router
@@ -63,7 +63,7 @@ class TopicState(Enum):
       and the ack is written.
     - ``ROUTING``/``SWITCHING`` -> ``PLAIN``: the topic was un-adopted or made unordered.
     - ``ROUTING``/``SWITCHING`` -> ``SUSPENDED``: the ZooKeeper session is suspended or
-      lost; keyed records raise :class:`~coordinator.client.errors.LayoutUnavailableError`.
+      lost; keyed records raise :class:`~coordinator.kernel.errors.LayoutUnavailableError`.
     - ``SUSPENDED`` -> ``PLAIN`` | ``ROUTING`` | ``SWITCHING``: the session is back (after
       a loss: re-registered) and the topic record was read again.
     - ``ROUTING`` -> ``ROUTING``, ``SWITCHING`` -> ``SWITCHING``: a newer record (a
@@ -94,7 +94,7 @@ TRANSITIONS: Final[dict[TopicState, frozenset[TopicState]]] = {
 
 
 def check_transition(old: TopicState, new: TopicState) -> None:
-    """Raise :class:`~coordinator.client.errors.StateTransitionError` (a ``RuntimeError``) if
+    """Raise :class:`~coordinator.kernel.errors.StateTransitionError` (a ``RuntimeError``) if
     ``old -> new`` is not a transition of :class:`TopicState`."""
     if new not in TRANSITIONS[old]:
         raise StateTransitionError(f"illegal topic state transition {old.name} -> {new.name}")

@@ -1,7 +1,7 @@
 """The ZooKeeper session of an :class:`~ordered.OrderedProducer`, and its worker's events.
 
 :class:`ProducerSession` is the producer's view of its kazoo session as an explicit
-state machine: the shared :class:`coordinator.client.session.SessionMachine` (kazoo's states,
+state machine: the shared :class:`coordinator.kernel.session.SessionMachine` (kazoo's states,
 its one checked writer and its generation) plus what is the producer's own: whether it
 has re-synchronised since the last reconnect, and how many sessions it lost. Keyed
 records of an ordered topic are routed only while it is *usable*: connected, and (after
@@ -9,7 +9,7 @@ a reconnect) every topic re-read and, after a lost session, every registration
 re-created.
 
 Transitions (made only by the machine's checked writer, against
-:data:`~coordinator.client.session.SESSION_TRANSITIONS`)::
+:data:`~coordinator.kernel.session.SESSION_TRANSITIONS`)::
 
     CONNECTED --(connection lost)--> SUSPENDED --(reconnected)--> CONNECTED
     CONNECTED | SUSPENDED --(session expired)--> LOST --(new session)--> CONNECTED
@@ -28,8 +28,8 @@ from __future__ import annotations
 from enum import Enum
 from typing import NamedTuple
 
-from coordinator.client.session import SESSION_TRANSITIONS, SessionMachine, SessionState
-from coordinator.client.store import AckRecord
+from coordinator.kernel.session import SESSION_TRANSITIONS, SessionMachine, SessionState
+from coordinator.kernel.store import AckRecord
 
 __all__ = ["SESSION_TRANSITIONS", "Event", "EventKind", "ProducerSession"]
 

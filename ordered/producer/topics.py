@@ -23,17 +23,17 @@ import confluent_kafka
 from kazoo.client import KazooState
 from kazoo.exceptions import KazooException
 
-from coordinator.client import identity
-from coordinator.client.errors import (
+from coordinator.kernel import identity
+from coordinator.kernel.errors import (
     LayoutUnavailableError,
     OrderedKafkaError,
     StoreAuthError,
     StoreUnavailableError,
 )
-from coordinator.client.hooks import ProducerEvents
-from coordinator.client.store import AckRecord, LayoutStore, ProducerRecord, TopicRecord
-from coordinator.client.store import paths as store_paths
-from coordinator.client.topic_ids import TopicIds
+from coordinator.kernel.hooks import ProducerEvents
+from coordinator.kernel.store import AckRecord, LayoutStore, ProducerRecord, TopicRecord
+from coordinator.kernel.store import paths as store_paths
+from coordinator.kernel.topic_ids import TopicIds
 from ordered.producer.config import ProducerConfig
 from ordered.producer.routes import (
     PLAIN_ROUTE,

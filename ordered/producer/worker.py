@@ -4,12 +4,12 @@ It serves the typed :class:`~ordered.producer.session.Event` queue and does ever
 that talks to ZooKeeper off the send path: re-reads (and so re-arms the one-shot watch
 of) a topic whose watch fired, re-synchronises after a reconnect (re-registering after a
 lost session), retries a deferred layout until librdkafka knows the new partitions,
-writes acks through :meth:`coordinator.client.store.LayoutStore.ack` (retrying while ZooKeeper
+writes acks through :meth:`coordinator.kernel.store.LayoutStore.ack` (retrying while ZooKeeper
 is unreachable) and checks idle switches for their drain. kazoo's threads only put
 events; nothing here runs on them. It works through the producer's
 :class:`~ordered.producer.topics.TopicRegistry` (its public methods) and the store.
 
-It runs under a :class:`~coordinator.client.supervise.Supervisor` (``thread`` label
+It runs under a :class:`~coordinator.kernel.supervise.Supervisor` (``thread`` label
 ``producer-worker``): an unexpected error is logged with its traceback, counted
 (``on_thread_restart``) and the loop is entered again after a backoff
 (:data:`WORKER_SUPERVISION`), with its state (topics to re-read, acks to retry) kept.
@@ -24,9 +24,9 @@ import time
 from collections.abc import Sequence
 from typing import Final
 
-from coordinator.client.errors import StoreError, StoreUnavailableError
-from coordinator.client.store import AckRecord, LayoutStore, TopicRecord
-from coordinator.client.supervise import Heartbeat, SupervisionSettings, Supervisor
+from coordinator.kernel.errors import StoreError, StoreUnavailableError
+from coordinator.kernel.store import AckRecord, LayoutStore, TopicRecord
+from coordinator.kernel.supervise import Heartbeat, SupervisionSettings, Supervisor
 from ordered.producer.routes import RouteTable, TopicInfo
 from ordered.producer.session import Event, EventKind, ProducerSession
 from ordered.producer.topics import TopicRegistry

@@ -35,8 +35,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.kafka_retry import RetryPolicy, kafka_error_of, kafka_retriable
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.kafka_retry import RetryPolicy, kafka_error_of, kafka_retriable
 from ordered.verify.history import HistoryWriter, now_ns
 from ordered.verify.producer import decode_value
 

@@ -20,8 +20,8 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from helpers import create_topic, unique, wait_until
 
-from coordinator.client.errors import OrderedKafkaError
-from coordinator.client.kafka_admin import KafkaAdmin
+from coordinator.kernel.errors import OrderedKafkaError
+from coordinator.kernel.kafka_admin import KafkaAdmin
 from ordered.devcluster.cluster import ClusterState
 from ordered.devcluster.restart import restart_node
 
@@ -34,8 +34,8 @@ REPO = Path(__file__).resolve().parents[2]
 READER = textwrap.dedent(
     """
     import json, pathlib, sys
-    from coordinator.client.errors import OrderedKafkaError
-    from coordinator.client.kafka_admin import KafkaAdmin
+    from coordinator.kernel.errors import OrderedKafkaError
+    from coordinator.kernel.kafka_admin import KafkaAdmin
     bootstrap, topic, stop = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
     admin = KafkaAdmin(bootstrap, timeout=1.0)
     calls = failures = 0

@@ -13,7 +13,7 @@ from autoscale_helpers import KeyOrder, Traffic, daemon_running, fast_policy
 from helpers import unique, wait_until
 from kit import Kit
 
-from coordinator.client.store import LayoutStore
+from coordinator.kernel.store import LayoutStore
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 

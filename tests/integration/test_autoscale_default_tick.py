@@ -17,7 +17,7 @@ from helpers import wait_until
 from kazoo.client import KazooClient
 
 from coordinator.autoscale import DEFAULT_AUTOSCALE_INTERVAL_S
-from coordinator.client.store import LayoutStore
+from coordinator.kernel.store import LayoutStore
 from ordered import OrderedProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]

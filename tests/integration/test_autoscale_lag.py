@@ -16,8 +16,8 @@ from helpers import unique, wait_until
 from kit import Kit
 from prometheus_client import CollectorRegistry
 
-from coordinator.client.prometheus import PrometheusHooks
-from coordinator.client.store import LayoutStore
+from coordinator.kernel.prometheus import PrometheusHooks
+from coordinator.kernel.store import LayoutStore
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

@@ -11,9 +11,9 @@ from fixtures import producer_record, snapshot
 from helpers import closed_port, run_cli, unique
 from kit import Kit
 
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import LayoutStore
-from coordinator.client.zk import close_client
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import LayoutStore
+from coordinator.kernel.zk import close_client
 from ordered.devcluster.cluster import ClusterState
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

@@ -14,8 +14,8 @@ from fixtures import producer_record
 from helpers import consume_until, drain, keys_for, moving_keys, run_cli, wait_held, wait_until
 from kit import Kit
 
-from coordinator.client.errors import OrderViolationError
-from coordinator.client.store import AckRecord
+from coordinator.kernel.errors import OrderViolationError
+from coordinator.kernel.store import AckRecord
 from linear_hash import Layout
 from linear_hash.gating import Wait
 from ordered.consumer import GateState

@@ -19,8 +19,8 @@ from confluent_kafka import TopicPartition
 from helpers import consume_until, drain, moving_keys, wait_until
 from kit import Kit
 
-from coordinator.client.store import CONSUMER_BARRIER, FIRST_ADOPTION, BarrierRegistration
-from coordinator.client.store import paths as store_paths
+from coordinator.kernel.store import CONSUMER_BARRIER, FIRST_ADOPTION, BarrierRegistration
+from coordinator.kernel.store import paths as store_paths
 from ordered.cli.features import set_feature
 from ordered.consumer import OrderedConsumer
 from ordered.consumer.barrier import BarrierState

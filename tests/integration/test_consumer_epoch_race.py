@@ -16,8 +16,8 @@ from fixtures import expire_session
 from helpers import consume_until, drain
 from kit import Kit
 
-from coordinator.client.store import CONSUMER_BARRIER, LayoutStore
 from coordinator.control.controller import Controller
+from coordinator.kernel.store import CONSUMER_BARRIER, LayoutStore
 from linear_hash import Layout
 from ordered.cli.features import set_feature
 from ordered.consumer import OrderedConsumer

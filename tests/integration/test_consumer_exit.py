@@ -15,10 +15,10 @@ import pytest
 from confluent_kafka import Producer
 from helpers import create_topic, unique
 
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import LayoutStore
-from coordinator.client.zk import close_client, make_client, start_client
 from coordinator.control.controller import Controller
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import LayoutStore
+from coordinator.kernel.zk import close_client, make_client, start_client
 from ordered import devcluster
 from ordered.devcluster.cluster import ClusterState
 

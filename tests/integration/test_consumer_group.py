@@ -21,8 +21,8 @@ from fixtures import consumer_config
 from helpers import consume_until, kill_process, transient_error, wait_until
 from kit import Kit
 
-from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
+from coordinator.kernel.store import LayoutStore
 from linear_hash import Layout
 from ordered.consumer import GateState, OrderedConsumer
 from ordered.listener import PartitionKeyRebalanceListener

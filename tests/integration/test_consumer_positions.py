@@ -13,8 +13,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from helpers import wait_until
 from kit import Kit
 
-from coordinator.client.positions import PositionService, Progress
-from coordinator.client.store import LayoutStore
+from coordinator.kernel.positions import PositionService, Progress
+from coordinator.kernel.store import LayoutStore
 from ordered.consumer import GateState, OrderedConsumer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]

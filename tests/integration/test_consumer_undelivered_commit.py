@@ -33,7 +33,7 @@ from helpers import keys_for, wait_until
 from kit import Kit
 from test_consumer import produce
 
-from coordinator.client.store import AckRecord
+from coordinator.kernel.store import AckRecord
 from linear_hash import Layout
 from ordered.consumer import OrderedConsumer
 from ordered.listener import PartitionKeyRebalanceListener

@@ -19,8 +19,8 @@ from confluent_kafka import Producer
 from helpers import consume_until
 from kit import Kit
 
-from coordinator.client.store import CONSUMER_BARRIER, LayoutStore
 from coordinator.control.controller import Controller
+from coordinator.kernel.store import CONSUMER_BARRIER, LayoutStore
 from linear_hash import Layout
 from ordered.cli.features import set_feature
 from ordered.consumer import OrderedConsumer

@@ -14,16 +14,16 @@ from helpers import unique, wait_until
 from kazoo.client import KazooClient
 from kit import Kit
 
-from coordinator.client.errors import (
+from coordinator.control.controller import BarrierTimeoutError, Controller, TransitionResult
+from coordinator.kernel.errors import (
     LayoutError,
     NotAdoptedError,
     OrderedKafkaError,
     TransitionInProgressError,
 )
-from coordinator.client.kafka_admin import KafkaAdmin, UnknownTopicError
-from coordinator.client.store import AckRecord, LayoutStore
-from coordinator.client.zk import close_client
-from coordinator.control.controller import BarrierTimeoutError, Controller, TransitionResult
+from coordinator.kernel.kafka_admin import KafkaAdmin, UnknownTopicError
+from coordinator.kernel.store import AckRecord, LayoutStore
+from coordinator.kernel.zk import close_client
 from linear_hash import key_flow
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]

@@ -17,12 +17,12 @@ from helpers import wait_until
 from kazoo.client import KazooClient
 from kit import Kit
 
-from coordinator.client.errors import StoreError
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import AckRecord, LayoutStore, paths
-from coordinator.client.zk import close_client
 from coordinator.control.controller import BarrierTimeoutError, Controller
 from coordinator.daemon import CoordinatorDaemon, Role
+from coordinator.kernel.errors import StoreError
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import AckRecord, LayoutStore, paths
+from coordinator.kernel.zk import close_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

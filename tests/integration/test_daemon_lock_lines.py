@@ -14,7 +14,7 @@ from fixtures import producer_record
 from helpers import wait_until
 from kit import Kit
 
-from coordinator.client.store import LayoutStore
+from coordinator.kernel.store import LayoutStore
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -22,8 +22,8 @@ from fixtures import consume_all, epoch_of, run_in_background
 from helpers import kill_process, wait_until
 from kit import Kit
 
-from coordinator.client.store import EpochRecord
 from coordinator.control.controller import TransitionResult
+from coordinator.kernel.store import EpochRecord
 from linear_hash import partition_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]

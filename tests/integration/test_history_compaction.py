@@ -18,11 +18,11 @@ from helpers import read_committing as read
 from helpers import wait_until
 from kit import Kit
 
-from coordinator.client.errors import LayoutError
-from coordinator.client.history import load_history
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import paths
 from coordinator.daemon import CoordinatorDaemon
+from coordinator.kernel.errors import LayoutError
+from coordinator.kernel.history import load_history
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import paths
 from coordinator.metrics.daemon_metrics import StateCollector
 from coordinator.trims.history_compaction import compact_topic
 from coordinator.trims.retention import Sweeper, retired_partitions, retired_status

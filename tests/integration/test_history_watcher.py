@@ -11,9 +11,9 @@ from fixtures import producer_record
 from helpers import wait_until
 from kit import Kit
 
-from coordinator.client.history import HistoryWatcher, load_history
-from coordinator.client.store import AckRecord, LayoutStore
 from coordinator.control.controller import BarrierTimeoutError
+from coordinator.kernel.history import HistoryWatcher, load_history
+from coordinator.kernel.store import AckRecord, LayoutStore
 
 pytestmark = pytest.mark.integration
 

@@ -1,6 +1,6 @@
 """The hook protocol against the real cluster: one event of the right kind per happening.
 
-A recording hook (every ``on_...`` method of :mod:`coordinator.client.hooks`) is given to the
+A recording hook (every ``on_...`` method of :mod:`coordinator.kernel.hooks`) is given to the
 consumer and producer (``ordered.hooks``), to the controller and to the sweeper
 (``hooks=``); a blocked gate, an expansion, a violation and a trim each produce exactly
 one event of their kind.
@@ -18,10 +18,10 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from helpers import drain, keys_for, moving_keys, wait_held, wait_until
 from kit import Kit
 
-from coordinator.client.hooks import CONSUMER_HOOKS, COORDINATOR_HOOKS, PRODUCER_HOOKS, check_hooks
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import RetentionRecord
 from coordinator.control.controller import Controller
+from coordinator.kernel.hooks import CONSUMER_HOOKS, COORDINATOR_HOOKS, PRODUCER_HOOKS, check_hooks
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import RetentionRecord
 from coordinator.trims.retention import Sweeper
 from linear_hash import Layout
 

@@ -22,8 +22,8 @@ from fixtures import consumer_config, run_in_background
 from helpers import wait_until
 from jvm_helpers import JavaProducer, plugin_properties
 
-from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
+from coordinator.kernel.store import LayoutStore
 from linear_hash import partition_for
 from ordered.verify import VerifiableProducer, VerifiableReader, check, read_events
 

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 
-from coordinator.client.store import LayoutStore, ProducerRecord
 from coordinator.control.controller import Controller
+from coordinator.kernel.store import LayoutStore, ProducerRecord
 from ordered import OrderedProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]

@@ -27,8 +27,8 @@ from jvm_helpers import (
     write_properties,
 )
 
-from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
+from coordinator.kernel.store import LayoutStore
 from ordered.consumer import OrderedConsumer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]

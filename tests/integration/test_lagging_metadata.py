@@ -16,8 +16,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from kit import Kit
 
-from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.control.controller import Controller
+from coordinator.kernel.kafka_admin import KafkaAdmin
 
 pytestmark = pytest.mark.integration
 

@@ -26,8 +26,8 @@ from kit import Kit
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.parser import text_string_to_metric_families
 
-from coordinator.client.store import AckRecord
 from coordinator.control.controller import BarrierTimeoutError
+from coordinator.kernel.store import AckRecord
 from linear_hash import Layout
 from ordered.hooks import PrometheusHooks
 

@@ -17,7 +17,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from helpers import wait_until
 from kazoo.client import KazooClient, KazooState
 
-from coordinator.client.zk import close_client, make_client, start_client
+from coordinator.kernel.zk import close_client, make_client, start_client
 from ordered import devcluster
 from ordered.chaos.net_faults import NetProxies
 from ordered.chaos.netproxy import Mode

@@ -21,10 +21,10 @@ from fixtures import run_in_background, snapshot
 from helpers import create_topic, unique, wait_until
 from kit import Kit
 
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import LayoutStore
-from coordinator.client.zk import close_client, make_client, start_client
 from coordinator.control.controller import Controller
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import LayoutStore
+from coordinator.kernel.zk import close_client, make_client, start_client
 from ordered import OrderedProducer
 from ordered.devcluster.cluster import ClusterState
 from ordered.devcluster.process import is_alive

@@ -20,11 +20,11 @@ import pytest
 from helpers import create_topic, unique, wait_until
 from kit import Kit
 
-from coordinator.client.errors import ClusterError
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import LayoutStore
-from coordinator.client.zk import close_client, make_client, start_client
 from coordinator.control.controller import Controller
+from coordinator.kernel.errors import ClusterError
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import LayoutStore
+from coordinator.kernel.zk import close_client, make_client, start_client
 from ordered import devcluster
 from ordered.devcluster.cluster import ClusterState
 from ordered.producer.config import DEFAULT_DELIVERY_TIMEOUT_MS

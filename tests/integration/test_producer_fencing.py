@@ -20,8 +20,8 @@ import pytest
 from fixtures import consume_all, run_in_background
 from helpers import create_topic, unique
 
-from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
+from coordinator.kernel.store import LayoutStore
 from linear_hash import Layout
 from ordered import OrderedProducer, SwitchDrainingError
 from ordered.producer import send as producer_module

@@ -15,7 +15,7 @@ import logging
 import pytest
 from kit import Kit
 
-from coordinator.client.store import DEFAULT_ROOT
+from coordinator.kernel.store import DEFAULT_ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -16,7 +16,7 @@ from helpers import wait_until
 from kit import Kit
 from producer_helpers import header, produce_keys
 
-from coordinator.client.store import paths as store_paths
+from coordinator.kernel.store import paths as store_paths
 from linear_hash import partition_for
 from ordered import (
     LayoutUnavailableError,

@@ -14,9 +14,9 @@ from helpers import wait_until
 from kit import Kit
 from producer_helpers import header, produce_keys, writing_meanwhile
 
-from coordinator.client.store import LayoutStore
-from coordinator.client.store import paths as store_paths
-from coordinator.client.zk import close_client
+from coordinator.kernel.store import LayoutStore
+from coordinator.kernel.store import paths as store_paths
+from coordinator.kernel.zk import close_client
 from linear_hash import Layout, partition_for
 from ordered import (
     SwitchDrainingError,

@@ -18,8 +18,8 @@ from confluent_kafka.admin import AdminClient
 from helpers import wait_until
 from kazoo.client import KazooClient
 
-from coordinator.client.store import DEFAULT_ROOT
-from coordinator.client.store.paths import group_path, topic_path
+from coordinator.kernel.store import DEFAULT_ROOT
+from coordinator.kernel.store.paths import group_path, topic_path
 from ordered.devcluster.cluster import ClusterState
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

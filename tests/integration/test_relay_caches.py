@@ -13,11 +13,11 @@ from helpers import wait_until
 from kazoo.client import KazooClient
 from kit import Kit
 
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.positions import PositionService
-from coordinator.client.store import LayoutStore, paths
 from coordinator.daemon import CoordinatorDaemon, Role
 from coordinator.daemon.topic_cache import TopicCache
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.positions import PositionService
+from coordinator.kernel.store import LayoutStore, paths
 from coordinator.relay.commit_tail import CommitTail
 from coordinator.relay.position_relay import PositionRelay
 from coordinator.relay.wait_cache import WaitCache, read_waits

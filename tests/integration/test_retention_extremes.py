@@ -15,9 +15,9 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import LayoutStore, RetentionRecord
 from coordinator.control.controller import Controller
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import LayoutStore, RetentionRecord
 from coordinator.trims.retention import Sweeper
 
 

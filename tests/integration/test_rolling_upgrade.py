@@ -35,7 +35,7 @@ from helpers import wait_until
 from kit import Kit
 from upgrade_helpers import ROOT, Fleet, Member, Release, export_release, wait_exit
 
-from coordinator.client.store import LayoutStore
+from coordinator.kernel.store import LayoutStore
 from ordered.verify import check, read_events
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]

@@ -16,12 +16,12 @@ from helpers import unique, wait_until
 from kazoo.exceptions import NoAuthError
 from secure_fixtures import Secure
 
-from coordinator.client.errors import StoreAuthError
-from coordinator.client.positions import PositionService
-from coordinator.client.store import CONSUMER_BARRIER, paths
-from coordinator.client.store.records import AckRecord, Interest, ProducerRecord, Progress
-from coordinator.client.zk import make_client, start_client
 from coordinator.control.controller import Controller
+from coordinator.kernel.errors import StoreAuthError
+from coordinator.kernel.positions import PositionService
+from coordinator.kernel.store import CONSUMER_BARRIER, paths
+from coordinator.kernel.store.records import AckRecord, Interest, ProducerRecord, Progress
+from coordinator.kernel.zk import make_client, start_client
 from coordinator.security.acl_apply import apply_policy, show_acls
 from ordered import OrderedConsumer, OrderedProducer
 from ordered.cli.features import set_feature
@@ -329,7 +329,7 @@ def test_the_consumer_barrier_comes_into_force_under_the_acl_policy(
         ):
             with pytest.raises(NoAuthError, match="NoAuth"):
                 eve.client.delete(path)
-            assert coordinator.client.exists(path) is not None
+            assert coordinator.kernel.exists(path) is not None
         opened = [n.path for n in show_acls(secure.client("admin"), secure_root) if n.open]
         assert opened == []
     finally:

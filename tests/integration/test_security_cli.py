@@ -20,11 +20,11 @@ from confluent_kafka import Producer
 from helpers import run_cli, unique, wait_until
 from secure_fixtures import NO_DELETE, Secure
 
-from coordinator.client.errors import ConfigError, StoreAuthError
-from coordinator.client.kafka_security import client_config
-from coordinator.client.store.records import AckRecord, ProducerRecord
-from coordinator.client.zk_auth import ZkAuth
 from coordinator.control.controller import Controller
+from coordinator.kernel.errors import ConfigError, StoreAuthError
+from coordinator.kernel.kafka_security import client_config
+from coordinator.kernel.store.records import AckRecord, ProducerRecord
+from coordinator.kernel.zk_auth import ZkAuth
 from coordinator.security.acl_apply import apply_policy
 from ordered import OrderedProducer
 

@@ -25,11 +25,11 @@ import pytest
 from helpers import run_cli, unique, wait_until
 from secure_fixtures import Secure
 
-from coordinator.client.errors import ConfigError, StoreUnavailableError
-from coordinator.client.kafka_security import client_config
-from coordinator.client.zk import make_client, start_client
-from coordinator.client.zk_tls import CA, ENABLE
 from coordinator.control.controller import Controller
+from coordinator.kernel.errors import ConfigError, StoreUnavailableError
+from coordinator.kernel.kafka_security import client_config
+from coordinator.kernel.zk import make_client, start_client
+from coordinator.kernel.zk_tls import CA, ENABLE
 from ordered import OrderedConsumer, OrderedProducer
 from ordered.devcluster import secure as devsecure
 

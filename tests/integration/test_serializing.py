@@ -31,8 +31,8 @@ from confluent_kafka.serialization import (
 )
 from fixtures import consumer_config
 
-from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
+from coordinator.kernel.store import LayoutStore
 from ordered import OrderedDeserializingConsumer, OrderedProducer, OrderedSerializingProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]

@@ -17,7 +17,7 @@ from fixtures import consume_all, run_in_background
 from helpers import drain, wait_until
 from kit import Kit
 
-from coordinator.client.errors import OrderedKafkaError
+from coordinator.kernel.errors import OrderedKafkaError
 from linear_hash import partition_for
 from ordered import TopicState
 

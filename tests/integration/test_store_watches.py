@@ -7,8 +7,8 @@ import threading
 from helpers import unique, wait_until
 from kazoo.client import KazooClient
 
-from coordinator.client.store import LayoutStore
-from coordinator.client.store.watches import watch_children_node, watch_node
+from coordinator.kernel.store import LayoutStore
+from coordinator.kernel.store.watches import watch_children_node, watch_node
 
 
 def test_watch_node_reports_creation_changes_and_deletion(store: LayoutStore) -> None:

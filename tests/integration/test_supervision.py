@@ -1,6 +1,6 @@
 """Supervised threads on the real servers: a failing sweeper, a failing producer worker.
 
-Faults are injected through :func:`coordinator.client.supervise.inject_faults` (the
+Faults are injected through :func:`coordinator.kernel.supervise.inject_faults` (the
 loop raises at its heartbeat, as a bug in it would); Kafka and ZooKeeper are real.
 """
 
@@ -19,11 +19,11 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from fixtures import run_in_background
 from helpers import wait_until
 
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import LayoutStore, RetentionRecord
-from coordinator.client.supervise import SupervisionSettings, inject_faults
 from coordinator.control.controller import Controller
 from coordinator.daemon import CoordinatorDaemon, Role
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import LayoutStore, RetentionRecord
+from coordinator.kernel.supervise import SupervisionSettings, inject_faults
 from coordinator.metrics.daemon_metrics import DaemonMetrics
 from ordered import OrderedProducer
 from ordered.hooks import PrometheusHooks

@@ -20,17 +20,17 @@ from fixtures import producer_record, run_in_background, snapshot
 from helpers import consume_until, create_topic, wait_until
 from kit import Kit
 
-from coordinator.client.errors import (
+from coordinator.control.controller import BarrierTimeoutError
+from coordinator.daemon import CoordinatorDaemon
+from coordinator.kernel.errors import (
     LayoutError,
     TopicIdMismatchError,
     TransitionInProgressError,
 )
-from coordinator.client.history import load_history
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import LayoutStore
-from coordinator.client.topic_ids import TopicIds
-from coordinator.control.controller import BarrierTimeoutError
-from coordinator.daemon import CoordinatorDaemon
+from coordinator.kernel.history import load_history
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import LayoutStore
+from coordinator.kernel.topic_ids import TopicIds
 from ordered import OrderedConsumer, OrderedProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]

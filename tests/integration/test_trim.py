@@ -18,8 +18,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from helpers import unique
 from kit import Kit
 
-from coordinator.client.kafka_admin import KafkaAdmin
 from coordinator.groups.interest import InterestSettings, topic_interest
+from coordinator.kernel.kafka_admin import KafkaAdmin
 from coordinator.trims.trim import Trimmer, TrimStatus
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]

@@ -18,8 +18,8 @@ from confluent_kafka import Consumer, TopicPartition
 from helpers import unique
 from kit import Kit
 
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import RetentionRecord
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import RetentionRecord
 from coordinator.trims.retention import Sweeper
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]

@@ -23,10 +23,10 @@ from fixtures import run_in_background
 from helpers import consume_until, create_topic, run_cli, unique, wait_until
 from kit import Kit
 
-from coordinator.client.kafka_admin import KafkaAdmin, UnknownTopicError
-from coordinator.client.store import LayoutStore, RetentionRecord
 from coordinator.control.controller import Controller
 from coordinator.daemon import CoordinatorDaemon
+from coordinator.kernel.kafka_admin import KafkaAdmin, UnknownTopicError
+from coordinator.kernel.store import LayoutStore, RetentionRecord
 from coordinator.trims.retention import Sweeper, SweepSettings, retired_status
 from coordinator.trims.trim import Trimmer, TrimStatus
 from linear_hash import Layout

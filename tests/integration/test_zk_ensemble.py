@@ -29,10 +29,10 @@ import pytest
 from fixtures import consumer_config
 from helpers import create_topic, kill_process, run_cli, wait_until
 
-from coordinator.client.kafka_admin import KafkaAdmin
-from coordinator.client.store import LayoutStore
-from coordinator.client.zk import close_client, make_client, start_client
 from coordinator.control.controller import Controller
+from coordinator.kernel.kafka_admin import KafkaAdmin
+from coordinator.kernel.store import LayoutStore
+from coordinator.kernel.zk import close_client, make_client, start_client
 from ordered import devcluster
 from ordered.devcluster.cluster import ClusterState
 from ordered.devcluster.ensemble import member_roles, modes

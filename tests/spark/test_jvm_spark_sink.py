@@ -21,8 +21,8 @@ from helpers import wait_until
 from jvm_helpers import INTERCEPTOR, PARTITIONER, ordered_jar, read_keyed
 from spark_helpers import DriverProcess
 
-from coordinator.client.store import LayoutStore
 from coordinator.control.controller import Controller
+from coordinator.kernel.store import LayoutStore
 from ordered.consumer import OrderedConsumer
 from ordered.devcluster import jars
 

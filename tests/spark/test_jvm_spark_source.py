@@ -42,7 +42,7 @@ from spark_helpers import (
     order_report,
 )
 
-from coordinator.client.store import LayoutStore
+from coordinator.kernel.store import LayoutStore
 from ordered.devcluster import jars
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(420)]

@@ -26,7 +26,7 @@ from spark_cluster import StandaloneCluster
 from spark_helpers import SparkQueries
 from test_jvm_spark_source import ROOT, SparkReader, order_scenario, readers
 
-from coordinator.client.store import LayoutStore
+from coordinator.kernel.store import LayoutStore
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(540)]
 

@@ -25,7 +25,7 @@ from spark_helpers import (
     order_report,
 )
 
-from coordinator.client.store import LayoutStore
+from coordinator.kernel.store import LayoutStore
 
 # 480 s: the first Spark test of a session also starts the standalone cluster and the
 # session (both count against its timeout), over a minute each on a busy machine.

@@ -19,8 +19,8 @@ from helpers import wait_until
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 from spark_helpers import BackgroundWriter, Collector, SparkQueries, check_batches, offset_log
 
-from coordinator.client.store import AckRecord, LayoutStore
 from coordinator.control.controller import BarrierTimeoutError
+from coordinator.kernel.store import AckRecord, LayoutStore
 from spark_source.offsets import to_spark
 from spark_source.options import parse_source_options
 from spark_source.source import OrderedKafkaStreamReader

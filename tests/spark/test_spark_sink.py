@@ -14,7 +14,7 @@ import pytest
 from fixtures import consume_all, epoch_of
 from spark_helpers import BackgroundWriter, SparkQueries
 
-from coordinator.client.store import LayoutStore
+from coordinator.kernel.store import LayoutStore
 from linear_hash import partition_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(180)]

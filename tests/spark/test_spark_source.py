@@ -14,7 +14,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from spark_helpers import Collector, SparkQueries, check_batches, gate_violations, offset_log
 
-from coordinator.client.store import LayoutStore
+from coordinator.kernel.store import LayoutStore
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(180)]
 

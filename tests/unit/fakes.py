@@ -1,6 +1,6 @@
 """Stand-ins the unit tests share: one of each, imported (``from fakes import ...``).
 
-* :class:`FakeClock`: a :class:`~coordinator.client.clock.Clock` moved by hand;
+* :class:`FakeClock`: a :class:`~coordinator.kernel.clock.Clock` moved by hand;
 * the consumer's core: :class:`Quiet` (a consumer or hooks that do nothing),
   :class:`NoLayouts`, :data:`CORE_CONFIG` and :func:`bare_core`;
 * the fetch path: :class:`Msg` (a record), :class:`FakeConsumer` (librdkafka handing
@@ -21,7 +21,7 @@ from typing import Any
 
 from confluent_kafka import TopicPartition
 
-from coordinator.client.clock import SYSTEM_CLOCK, Clock
+from coordinator.kernel.clock import SYSTEM_CLOCK, Clock
 from ordered.consumer.fetch import Fetcher
 from ordered.consumer.layouts import FetchCheck, LayoutTracker
 from ordered.consumer.pacing import CheckPacer
@@ -51,7 +51,7 @@ __all__ = [
 
 
 class FakeClock:
-    """A :class:`~coordinator.client.clock.Clock` that moves only when told (or slept on).
+    """A :class:`~coordinator.kernel.clock.Clock` that moves only when told (or slept on).
 
     ``now`` is its monotonic time; :meth:`time` is the epoch time at the same instant.
     """

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 
-import coordinator.client.kafka_admin as kafka_admin
-from coordinator.client.errors import OrderedKafkaError, UnknownTopicError
-from coordinator.client.kafka_admin import KafkaAdmin
+import coordinator.kernel.kafka_admin as kafka_admin
+from coordinator.kernel.errors import OrderedKafkaError, UnknownTopicError
+from coordinator.kernel.kafka_admin import KafkaAdmin
 
 
 def _done(value: Any = None, error: KafkaError | None = None) -> Future[Any]:

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from coordinator.client.errors import StoreError
-from coordinator.client.store.autoscale_records import AutoscalePolicy, AutoscaleStatus
+from coordinator.kernel.errors import StoreError
+from coordinator.kernel.store.autoscale_records import AutoscalePolicy, AutoscaleStatus
 
 PATH = "/ordered/topics/t/autoscale"
 

@@ -15,7 +15,7 @@ import confluent_kafka
 import pytest
 from confluent_kafka import TopicPartition
 
-from coordinator.client.errors import ConfigError
+from coordinator.kernel.errors import ConfigError
 from ordered import OrderedConsumer, OrderedProducer
 from ordered.producer.config import split_producer_config
 

@@ -1,6 +1,6 @@
 """confluent-kafka's private parts are where ordered-kafka uses them, and used in one place.
 
-``coordinator/client/confluent_private.py`` is the one module that reaches into
+``coordinator/kernel/confluent_private.py`` is the one module that reaches into
 confluent-kafka's private modules and the C layout of its ``Message``. After a
 confluent-kafka upgrade these tests say what moved, instead of an ``ImportError`` or a
 silently slower consumer somewhere else.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.client import confluent_private
+from coordinator.kernel import confluent_private
 from ordered.compiled import compiled_consume_module
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +55,7 @@ def test_every_private_part_is_there() -> None:
     gone = moved(confluent_private.PRIVATE_PARTS)
     assert gone == [], (
         f"{_CONFLUENT} moved private parts ordered-kafka uses; update "
-        "coordinator/client/confluent_private.py:\n" + "\n".join(gone)
+        "coordinator/kernel/confluent_private.py:\n" + "\n".join(gone)
     )
 
 
@@ -112,4 +112,4 @@ def test_only_confluent_private_imports_private_modules() -> None:
         for path in sorted((ROOT / package).rglob("*.py")):
             if _PRIVATE_IMPORT.search(path.read_text(encoding="utf-8")):
                 importers.append(str(path.relative_to(ROOT)))
-    assert importers == ["coordinator/client/confluent_private.py"]
+    assert importers == ["coordinator/kernel/confluent_private.py"]

@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
-from coordinator.client.errors import RecordCorruptError, StateTransitionError, UsageError
-from coordinator.client.history import SessionState
-from coordinator.client.store import (
+from coordinator.control.consumer_barrier import announcement_status
+from coordinator.control.transition import NEXT_STEP, Step
+from coordinator.kernel.errors import RecordCorruptError, StateTransitionError, UsageError
+from coordinator.kernel.history import SessionState
+from coordinator.kernel.store import (
     CONSUMER_BARRIER,
     AnnouncementRecord,
     BarrierAck,
@@ -19,8 +21,6 @@ from coordinator.client.store import (
     FeatureRecord,
     RewindAck,
 )
-from coordinator.control.consumer_barrier import announcement_status
-from coordinator.control.transition import NEXT_STEP, Step
 from ordered.cli.features import set_feature
 from ordered.consumer.barrier import (
     BARRIER_TRANSITIONS,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.client.errors import ConfigError
+from coordinator.kernel.errors import ConfigError
 from ordered.consumer_config import (
     FETCH_QUEUE_BACKOFF_MS,
     METADATA_REFRESH_MS,

@@ -7,7 +7,7 @@ import itertools
 import pytest
 from fakes import bare_core, gate_in, kwargs_for
 
-from coordinator.client.errors import StateTransitionError
+from coordinator.kernel.errors import StateTransitionError
 from ordered.consumer.partition import GateEvent, GateState, PartState
 from ordered.consumer.state import Core
 

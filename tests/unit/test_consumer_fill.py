@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 from fakes import FakeFetcher, FakeUpkeep, Msg
 
-from coordinator.client.clock import SYSTEM_CLOCK
+from coordinator.kernel.clock import SYSTEM_CLOCK
 from ordered.consumer.calls import CallPath
 
 

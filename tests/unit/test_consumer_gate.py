@@ -8,7 +8,7 @@ import math
 import pytest
 from fakes import Msg, gate_in, kwargs_for
 
-from coordinator.client.errors import StateTransitionError
+from coordinator.kernel.errors import StateTransitionError
 from ordered.consumer.partition import (
     ANNOUNCE_TRANSITIONS,
     HOLD_ALL,

@@ -1,6 +1,6 @@
 """Position service records (pure): round trips and strict checks on read.
 
-They are records of :mod:`coordinator.client.store.records` like every znode's, with the same
+They are records of :mod:`coordinator.kernel.store.records` like every znode's, with the same
 strict reading; the on-disk format is the one they had before (version 1).
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.client.errors import StoreError
-from coordinator.client.positions import Interest, Progress
+from coordinator.kernel.errors import StoreError
+from coordinator.kernel.positions import Interest, Progress
 
 
 def test_round_trips() -> None:

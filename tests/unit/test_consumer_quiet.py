@@ -13,7 +13,7 @@ from typing import Any
 
 from fakes import FakeFetcher, FakeLayouts, FakeUpkeep, bare_core, gate_in, kwargs_for
 
-from coordinator.client.clock import SYSTEM_CLOCK
+from coordinator.kernel.clock import SYSTEM_CLOCK
 from ordered.consumer.calls import CallPath
 from ordered.consumer.judge import BatchFilter
 from ordered.consumer.partition import GateEvent, GateState, PartState

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.client.store import EpochRecord
 from coordinator.control.controller import (
     EXPIRY_GRACE_S,
     UNKNOWN_DELIVERY_TIMEOUT_MS,
     barrier_status,
 )
+from coordinator.kernel.store import EpochRecord
 
 
 def epoch(**over: Any) -> EpochRecord:

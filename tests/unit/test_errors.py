@@ -1,4 +1,4 @@
-"""The one error hierarchy: every public error lives in coordinator.client.errors and is
+"""The one error hierarchy: every public error lives in coordinator.kernel.errors and is
 importable, whole, from the ordered package."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pkgutil
 import pytest
 
 import coordinator
-import coordinator.client.errors
+import coordinator.kernel.errors
 import ordered
 import spark_source
 
@@ -31,13 +31,13 @@ def _modules() -> list[str]:
 def _public_errors() -> dict[str, type[BaseException]]:
     return {
         name: obj
-        for name, obj in vars(coordinator.client.errors).items()
+        for name, obj in vars(coordinator.kernel.errors).items()
         if inspect.isclass(obj) and issubclass(obj, BaseException) and not name.startswith("_")
     }
 
 
 def test_every_public_error_is_in_all() -> None:
-    assert set(_public_errors()) == set(coordinator.client.errors.__all__)
+    assert set(_public_errors()) == set(coordinator.kernel.errors.__all__)
 
 
 def test_ordered_reexports_the_whole_hierarchy() -> None:
@@ -62,14 +62,14 @@ def test_public_errors_are_defined_in_the_leaf_module(module_name: str) -> None:
         and issubclass(obj, BaseException)
         and not name.startswith("_")
         and obj.__module__ == module_name
-        and module_name != "coordinator.client.errors"
+        and module_name != "coordinator.kernel.errors"
     ]
-    assert strays == [], f"define these in coordinator.client.errors: {strays}"
+    assert strays == [], f"define these in coordinator.kernel.errors: {strays}"
 
 
 def test_old_import_paths_still_work() -> None:
-    from coordinator.client.kafka_admin import UnknownTopicError as from_admin
     from coordinator.control.controller import BarrierTimeoutError as from_controller
+    from coordinator.kernel.kafka_admin import UnknownTopicError as from_admin
 
-    assert from_controller is coordinator.client.errors.BarrierTimeoutError
-    assert from_admin is coordinator.client.errors.UnknownTopicError
+    assert from_controller is coordinator.kernel.errors.BarrierTimeoutError
+    assert from_admin is coordinator.kernel.errors.UnknownTopicError

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.client.history import _TRANSITIONS, SessionState, TopicHistory
-from coordinator.client.store import EpochRecord, TopicRecord
+from coordinator.kernel.history import _TRANSITIONS, SessionState, TopicHistory
+from coordinator.kernel.store import EpochRecord, TopicRecord
 from linear_hash import Layout, key_flow
 
 

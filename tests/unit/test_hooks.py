@@ -8,8 +8,8 @@ import urllib.request
 import pytest
 from prometheus_client import CollectorRegistry
 
-from coordinator.client.errors import ConfigError, OrderedError
-from coordinator.client.hooks import ConsumerEvents, CoordinatorEvents, ProducerEvents, check_hooks
+from coordinator.kernel.errors import ConfigError, OrderedError
+from coordinator.kernel.hooks import ConsumerEvents, CoordinatorEvents, ProducerEvents, check_hooks
 from coordinator.metrics.daemon_metrics import DaemonMetrics, open_metrics, parse_metrics_address
 from ordered.consumer.counters import METRICS, ConsumerCounters
 from ordered.consumer_config import split_consumer_config
@@ -76,7 +76,7 @@ def test_a_raising_hook_is_logged_once_and_the_others_still_run(
             Good.switches += 1
 
     events = ProducerEvents([Broken(), Good()])
-    with caplog.at_level(logging.ERROR, logger="coordinator.client.hooks"):
+    with caplog.at_level(logging.ERROR, logger="coordinator.kernel.hooks"):
         for _ in range(3):
             events.route_switch("t", 0, 1)
     assert Good.switches == 3

@@ -8,8 +8,8 @@ import socket
 
 import pytest
 
-from coordinator.client import identity
-from coordinator.client.store import paths
+from coordinator.kernel import identity
+from coordinator.kernel.store import paths
 
 
 def test_formats() -> None:
@@ -36,7 +36,7 @@ def test_no_other_module_builds_an_identity() -> None:
             for name in files:
                 path = os.path.join(folder, name)
                 if not name.endswith(".py") or path.endswith(
-                    os.path.join("coordinator", "client", "identity.py")
+                    os.path.join("coordinator", "kernel", "identity.py")
                 ):
                     continue
                 with open(path, encoding="utf-8") as f:

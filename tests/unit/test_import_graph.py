@@ -119,15 +119,15 @@ def test_the_kernel_contracts_name_every_service_folder() -> None:
     folders = {
         f"coordinator.{path.parent.name}"
         for path in (ROOT / "coordinator").glob("*/__init__.py")
-        if path.parent.name != "client"
+        if path.parent.name != "kernel"
     }
     loose = sorted(
         path.stem for path in (ROOT / "coordinator").glob("*.py") if path.name != "__init__.py"
     )
-    assert loose == [], "every coordinator module lives in a folder (client/ or a service one)"
+    assert loose == [], "every coordinator module lives in a folder (kernel/ or a service one)"
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     contracts = config["tool"]["importlinter"]["contracts"]
-    kernel = [c for c in contracts if "coordinator.client" in c.get("source_modules", [])]
+    kernel = [c for c in contracts if "coordinator.kernel" in c.get("source_modules", [])]
     clients = [c for c in contracts if "ordered.producer" in c.get("source_modules", [])]
     assert kernel and clients
     service = [

@@ -10,8 +10,8 @@ import threading
 import time
 from typing import Any
 
-from coordinator.client.errors import OrderedKafkaError
 from coordinator.groups.interest import topic_interest
+from coordinator.kernel.errors import OrderedKafkaError
 
 
 class _Store:

@@ -9,8 +9,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from fakes import FakeClock
 
-from coordinator.client.errors import OrderedKafkaError
-from coordinator.client.kafka_retry import (
+from coordinator.kernel.errors import OrderedKafkaError
+from coordinator.kernel.kafka_retry import (
     TRANSIENT_ERRORS,
     RetryPolicy,
     kafka_error_of,

@@ -3,7 +3,7 @@
 Cross-language links are prose (a javadoc names the Python module its class ports), so
 nothing else notices when a module moves: ten such paths had gone stale after two
 rounds of moves. A path counts when its first part is a top-level entry of the checkout
-(``coordinator/client/zk.py``, ``docs/jvm.md``), or that climbs out of a doc's folder
+(``coordinator/kernel/zk.py``, ``docs/jvm.md``), or that climbs out of a doc's folder
 with ``..``; a pattern
 (``tests/integration/test_producer*.py``, ``bench[-quick].json``) or a placeholder
 (``<name>``) is not a path.
@@ -117,11 +117,11 @@ def test_what_counts_as_a_path() -> None:
         "{@code coordinator/store/records.py}, (`docs/jvm.md#security`), ../README.md, "
         "tests/integration/test_producer*.py, docs/<page>.md, org/orderedkafka/Hashing.java, "
         "coordinator/target/x.jar, "
-        "ordered.zookeeper.connect, coordinator/client/zk.py."
+        "ordered.zookeeper.connect, coordinator/kernel/zk.py."
     )
     assert list(named_paths(text, top)) == [
         "coordinator/store/records.py",
         "docs/jvm.md",
         "../README.md",
-        "coordinator/client/zk.py",
+        "coordinator/kernel/zk.py",
     ]

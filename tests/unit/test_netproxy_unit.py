@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from coordinator.client.errors import StateTransitionError
+from coordinator.kernel.errors import StateTransitionError
 from ordered.chaos.net_faults import NetFaults, NetProxies
 from ordered.chaos.netproxy import FaultProxy, Mode, ProxyHost
 from ordered.chaos.schedule import FaultKind, ScheduledFault

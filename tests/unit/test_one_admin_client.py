@@ -1,4 +1,4 @@
-"""Kafka admin calls go through the one helper, ``coordinator/client/kafka_admin.py``.
+"""Kafka admin calls go through the one helper, ``coordinator/kernel/kafka_admin.py``.
 
 Its ``KafkaAdmin`` bounds every call by one timeout, turns Kafka's errors into the
 layer's and asks again under the one retry policy. A tool that makes its own
@@ -14,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-HELPER = "coordinator/client/kafka_admin.py"
+HELPER = "coordinator/kernel/kafka_admin.py"
 
 PRODUCT = ("coordinator", "ordered", "spark_source", "linear_hash", "benchmarks", "scripts")
 """The folders of product code: the library, the service, the tools and the benchmarks."""

@@ -24,14 +24,14 @@ def _sources(*places: str) -> dict[str, str]:
 
 def test_kazoo_clients_come_from_the_factory() -> None:
     # The command line, the daemon, the benchmarks and every test build their clients
-    # with coordinator.client.zk (the clients' own are the producer's and consumer's); tests
+    # with coordinator.kernel.zk (the clients' own are the producer's and consumer's); tests
     # take theirs from the fixtures module's kazoo_factory.
     sources = _sources("coordinator", "ordered/cli", "benchmarks", "tests")
     offenders = [
         name
         for name, text in sources.items()
         if "KazooClient(" in text
-        and name not in ("coordinator/client/zk.py", "tests/unit/test_one_of_each.py")
+        and name not in ("coordinator/kernel/zk.py", "tests/unit/test_one_of_each.py")
     ]
     assert offenders == []
     assert "make_client(" in sources["ordered/cli/connection.py"]
@@ -43,7 +43,7 @@ def test_znode_paths_are_built_in_one_module() -> None:
     offenders = [
         name
         for name, text in sources.items()
-        if name != "coordinator/client/store/paths.py" and pattern.search(text)
+        if name != "coordinator/kernel/store/paths.py" and pattern.search(text)
     ]
     assert offenders == []
 
@@ -59,7 +59,7 @@ def test_one_record_mechanism() -> None:
         and re.search(r"^(import json|from json)", text, re.M)
     ]
     assert offenders == []
-    assert "RECORD_VERSION" in sources["coordinator/client/positions.py"]
+    assert "RECORD_VERSION" in sources["coordinator/kernel/positions.py"]
 
 
 def test_one_watch_mechanism_and_no_private_store_calls() -> None:
@@ -72,7 +72,7 @@ def test_one_watch_mechanism_and_no_private_store_calls() -> None:
     private = [
         name
         for name, text in sources.items()
-        if not name.startswith("coordinator/client/store/")
+        if not name.startswith("coordinator/kernel/store/")
         and re.search(r"(?<!self)\._run\(|store\._(run|read|put|delete|children)\b", text)
     ]
     assert private == []

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from coordinator.client.errors import ConfigError
-from coordinator.client.zk_auth import ZkAuth
+from coordinator.kernel.errors import ConfigError
+from coordinator.kernel.zk_auth import ZkAuth
 from ordered.producer.config import (
     DEFAULT_DELIVERY_TIMEOUT_MS,
     PRODUCER_KEYS,

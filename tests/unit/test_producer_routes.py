@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coordinator.client.store import TopicRecord
+from coordinator.kernel.store import TopicRecord
 from linear_hash import Layout
 from ordered.producer.routes import RouteTable, TopicState
 from ordered.producer.tracking import DrainTracker

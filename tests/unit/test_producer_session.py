@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from kazoo.client import KazooState
 
-from coordinator.client.history import SessionState
+from coordinator.kernel.history import SessionState
 from ordered.producer.session import SESSION_TRANSITIONS, Event, EventKind, ProducerSession
 
 

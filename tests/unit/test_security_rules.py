@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from kazoo.security import ACL, Id, Permissions, make_digest_acl_credential
 
-from coordinator.client.errors import ConfigError
-from coordinator.client.kafka_security import load_properties, redact, translate
-from coordinator.client.store.records import AclPolicyRecord
-from coordinator.client.zk_acl import (
+from coordinator.kernel.errors import ConfigError
+from coordinator.kernel.kafka_security import load_properties, redact, translate
+from coordinator.kernel.store.records import AclPolicyRecord
+from coordinator.kernel.zk_acl import (
     OWNER_PERMS,
     NodeKind,
     acl_for_existing,
@@ -20,7 +20,7 @@ from coordinator.client.zk_acl import (
     is_open,
     parse_identity,
 )
-from coordinator.client.zk_auth import NO_AUTH, ZkAuth, digest_id
+from coordinator.kernel.zk_auth import NO_AUTH, ZkAuth, digest_id
 
 C = "digest:coord:" + "a" * 27 + "="
 P = "digest:prod:" + "b" * 27 + "="

@@ -1,12 +1,12 @@
-"""The one session state machine (coordinator.client.session), as watcher and producer use it."""
+"""The one session state machine (coordinator.kernel.session), as watcher and producer use it."""
 
 from __future__ import annotations
 
 import pytest
 from kazoo.client import KazooState
 
-from coordinator.client.errors import StateTransitionError
-from coordinator.client.session import SESSION_TRANSITIONS, SessionMachine, SessionState
+from coordinator.kernel.errors import StateTransitionError
+from coordinator.kernel.session import SESSION_TRANSITIONS, SessionMachine, SessionState
 from ordered.producer.session import ProducerSession
 
 
@@ -34,7 +34,7 @@ def test_reconnects_count_generations_and_stop_is_terminal() -> None:
 
 
 def test_the_producer_and_the_watcher_share_the_machine() -> None:
-    import coordinator.client.history as history
+    import coordinator.kernel.history as history
 
     assert issubclass(ProducerSession, SessionMachine)
     assert issubclass(history._WatcherSession, SessionMachine)

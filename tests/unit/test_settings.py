@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from coordinator.client.errors import ConfigError
+from coordinator.kernel.errors import ConfigError
 from ordered.consumer_config import CONSUMER_KEYS, ConsumerSettings, split_consumer_config
 from ordered.producer.config import PRODUCER_KEYS, ProducerSettings, split_producer_config
 from ordered.settings import REMOVED, SETTINGS, Role, parse_settings

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.client.errors import ConfigError
+from coordinator.kernel.errors import ConfigError
 from ordered.consumer_config import split_consumer_config
 from ordered.producer.config import split_producer_config
 from spark_source.options import parse_sink_options, parse_source_options

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.client.errors import ConfigError
+from coordinator.kernel.errors import ConfigError
 from ordered import OrderedConsumer, OrderedProducer
 
 DEADLINE_S = 20.0

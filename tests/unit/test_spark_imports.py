@@ -49,7 +49,7 @@ def test_the_driver_side_loads_the_layout_store_only_when_it_opens_it() -> None:
     loaded = _loaded_after("spark_source.cluster")
     assert "spark_source.cluster" in loaded
     assert _clients(loaded) == []
-    assert sorted(m for m in loaded if m.startswith(("coordinator.client.store", "kazoo"))) == []
+    assert sorted(m for m in loaded if m.startswith(("coordinator.kernel.store", "kazoo"))) == []
 
 
 def test_the_sink_loads_the_producer_and_not_the_consumer() -> None:

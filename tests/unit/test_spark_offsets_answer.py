@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from confluent_kafka import IsolationLevel, KafkaError, KafkaException
 
-import coordinator.client.kafka_admin as kafka_admin
-from coordinator.client.errors import OrderedKafkaError
+import coordinator.kernel.kafka_admin as kafka_admin
+from coordinator.kernel.errors import OrderedKafkaError
 from spark_source.cluster import Cluster
 from spark_source.options import parse_source_options
 

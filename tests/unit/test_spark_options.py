@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.client.errors import ConfigError
+from coordinator.kernel.errors import ConfigError
 from spark_source.options import parse_sink_options, parse_source_options
 
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092", "subscribe": "t"}

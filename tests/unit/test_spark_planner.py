@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from coordinator.client.errors import ConfigError
+from coordinator.kernel.errors import ConfigError
 from linear_hash.gating import EpochInfo
 from spark_source.offsets import from_spark, to_json, to_spark
 from spark_source.planner import (

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException
 
-import coordinator.client.kafka_admin as kafka_admin
-from coordinator.client.errors import OrderedKafkaError
-from coordinator.client.kafka_admin import KafkaAdmin
+import coordinator.kernel.kafka_admin as kafka_admin
+from coordinator.kernel.errors import OrderedKafkaError
+from coordinator.kernel.kafka_admin import KafkaAdmin
 from ordered.verify import spark_query
 
 

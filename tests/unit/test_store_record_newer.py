@@ -12,8 +12,8 @@ import json
 
 import pytest
 
-from coordinator.client.errors import RecordCorruptError, StoreError
-from coordinator.client.store.records import EpochsRecord, ProducerRecord, TopicRecord
+from coordinator.kernel.errors import RecordCorruptError, StoreError
+from coordinator.kernel.store.records import EpochsRecord, ProducerRecord, TopicRecord
 
 TOPIC_PATH = "/ordered/topics/orders"
 

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coordinator.client.errors import StoreError
-from coordinator.client.store import paths
-from coordinator.client.store.records import (
+from coordinator.kernel.errors import StoreError
+from coordinator.kernel.store import paths
+from coordinator.kernel.store.records import (
     RECORD_VERSION,
     AckRecord,
     EpochRecord,

@@ -7,7 +7,7 @@ import threading
 import pytest
 from fakes import FakeClock
 
-from coordinator.client.supervise import (
+from coordinator.kernel.supervise import (
     Heartbeat,
     LoopState,
     SupervisionSettings,

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from fakes import FakeClock
 
-from coordinator.client.errors import ConfigError, TopicIdMismatchError, UsageError
-from coordinator.client.kafka_admin import UnknownTopicError
-from coordinator.client.store import TopicRecord
-from coordinator.client.topic_ids import RECHECK_S, TopicIds, check_topic_id
+from coordinator.kernel.errors import ConfigError, TopicIdMismatchError, UsageError
+from coordinator.kernel.kafka_admin import UnknownTopicError
+from coordinator.kernel.store import TopicRecord
+from coordinator.kernel.topic_ids import RECHECK_S, TopicIds, check_topic_id
 
 
 def record(topic_id: str | None, topic: str = "t") -> TopicRecord:
@@ -107,7 +107,7 @@ def test_for_client_keeps_only_connection_settings() -> None:
         made.append({"bootstrap": bootstrap, "timeout": timeout_s, **extra})
         return "A"
 
-    import coordinator.client.topic_ids as module
+    import coordinator.kernel.topic_ids as module
 
     original = module._describe_topic_id
     module._describe_topic_id = describe  # type: ignore[assignment]

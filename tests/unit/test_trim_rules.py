@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError
 
-from coordinator.client.errors import TrimRequestError
-from coordinator.client.kafka_admin import DeleteOutcome, UnknownTopicError, WaitReport
-from coordinator.client.store import EpochRecord, RetiredRecord, TopicRecord
 from coordinator.groups.interest import GroupHold, TopicInterest
+from coordinator.kernel.errors import TrimRequestError
+from coordinator.kernel.kafka_admin import DeleteOutcome, UnknownTopicError, WaitReport
+from coordinator.kernel.store import EpochRecord, RetiredRecord, TopicRecord
 from coordinator.trims.retention import consumed_targets, retired_partitions
 from coordinator.trims.trim import ERROR_RULES, Outcome, Trimmer, TrimStatus, validate
 from linear_hash import key_flow

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.client.errors import LayoutError
-from coordinator.client.store import RetiredRecord
+from coordinator.kernel.errors import LayoutError
+from coordinator.kernel.store import RetiredRecord
 from coordinator.trims.trim_rules import (
     RetiredPartition,
     consumed_targets,

@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coordinator.client.errors import CommandLineError, ConfigError
+from coordinator.kernel.errors import CommandLineError, ConfigError
 from ordered.cli import build_parser
 from ordered.settings import INT32_MAX, INT64_MAX, SETTINGS, IntRange, Role, parse_settings
 

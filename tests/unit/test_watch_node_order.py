@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from coordinator.client.store.watches import watch_node
+from coordinator.kernel.store.watches import watch_node
 
 
 class _Result:

@@ -8,8 +8,8 @@ import pytest
 from kazoo.exceptions import ConnectionLoss
 from kazoo.protocol.states import KeeperState
 
-from coordinator.client.zk_auth import ZkAuth
-from coordinator.client.zk_client import AuthClient
+from coordinator.kernel.zk_auth import ZkAuth
+from coordinator.kernel.zk_client import AuthClient
 
 
 class _Failed:
@@ -32,7 +32,7 @@ def test_a_read_failed_by_the_client_closing_is_not_reported(
 ) -> None:
     client = _client()
     assert client.client_state == KeeperState.CLOSED  # as kazoo sets it when stopping
-    with caplog.at_level(logging.WARNING, logger="coordinator.client.zk_client"):
+    with caplog.at_level(logging.WARNING, logger="coordinator.kernel.zk_client"):
         client._on_policy_read(_Failed(ConnectionLoss()), "/root/acl")
     assert caplog.records == []
 
@@ -40,7 +40,7 @@ def test_a_read_failed_by_the_client_closing_is_not_reported(
 def test_a_read_failed_while_connected_is_reported(caplog: pytest.LogCaptureFixture) -> None:
     client = _client()
     client._state = KeeperState.CONNECTED  # kazoo's own field behind client_state
-    with caplog.at_level(logging.WARNING, logger="coordinator.client.zk_client"):
+    with caplog.at_level(logging.WARNING, logger="coordinator.kernel.zk_client"):
         client._on_policy_read(_Failed(ConnectionLoss()), "/root/acl")
     assert [r.getMessage() for r in caplog.records] == [
         "cannot re-read the ACL policy at /root/acl: ConnectionLoss"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.client.errors import ClusterError, UsageError
+from coordinator.kernel.errors import ClusterError, UsageError
 from ordered.devcluster import cluster, ensemble
 from ordered.devcluster.cluster import up
 from ordered.devcluster.ensemble import MemberPorts

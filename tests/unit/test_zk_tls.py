@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.client.errors import ConfigError
-from coordinator.client.zk import make_client
-from coordinator.client.zk_tls import (
+from coordinator.kernel.errors import ConfigError
+from coordinator.kernel.zk import make_client
+from coordinator.kernel.zk_tls import (
     CA,
     CERTIFICATE,
     ENABLE,

@@ -37,10 +37,10 @@ from confluent_kafka import OFFSET_BEGINNING, Message, TopicPartition
 from conformance.fakes import FakeClient, FakeKafka
 from conformance.fakezk import Clock, FakeZk
 from conformance.history import ROOT, Layouts
-from coordinator.client.errors import OrderedKafkaError
-from coordinator.client.store import paths as store_paths
-from coordinator.client.store.records import Interest, Progress
-from coordinator.client.topic_ids import check_topic_id
+from coordinator.kernel.errors import OrderedKafkaError
+from coordinator.kernel.store import paths as store_paths
+from coordinator.kernel.store.records import Interest, Progress
+from coordinator.kernel.topic_ids import check_topic_id
 
 __all__ = ["ROOT", "VECTORS", "load_all", "run"]
 

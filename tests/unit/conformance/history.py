@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.fakezk import FakeZk
-from coordinator.client.store import paths as store_paths
-from coordinator.client.store.records import EpochRecord, TopicRecord
+from coordinator.kernel.store import paths as store_paths
+from coordinator.kernel.store.records import EpochRecord, TopicRecord
 
 __all__ = ["ROOT", "Layouts"]
 

@@ -11,7 +11,7 @@ import org.apache.zookeeper.data.ACL;
 import org.apache.zookeeper.data.Id;
 
 /**
- * The ACL every node the plugins create gets, as {@code coordinator/client/zk_acl.py}'s
+ * The ACL every node the plugins create gets, as {@code coordinator/kernel/zk_acl.py}'s
  * {@code acl_for_new} gives it (docs/security.md, "ACLs on the tree, by role").
  *
  * <p>Under a root with a policy ({@code {root}/acl}): every listed identity may read, the

@@ -12,7 +12,7 @@ import org.apache.kafka.common.config.ConfigException;
 /**
  * The {@code ordered.*} settings of the JVM plugins, checked with the same rules and the
  * same messages as the Python producer ({@code ordered/settings.py},
- * {@code ordered/producer/config.py}, {@code coordinator/client/zk_auth.py}).
+ * {@code ordered/producer/config.py}, {@code coordinator/kernel/zk_auth.py}).
  *
  * <p>Every problem is a {@link ConfigException} with one line naming the key, thrown from
  * {@code configure()} (so {@code new KafkaProducer(...)} fails, never the first record).

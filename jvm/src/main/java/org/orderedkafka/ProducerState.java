@@ -368,7 +368,7 @@ final class ProducerState {
 
   /**
    * Write an ack and prove it: one transaction creates {@code acks/{id}} and writes the
-   * registration back unchanged, so both get one zxid ({@code coordinator/client/store/ack_proof.py}
+   * registration back unchanged, so both get one zxid ({@code coordinator/kernel/store/ack_proof.py}
    * {@code write_ack}; docs/security.md). An existing ack node (an earlier try, or a forged
    * one) is proven by writing the registration alone. Idempotent.
    */

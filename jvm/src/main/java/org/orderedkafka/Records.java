@@ -8,8 +8,8 @@ import java.util.regex.Pattern;
 
 /**
  * The znode records the plugins read and write, in the JSON of
- * {@code coordinator/client/store/records.py} (sorted keys, a {@code "version"}), and their paths
- * ({@code coordinator/client/store/paths.py}).
+ * {@code coordinator/kernel/store/records.py} (sorted keys, a {@code "version"}), and their paths
+ * ({@code coordinator/kernel/store/paths.py}).
  *
  * <ul>
  *   <li>{@link TopicRecord} (read; versions 1 and 2, version 1 reads as {@code topic_id: null});

@@ -22,7 +22,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * The real servers of the integration tests: {@code ORDERED_TEST_ZOOKEEPER_CONNECT} and
  * {@code ORDERED_TEST_BOOTSTRAP_SERVERS} (tests/integration/test_jvm_maven.py sets them to
  * the pytest session's servers); without them the tests are skipped. The layout records a
- * controller would write are written here in the JSON of coordinator/client/store/records.py
+ * controller would write are written here in the JSON of coordinator/kernel/store/records.py
  * (Java has no controller: a test publishes its epochs itself).
  */
 final class Servers implements AutoCloseable {
