@@ -8,8 +8,16 @@ bash scripts/setup.sh
 .venv/bin/mypy
 .venv/bin/lint-imports
 set +e
-# The slowest tests, printed at the end of every run: where CI time goes.
-.venv/bin/pytest -q -p no:cacheprovider --durations=30 "$@"
+# Three workers share the 2 cores: most integration tests wait on servers, not the CPU.
+# tests/conftest.py groups the tests that share a server; ORDERED_TEST_WORKERS=0 runs
+# everything in this process. The slowest tests are printed at the end of every run:
+# where CI time goes.
+workers="${ORDERED_TEST_WORKERS:-3}"
+parallel=()
+if [ "$workers" != "0" ]; then
+  parallel=(-n "$workers" --dist loadgroup --no-loadscope-reorder)
+fi
+.venv/bin/pytest -q -p no:cacheprovider --durations=30 "${parallel[@]}" "$@"
 code=$?
 set -e
 # pytest exits 5 when it collected no test: that is a failure of the suite, not a pass.

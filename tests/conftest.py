@@ -52,6 +52,58 @@ def pytest_configure(config: pytest.Config) -> None:
     _capture = config.pluginmanager.get_plugin("capturemanager")
 
 
+# How the suite is split over pytest-xdist's workers (``scripts/test.sh`` runs
+# ``-n 3 --dist loadgroup``). Each worker starts its own session servers, so tests that
+# share an expensive server stay on one worker: the chaos-style runs (which start their
+# own clusters and load both cores, so two at once would slow each other past their
+# bounds), the Spark tests (a standalone Spark cluster per worker), the secure cluster's
+# tests and the three-broker cluster's. Every other test file is a group of its own. The
+# heavy groups are queued first so that no long run starts last.
+CHAOS_FILES = frozenset(
+    {
+        "test_chaos.py",
+        "test_chaos_network.py",
+        "test_chaos_zk_ensemble.py",
+        "test_chaos_spark.py",
+        "test_chaos_pipeline_stall.py",
+    }
+)
+GROUP_ORDER = ("chaos", "spark", "secure", "cluster3")
+
+
+def xdist_group(item: pytest.Item) -> str:
+    """The worker group of ``item``: a shared-server group or its own file."""
+    path = Path(str(item.fspath))
+    if path.name in CHAOS_FILES:
+        return "chaos"
+    if path.parent.name == "spark":
+        return "spark"
+    if path.name.startswith("test_security"):
+        return "secure"
+    if item.get_closest_marker("replicated") is not None:
+        return "cluster3"
+    return str(path.relative_to(Path(__file__).parent))
+
+
+def _queue_rank(group: str) -> int:
+    if group in GROUP_ORDER:
+        return GROUP_ORDER.index(group)
+    # Integration files before the unit tests, whose many short tests fill the tail.
+    return len(GROUP_ORDER) + (1 if group.startswith("unit") else 0)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under xdist, mark each test with its worker group and queue the heavy groups first."""
+    if not config.pluginmanager.hasplugin("xdist") or config.getoption("dist", "no") == "no":
+        return
+    groups = {item.nodeid: xdist_group(item) for item in items}
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(name=groups[item.nodeid]))
+    order = {item.nodeid: index for index, item in enumerate(items)}
+    items.sort(key=lambda item: (_queue_rank(groups[item.nodeid]), order[item.nodeid]))
+
+
 def _say(message: str) -> None:
     # The CI log must show which servers were started and used, whatever the capture.
     if _capture is None:
