@@ -68,40 +68,57 @@ CHAOS_FILES = frozenset(
         "test_chaos_pipeline_stall.py",
     }
 )
+CLUSTER3_FILES = frozenset({"test_trim_replicated.py"})
 GROUP_ORDER = ("chaos", "spark", "secure", "cluster3")
 
 
-def xdist_group(item: pytest.Item) -> str:
-    """The worker group of ``item``: a shared-server group or its own file."""
-    path = Path(str(item.fspath))
-    if path.name in CHAOS_FILES:
+def worker_group(nodeid: str) -> str:
+    """The worker group of the test ``nodeid``: a shared-server group or its own file."""
+    path = nodeid.split("::", 1)[0]
+    folder, _, name = path.rpartition("/")
+    if name in CHAOS_FILES:
         return "chaos"
-    if path.parent.name == "spark":
+    if folder.endswith("spark"):
         return "spark"
-    if path.name.startswith("test_security"):
+    if name.startswith("test_security"):
         return "secure"
-    if item.get_closest_marker("replicated") is not None:
+    if name in CLUSTER3_FILES:
         return "cluster3"
-    return str(path.relative_to(Path(__file__).parent))
+    return path
 
 
-def _queue_rank(group: str) -> int:
+def _queue_rank(nodeid: str) -> int:
+    group = worker_group(nodeid)
     if group in GROUP_ORDER:
         return GROUP_ORDER.index(group)
     # Integration files before the unit tests, whose many short tests fill the tail.
-    return len(GROUP_ORDER) + (1 if group.startswith("unit") else 0)
+    return len(GROUP_ORDER) + (1 if group.startswith("tests/unit/") else 0)
 
 
-@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup``: one scope per :func:`worker_group`, queued in collection order.
+
+    A scheduler rather than ``xdist_group`` marks: the marks work by renaming node ids,
+    which pytest 9.2's node ids no longer allow.
+    """
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid)
+
+    return GroupScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under xdist, mark each test with its worker group and queue the heavy groups first."""
-    if not config.pluginmanager.hasplugin("xdist") or config.getoption("dist", "no") == "no":
+    """In xdist's workers, queue the heavy groups first (the controller keeps this order)."""
+    # Workers run with ``dist`` "no" and ``loadgroup`` set from the controller's option.
+    if not getattr(config.option, "loadgroup", False):
         return
-    groups = {item.nodeid: xdist_group(item) for item in items}
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(name=groups[item.nodeid]))
-    order = {item.nodeid: index for index, item in enumerate(items)}
-    items.sort(key=lambda item: (_queue_rank(groups[item.nodeid]), order[item.nodeid]))
+    order = {id(item): index for index, item in enumerate(items)}
+    items.sort(key=lambda item: (_queue_rank(item.nodeid), order[id(item)]))
 
 
 def _say(message: str) -> None:
