@@ -2,9 +2,10 @@
 
 The Java drivers are single-file programs under ``tests/jvm/``, run by Java's
 single-source launcher (``java -cp ... tests/jvm/<Driver>.java``): nothing to build but the
-ordered jar itself (``bash scripts/setup.sh``). kafka-clients comes from the jars cache:
-4.x with Kafka's own tools (:func:`clients_classpath` ``"4"``), 3.9 as Spark's Kafka
-connector bundles it (``"3.9"``).
+ordered jar itself (``bash scripts/setup.sh``). The verifiable reader is the jar's own
+(``org.orderedkafka.tools.VerifiableReader``, which ``ordered chaos --java-readers`` runs).
+kafka-clients comes from the jars cache: 4.x with Kafka's own tools
+(:func:`clients_classpath` ``"4"``), 3.9 as Spark's Kafka connector bundles it (``"3.9"``).
 """
 
 from __future__ import annotations
@@ -39,7 +40,6 @@ __all__ = [
     "JavaReader",
     "StreamsReader",
     "clients_classpath",
-    "compile_reader",
     "compile_streams_reader",
     "delivered",
     "first_out_of_order",
@@ -47,6 +47,7 @@ __all__ = [
     "ordered_jar",
     "plugin_properties",
     "read_keyed",
+    "reader_classpath",
     "reader_properties",
     "verify_producer_config",
     "write_backlog",
@@ -57,6 +58,7 @@ JVM_TESTS = ROOT / "tests" / "jvm"
 
 PARTITIONER = "org.orderedkafka.OrderedPartitioner"
 INTERCEPTOR = "org.orderedkafka.OrderedProducerInterceptor"
+READER = "org.orderedkafka.tools.VerifiableReader"
 
 
 def java() -> str:
@@ -258,10 +260,9 @@ def read_keyed(
     return seqs, partitions
 
 
-def compile_reader(into: Path, line: str = "4") -> str:
-    """Compile ``tests/jvm/VerifiableReader.java`` once into ``into``; the classpath to run it
-    (a JVM per reader then starts without compiling)."""
-    return _compile("VerifiableReader.java", into, f"{ordered_jar()}:{clients_classpath(line)}")
+def reader_classpath(line: str = "4") -> str:
+    """The classpath of the jar's verifiable reader: the jar and kafka-clients ``line``."""
+    return f"{ordered_jar()}:{clients_classpath(line)}"
 
 
 def _compile(source: str, into: Path, classpath: str) -> str:
@@ -279,7 +280,7 @@ def _compile(source: str, into: Path, classpath: str) -> str:
 
 
 class JavaReader(_StoppableJvm):
-    """``tests/jvm/VerifiableReader.java`` in its own JVM: reads ``topic`` in group ``group``
+    """The jar's ``VerifiableReader`` in its own JVM: reads ``topic`` in group ``group``
     with ``impl`` (``ordered``: ``OrderedKafkaConsumer``; ``kafka``: ``KafkaConsumer``) and
     writes its deliveries to ``history``; :meth:`stop` closes it, :meth:`kill` is SIGKILL."""
 
@@ -306,7 +307,7 @@ class JavaReader(_StoppableJvm):
             "-XX:TieredStopAtLevel=1",
             "-cp",
             classpath,
-            "VerifiableReader",
+            READER,
             "--impl",
             impl,
             "--topic",

@@ -15,6 +15,7 @@ import queue
 import signal
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -71,6 +72,7 @@ class FaultRunner:
         self.log, self._say, self.stop, self.net = log, say, stop, net
         self.fault_kinds: list[str] = []
         self.kills = 0
+        self.killed: Counter[str] = Counter()  # SIGKILLs by slot
         self.crashes: list[dict[str, Any]] = []
         self.t0 = time.monotonic()
         self._lock = threading.Lock()
@@ -204,14 +206,24 @@ class FaultRunner:
 
     # --- processes -------------------------------------------------------------------
 
-    def _pick(self, target: str, kind: str) -> Slot | None:
-        """The target slot if its process runs, else the first running slot of its kind."""
+    def _pick(self, target: str, kind: str, python_only: bool = False) -> Slot | None:
+        """The target slot if its process runs, else the first running slot of its kind
+        (``python_only``: of the Python ones)."""
+
+        def fits(slot: Slot | None) -> bool:
+            return (
+                slot is not None
+                and slot.alive
+                and not slot.stopped
+                and not (python_only and slot.java)
+            )
+
         slot = self.slots.slots.get(target)
-        if slot is not None and slot.alive and not slot.stopped:
+        if fits(slot):
             return slot
         prefix = target.rsplit("-", 1)[0]
         for name, other in sorted(self.slots.slots.items()):
-            if name.startswith(prefix) and other.kind == kind and other.alive and not other.stopped:
+            if name.startswith(prefix) and other.kind == kind and fits(other):
                 return other
         return None
 
@@ -241,7 +253,9 @@ class FaultRunner:
             self._fault(kind, "lag", f"stopped for {params['down_s']} s")
             self._later(float(params["down_s"]), "resume lag", self._resume_lag)
             return
-        slot = self._pick(fault.target, kinds.get(kind, "reader"))
+        # The Java consumer keeps its ZooKeeper session to itself: no expiry from outside.
+        python_only = kind is FaultKind.EXPIRE_CONSUMER_SESSION
+        slot = self._pick(fault.target, kinds.get(kind, "reader"), python_only)
         if slot is None:
             self.say(f"{kind.value}: no running process for {fault.target}, skipped")
             return
@@ -256,6 +270,7 @@ class FaultRunner:
             self.slots.signal(slot, signal.SIGKILL)
             with self._lock:
                 self.kills += 1
+                self.killed[slot.name] += 1
             self._fault(kind, slot.ident, f"SIGKILL pid {pid}, replaced in {down} s")
             self._restart_later(slot, down)
         elif kind in (

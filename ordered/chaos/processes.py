@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ordered.chaos.java_reader import java_argv
+
 __all__ = ["Slot", "Slots"]
 
 _PR_SET_PDEATHSIG = 1
@@ -62,6 +64,11 @@ class Slot:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def java(self) -> bool:
+        """Whether the slot is a Java reader (:mod:`ordered.chaos.java_reader`)."""
+        return bool(self.extra.get("java"))
+
+    @property
     def ident(self) -> str:
         """The current incarnation's id in the histories."""
         return f"{self.name}.{self.incarnation}"
@@ -86,6 +93,8 @@ class Slots:
         coordinator_argv: The command line of a coordinator daemon.
         zookeeper_for: A slot's own ZooKeeper connect string (its network-fault
             proxies), else every process gets the base one.
+        java_command: How a Java reader starts (:func:`ordered.chaos.java_reader.java_command`);
+            a reader slot added with ``java=True`` runs it instead of the Python worker.
     """
 
     def __init__(
@@ -94,8 +103,10 @@ class Slots:
         base: dict[str, Any],
         coordinator_argv: list[str],
         zookeeper_for: Callable[[str], str] | None = None,
+        java_command: list[str] | None = None,
     ) -> None:
         self.workdir = workdir
+        self.java_command = java_command
         self.zookeeper_for = zookeeper_for
         self.base = base
         self.coordinator_argv = coordinator_argv
@@ -139,7 +150,12 @@ class Slots:
                 "history": str(self.workdir / "history" / f"{slot.ident}.jsonl"),
                 "stats": str(self.workdir / "stats" / f"{slot.ident}.json"),
             }
-            argv = [sys.executable, "-m", "ordered.chaos.worker", json.dumps(spec)]
+            if slot.java:
+                if self.java_command is None:
+                    raise RuntimeError(f"{slot.name}: a Java reader, but no Java command")
+                argv = java_argv(self.java_command, spec)
+            else:
+                argv = [sys.executable, "-m", "ordered.chaos.worker", json.dumps(spec)]
         try:
             slot.proc = subprocess.Popen(
                 argv,

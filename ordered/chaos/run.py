@@ -7,6 +7,8 @@ stops, rebalances, session expiries), ``lag`` (one member, stopped for long stre
 so that layout changes pile up behind it and trims must wait for it) and ``replay``
 (one member: seeks backwards and offset resets, when on), and with ``--spark`` a
 Spark query on a standalone cluster (group ``spark``, :mod:`ordered.chaos.spark_reader`).
+With ``--java-readers N``, N members of ``main`` are Java ``OrderedKafkaConsumer``s
+(:mod:`ordered.chaos.java_reader`), faulted like the others and checked the same way.
 While traffic flows it
 injects the faults of :mod:`ordered.chaos.schedule`. When the faults are over it
 continues everything stopped, lets the producers finish, lets every group read to the
@@ -34,6 +36,7 @@ from typing import Any
 from coordinator.kernel.errors import OrderedError, RunInterruptedError
 from ordered import devcluster
 from ordered.chaos.faults import FaultRunner
+from ordered.chaos.java_reader import java_command
 from ordered.chaos.net_faults import NetFaults, NetProxies, totals
 from ordered.chaos.processes import Slots
 from ordered.chaos.schedule import ScheduleShape, digest, kinds_for, make_schedule
@@ -71,6 +74,9 @@ class ChaosOptions:
         network_faults: Route every process of the run through fault proxies (Kafka:
             one per broker; ZooKeeper: one per process) and inject cuts, blackholes
             and latency (:mod:`ordered.chaos.net_faults`).
+        java_readers: How many of the main group's starting members are Java
+            ``OrderedKafkaConsumer``s (at most :attr:`ScheduleShape.consumers`); the
+            others are Python.
         consumer_barrier: Write the ``consumer-barrier`` feature on (``True``) or off
             (``False``) in the run's root before its first adoption; ``None`` leaves it
             to that adoption, which turns it on (``docs/consumer-barrier.md``).
@@ -90,6 +96,7 @@ class ChaosOptions:
     zookeepers: int = 1
     network_faults: bool = False
     consumer_barrier: bool | None = None
+    java_readers: int = 0
 
 
 def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, Any]:
@@ -109,6 +116,12 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
         network=options.network_faults,
     )
     schedule = make_schedule(options.seed, shape)
+    if not 0 <= options.java_readers <= shape.consumers:
+        raise OrderedError(
+            f"--java-readers must be 0 to {shape.consumers} (the main group's starting members)"
+        )
+    # Before anything starts: a missing java or jar is the user's to fix, not a crash loop.
+    java = java_command() if options.java_readers else None
     workdir = options.directory or Path(tempfile.mkdtemp(prefix="ordered-chaos-"))
     workdir.mkdir(parents=True, exist_ok=True)
     stop = threading.Event()
@@ -121,7 +134,7 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
         f"seed {options.seed}: {len(schedule)} faults over {options.duration:g} s "
         f"(schedule {digest(schedule)}), {options.brokers} broker(s), "
         f"{options.zookeepers} ZooKeeper server(s), {options.rate:g} records/s, "
-        f"directory {workdir}"
+        f"{options.java_readers} Java reader(s), directory {workdir}"
     )
     cluster_dir = workdir / "cluster"
     state = None
@@ -157,7 +170,7 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
         if net is not None:
             net.set_zookeeper(state.zookeeper_connect)
             say(f"network faults on: clients reach Kafka at {net.bootstrap} (proxies)")
-        slots = _slots(workdir, conn, options, shape, net)
+        slots = _slots(workdir, conn, options, shape, net, java)
         if spark is not None:
             spark.add_slot(slots)
         runner = FaultRunner(
@@ -222,6 +235,13 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
             result["network_faults"] = True
             result["proxies"] = totals(net.stats())
         result["trim_proof"] = result.pop("pauses")
+        result["java_readers"] = options.java_readers
+        result["reader_kinds"] = {
+            n: "java" if s.java else "python"
+            for n, s in sorted(slots.slots.items())
+            if s.kind == "reader"
+        }
+        result["java_members"] = _java_members(workdir, slots, runner)
         if spark is not None:
             result["spark_logs"] = spark.log_problems()
             result["spark_drivers"] = spark.driver_stats()
@@ -283,6 +303,7 @@ def _slots(
     options: ChaosOptions,
     shape: ScheduleShape,
     net: NetProxies | None,
+    java: list[str] | None,
 ) -> Slots:
     # With network faults every process of the run goes through the proxies; the run's
     # own commands and probes (conn) stay direct.
@@ -304,20 +325,46 @@ def _slots(
     ]
     coordinator += ["--bootstrap-servers", bootstrap, "--root", conn.root]
     coordinator += ["--sweep-interval", "3", "--trim-timeout", "20"]
-    slots = Slots(workdir, base, coordinator, net.zookeeper_for if net else None)
+    slots = Slots(workdir, base, coordinator, net.zookeeper_for if net else None, java)
     for i in range(shape.coordinators):
         slots.add(f"coordinator-{i}", "coordinator")
     rate = options.rate / shape.producers
     for i in range(shape.producers):
         slots.add(f"producer-{i}", "producer", rate=rate)
+    # Which members are Java is arbitrary for the schedule (its consumer faults pick main
+    # members at random); main-1 first, as the CI seed's kill-consumer hits main-1.
+    java_members = {(1 + i) % shape.consumers for i in range(options.java_readers)}
     for i in range(shape.consumers):
-        slots.add(f"main-{i}", "reader", "main")
+        slots.add(f"main-{i}", "reader", "main", **({"java": True} if i in java_members else {}))
     slots.add("lag-0", "reader", "lag")
     slots.add("replay-0", "reader", "replay")
     if options.eos:
         slots.add("eos-0", "pipeline", "eos", output=OUTPUT, txn_id="chaos-eos-0")
         slots.add("eosout-0", "reader", "eosout", topic=OUTPUT, read_committed=True)
     return slots
+
+
+def _java_members(workdir: Path, slots: Slots, runner: FaultRunner) -> dict[str, Any]:
+    """Per Java slot: SIGKILLs it took, and the records each incarnation delivered.
+
+    What shows that the Java kind took part: a run whose Java members were never killed,
+    or never delivered, proves nothing about them.
+    """
+    out: dict[str, Any] = {}
+    for name, slot in sorted(slots.slots.items()):
+        if not slot.java:
+            continue
+        delivered: dict[str, int] = {}
+        for n in range(1, slot.incarnation + 1):
+            history = workdir / "history" / f"{name}.{n}.jsonl"
+            events = read_events([history]) if history.is_file() else []
+            delivered[f"{name}.{n}"] = sum(1 for e in events if e["ev"] == "dlv")
+        out[name] = {
+            "kills": runner.killed[name],
+            "incarnations": slot.incarnation,
+            "delivered": delivered,
+        }
+    return out
 
 
 def remove_workdir(result: dict[str, Any], options: ChaosOptions) -> None:

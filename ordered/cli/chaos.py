@@ -74,6 +74,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="also cut, blackhole and slow the network between the processes and Kafka "
         "(a proxy per broker) and ZooKeeper (a proxy per process)",
     )
+    p.add_argument(
+        "--java-readers",
+        type=IntArg(0, 3, "a count of Java readers"),
+        default=0,
+        metavar="N",
+        help="how many of the main group's 3 starting members are Java OrderedKafkaConsumers "
+        "(the jar's verifiable reader; needs Java 17 and the built jar, see `ordered jvm-jar`), "
+        "killed, stopped and rebalanced like the Python ones; default 0: all Python",
+    )
     p.add_argument("--dir", type=Path, default=None, help="run directory (default: a temp dir)")
     p.add_argument("--keep", action="store_true", help="keep the run directory")
     p.add_argument(
@@ -94,6 +103,9 @@ def _text(r: dict[str, Any]) -> str:
         f"faults {r['faults']} ({kinds}); layout changes {r['layout_changes']}; "
         f"process kills {r['process_kills']}",
     ]
+    for name, member in r.get("java_members", {}).items():
+        delivered = ", ".join(f"{ident} {n}" for ident, n in member["delivered"].items())
+        lines.append(f"Java reader {name}: killed {member['kills']} times; delivered {delivered}")
     for group, stats in sorted(r["groups"].items()):
         lines.append(f"group {group}: " + ", ".join(f"{k} {v}" for k, v in stats.items()))
     for proof in r["trim_proof"]:
@@ -141,6 +153,7 @@ def _chaos(args: argparse.Namespace) -> int:
         zookeepers=args.zookeepers,
         network_faults=args.network_faults,
         consumer_barrier=args.consumer_barrier,
+        java_readers=args.java_readers,
     )
     try:
         result = run_chaos(options, progress)

@@ -25,11 +25,17 @@ CI_SEED = 11  # seeks and the offset reset come after four layout changes
 @pytest.mark.timeout(420)
 def test_a_ci_sized_chaos_run_holds(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    args = ("--duration", "100", "--seed", str(CI_SEED), "--replays")
+    args = ("--duration", "100", "--seed", str(CI_SEED), "--replays", "--java-readers", "1")
     result = run_chaos(run_dir, *args, wall_s=400)
     assert result["holds"] is True
     assert result["violations"] == 0 and result["lost"] == 0
     assert result["seed"] == CI_SEED
+    # One main member is a Java OrderedKafkaConsumer: it was SIGKILLed, came back, and both
+    # its first and its restarted incarnation delivered (so its history was checked).
+    assert result["reader_kinds"]["main-1"] == "java", result["reader_kinds"]
+    [java] = result["java_members"].values()
+    assert java["kills"] >= 1 and java["incarnations"] >= 2, java
+    assert all(n > 0 for n in list(java["delivered"].values())[:2]), java
     assert result["records"] > 10_000
     assert result["layout_changes"] >= 4
     assert result["process_kills"] >= 2

@@ -1,7 +1,7 @@
 """Java readers of an ordered topic: Kafka's ``KafkaConsumer`` against ``OrderedKafkaConsumer``.
 
 One backlog, written by an ``OrderedProducer`` while the topic goes 2 -> 3 -> 4 -> 2 -> 4,
-is read by the same Java program (``tests/jvm/VerifiableReader.java``) with either consumer,
+is read by the same Java program (the jar's ``VerifiableReader``) with either consumer,
 each case in a group of its own: one member; two members started together; two members of
 which one is killed with SIGKILL while a gate holds one of its partitions, then started
 again. On both group protocols (classic, and ``consumer`` of KIP-848) and with
@@ -28,9 +28,9 @@ from confluent_kafka import Consumer, TopicPartition
 from helpers import unique, wait_until
 from jvm_helpers import (
     JavaReader,
-    compile_reader,
     delivered,
     first_out_of_order,
+    reader_classpath,
     reader_properties,
     write_backlog,
 )
@@ -73,7 +73,7 @@ def test_kafka_consumer_loses_order_and_ours_keeps_it(
     steps = (("expand", 3), ("expand", 4), ("shrink", 2), ("expand", 4))
     topic, acked = write_backlog(kit, backlog, KEYS, steps)
     assert acked > 10_000
-    classpath = compile_reader(tmp_path / "classes")
+    classpath = reader_classpath()
     figures: dict[str, int] = {}
 
     def run_case(impl: str, protocol: str, commit: str, case: str) -> None:

@@ -19,8 +19,8 @@ from fixtures import consumer_config
 from helpers import unique, wait_until
 from jvm_helpers import (
     JavaReader,
-    compile_reader,
     delivered,
+    reader_classpath,
     reader_properties,
     verify_producer_config,
 )
@@ -40,7 +40,7 @@ def test_python_and_java_consumers_share_a_group_through_expansions_and_rebalanc
     topic = kit.adopted_topic(2)
     group = unique("g-mixed")
     history = tmp_path / "history"
-    classpath = compile_reader(tmp_path / "classes")
+    classpath = reader_classpath()
     producer = VerifiableProducer(
         verify_producer_config(kit), "py", topic, history / "producer.jsonl", KEYS
     )
