@@ -182,7 +182,6 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
 
   private ConsumerRebalanceListener userListener;
   private boolean rebalanced;
-  private RuntimeException pendingError;
   private long nextAutoCommit;
   private long nextRecheck;
   private double tokens = 2;
@@ -873,11 +872,6 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
   @Override
   public ConsumerRecords<K, V> poll(Duration timeout) {
     ensureOpen();
-    if (pendingError != null) {
-      RuntimeException e = pendingError;
-      pendingError = null;
-      throw e;
-    }
     RuntimeException refused = anyRefused() ? refusal(assignedTopics()) : null;
     if (refused != null) {
       throw refused; // C-COPY-3: at every call, until the layout is replaced
