@@ -13,7 +13,12 @@ For each partition the answer is the first closed gate at or past the group's po
 
 Like ``kafka-consumer-groups --describe`` it also shows each partition's lag (end
 offset minus committed offset, ``None`` without a commit) and the member it is assigned
-to (consumer id, host, client id), and the group's state. A group Kafka does not know
+to (consumer id, host, client id), and the group's state. Each member's language
+(``python``: an ``OrderedConsumer``; ``java``: an ``OrderedKafkaConsumer``) comes from the
+members' records in the layout store (:class:`GroupMemberRecord`), matched to Kafka's
+members by client id: ``None`` when no record has the member's client id (a plain Kafka
+consumer, or an ordered consumer from before these records), or when records of that
+client id name both languages. A group Kafka does not know
 (no member, no commit anywhere) is reported with ``exists = False`` (the gates it would
 meet from its first position are still shown); a group that exists but never committed
 on the topic has ``committed = None`` on every partition.
@@ -28,14 +33,14 @@ one of those waits to the position service, else the time the gate's epoch was s
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from coordinator.kernel.errors import NotAdoptedError
 from coordinator.kernel.history import TopicHistory
 from coordinator.kernel.kafka_admin import GroupDescription, GroupMember, KafkaAdmin
 from coordinator.kernel.positions import Interest, PositionService
-from coordinator.kernel.store import EpochRecord, LayoutStore
+from coordinator.kernel.store import EpochRecord, GroupMemberRecord, LayoutStore
 from coordinator.kernel.topic_ids import check_topic_id
 from linear_hash.gating import GateEvaluator, OffsetMaps, Wait
 
@@ -44,6 +49,7 @@ __all__ = [
     "GroupStatus",
     "PartitionStatus",
     "group_status",
+    "member_languages",
     "topic_groups",
 ]
 
@@ -93,6 +99,7 @@ class PartitionStatus:
         since: Unix time the wait is known from (see the module docstring).
         lag: ``end - committed`` (``None`` without a commit).
         member: The member the partition is assigned to, ``None`` if none.
+        language: That member's language (see the module docstring), ``None`` if unknown.
     """
 
     partition: int
@@ -107,6 +114,7 @@ class PartitionStatus:
     since: float | None
     lag: int | None = None
     member: GroupMember | None = None
+    language: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict."""
@@ -125,6 +133,7 @@ class PartitionStatus:
             "consumer_id": None if self.member is None else self.member.member_id,
             "host": None if self.member is None else self.member.host,
             "client_id": None if self.member is None else self.member.client_id,
+            "language": self.language,
         }
 
 
@@ -140,6 +149,8 @@ class GroupStatus:
         partitions: One entry per partition that exists in Kafka, ascending.
         state: The group's state in Kafka (``STABLE``, ``EMPTY``, ...).
         members: The group's members.
+        languages: Member id -> its language (see the module docstring); a member of
+            unknown language is absent.
     """
 
     topic: str
@@ -149,6 +160,7 @@ class GroupStatus:
     partitions: tuple[PartitionStatus, ...]
     state: str = "UNKNOWN"
     members: tuple[GroupMember, ...] = ()
+    languages: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def exists(self) -> bool:
@@ -180,6 +192,7 @@ class GroupStatus:
                     "consumer_id": m.member_id,
                     "host": m.host,
                     "client_id": m.client_id,
+                    "language": self.languages.get(m.member_id),
                     "partitions": sorted(p for t, p in m.assignment if t == self.topic),
                 }
                 for m in self.members
@@ -214,6 +227,7 @@ def group_status(store: LayoutStore, admin: KafkaAdmin, topic: str, group: str) 
     described = admin.describe_group(group)
     committed = admin.committed_offsets(group, topic, partitions)
     owners = _owners(described, topic)
+    languages = member_languages(described.members, store.group_members(group))
     starts = admin.start_offsets(topic, partitions)
     ends = admin.end_offsets(topic, partitions)
     interest = PositionService(store.client, store.root, group).interest(topic)
@@ -242,6 +256,7 @@ def group_status(store: LayoutStore, admin: KafkaAdmin, topic: str, group: str) 
                 since=_since(waits, gate_epoch, epochs, interest),
                 lag=None if p not in committed else max(0, ends[p] - committed[p]),
                 member=owners.get(p),
+                language=None if p not in owners else languages.get(owners[p].member_id),
             )
         )
     return GroupStatus(
@@ -252,7 +267,23 @@ def group_status(store: LayoutStore, admin: KafkaAdmin, topic: str, group: str) 
         tuple(out),
         described.state,
         described.members,
+        languages,
     )
+
+
+def member_languages(
+    members: Sequence[GroupMember], records: Sequence[GroupMemberRecord]
+) -> dict[str, str]:
+    """Member id -> language, for the members one language's records name by client id."""
+    by_client: dict[str, set[str]] = {}
+    for r in records:
+        by_client.setdefault(r.client_id, set()).add(r.language)
+    out = {}
+    for m in members:
+        found = by_client.get(m.client_id, set())
+        if len(found) == 1:
+            out[m.member_id] = next(iter(found))
+    return out
 
 
 def _owners(described: GroupDescription, topic: str) -> dict[int, GroupMember]:

@@ -8,9 +8,10 @@ back). The layout comes from ZooKeeper first; when Kafka does not answer within
 
 The group view (``--group G``, or ``--all-groups``: every group with a commit on the
 topic, and every registered ordered group that holds its trims without one) shows per
-partition what the group waits on at the gates, its lag and the member it is assigned
-to, like ``kafka-consumer-groups --describe``, and whether (and why) the group holds
-the topic's trims.
+partition what the group waits on at the gates and its lag, like
+``kafka-consumer-groups --describe``, then one line per member: its consumer id,
+language (``python`` or ``java``; ``-`` for a plain Kafka consumer), host, client id and
+partitions of the topic, and whether (and why) the group holds the topic's trims.
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--group",
         default=None,
         metavar="G",
-        help="show, per partition, what consumer group G waits on at the gates, its lag "
-        "and its members",
+        help="show, per partition, what consumer group G waits on at the gates and its lag, "
+        "and its members (consumer id, language, host, client id, partitions)",
     )
     which.add_argument(
         "--all-groups",
@@ -455,10 +456,16 @@ def _group_text(status: GroupStatus, now: float, hold: GroupHold | None = None) 
                 p.state,
             )
         )
-    rows_members = [("PARTITION", "CONSUMER-ID", "HOST", "CLIENT-ID")] + [
-        (str(p.partition), p.member.member_id, p.member.host, p.member.client_id)
-        for p in status.partitions
-        if p.member is not None
+    rows_members = [("CONSUMER-ID", "LANGUAGE", "HOST", "CLIENT-ID", "PARTITIONS")] + [
+        (
+            m.member_id,
+            status.languages.get(m.member_id, "-"),
+            m.host,
+            m.client_id,
+            ",".join(str(p) for p in sorted(p for t, p in m.assignment if t == status.topic))
+            or "-",
+        )
+        for m in sorted(status.members, key=lambda m: m.member_id)
     ]
     lines += _table(rows)
     if len(rows_members) > 1:

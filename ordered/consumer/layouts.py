@@ -55,7 +55,7 @@ from kazoo.client import KazooClient
 
 from coordinator.kernel.errors import StateTransitionError, StoreError, TopicIdMismatchError
 from coordinator.kernel.history import HistoryWatcher, SessionState, TopicHistory, load_history
-from coordinator.kernel.store import LayoutStore, TopicRecord
+from coordinator.kernel.store import GroupMemberRecord, LayoutStore, TopicRecord
 from coordinator.kernel.store import paths as store_paths
 from coordinator.kernel.topic_ids import TopicIds
 from linear_hash.gating import EpochInfo, GateEvaluator
@@ -202,11 +202,16 @@ class LayoutTracker:
         check_rate: int = 0,
         on_reload: Callable[[str, int], None] | None = None,
         on_change: Callable[[], None] | None = None,
+        member: GroupMemberRecord | None = None,
     ) -> None:
         self.client = client
         self.store = LayoutStore(client, root)
         self._ids = ids
         self._group = group
+        # Written with the first group registration, and again after a reconnect (it is
+        # ephemeral): what `ordered describe --group` names this member by.
+        self._member = member
+        self._member_wanted = False
         self.watcher = HistoryWatcher(self.store, on_change)
         self.topics: dict[str, TopicView] = {}
         self.verify_fetch = True
@@ -271,6 +276,18 @@ class LayoutTracker:
         except StoreError as exc:
             # Only the registered-groups-only trim setting reads it; commits still count.
             _log.warning("cannot register group on %s: %s", topic, exc)
+        if not self._member_wanted:
+            self._member_wanted = True
+            self._register_member()
+
+    def _register_member(self) -> None:
+        """Write this consumer's member record (read by ``describe --group`` only)."""
+        if self._member is None or not self._member_wanted:
+            return
+        try:
+            self.store.register_member(self._member)
+        except StoreError as exc:
+            _log.debug("cannot register member %s: %s", self._member.member, exc)
 
     def _load(self, view: TopicView) -> None:
         # The znode's last-write zxid, read *before* the history: if a write lands in
@@ -314,6 +331,7 @@ class LayoutTracker:
         if self.watcher.generation != self._generation:
             self._generation = self.watcher.generation
             dirty |= set(self.topics)
+            self._register_member()  # a new session lost the ephemeral record
         if joined:
             dirty -= {view.name for view in joined}
         return joined + (self.reload(dirty) if dirty else [])

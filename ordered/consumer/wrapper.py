@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
+import time
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
@@ -18,6 +20,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from coordinator.kernel import identity
 from coordinator.kernel.hooks import ConsumerEvents
 from coordinator.kernel.positions import PositionService
+from coordinator.kernel.store import GroupMemberRecord
 from coordinator.kernel.topic_ids import TopicIds
 from coordinator.kernel.zk import (
     close_client,
@@ -137,6 +140,18 @@ class OrderedConsumer:
             acl_root=settings.zookeeper_root,
             tls=settings.zookeeper_tls,
         )
+        member = identity.member_id()
+        record = None
+        if split.group_id:
+            record = GroupMemberRecord(
+                member=member,
+                group=split.group_id,
+                client_id=str(split.kafka.get("client.id", "rdkafka")),
+                host=identity.host_name(),
+                pid=os.getpid(),
+                language="python",
+                registered_at=time.time(),
+            )
         try:
             start_client(self._zk, 15.0, "ordered.zookeeper.connect")
             layouts = LayoutTracker(
@@ -148,6 +163,7 @@ class OrderedConsumer:
                 check_rate=settings.layout_check_max_requests_per_s,
                 on_reload=events.layout_reload,
                 on_change=self._halt,
+                member=record,
             )
         except Exception:
             close_client(self._zk)
@@ -159,7 +175,6 @@ class OrderedConsumer:
         positions = None
         if settings.positions and split.group_id:
             positions = PositionService(self._zk, settings.zookeeper_root, split.group_id)
-        member = identity.member_id()
         self._probe = LogStartProbe(
             split.kafka, core.request_timeout, core.log_start_seen, clock=core.clock
         )

@@ -5,14 +5,17 @@ Kafka: the gate trusts committed offsets whoever committed them, and a boundary 
 language announces opens a gate the other holds. While a producer writes, the topic
 expands 2 -> 3, the Java member leaves and comes back (two rebalances), and the topic
 expands 3 -> 4; the verify checker then finds every key in order, nothing lost and no
-commit past a record the group had not returned.
+commit past a record the group had not returned. While both read, ``ordered describe
+--group`` names each member's language, client id and host (text and ``--json``).
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fixtures import consumer_config
@@ -66,13 +69,14 @@ def test_python_and_java_consumers_share_a_group_through_expansions_and_rebalanc
 
     second: JavaReader | None = None
     python = VerifiableReader(
-        consumer_config(kit.bootstrap, kit.zk_hosts, kit.zk_root, group),
+        consumer_config(kit.bootstrap, kit.zk_hosts, kit.zk_root, group, **{"client.id": "py-r"}),
         group,
         "py-r",
         topic,
         history / "py-r.jsonl",
     )
     stop_writing = stop_reading = False
+    described: Exception | None = None
     writer = threading.Thread(target=lambda: producer.run(400.0, stop=lambda: stop_writing))
     python.subscribe()
     reading = threading.Thread(target=lambda: python.run(lambda: stop_reading))
@@ -97,6 +101,10 @@ def test_python_and_java_consumers_share_a_group_through_expansions_and_rebalanc
         wait_until(
             lambda: delivered_by("j2") > 50, 60, what="the Java member reads again", interval=0.2
         )
+        try:
+            _describe_names_both_languages(kit, topic, group)
+        except Exception as exc:  # raised after the readers are closed, not left running
+            described = exc
         controller.expand(topic, 4, timeout=60)
         time.sleep(3.0)
     finally:
@@ -113,6 +121,8 @@ def test_python_and_java_consumers_share_a_group_through_expansions_and_rebalanc
         stop_reading = True
         reading.join(60)
         python.close()
+    if described is not None:
+        raise described
     events = list(read_events(sorted(history.glob("*.jsonl"))))
     verdict = check(events, topic=topic)
     assert verdict.holds, verdict.to_dict()
@@ -127,3 +137,32 @@ def test_python_and_java_consumers_share_a_group_through_expansions_and_rebalanc
         if e["ev"] == "dlv":
             by_partition.setdefault(e["tp"], set()).add("java" if e["r"].startswith("j") else "py")
     assert any(langs == {"java", "py"} for langs in by_partition.values()), by_partition
+
+
+def _describe_names_both_languages(kit: Kit, topic: str, group: str) -> None:
+    """``describe --group``: one member line per language, with client id and host.
+
+    The Python member's client id is configured (``py-r``); the Java member's is the one
+    kafka-clients generates (``consumer-{group}-{n}``), which it reports from its metrics.
+    """
+    members: dict[str, dict[str, Any]] = {}
+
+    def both() -> bool:
+        run = kit.ordered_cli("describe", topic, "--group", group, "--json")
+        assert run.returncode == 0, run.stderr
+        members.clear()
+        for m in json.loads(run.stdout)["members"]:
+            members[m["language"] or "-"] = m
+        return {"python", "java"} <= set(members)
+
+    wait_until(both, 30, what="describe --group names a python and a java member", interval=1)
+    python, java = members["python"], members["java"]
+    assert python["client_id"] == "py-r" and python["host"], members
+    assert java["client_id"].startswith(f"consumer-{group}-") and java["host"], members
+    lines = [
+        line.split()
+        for line in kit.ordered_cli("describe", topic, "--group", group).stdout.splitlines()
+    ]
+    for m in (python, java):
+        line = [m["consumer_id"], m["language"], m["host"], m["client_id"]]
+        assert any(row[:4] == line for row in lines), (line, lines)

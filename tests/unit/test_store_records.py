@@ -16,6 +16,7 @@ from coordinator.kernel.store.records import (
     AckRecord,
     EpochRecord,
     EpochsRecord,
+    GroupMemberRecord,
     ProducerRecord,
     TopicRecord,
 )
@@ -289,3 +290,51 @@ def test_bad_producer_records_are_refused(change: Any, message: str) -> None:
         ProducerRecord.from_json(_mutate(producer_record(language="java"), change), PATH)
     assert PATH in str(info.value)
     assert message in str(info.value)
+
+
+def group_member_record(**over: Any) -> GroupMemberRecord:
+    base: dict[str, Any] = {
+        "member": "h-42-0000abcd",
+        "group": "g",
+        "client_id": "svc",
+        "host": "h",
+        "pid": 42,
+        "language": "java",
+        "registered_at": 1700000000.5,
+    }
+    base.update(over)
+    return GroupMemberRecord(**base)
+
+
+def test_group_member_record_reads_what_the_java_consumer_writes() -> None:
+    # Records.groupMemberRecord's output (JsonAndRecordsTest.groupMemberRecordVersion1).
+    java = (
+        b'{"client_id":"svc","group":"g","host":"h","language":"java",'
+        b'"member":"h-42-0000abcd","pid":42,"registered_at":1700000000.5,"version":1}'
+    )
+    record = GroupMemberRecord.from_json(java, PATH)
+    assert record == group_member_record()
+    assert json.loads(record.to_json()) == json.loads(java)
+    python = group_member_record(language="python")
+    assert GroupMemberRecord.from_json(python.to_json(), PATH) == python
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda r: r.update(version=2), "GroupMemberRecord has version 2, newer than 1"),
+        (lambda r: r.update(language="cobol"), "unknown consumer language 'cobol'"),
+        (lambda r: r.pop("language"), "missing field(s) language"),
+        (lambda r: r.pop("client_id"), "missing field(s) client_id"),
+    ],
+)
+def test_bad_group_member_records_are_refused(change: Any, message: str) -> None:
+    with pytest.raises(StoreError) as info:
+        GroupMemberRecord.from_json(_mutate(group_member_record(), change), PATH)
+    assert message in str(info.value)
+
+
+def test_group_member_path() -> None:
+    assert paths.group_member_path("/r", "a/b", "h-1 x") == "/r/groups/a%2Fb/members/h-1%20x"
+    with pytest.raises(ValueError):
+        paths.group_member_path("/r", "g", "")

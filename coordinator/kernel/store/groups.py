@@ -14,6 +14,7 @@ from kazoo.exceptions import (
 from coordinator.kernel.store import paths
 from coordinator.kernel.store.base import StoreBase
 from coordinator.kernel.store.records import (
+    GroupMemberRecord,
     GroupRegistration,
     GroupSeenRecord,
 )
@@ -38,6 +39,49 @@ class GroupStore(StoreBase):
                 self._client.create(path, data, makepath=True)
 
         self._run(f"register group {group} on {topic}", attempt)
+
+    def register_member(self, record: GroupMemberRecord) -> None:
+        """Write a consumer's :class:`GroupMemberRecord` (ephemeral; idempotent).
+
+        Raises:
+            StoreError: ZooKeeper is unreachable.
+        """
+        path = paths.group_member_path(self._root, record.group, record.member)
+        data = record.to_json()
+
+        def attempt() -> None:
+            try:
+                self._client.create(path, data, ephemeral=True, makepath=True)
+            except NodeExistsError:
+                # Ours: member ids are unique per consumer.
+                self._client.set(path, data)
+
+        self._run(f"register member {record.member} of {record.group}", attempt)
+
+    def group_members(self, group: str) -> list[GroupMemberRecord]:
+        """The live consumers of ``group`` that wrote a :class:`GroupMemberRecord`.
+
+        A member that leaves while listed is left out.
+
+        Raises:
+            StoreError: ZooKeeper is unreachable or a record fails its check.
+        """
+        base = paths.group_members_path(self._root, group)
+
+        def attempt() -> list[GroupMemberRecord]:
+            try:
+                names = self._client.get_children(base)
+            except NoNodeError:
+                return []
+            out = []
+            for name in sorted(names):
+                got = self._read(f"{base}/{name}")
+                if got is not None:
+                    out.append(GroupMemberRecord.from_json(got[0], f"{base}/{name}"))
+            return out
+
+        members: list[GroupMemberRecord] = self._run(f"list members of {group}", attempt)
+        return members
 
     def group_registered_at(self, group: str, topic: str) -> float | None:
         """When ``group`` first registered on ``topic`` (``None``: not registered).

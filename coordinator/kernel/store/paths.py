@@ -39,6 +39,8 @@ __all__ = [
     "epochs_path",
     "feature_path",
     "features_path",
+    "group_member_path",
+    "group_members_path",
     "group_node",
     "group_path",
     "group_registration_path",
@@ -185,6 +187,18 @@ def interest_member_path(root: str, group: str, topic: str, member: str) -> str:
     if not member:
         raise ValueError("a member id must not be empty")
     return interest_path(root, group, topic) + "/" + urllib.parse.quote(member, safe="")
+
+
+def group_members_path(root: str, group: str) -> str:
+    """``{root}/groups/{g}/members``: one child per live consumer of the group."""
+    return group_path(root, group) + "/members"
+
+
+def group_member_path(root: str, group: str, member: str) -> str:
+    """``.../members/{member}`` (member percent-encoded): a ``GroupMemberRecord``."""
+    if not member:
+        raise ValueError("a member id must not be empty")
+    return group_members_path(root, group) + "/" + urllib.parse.quote(member, safe="")
 
 
 def progress_path(root: str, group: str, topic: str) -> str:

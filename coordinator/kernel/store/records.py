@@ -15,6 +15,8 @@ have more than one version so far: :class:`TopicRecord` (version 2 added ``topic
 version 1 records read as ``topic_id: null``, an adoption not bound to a topic id) and
 :class:`ProducerRecord` (version 2 added ``language``, since JVM producers register
 too; version 1 records, written only by Python producers, read as ``"python"``).
+:class:`GroupMemberRecord` (a consumer's client and language, for ``describe --group``)
+is new in version 1 and carries ``language`` from the start.
 
 In Python, partition-keyed maps (``boundaries``, ``last_offsets``, ``waits``) use
 ``int`` keys; in JSON they are decimal strings. Constructors accept either and
@@ -64,6 +66,7 @@ __all__ = [
     "AclPolicyRecord",
     "EpochRecord",
     "EpochsRecord",
+    "GroupMemberRecord",
     "GroupRegistration",
     "GroupSeenRecord",
     "Interest",
@@ -77,13 +80,21 @@ __all__ = [
 EpochState: TypeAlias = Literal["pending", "sealed"]
 
 PRODUCER_LANGUAGES = ("python", "java")
-"""The values of ``ProducerRecord.language``: which client library registered."""
+"""The values of ``ProducerRecord.language`` and ``GroupMemberRecord.language``: which
+client library registered."""
 
 
 def _language(value: Any) -> str:
     name = _str(value)
     if name not in PRODUCER_LANGUAGES:
         raise _Bad(f"unknown producer language {name!r} (known: {', '.join(PRODUCER_LANGUAGES)})")
+    return name
+
+
+def _member_language(value: Any) -> str:
+    name = _str(value)
+    if name not in PRODUCER_LANGUAGES:
+        raise _Bad(f"unknown consumer language {name!r} (known: {', '.join(PRODUCER_LANGUAGES)})")
     return name
 
 
@@ -466,6 +477,48 @@ class GroupRegistration(_Record):
     _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
         "group": _str,
         "topic": _str,
+        "registered_at": _time,
+    }
+
+    def __post_init__(self) -> None:
+        self._normalise()
+
+
+@dataclass(frozen=True)
+class GroupMemberRecord(_Record):
+    """A live consumer of an ordered group, at ``{root}/groups/{g}/members/{member}``.
+
+    Ephemeral; written by an ``OrderedConsumer`` (Python) or an ``OrderedKafkaConsumer``
+    (Java) when it first loads an ordered topic with a ``group.id``. Read only by
+    ``ordered describe --group``, which matches it to Kafka's members by client id: it
+    never gates a record.
+
+    Attributes:
+        member: The member id of the position service (the znode name, percent-encoded).
+        group: The consumer group id.
+        client_id: Its ``client.id`` (the one Kafka reports for the member).
+        host: Its host name.
+        pid: Its process id.
+        language: The client: ``python`` (``OrderedConsumer``) or ``java``
+            (``OrderedKafkaConsumer``).
+        registered_at: Unix time of the registration.
+    """
+
+    member: str
+    group: str
+    client_id: str
+    host: str
+    pid: int
+    language: str
+    registered_at: float
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "member": _str,
+        "group": _str,
+        "client_id": _str,
+        "host": _str,
+        "pid": _nonneg,
+        "language": _member_language,
         "registered_at": _time,
     }
 

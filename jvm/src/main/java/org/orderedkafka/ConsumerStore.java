@@ -50,6 +50,12 @@ public interface ConsumerStore extends AutoCloseable {
   /** Register the group on {@code topic} once (C-TRIM-1); failures are logged. */
   void registerGroup(String group, String topic);
 
+  /**
+   * Write this member's {@code GroupMemberRecord} (ephemeral: written again after a new session)
+   * once; what {@code ordered describe --group} names the member by. Failures are logged.
+   */
+  default void registerMember(String group, String member, String clientId) {}
+
   /** Replace (or, with {@code waits} empty, delete) this member's interest; asynchronous. */
   void declareInterest(String group, String topic, String member, Map<Integer, Long> waits);
 

@@ -137,6 +137,8 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
   private final OrderedSettings settings;
   private final String group;
   private final String member;
+  /** {@code client.id} as configured; null: the inner consumer's generated one. */
+  private final String clientIdConfig;
   private final boolean autoCommit;
   private final long autoCommitIntervalMs;
   private final boolean applicationMode;
@@ -250,6 +252,8 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
         interval == null ? 5000 : OrderedSettings.parseInt("auto.commit.interval.ms", interval, 0);
     applicationMode = settings.commitMode.equals("application");
     member = memberId();
+    Object clientId = configs.get("client.id");
+    clientIdConfig = clientId == null || String.valueOf(clientId).isEmpty() ? null : String.valueOf(clientId);
     try {
       this.store = store != null ? store : new ZkConsumerStore(settings);
     } catch (RuntimeException e) {
@@ -310,6 +314,24 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     // an expansion must be picked up within seconds, as the Python consumer's 2 s.
     out.putIfAbsent("metadata.max.age.ms", "2000");
     return out;
+  }
+
+  /** The client id Kafka reports for this member: configured, else the inner consumer's. */
+  private String clientId() {
+    if (clientIdConfig != null) {
+      return clientIdConfig;
+    }
+    try {
+      for (MetricName name : inner.metrics().keySet()) {
+        String id = name.tags().get("client-id");
+        if (id != null) {
+          return id;
+        }
+      }
+    } catch (RuntimeException e) {
+      // a consumer without metrics: no id to report
+    }
+    return "";
   }
 
   private static String memberId() {
@@ -536,6 +558,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       confirmTopicId(t, asked);
       if (first && h.adopted && group != null) {
         store.registerGroup(group, t.topic);
+        store.registerMember(group, member, clientId());
       }
       return true;
     } catch (RuntimeException e) {

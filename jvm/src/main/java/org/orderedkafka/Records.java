@@ -16,6 +16,7 @@ import java.util.regex.Pattern;
  *   <li>the producer registration {@code ProducerRecord} version 2, written with
  *       {@code "language": "java"};
  *   <li>{@code AckRecord} version 1, written exactly as Python writes it;
+ *   <li>the consumer's {@code GroupMemberRecord} version 1, written with {@code "language": "java"};
  *   <li>{@code AclPolicyRecord} version 1 (read: who owns what under the root).
  * </ul>
  */
@@ -81,6 +82,21 @@ public final class Records {
     m.put("registered_at", registeredAt);
     m.put("client_id", clientId);
     m.put("language", "java");
+    return Json.write(m).getBytes(StandardCharsets.UTF_8);
+  }
+
+  /** The member record ({@code GroupMemberRecord} version 1) of a Java consumer. */
+  static byte[] groupMemberRecord(
+      String member, String group, String clientId, String host, long pid, double registeredAt) {
+    Map<String, Object> m = new TreeMap<>();
+    m.put("version", 1L);
+    m.put("member", member);
+    m.put("group", group);
+    m.put("client_id", clientId);
+    m.put("host", host);
+    m.put("pid", pid);
+    m.put("language", "java");
+    m.put("registered_at", registeredAt);
     return Json.write(m).getBytes(StandardCharsets.UTF_8);
   }
 

@@ -12,6 +12,8 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.state.ConnectionState;
+import org.apache.curator.framework.state.ConnectionStateListener;
 import org.apache.kafka.common.KafkaException;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
@@ -30,6 +32,14 @@ final class ZkConsumerStore implements ConsumerStore {
   /** group NUL topic NUL partition -> the last offset published there. */
   private final Map<String, Long> published = new ConcurrentHashMap<>();
   private final Map<String, Boolean> registered = new ConcurrentHashMap<>();
+  /** The member record's path and data once written; written again after a reconnect. */
+  private final AtomicReference<Map.Entry<String, byte[]>> memberRecord = new AtomicReference<>();
+  private final ConnectionStateListener rewriteMember =
+      (c, state) -> {
+        if (state == ConnectionState.RECONNECTED) {
+          writeMember();
+        }
+      };
   private volatile boolean closed;
 
   ZkConsumerStore(OrderedSettings settings) {
@@ -171,6 +181,42 @@ final class ZkConsumerStore implements ConsumerStore {
   }
 
   @Override
+  public void registerMember(String group, String member, String clientId) {
+    String path = groupPath(group) + "/members/" + quote(member);
+    byte[] data =
+        Records.groupMemberRecord(
+            member, group, clientId, ProducerState.hostName(), ProcessHandle.current().pid(), Records.now());
+    if (!memberRecord.compareAndSet(null, Map.entry(path, data))) {
+      return;
+    }
+    client.getConnectionStateListenable().addListener(rewriteMember);
+    writeMember();
+  }
+
+  /** Write the member record (ephemeral) on the session's worker; a failure is logged. */
+  private void writeMember() {
+    Map.Entry<String, byte[]> record = memberRecord.get();
+    if (record == null) {
+      return;
+    }
+    zk.worker.execute(
+        () -> {
+          if (closed) {
+            return;
+          }
+          try {
+            try {
+              client.create().creatingParentsIfNeeded().withMode(CreateMode.EPHEMERAL).forPath(record.getKey(), record.getValue());
+            } catch (KeeperException.NodeExistsException ours) {
+              client.setData().forPath(record.getKey(), record.getValue());
+            }
+          } catch (Exception e) {
+            LOG.debug("member record {} not written: {}", record.getKey(), e.toString());
+          }
+        });
+  }
+
+  @Override
   public void declareInterest(String group, String topic, String member, Map<Integer, Long> waits) {
     Map<Integer, Long> copy = new TreeMap<>(waits);
     zk.worker.execute(
@@ -296,6 +342,16 @@ final class ZkConsumerStore implements ConsumerStore {
   public void close() {
     if (!closed) {
       closed = true;
+      client.getConnectionStateListenable().removeListener(rewriteMember);
+      Map.Entry<String, byte[]> member = memberRecord.get();
+      if (member != null) {
+        // The session is shared with the JVM's other clients: it may outlive this consumer.
+        try {
+          client.delete().forPath(member.getKey());
+        } catch (Exception e) {
+          LOG.debug("member record {} not deleted: {}", member.getKey(), e.toString());
+        }
+      }
       histories.close();
     }
   }

@@ -23,6 +23,18 @@ class JsonAndRecordsTest {
   }
 
   @Test
+  void groupMemberRecordVersion1() {
+    String json =
+        new String(
+            Records.groupMemberRecord("h-42-0000abcd", "g", "svc", "h", 42, 1700000000.5),
+            StandardCharsets.UTF_8);
+    assertEquals(
+        "{\"client_id\":\"svc\",\"group\":\"g\",\"host\":\"h\",\"language\":\"java\","
+            + "\"member\":\"h-42-0000abcd\",\"pid\":42,\"registered_at\":1700000000.5,\"version\":1}",
+        json);
+  }
+
+  @Test
   void ackRecord() {
     Map<Integer, Long> offsets = new TreeMap<>(Map.of(10, 5L, 2, 7L));
     String json = new String(Records.ackRecord("p", 3, offsets, 1700000000.0), StandardCharsets.UTF_8);
