@@ -20,7 +20,7 @@ import subprocess
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -38,6 +38,7 @@ __all__ = [
     "PARTITIONER",
     "JavaProducer",
     "JavaReader",
+    "JvmProcess",
     "StreamsReader",
     "clients_classpath",
     "compile_streams_reader",
@@ -51,6 +52,8 @@ __all__ = [
     "reader_properties",
     "verify_producer_config",
     "write_backlog",
+    "write_properties",
+    "writing",
 ]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,20 +112,29 @@ def write_properties(path: Path, props: dict[str, str]) -> Path:
     return path
 
 
-class _Jvm:
-    """A Java driver of ``tests/jvm/`` in its own JVM, its stderr in ``log_path``;
-    :meth:`kill` is SIGKILL."""
+class JvmProcess:
+    """A JVM of a test (a driver of ``tests/jvm/``, a Connect worker...), its stderr in
+    ``log_path``; :meth:`kill` is SIGKILL."""
 
     log_path: Path
     proc: subprocess.Popen[str]
 
-    def _start(self, args: list[str], props: dict[str, str], stdin: int | None = None) -> None:
-        """Start ``args`` with ``props`` as ``--property key=value`` arguments."""
+    def _start(
+        self,
+        args: list[str],
+        props: dict[str, str],
+        stdin: int | None = None,
+        *,
+        stdout_to_log: bool = False,
+    ) -> None:
+        """Start ``args`` with ``props`` as ``--property key=value`` arguments; its stdout is
+        a pipe (the drivers report on it) or, with ``stdout_to_log``, the log too."""
         for key, value in props.items():
             args += ["--property", f"{key}={value}"]
         self._log: IO[bytes] = open(self.log_path, "wb")  # noqa: SIM115 (closed in kill)
+        stdout = self._log if stdout_to_log else subprocess.PIPE
         self.proc = subprocess.Popen(
-            args, stdin=stdin, stdout=subprocess.PIPE, stderr=self._log, text=True, cwd=ROOT
+            args, stdin=stdin, stdout=stdout, stderr=self._log, text=True, cwd=ROOT
         )
 
     def log(self) -> str:
@@ -139,8 +151,8 @@ class _Jvm:
         self._log.close()
 
 
-class _StoppableJvm(_Jvm):
-    """A :class:`_Jvm` that closes and exits once its ``stop_file`` exists (:meth:`stop`)."""
+class _StoppableJvm(JvmProcess):
+    """A :class:`JvmProcess` that closes and exits once its ``stop_file`` exists (:meth:`stop`)."""
 
     stop_file: Path
 
@@ -154,7 +166,7 @@ class _StoppableJvm(_Jvm):
         assert self.proc.returncode == 0, f"rc {self.proc.returncode}\n{self.log()}"
 
 
-class JavaProducer(_Jvm):
+class JavaProducer(JvmProcess):
     """``tests/jvm/VerifiableProducer.java`` in its own JVM; killed in :meth:`kill`.
 
     Its history (``history``) is in the format of :mod:`ordered.verify`; stderr goes to
@@ -393,24 +405,41 @@ def write_backlog(
     while the controller takes ``steps`` (``("expand", 3)``...: a method and a partition
     count) 1.5 s apart; the topic and the records acked (none nacked)."""
     topic = kit.adopted_topic(2)
-    producer = VerifiableProducer(
-        verify_producer_config(kit), "py", topic, history / "producer.jsonl", keys, padding=80
-    )
-    stop = False
-    writer = threading.Thread(target=lambda: producer.run(2500.0, stop=lambda: stop))
-    writer.start()
-    try:
+    with writing(kit, topic, history / "producer.jsonl", keys) as producer:
         time.sleep(1.5)
         for step, to in steps:
             getattr(kit.controller, step)(topic, to, timeout=60)
             time.sleep(1.5)
+    assert [e.to_active for e in kit.store.epochs(topic)] == [2, *(to for _, to in steps)]
+    return topic, int(producer.acked)
+
+
+@contextlib.contextmanager
+def writing(
+    kit: Kit,
+    topic: str,
+    history: Path,
+    keys: list[str],
+    *,
+    producer_id: str = "py",
+    rate: float = 2500.0,
+) -> Iterator[VerifiableProducer]:
+    """A ``VerifiableProducer`` (``producer_id``, its history ``history``) writes ``keys`` to
+    ``topic`` (80 bytes of padding, ``rate`` records a second) in a thread while the block
+    runs; at its end every record is flushed, and none may be nacked."""
+    producer = VerifiableProducer(
+        verify_producer_config(kit), producer_id, topic, history, keys, padding=80
+    )
+    stop = False
+    writer = threading.Thread(target=lambda: producer.run(rate, stop=lambda: stop))
+    writer.start()
+    try:
+        yield producer
     finally:
         stop = True
         writer.join(60)
         producer.close()
-    assert [e.to_active for e in kit.store.epochs(topic)] == [2, *(to for _, to in steps)]
     assert producer.nacked == 0, producer.nacked
-    return topic, int(producer.acked)
 
 
 def delivered(history: Path, group: str | None = None) -> int:

@@ -5,7 +5,11 @@ standalone Connect worker (``connect-runtime`` and ``connect-file`` of the jars 
 ``kafka-connect``, the ordered jar and ``connect-file`` on its ``plugin.path``) then reads
 it from the beginning with two connectors of two tasks each, side by side, each writing to
 a file: ``FileStreamSinkConnector`` wrapped by ``org.orderedkafka.connect.OrderedSinkConnector``
-writes every key in order and loses nothing; the same connector alone writes keys out of
+and the same connector alone. While the worker reads, a second producer writes and the
+topic expands to 5; the worker is killed (SIGKILL) while the wrapper holds a partition,
+and started again to finish. The wrapped file has every key in order and loses nothing,
+and no offset the wrapper's group committed passes a partition's first held record: not
+in Kafka at the kill, nor in any commit the worker logged. The bare file has keys out of
 order (the test can tell the two apart). Small fetches make each task read its partitions
 side by side, as a consumer with a backlog of several partitions does. A wrapper without
 ``ordered.zookeeper.connect`` stops the worker with one error naming the key.
@@ -13,21 +17,25 @@ side by side, as a consumer with a backlog of several partitions does. A wrapper
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import signal
-import subprocess
 import time
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import IO
 
 import pytest
 from helpers import unique, wait_until
-from jvm_helpers import java, ordered_jar, write_backlog
+from jvm_helpers import (
+    JvmProcess,
+    java,
+    ordered_jar,
+    write_backlog,
+    write_properties,
+    writing,
+)
 from kit import Kit
 
+from coordinator.kernel.kafka_admin import KafkaAdmin
 from ordered.devcluster import jars
 from ordered.verify import read_events
 
@@ -36,6 +44,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 KEYS = [f"k{i}" for i in range(40)]
 FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 WRAPPER = "org.orderedkafka.connect.OrderedSinkConnector"
+# The connector and task of each line (Connect's MDC), the wrapper's holds (SinkGates) and
+# every commit the worker's sink tasks send (WorkerSinkTask), both at DEBUG.
 LOG4J = """\
 rootLogger.level = WARN
 rootLogger.appenderRef.stderr.ref = STDERR
@@ -43,21 +53,24 @@ appender.stderr.type = Console
 appender.stderr.name = STDERR
 appender.stderr.target = SYSTEM_ERR
 appender.stderr.layout.type = PatternLayout
-appender.stderr.layout.pattern = [%d] %p %c{1}: %m%n
+appender.stderr.layout.pattern = [%d] %p %c{1}: %X{connector.context}%m%n
 logger.gates.name = org.orderedkafka.connect.SinkGates
 logger.gates.level = DEBUG
+logger.commits.name = org.apache.kafka.connect.runtime.WorkerSinkTask
+logger.commits.level = DEBUG
 """
 
 
-class ConnectWorker:
-    """``connect-standalone`` (``ConnectStandalone``) with ``connectors``, in its own JVM; its
-    log in ``log_path``; :meth:`kill` is SIGKILL."""
+class ConnectWorker(JvmProcess):
+    """``connect-standalone`` (``ConnectStandalone``) with ``connectors``, in its own JVM;
+    :meth:`kill` is SIGKILL, :meth:`restart` starts it again with the same settings and a
+    new log (``worker-1.log``, ``worker-2.log``... in ``root``)."""
 
     def __init__(
         self, root: Path, worker: dict[str, str], connectors: list[dict[str, str]]
     ) -> None:
         root.mkdir(parents=True, exist_ok=True)
-        self.log_path = root / "worker.log"
+        self.root = root
         resolved = jars.resolve("kafka-connect")
         # connect-file is a plugin (plugin.path), as in Kafka's distribution; the wrapper
         # loads it through the worker's plugin loaders.
@@ -71,38 +84,31 @@ class ConnectWorker:
         for found in resolved.directory.glob("connect-file-*.jar"):
             (plugins / "file" / found.name).symlink_to(found)
         (root / "log4j2.properties").write_text(LOG4J)
-        props = {
+        self._worker = {
             "plugin.path": str(plugins),
             "offset.storage.file.filename": str(root / "offsets"),
             "listeners": "http://127.0.0.1:0",
             **worker,
         }
-        _write(root / "worker.properties", props)
-        args = [java(), "-Xmx384m", "-XX:TieredStopAtLevel=1", "-cp", classpath]
-        args += [f"-Dlog4j2.configurationFile={root / 'log4j2.properties'}"]
-        args += ["org.apache.kafka.connect.cli.ConnectStandalone", str(root / "worker.properties")]
+        self._args = [java(), "-Xmx384m", "-XX:TieredStopAtLevel=1", "-cp", classpath]
+        self._args += [f"-Dlog4j2.configurationFile={root / 'log4j2.properties'}"]
+        self._args += [
+            "org.apache.kafka.connect.cli.ConnectStandalone",
+            str(root / "worker.properties"),
+        ]
         for i, connector in enumerate(connectors):
-            _write(root / f"connector-{i}.properties", connector)
-            args.append(str(root / f"connector-{i}.properties"))
-        self._log: IO[bytes] = open(self.log_path, "wb")  # noqa: SIM115 (closed in kill)
-        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT)
+            self._args.append(str(write_properties(root / f"connector-{i}.properties", connector)))
+        self.logs: list[Path] = []
+        self.restart()
 
-    def log(self) -> str:
-        """The tail of the worker's log."""
-        return self.log_path.read_text(errors="replace")[-4000:]
-
-    def kill(self) -> None:
-        """SIGKILL, whatever state it is in."""
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.proc.pid, signal.SIGKILL)
-        with contextlib.suppress(Exception):
-            self.proc.wait(timeout=10)
-        self._log.close()
-
-
-def _write(path: Path, props: dict[str, str]) -> None:
-    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    def restart(self, **worker: str) -> None:
+        """Start the worker (again: after :meth:`kill`), with ``worker`` over its settings,
+        logging to a new file."""
+        self._worker.update(worker)
+        write_properties(self.root / "worker.properties", self._worker)
+        self.log_path = self.root / f"worker-{len(self.logs) + 1}.log"
+        self.logs.append(self.log_path)
+        self._start(list(self._args), {}, stdout_to_log=True)
 
 
 def sequences(output: Path) -> list[tuple[str, int]]:
@@ -117,10 +123,12 @@ def sequences(output: Path) -> list[tuple[str, int]]:
     return out
 
 
-def keys_of(producer_history: Path) -> dict[tuple[str, int], str]:
+def keys_of(*producer_histories: Path) -> dict[tuple[str, int], str]:
     """(producer, sequence) -> key of every acknowledged record."""
     return {
-        (e["p"], int(e["s"])): e["k"] for e in read_events([producer_history]) if e["ev"] == "ack"
+        (e["p"], int(e["s"])): e["k"]
+        for e in read_events(list(producer_histories))
+        if e["ev"] == "ack"
     }
 
 
@@ -140,29 +148,63 @@ def out_of_order(lines: list[tuple[str, int]], keys: dict[tuple[str, int], str])
     return bad
 
 
-def hold_seconds(log: str) -> list[float]:
-    """How long each hold of the worker's log lasted (``SinkGates``' debug lines), in seconds."""
-    held: dict[str, datetime] = {}
-    out = []
+# "[name|task-0] " is Connect's MDC: absent on lines of no task thread.
+HOLD_LINE = re.compile(
+    r"\[([\d-]+ [\d:,]+)\] DEBUG SinkGates: (?:\[[^\]]*\] )?(\S+) "
+    r"(held at|goes on at|no longer held at) offset (\d+)"
+)
+COMMITTED = re.compile(r"([\w.-]+-\d+)=OffsetAndMetadata\{offset=(\d+)")
+
+
+@dataclass
+class GateLog:
+    """What one worker log tells of the wrapper's holds and of its group's commits."""
+
+    holds: list[float] = field(default_factory=list)
+    """How long each hold that ended with its gate opening lasted, in seconds."""
+    held: dict[str, int] = field(default_factory=dict)
+    """Partition (``topic-p``) -> its first held record, at the log's end."""
+    commits: int = 0
+    """Offsets the connector's tasks sent in commits while the partition was held."""
+    passed: list[str] = field(default_factory=list)
+    """Those of them past the partition's first held record."""
+
+
+def read_gate_log(log: str, connector: str) -> GateLog:
+    """``SinkGates``' hold lines and the worker's commit lines of ``connector``, in log order
+    (a task logs its holds and its commits from one thread, so the order is theirs)."""
+    out = GateLog()
+    since: dict[str, datetime] = {}
+    commit = f"WorkerSinkTask{{id={connector}-"
     for line in log.splitlines():
-        match = re.match(r"\[([\d-]+ [\d:,]+)\] DEBUG SinkGates: (\S+) (held at|goes on at)", line)
-        if match is None:
-            continue
-        at = datetime.strptime(match[1], "%Y-%m-%d %H:%M:%S,%f")
-        if match[3] == "held at":
-            held.setdefault(match[2], at)
-        elif match[2] in held:
-            out.append((at - held.pop(match[2])).total_seconds())
+        match = HOLD_LINE.match(line)
+        if match is not None:
+            at = datetime.strptime(match[1], "%Y-%m-%d %H:%M:%S,%f")
+            tp, what = match[2], match[3]
+            if what == "held at":
+                out.held.setdefault(tp, int(match[4]))
+                since.setdefault(tp, at)
+            elif what == "goes on at" and tp in since:
+                out.holds.append((at - since.pop(tp)).total_seconds())
+                out.held.pop(tp, None)
+            else:
+                since.pop(tp, None)
+                out.held.pop(tp, None)
+        elif commit in line and "Committing offsets" in line:
+            for tp, offset in COMMITTED.findall(line):
+                if tp in out.held:
+                    out.commits += 1
+                    if int(offset) > out.held[tp]:
+                        out.passed.append(f"{tp} committed {offset}, held at {out.held[tp]}")
     return out
 
 
-def test_a_wrapped_file_sink_writes_every_key_in_order_and_the_bare_one_does_not(
+def test_a_wrapped_file_sink_keeps_key_order_through_expansions_and_a_kill_the_bare_one_not(
     tmp_path: Path, kit: Kit, jvm_processes: list[ConnectWorker]
 ) -> None:
     started = time.monotonic()
     topic, acked = write_backlog(kit, tmp_path / "backlog", KEYS, (("expand", 3), ("expand", 4)))
     assert acked > 5000, acked
-    keys = keys_of(tmp_path / "backlog" / "producer.jsonl")
     connectors = []
     outputs = {mode: tmp_path / f"{mode}.txt" for mode in ("ordered", "bare")}
     for mode, output in outputs.items():
@@ -185,32 +227,76 @@ def test_a_wrapped_file_sink_writes_every_key_in_order_and_the_bare_one_does_not
                 }
             )
         connectors.append(connector)
-    # One worker runs both connectors side by side, each in its own group.
-    worker = ConnectWorker(
-        tmp_path / "worker",
-        {
-            "bootstrap.servers": kit.bootstrap,
-            "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-            "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-            # Boundaries are committed when a task asks (requestCommit), not by this clock.
-            "offset.flush.interval.ms": "10000",
-            # Small fetches: each fetch brings a few records of every partition, so a task
-            # reads its partitions side by side.
-            "consumer.max.poll.records": "50",
-            "consumer.max.partition.fetch.bytes": "4096",
-        },
-        connectors,
-    )
-    jvm_processes.append(worker)
-    began = time.monotonic()
+    wrapped = connectors[0]["name"]
+    # While the worker reads, a second producer writes, from before the worker starts: the
+    # worker reads behind it all along.
+    with writing(kit, topic, tmp_path / "live.jsonl", KEYS, producer_id="live", rate=1000) as live:
+        # One worker runs both connectors side by side, each in its own group.
+        worker = ConnectWorker(
+            tmp_path / "worker",
+            {
+                "bootstrap.servers": kit.bootstrap,
+                "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+                "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+                # A commit at every poll: one right after a batch with held records too,
+                # before the worker rewinds their partitions (the guarded case).
+                "offset.flush.interval.ms": "0",
+                # Small fetches: each fetch brings a few records of every partition, so a task
+                # reads its partitions side by side.
+                "consumer.max.poll.records": "50",
+                "consumer.max.partition.fetch.bytes": "4096",
+                # The expansion's partition is read within a second of its creation, and the
+                # killed worker's members leave the groups 6 s after the kill.
+                "consumer.metadata.max.age.ms": "500",
+                "consumer.session.timeout.ms": "6000",
+                "consumer.heartbeat.interval.ms": "1000",
+            },
+            connectors,
+        )
+        jvm_processes.append(worker)
+        began = time.monotonic()
+        wait_until(lambda: sequences(outputs["ordered"]), 90, what=worker.log, interval=0.2)
+        # The topic expands to 5 while the worker reads: the new partition's first records
+        # come while its source partition still has a backlog before its boundary, so they
+        # are held until the group commits that boundary.
+        kit.controller.expand(topic, 5, timeout=60)
+        new_partition = f"{topic}-4"
+
+        def held() -> dict[str, int]:
+            log = worker.log_path.read_text(errors="replace")
+            return read_gate_log(log, wrapped).held
+
+        # Killed while the new partition is held: the group's last commit before the kill
+        # is what the restarted worker starts from.
+        wait_until(lambda: new_partition in held(), 60, what=worker.log, interval=0.02)
+        worker.kill()
+        admin = KafkaAdmin(kit.bootstrap)
+        try:
+            committed = admin.committed_offsets(f"connect-{wrapped}", topic, range(5))
+        finally:
+            admin.close()
+        at_kill = held()
+        time.sleep(1)  # records written while no worker runs
+    # No held partition's committed offset passes its first held record: the restarted
+    # worker starts there, and the wrapped task was never given what lies past it.
+    against = {tp: (committed.get(int(tp.rsplit("-", 1)[1])), at) for tp, at in at_kill.items()}
+    print(f"at the kill, partition: (committed, first held): {against}")
+    assert at_kill, "nothing held at the kill: the test shows nothing"
+    assert all(c is None or c <= at for c, at in against.values()), against
+    total = acked + int(live.acked)
+    keys = keys_of(tmp_path / "backlog" / "producer.jsonl", tmp_path / "live.jsonl")
+    assert len(keys) == total, (len(keys), total)
+
+    # Boundaries are committed when a task asks (requestCommit), not by this clock.
+    worker.restart(**{"offset.flush.interval.ms": "10000"})
 
     def written(mode: str) -> int:
         return len({rid for rid in sequences(outputs[mode]) if rid in keys})
 
     wait_until(
-        lambda: all(written(mode) >= acked for mode in outputs),
-        90,
-        what=lambda: f"{ {m: written(m) for m in outputs} } of {acked}\n{worker.log()}",
+        lambda: all(written(mode) >= total for mode in outputs),
+        120,
+        what=lambda: f"{ {m: written(m) for m in outputs} } of {total}\n{worker.log()}",
         interval=0.5,
     )
     seconds = round(time.monotonic() - began, 1)
@@ -221,14 +307,19 @@ def test_a_wrapped_file_sink_writes_every_key_in_order_and_the_bare_one_does_not
         figures[mode] = out_of_order(lines, keys)
         lost = set(keys) - set(lines)
         assert not lost, (mode, len(lost))
-    held_for = hold_seconds(worker.log_path.read_text(errors="replace"))
-    print(f"out of order: {figures}; holds (s): {held_for}; both wrote {acked} in {seconds} s")
+    logs = [read_gate_log(log.read_text(errors="replace"), wrapped) for log in worker.logs]
+    held_for = logs[-1].holds
+    print(f"out of order: {figures}; holds (s): {held_for}; both wrote {total} in {seconds} s")
+    print(f"offsets committed while held: {[log.commits for log in logs]}, past a hold: ", end="")
+    print([p for log in logs for p in log.passed])
     print(f"test took {time.monotonic() - started:.1f} s")
     assert figures["ordered"] == 0, figures
     assert figures["bare"] > 0, figures
-    assert held_for, "the wrapped sink never held a partition: the test shows nothing"
-    # The sources' tasks ask for their boundary commits: no hold waits for the worker's
-    # 10 s commit clock.
+    assert not [p for log in logs for p in log.passed]
+    assert logs[0].commits, "no commit while a partition was held: the test shows nothing"
+    assert held_for, "the restarted worker held no partition: the test shows nothing"
+    # The sources' tasks ask for their boundary commits: no hold of the restarted worker
+    # waits for its 10 s commit clock.
     assert max(held_for) < 8, held_for
 
 

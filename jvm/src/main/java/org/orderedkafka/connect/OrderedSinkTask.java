@@ -3,9 +3,11 @@ package org.orderedkafka.connect;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
@@ -41,6 +43,8 @@ public class OrderedSinkTask extends SinkTask {
   private ConsumerStore store;
   private SinkProgress progress;
   private long pollIntervalMs;
+  /** What this task paused for a hold and has not resumed. */
+  private final Set<TopicPartition> pausedForHolds = new HashSet<>();
 
   /** What the tests put in place of ZooKeeper, Kafka and the wrapped task (null: the real ones). */
   private final ConsumerStore givenStore;
@@ -90,6 +94,19 @@ public class OrderedSinkTask extends SinkTask {
   @Override
   public void open(Collection<TopicPartition> partitions) {
     gates.open(partitions);
+    // The worker forgets only the pauses of partitions no longer assigned: one revoked and
+    // given back to this task comes paused, while its gates start afresh (no hold), and
+    // nothing would ever resume it.
+    pausedForHolds.retainAll(context.assignment());
+    List<TopicPartition> lift = new ArrayList<>();
+    for (TopicPartition tp : partitions) {
+      if (pausedForHolds.remove(tp) && !delegateContext.pausedByTask(tp)) {
+        lift.add(tp);
+      }
+    }
+    if (!lift.isEmpty()) {
+      context.resume(lift.toArray(new TopicPartition[0]));
+    }
     DelegateLoader.run(delegate, () -> delegate.open(partitions));
   }
 
@@ -137,11 +154,13 @@ public class OrderedSinkTask extends SinkTask {
         // fetch; paused, it brings nothing until the gate opens.
         context.offset(h.getKey(), h.getValue());
         context.pause(h.getKey());
+        pausedForHolds.add(h.getKey());
       }
     }
     DelegateLoader.run(delegate, () -> delegate.put(pass));
     List<TopicPartition> open = new ArrayList<>();
     for (TopicPartition tp : gates.recheck()) {
+      pausedForHolds.remove(tp);
       if (!delegateContext.pausedByTask(tp) && context.assignment().contains(tp)) {
         open.add(tp);
       }

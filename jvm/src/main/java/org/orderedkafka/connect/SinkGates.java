@@ -198,7 +198,11 @@ final class SinkGates {
   void close(Collection<TopicPartition> partitions) {
     for (TopicPartition tp : partitions) {
       owned.remove(tp);
-      held.remove(tp);
+      Long wasHeld = held.remove(tp);
+      if (wasHeld != null) {
+        // So that a reader of the log knows the hold ended without its gate opening.
+        LOG.debug("{} no longer held at offset {}: the partition left the task", tp, wasHeld);
+      }
       given.remove(tp);
       start.remove(tp);
       covered.remove(tp);

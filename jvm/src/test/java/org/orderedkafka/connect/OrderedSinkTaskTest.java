@@ -410,6 +410,20 @@ class OrderedSinkTaskTest {
   }
 
   @Test
+  void aHeldPartitionGivenBackToTheSameTaskIsResumed() throws Exception {
+    task.put(records(P2, 0, 2));
+    assertEquals(Set.of(P2), context.paused);
+    // An eager rebalance gives the task the same partitions: the worker keeps the pause of
+    // each partition still assigned.
+    task.close(List.of(P0, P2));
+    task.open(List.of(P0, P2));
+    assertEquals(Set.of(), context.paused, "no hold is left to resume it later");
+    progress.committed.put(0, 10L);
+    task.put(records(P2, 0, 2));
+    assertEquals(List.of(0L, 1L), offsets(sink.got, P2));
+  }
+
+  @Test
   void theChecksArePacedToTheCheckRate() {
     // One topic, ordered: a check is 3 requests (sync, exists, rewind marker); at 30 requests
     // a second, one check every 100 ms on average, two at once.
