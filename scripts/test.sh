@@ -9,16 +9,26 @@ bash scripts/setup.sh
 .venv/bin/lint-imports
 set +e
 # Three workers share the 2 cores: most integration tests wait on servers, not the CPU.
-# tests/conftest.py groups the tests that share a server; ORDERED_TEST_WORKERS=0 runs
-# everything in this process. The slowest tests are printed at the end of every run:
-# where CI time goes.
+# tests/worker_groups.py keeps the tests that share a server on one worker. The tests
+# marked "serial" measure time against a bound: they run after the workers, alone.
+# ORDERED_TEST_WORKERS=0 runs everything in this one process (give -m there, not here).
+# The slowest tests are printed at the end of every run: where CI time goes.
 workers="${ORDERED_TEST_WORKERS:-3}"
-parallel=()
-if [ "$workers" != "0" ]; then
-  parallel=(-n "$workers" --dist loadgroup --no-loadscope-reorder)
+if [ "$workers" = "0" ]; then
+  .venv/bin/pytest -q -p no:cacheprovider --durations=30 "$@"
+  code=$?
+else
+  .venv/bin/pytest -q -p no:cacheprovider --durations=30 -n "$workers" --dist loadgroup \
+    --no-loadscope-reorder -m "not serial" "$@"
+  parallel=$?
+  .venv/bin/pytest -q -p no:cacheprovider --durations=5 -m serial "$@"
+  alone=$?
+  # Exit 5 (no test collected) of one phase is fine when the other ran tests.
+  if [ "$parallel" -eq 5 ] && [ "$alone" -ne 5 ]; then parallel=0; fi
+  if [ "$alone" -eq 5 ] && [ "$parallel" -ne 5 ]; then alone=0; fi
+  code=$parallel
+  if [ "$code" -eq 0 ]; then code=$alone; fi
 fi
-.venv/bin/pytest -q -p no:cacheprovider --durations=30 "${parallel[@]}" "$@"
-code=$?
 set -e
 # pytest exits 5 when it collected no test: that is a failure of the suite, not a pass.
 if [ "$code" -eq 5 ]; then

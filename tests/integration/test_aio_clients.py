@@ -38,7 +38,8 @@ from ordered.verify import HistoryWriter, check, read_events
 from ordered.verify.loop_lag import LoopLagProbe
 from ordered.verify.producer import decode_value, encode_value
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+# The event loop's lag is bounded: it runs alone, not beside the parallel workers' load.
+pytestmark = [pytest.mark.integration, pytest.mark.serial, pytest.mark.timeout(240)]
 
 KEYS = [f"k{i}" for i in range(20)]
 STAGE = 1000

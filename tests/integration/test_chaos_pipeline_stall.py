@@ -146,7 +146,7 @@ def test_the_stage_aborts_and_goes_on_after_its_group_session_expired(
         with _member_of(kit.bootstrap, group, source):
             time.sleep(max(0.0, STALL - (time.monotonic() - stopped)))
             os.kill(stage.proc.pid, signal.SIGCONT)
-            wait_until(lambda: stage.last("aborted") >= 1, 30, what="the stage to abort")
+            wait_until(lambda: stage.last("aborted") >= 1, 60, what="the stage to abort")
         resumed = stage.last("transactions")
         wait_until(
             lambda: stage.last("transactions") >= resumed + 2,

@@ -114,6 +114,7 @@ def test_without_the_barrier_in_force_every_fetch_is_checked(kit: Kit) -> None:
     assert consumer._layouts.barrier.state is BarrierState.OFF
 
 
+@pytest.mark.serial  # its periodic check repairs the broken consumer: the race shows only alone
 def test_a_consumer_that_skips_the_check_without_the_barrier_breaks_order(kit: Kit) -> None:
     """The scenario above can fail: skipping the check while the flag is off breaks it."""
     set_feature(kit.store, CONSUMER_BARRIER, False)
@@ -123,6 +124,7 @@ def test_a_consumer_that_skips_the_check_without_the_barrier_breaks_order(kit: K
     assert _out_of_order(_race(kit, consumer))
 
 
+@pytest.mark.serial  # its periodic check repairs the broken consumer: the race shows only alone
 def test_an_unresolved_announcement_is_what_keeps_order(kit: Kit) -> None:
     """With the barrier, a consumer that ignored announcements would break order too."""
     set_feature(kit.store, CONSUMER_BARRIER, True)

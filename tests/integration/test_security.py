@@ -329,7 +329,7 @@ def test_the_consumer_barrier_comes_into_force_under_the_acl_policy(
         ):
             with pytest.raises(NoAuthError, match="NoAuth"):
                 eve.client.delete(path)
-            assert coordinator.kernel.exists(path) is not None
+            assert coordinator.client.exists(path) is not None
         opened = [n.path for n in show_acls(secure.client("admin"), secure_root) if n.open]
         assert opened == []
     finally:

@@ -1,11 +1,11 @@
-"""The xdist worker groups (``tests/conftest.py``): a test file that uses a shared server
+"""The xdist worker groups (``tests/worker_groups.py``): a test file that uses a shared server
 is in that server's group, so that no worker starts a second copy of it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import CHAOS_FILES, worker_group
+from worker_groups import CHAOS_FILES, worker_group
 
 TESTS = Path(__file__).resolve().parents[1]
 
