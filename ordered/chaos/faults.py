@@ -465,6 +465,44 @@ class FaultRunner:
         elif kind is FaultKind.OFFSET_RESET:
             self._offset_reset()
 
+    def wait_readers_committed(self, timeout: float = 90.0) -> None:
+        """Wait until every reader group has committed an offset of the topic.
+
+        A trim waits only for groups it can see, by their commits: a group stopped
+        before its first commit (a loaded machine can take seconds to start a member,
+        and the lag group is stopped by the first faults) would lose the records trimmed
+        meanwhile, which no client can prevent. The faults start after this.
+        """
+        from coordinator.kernel.kafka_admin import KafkaAdmin
+
+        # The group whose commits a trim sees (a Spark query's commit group), and its topic.
+        groups = {
+            str(s.extra.get("commit_group", s.group)): str(s.extra.get("topic", TOPIC))
+            for s in self.slots.slots.values()
+            if s.kind == "reader"
+        }
+        admin = KafkaAdmin(self.conn.bootstrap, timeout=5.0, config={"log_level": 0})
+        started = time.monotonic()
+        waiting = sorted(groups)
+        try:
+            while waiting and not self.stop.is_set():
+                for group in list(waiting):
+                    topic = groups[group]
+                    with contextlib.suppress(Exception):
+                        partitions = range(admin.partition_count(topic))
+                        if admin.committed_offsets(group, topic, partitions):
+                            waiting.remove(group)
+                if not waiting or time.monotonic() - started > timeout:
+                    break
+                self.stop.wait(0.5)
+        finally:
+            admin.close()
+        took = time.monotonic() - started
+        if waiting:
+            self._say(f"no commit of {', '.join(waiting)} after {took:.1f} s; faults start anyway")
+        else:
+            self._say(f"every reader group committed ({', '.join(sorted(groups))}) in {took:.1f} s")
+
     def _wait_brokers(self, timeout: float = 180.0) -> None:
         from coordinator.kernel.kafka_admin import KafkaAdmin
 

@@ -189,6 +189,7 @@ def run_chaos(options: ChaosOptions, say: Callable[[str], None]) -> dict[str, An
         if spark is not None:
             runner.spark = SparkFaults(runner, spark, options.duration)
             spark.wait_ready(slots, stop)
+        runner.wait_readers_committed()
         runner.run(schedule, options.duration)
         if stop.is_set():
             raise RunInterruptedError("interrupted")
