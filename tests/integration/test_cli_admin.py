@@ -96,6 +96,7 @@ def test_refusals_exit_1_usage_errors_exit_2_and_nothing_is_written(kit: Kit) ->
     assert admin.partition_count(not_adopted) == 2
 
 
+@pytest.mark.serial  # a bound on a CLI call's wall time: the parallel workers' load breaks it
 def test_zookeeper_down_fails_fast_with_exit_1(kit: Kit) -> None:
     topic = kit.topic_factory(2)
     zookeeper = f"127.0.0.1:{closed_port()}"
@@ -108,6 +109,7 @@ def test_zookeeper_down_fails_fast_with_exit_1(kit: Kit) -> None:
     assert KafkaAdmin(kit.bootstrap).partition_count(topic) == 2
 
 
+@pytest.mark.serial  # a bound on a CLI call's wall time: the parallel workers' load breaks it
 def test_kafka_down_fails_fast_with_exit_1_and_writes_nothing(kit: Kit) -> None:
     topic = kit.topic_factory(2)
     assert kit.ordered_cli("adopt", topic).returncode == 0
