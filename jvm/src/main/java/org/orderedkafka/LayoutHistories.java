@@ -84,7 +84,9 @@ public final class LayoutHistories implements Closeable {
 
   private final OrderedSettings settings;
   private final ZkSession zk;
-  private final Map<String, Map<Long, EpochInfo>> sealed = new HashMap<>();
+  /** Per topic; one topic is read by one thread at a time, topics from several (a prefetch). */
+  private final Map<String, Map<Long, EpochInfo>> sealed =
+      new java.util.concurrent.ConcurrentHashMap<>();
   private boolean closed;
 
   /**

@@ -4,6 +4,7 @@ import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -90,6 +91,8 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     long refusedAt;
     /** The recorded topic id Kafka confirmed (asked again only when the record's changes). */
     String confirmedId;
+    /** The first read, under way in the background since {@code subscribe()}; null: none. */
+    java.util.concurrent.CompletableFuture<Prefetched> prefetch;
 
     TopicGates(String topic) {
       this.topic = topic;
@@ -105,6 +108,17 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     }
 
     private final Map<Long, Layout> layouts = new HashMap<>();
+
+    /**
+     * The audit's lookups (C-AUDIT-1), per epoch of the history in order: its number, and per
+     * partition its boundary ({@link Long#MIN_VALUE}: none) and whether it gives and receives
+     * keys there. Built once per read instead of per sampled record.
+     */
+    long[] auditEpochs = new long[0];
+
+    long[][] auditBounds = new long[0][];
+    boolean[][] auditGives = new boolean[0][];
+    boolean[][] auditReceives = new boolean[0][];
 
     void set(LayoutHistories.History h) {
       history = h;
@@ -129,8 +143,41 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
         }
       }
       pendingGivers = pending;
+      int n = h.epochs.size();
+      auditEpochs = new long[n];
+      auditBounds = new long[n][];
+      auditGives = new boolean[n][];
+      auditReceives = new boolean[n][];
+      for (int i = 0; i < n; i++) {
+        EpochInfo e = h.epochs.get(i);
+        int width = 0;
+        for (int partition : e.boundaries.keySet()) {
+          width = Math.max(width, partition + 1);
+        }
+        long[] bounds = new long[width];
+        Arrays.fill(bounds, Long.MIN_VALUE);
+        e.boundaries.forEach((partition, bound) -> bounds[partition] = bound);
+        boolean[] gives = new boolean[width];
+        boolean[] receives = new boolean[width];
+        for (int[] edge : e.edges) {
+          if (edge[0] < width) {
+            gives[edge[0]] = true;
+          }
+          if (edge[1] < width) {
+            receives[edge[1]] = true;
+          }
+        }
+        auditEpochs[i] = e.epoch;
+        auditBounds[i] = bounds;
+        auditGives[i] = gives;
+        auditReceives[i] = receives;
+      }
     }
   }
+
+  /** A first read done in the background: the history (null when it failed) and the id's answer. */
+  private record Prefetched(
+      LayoutHistories.History history, java.util.function.Supplier<String> asked) {}
 
   private final Consumer<K, V> inner;
   private final ConsumerStore store;
@@ -150,7 +197,9 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
   java.util.function.Function<String, java.util.function.Supplier<String>> topicIds =
       this::describeTopicId;
   private final Map<String, Object> adminConfig = new HashMap<>();
+  private final Object adminLock = new Object();
   private Admin admin;
+  private boolean adminClosed;
 
   private final Map<String, TopicGates> topics = new HashMap<>();
   private boolean trusted = true;
@@ -186,6 +235,8 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
   private boolean rebalanced;
   private long nextAutoCommit;
   private long nextRecheck;
+  /** The next re-check reads Kafka even when {@link #futile} says no read could open a gate. */
+  private boolean recheckFull;
   private double tokens = 2;
   private long tokensAt;
   private long lastCheck = Long.MIN_VALUE / 2;
@@ -256,6 +307,14 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     clientIdConfig = clientId == null || String.valueOf(clientId).isEmpty() ? null : String.valueOf(clientId);
     try {
       this.store = store != null ? store : new ZkConsumerStore(settings);
+      if (store == null) {
+        prefetcher =
+            task -> {
+              Thread thread = new Thread(task, "ordered-layout-prefetch");
+              thread.setDaemon(true);
+              thread.start();
+            };
+      }
     } catch (RuntimeException e) {
       inner.close(Duration.ZERO);
       throw e;
@@ -366,7 +425,11 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
   public void subscribe(Collection<String> topicNames, ConsumerRebalanceListener listener) {
     ensureOpen();
     for (String topic : topicNames) {
-      topic(topic);
+      if (prefetcher != null && !topics.containsKey(topic)) {
+        prefetch(topic);
+      } else {
+        topic(topic);
+      }
     }
     userListener = listener;
     inner.subscribe(topicNames, new Rebalance());
@@ -542,11 +605,67 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       t = new TopicGates(name);
       topics.put(name, t);
       load(t);
+    } else if (t.prefetch != null) {
+      load(t);
     }
     return t;
   }
 
+  /**
+   * Runs a subscription's first reads in the background; null: at the call (the conformance
+   * scenarios' fake store and client, whose steps are one thread's).
+   */
+  java.util.concurrent.Executor prefetcher;
+
+  /**
+   * Start a subscribed topic's first read in the background: ZooKeeper's history, Kafka's topic
+   * id and the group's registration then overlap the group's join instead of preceding it (they
+   * took about 100 ms of a fresh consumer's {@code subscribe()}). The read is used at the
+   * topic's first use on the poll thread ({@link #topic}), before any of its records is judged.
+   */
+  private void prefetch(String name) {
+    TopicGates t = new TopicGates(name);
+    topics.put(name, t);
+    String clientId = group == null ? null : clientId(); // the inner consumer: this thread only
+    // Kafka's answer (an admin client's start is most of it) and ZooKeeper's reads each on
+    // their own thread: the first use waits for the slower, not for both in turn.
+    java.util.concurrent.CompletableFuture<java.util.function.Supplier<String>> asked =
+        java.util.concurrent.CompletableFuture.supplyAsync(() -> askTopicId(name), prefetcher);
+    t.prefetch =
+        java.util.concurrent.CompletableFuture.supplyAsync(
+                () -> {
+                  LayoutHistories.History h;
+                  try {
+                    h = store.read(name);
+                  } catch (RuntimeException e) {
+                    return null; // read again, and reported, at first use
+                  }
+                  if (h.adopted && group != null) {
+                    store.registerGroup(group, name);
+                    store.registerMember(group, member, clientId);
+                  }
+                  return h;
+                },
+                prefetcher)
+            .thenCombine(asked, Prefetched::new);
+  }
+
   private boolean load(TopicGates t) {
+    java.util.concurrent.CompletableFuture<Prefetched> pending = t.prefetch;
+    if (pending != null) {
+      t.prefetch = null;
+      Prefetched done;
+      try {
+        done = pending.join();
+      } catch (java.util.concurrent.CompletionException e) {
+        done = new Prefetched(null, null); // read here, where a failure is reported
+      }
+      if (done.history() != null) {
+        t.set(done.history());
+        confirmTopicId(t, done.asked());
+        return true;
+      }
+    }
     try {
       // At a topic's first read Kafka is asked for its id while ZooKeeper gives the history
       // (two round trips at once instead of one after the other).
@@ -584,6 +703,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     for (TopicPartition tp : held.keySet()) {
       if (tp.topic().equals(t.topic)) {
         nextRecheck = clock.getAsLong();
+        recheckFull = true; // the gates themselves may have changed (C-COPY-6)
         break;
       }
     }
@@ -631,11 +751,16 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
   }
 
   private java.util.function.Supplier<String> describeTopicId(String topic) {
-    if (admin == null) {
-      admin = Admin.create(adminConfig);
+    org.apache.kafka.common.KafkaFuture<Map<String, TopicDescription>> answer;
+    synchronized (adminLock) { // a prefetch asks from its own thread
+      if (adminClosed) {
+        throw new IllegalStateException("This consumer has already been closed.");
+      }
+      if (admin == null) {
+        admin = Admin.create(adminConfig);
+      }
+      answer = admin.describeTopics(List.of(topic)).allTopicNames();
     }
-    org.apache.kafka.common.KafkaFuture<Map<String, TopicDescription>> answer =
-        admin.describeTopics(List.of(topic)).allTopicNames();
     return () -> {
       try {
         TopicDescription d = answer.get(10, TimeUnit.SECONDS).get(topic);
@@ -1333,35 +1458,31 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
 
   /** What is wrong with {@code r}'s place, or null (C-AUDIT-1). */
   private String misplaced(TopicGates t, int partition, ConsumerRecord<K, V> r, Long header) {
-    List<EpochInfo> epochs = t.history.epochs;
+    long[] numbers = t.auditEpochs;
     long offset = r.offset();
     long lo = 0;
-    long hi = epochs.isEmpty() ? 0 : epochs.get(epochs.size() - 1).epoch;
-    for (EpochInfo e : epochs) {
-      Long bound = e.boundaries.get(partition);
-      if (bound == null) {
+    long hi = numbers.length == 0 ? 0 : numbers[numbers.length - 1];
+    for (int i = 0; i < numbers.length; i++) {
+      long[] bounds = t.auditBounds[i];
+      if (partition >= bounds.length || bounds[partition] == Long.MIN_VALUE) {
         continue;
       }
-      boolean gives = false;
-      boolean receives = false;
-      for (int[] edge : e.edges) {
-        gives |= edge[0] == partition;
-        receives |= edge[1] == partition;
+      long bound = bounds[partition];
+      if (t.auditGives[i][partition] && offset >= bound) {
+        lo = Math.max(lo, numbers[i]);
       }
-      if (gives && offset >= bound) {
-        lo = Math.max(lo, e.epoch);
-      }
-      if (receives && offset < bound) {
-        hi = Math.min(hi, e.epoch - 1);
+      if (t.auditReceives[i][partition] && offset < bound) {
+        hi = Math.min(hi, numbers[i] - 1);
       }
     }
     byte[] key = settings.keyAudit && r.key() instanceof byte[] ? (byte[]) r.key() : null;
+    long hash = key == null ? -1 : Hashing.hash(key, t.history.algorithm); // once per record
     if (header != null) {
       if (header < lo || header > hi) {
         return "epoch header " + header + " outside epochs " + lo + ".." + hi + " at this offset";
       }
       Layout l = t.layout(header);
-      if (key != null && l != null && l.partitionFor(key, t.history.algorithm) != partition) {
+      if (key != null && l != null && l.route(hash) != partition) {
         return "key routes elsewhere under its header epoch " + header;
       }
     }
@@ -1374,7 +1495,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       if (l == null) {
         continue;
       }
-      if (l.partitionFor(key, t.history.algorithm) == partition) {
+      if (l.route(hash) == partition) {
         return null;
       }
       any = true;
@@ -1510,8 +1631,13 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       return;
     }
     nextRecheck = t0 + TimeUnit.MILLISECONDS.toNanos(settings.gatePollIntervalMs);
+    boolean full = recheckFull || !trusted;
+    recheckFull = false;
     if (!recover()) {
       return;
+    }
+    if (!full && futile()) {
+      return; // decided: still closed, without two reads of Kafka every interval
     }
     Map<String, View> views = new HashMap<>();
     // One read of Kafka per topic for all its held gates (one per gate cost a round trip each,
@@ -1549,10 +1675,48 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     declareInterest();
   }
 
+  /**
+   * Whether no read of Kafka could open a held gate now: every held partition waits only on
+   * partitions this consumer reads (assigned, not paused), each given below the offset it
+   * waits for. Such a partition's progress is capped at what this consumer gave (C-REPLAY-2),
+   * so neither a commit nor a log start read can change the decision until it is read further,
+   * and reading further brings its boundary commit, which re-checks at once (C-ANN-3). A log
+   * start past the position of such a partition ends in the client's offset reset, which is
+   * read as records like any other.
+   */
+  private boolean futile() {
+    Set<TopicPartition> owned = null;
+    Set<TopicPartition> paused = null;
+    for (TopicPartition tp : held.keySet()) {
+      List<GateEvaluator.Wait> found = waits.get(tp);
+      if (found == null || found.isEmpty()) {
+        return false;
+      }
+      for (GateEvaluator.Wait wait : found) {
+        if (wait.partition() < 0 || wait.offset() < 0) {
+          return false; // a seal, or a boundary not known yet
+        }
+        TopicPartition source = new TopicPartition(tp.topic(), wait.partition());
+        if (owned == null) {
+          owned = inner.assignment();
+          paused = inner.paused();
+        }
+        if (!owned.contains(source) || paused.contains(source)) {
+          return false;
+        }
+        Long mine = given.containsKey(source) ? given.get(source) : start.get(source);
+        if (mine == null || mine >= wait.offset()) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
   /** C-POS-2: declare what held gates wait on, per topic, when it changed. */
   private void declareInterest() {
-    if (group == null || !settings.positions) {
-      return;
+    if (group == null || !settings.positions || (waits.isEmpty() && declared.isEmpty())) {
+      return; // nothing held, nothing declared: the call of every batch stops here
     }
     waits.keySet().retainAll(held.keySet());
     Map<String, Map<Integer, Long>> byTopic = new HashMap<>();
@@ -1641,6 +1805,7 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
     // Our own boundary commit may open a gate we hold: decide again at once.
     if (!held.isEmpty()) {
       nextRecheck = clock.getAsLong();
+      recheckFull = true;
     }
   }
 
@@ -2177,8 +2342,11 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
         closeInner.run();
       } finally {
         store.close();
-        if (admin != null) {
-          admin.close(Duration.ofSeconds(5));
+        synchronized (adminLock) {
+          adminClosed = true;
+          if (admin != null) {
+            admin.close(Duration.ofSeconds(5));
+          }
         }
       }
     }

@@ -272,6 +272,52 @@ class ConsumerConformanceTest {
     }
   }
 
+  /**
+   * A gate that waits only on a source this consumer reads, given below its boundary, is
+   * decided at each interval without reading Kafka (no commit or log start could open it); the
+   * source read to its boundary opens it at once. Without the rule each interval cost a read
+   * of the committed offsets and one of the log starts, on the poll thread, for as long as the
+   * source's backlog took to read.
+   */
+  @Test
+  void aGateWaitingOnlyOnItsOwnSourceIsDecidedWithoutReadingKafka() {
+    String text =
+        """
+        {"name": "own-source", "topics": {"t": {"initial": 2}},
+         "history": {"t": [
+           {"epoch": 0, "state": "sealed", "from_active": 2, "to_active": 2, "edges": [], "boundaries": {}},
+           {"epoch": 1, "state": "sealed", "from_active": 2, "to_active": 3, "edges": [[0, 2]],
+            "boundaries": {"0": 50, "2": 0}}]},
+         "steps": [
+           {"do": "assign", "partitions": [["t", 0], ["t", 2]]},
+           {"do": "fetched", "records": [{"topic": "t", "partition": 0, "from": 0, "to": 9},
+                                         {"topic": "t", "partition": 2, "from": 0, "to": 2}]},
+           {"do": "consume", "max": 100, "timeout_ms": 50, "expect": {"held": [["t", 2, 0]]}}]}
+        """;
+    Driver d = new Driver(asMap(Json.parse(text)));
+    d.run();
+    int committed = d.kafka.calls.getOrDefault("committed", 0);
+    int starts = d.kafka.calls.getOrDefault("beginningOffsets", 0);
+    for (int i = 0; i < 10; i++) {
+      assertTrue(d.consumer.poll(Duration.ofMillis(150)).isEmpty()); // 15 gate poll intervals
+    }
+    assertEquals(committed, (int) d.kafka.calls.getOrDefault("committed", 0), "committed() read");
+    assertEquals(starts, (int) d.kafka.calls.getOrDefault("beginningOffsets", 0), "log starts read");
+
+    Map<String, Object> more = new HashMap<>();
+    more.put("records", Json.parse("[{\"topic\": \"t\", \"partition\": 0, \"from\": 10, \"to\": 60}]"));
+    d.kafka.fetched(more);
+    List<Long> given = new ArrayList<>();
+    for (int i = 0; i < 5 && !given.contains(0L); i++) {
+      for (ConsumerRecord<byte[], byte[]> r : d.consumer.poll(Duration.ofMillis(150))) {
+        if (r.partition() == 2) {
+          given.add(r.offset());
+        }
+      }
+    }
+    assertEquals(List.of(0L, 1L, 2L), given, "the gate opened once the source passed 50");
+  }
+
   // --- the driver -------------------------------------------------------------------------
 
   static final class Mismatch extends AssertionError {
@@ -1002,7 +1048,11 @@ class ConsumerConformanceTest {
       }
 
       @SuppressWarnings("unchecked")
+      /** How often each method of the client was called (tests of the round trips a hold costs). */
+      final Map<String, Integer> calls = new HashMap<>();
+
       Object call(String name, Object[] a) {
+        calls.merge(name, 1, Integer::sum);
         switch (name) {
           case "assignment":
             return Set.copyOf(assignment);
