@@ -509,6 +509,20 @@ def _jvm_consumer(d: dict[str, Any]) -> list[dict[str, Any]]:
                 "jvm_consumer",
             )
         )
+    late = _get(d, "expansion", "ratio_from_first_record")
+    if isinstance(late, dict):
+        rows.append(
+            _row(
+                "... the same reads timed from the first record (no join, no first reads)",
+                None,
+                "KafkaConsumer",
+                late.get("median"),
+                f"quartiles {late.get('q1')}-{late.get('q3')} (min {late.get('min')}, max "
+                f"{late.get('max')})",
+                "report",
+                "jvm_consumer",
+            )
+        )
     return rows
 
 
