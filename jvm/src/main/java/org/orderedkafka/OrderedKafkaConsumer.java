@@ -1680,9 +1680,9 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
    * partitions this consumer reads (assigned, not paused), each given below the offset it
    * waits for. Such a partition's progress is capped at what this consumer gave (C-REPLAY-2),
    * so neither a commit nor a log start read can change the decision until it is read further,
-   * and reading further brings its boundary commit, which re-checks at once (C-ANN-3). A log
-   * start past the position of such a partition ends in the client's offset reset, which is
-   * read as records like any other.
+   * and reading further brings its boundary commit, which re-checks at once (C-ANN-3). The
+   * client's position below the wait too: a log start past it (retention) resets the position
+   * there, and the next re-check reads Kafka and opens the gate by the log start (C-GATE-6).
    */
   private boolean futile() {
     Set<TopicPartition> owned = null;
@@ -1706,6 +1706,13 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
         }
         Long mine = given.containsKey(source) ? given.get(source) : start.get(source);
         if (mine == null || mine >= wait.offset()) {
+          return false;
+        }
+        try {
+          if (inner.position(source, Duration.ZERO) >= wait.offset()) {
+            return false; // past it without giving it: a reset past a log start, a compacted gap
+          }
+        } catch (RuntimeException unknown) {
           return false;
         }
       }

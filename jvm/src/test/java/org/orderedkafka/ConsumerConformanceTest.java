@@ -318,6 +318,42 @@ class ConsumerConformanceTest {
     assertEquals(List.of(0L, 1L, 2L), given, "the gate opened once the source passed 50");
   }
 
+  /**
+   * The same hold, and then retention deletes the source past its boundary: the client's reset
+   * moves its position to the new log start, and the next re-check reads Kafka and opens the
+   * gate by the log start (C-GATE-6) though nothing more of the source was given.
+   */
+  @Test
+  void aGateWaitingOnItsOwnSourceOpensWhenRetentionPassesTheBoundary() {
+    String text =
+        """
+        {"name": "own-source-deleted", "topics": {"t": {"initial": 2}},
+         "history": {"t": [
+           {"epoch": 0, "state": "sealed", "from_active": 2, "to_active": 2, "edges": [], "boundaries": {}},
+           {"epoch": 1, "state": "sealed", "from_active": 2, "to_active": 3, "edges": [[0, 2]],
+            "boundaries": {"0": 50, "2": 0}}]},
+         "steps": [
+           {"do": "assign", "partitions": [["t", 0], ["t", 2]]},
+           {"do": "fetched", "records": [{"topic": "t", "partition": 0, "from": 0, "to": 9},
+                                         {"topic": "t", "partition": 2, "from": 0, "to": 2}]},
+           {"do": "consume", "max": 100, "timeout_ms": 50, "expect": {"held": [["t", 2, 0]]}}]}
+        """;
+    Driver d = new Driver(asMap(Json.parse(text)));
+    d.run();
+    TopicPartition source = new TopicPartition("t", 0);
+    d.kafka.logStart.put(source, 60L);
+    d.kafka.position.put(source, 60L); // auto.offset.reset=earliest past the deleted records
+    List<Long> given = new ArrayList<>();
+    for (int i = 0; i < 5 && given.size() < 3; i++) {
+      for (ConsumerRecord<byte[], byte[]> r : d.consumer.poll(Duration.ofMillis(150))) {
+        if (r.partition() == 2) {
+          given.add(r.offset());
+        }
+      }
+    }
+    assertEquals(List.of(0L, 1L, 2L), given, "the gate opened by the source's log start");
+  }
+
   // --- the driver -------------------------------------------------------------------------
 
   static final class Mismatch extends AssertionError {
