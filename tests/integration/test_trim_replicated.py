@@ -36,6 +36,9 @@ from ordered.devcluster.cluster import ClusterState
 pytestmark = [pytest.mark.integration, pytest.mark.replicated, pytest.mark.timeout(240)]
 
 KEYS = [f"key-{i}" for i in range(40)]
+# The consumed-retention sweep's window in the retention test: the older records are written
+# RETENTION_S + 1 s before the sweep, the newer ones just before it.
+RETENTION_S = 5.0
 
 
 @pytest.fixture(scope="module")
@@ -212,14 +215,16 @@ def test_shrink_drain_trim_consumed_and_retention(
     old_ends = admin3.end_offsets(topic, [0, 1])
     fill(bootstrap, topic, 0, 10)
     fill(bootstrap, topic, 1, 10)
-    time.sleep(2.0)
+    # The newer records must still be younger than the retention when the sweep reads them:
+    # 5 s of margin for the commits and the sweep on a loaded machine (1 s was not enough).
+    time.sleep(RETENTION_S + 1.0)
     new_starts = admin3.end_offsets(topic, [0, 1])
     fill(bootstrap, topic, 0, 10)
     fill(bootstrap, topic, 1, 10)
     ends = admin3.end_offsets(topic, range(4))
     commit(bootstrap, fast, topic, ends)
     commit(bootstrap, lagging, topic, {0: ends[0], 1: old_ends[1] + 3})
-    kit.store.set_retention(RetentionRecord(topic, 1000, time.time()))
+    kit.store.set_retention(RetentionRecord(topic, int(RETENTION_S * 1000), time.time()))
     sweeper.sweep_topic(topic)
     assert admin3.start_offsets(topic, range(4)) == {
         0: new_starts[0],  # consumed up to the end, but the new records are not old enough
