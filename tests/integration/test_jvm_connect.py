@@ -262,13 +262,22 @@ def test_a_wrapped_file_sink_keeps_key_order_through_expansions_and_a_kill_the_b
         kit.controller.expand(topic, 5, timeout=60)
         new_partition = f"{topic}-4"
 
-        def held() -> dict[str, int]:
-            log = worker.log_path.read_text(errors="replace")
-            return read_gate_log(log, wrapped).held
+        def gates() -> GateLog:
+            return read_gate_log(worker.log_path.read_text(errors="replace"), wrapped)
 
-        # Killed while the new partition is held: the group's last commit before the kill
-        # is what the restarted worker starts from.
-        wait_until(lambda: new_partition in held(), 60, what=worker.log, interval=0.02)
+        def held() -> dict[str, int]:
+            return gates().held
+
+        # Killed while the new partition is held, once the worker has committed while a
+        # partition was held (a commit at every poll, but on a loaded machine the kill could
+        # come first): the group's last commit before the kill is what the restarted worker
+        # starts from.
+        wait_until(
+            lambda: new_partition in held() and gates().commits > 0,
+            60,
+            what=worker.log,
+            interval=0.02,
+        )
         worker.kill()
         admin = KafkaAdmin(kit.bootstrap)
         try:
