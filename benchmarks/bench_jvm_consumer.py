@@ -127,18 +127,18 @@ def main() -> None:
             line = []
             for workload in WORKLOADS:
                 got: dict[str, float] = {}
-                steady_rate: dict[str, float] = {}
+                from_first: dict[str, float] = {}
                 for side in order:
                     figures = read(classpath, topics[workload], side, sides[side])
                     if figures["records"] < args.records:
                         raise SystemExit(f"{side} read {figures['records']} of {args.records}")
                     got[side] = figures[rate_key[workload]]
-                    steady_rate[side] = figures["records_per_s"]
+                    from_first[side] = figures["records_per_s"]
                     rates[workload][side].append(got[side])
                     cpu[workload][side].append(figures["timed_cpu_us_per_record"])
                 ratios[workload].append(got["ordered"] / got["kafka"])
                 if workload == "expansion":
-                    first_record.append(steady_rate["ordered"] / steady_rate["kafka"])
+                    first_record.append(from_first["ordered"] / from_first["kafka"])
                 line.append(
                     f"{workload}: kafka {got['kafka']:.0f}/s, ordered {got['ordered']:.0f}/s, "
                     f"ratio {ratios[workload][-1]:.3f}"

@@ -640,14 +640,19 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
                   } catch (RuntimeException e) {
                     return null; // read again, and reported, at first use
                   }
-                  if (h.adopted && group != null) {
-                    store.registerGroup(group, name);
-                    store.registerMember(group, member, clientId);
-                  }
+                  register(name, h, clientId);
                   return h;
                 },
                 prefetcher)
             .thenCombine(asked, Prefetched::new);
+  }
+
+  /** At a topic's first read: the group (C-TRIM-1) and this member, for an adopted topic. */
+  private void register(String topic, LayoutHistories.History h, String clientId) {
+    if (h.adopted && group != null) {
+      store.registerGroup(group, topic);
+      store.registerMember(group, member, clientId);
+    }
   }
 
   private boolean load(TopicGates t) {
@@ -675,9 +680,8 @@ public class OrderedKafkaConsumer<K, V> implements Consumer<K, V> {
       boolean first = t.history == null;
       t.set(h);
       confirmTopicId(t, asked);
-      if (first && h.adopted && group != null) {
-        store.registerGroup(group, t.topic);
-        store.registerMember(group, member, clientId());
+      if (first) {
+        register(t.topic, h, group == null ? null : clientId());
       }
       return true;
     } catch (RuntimeException e) {
